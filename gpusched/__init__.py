@@ -1,0 +1,3 @@
+"""gpusched: replay deep-learning training-job traces on a simulated GPU cluster."""
+
+__version__ = "0.1.0"

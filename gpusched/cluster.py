@@ -1,0 +1,643 @@
+"""Cluster specs: the simulated hardware, and the validating TOML loader.
+
+A cluster is a tuple of :class:`ServerGroup` (identical servers) plus the
+cluster-wide network and sharing settings, held in a frozen :class:`ClusterSpec`.
+Servers are numbered group by group, in file order; GPUs are numbered server by
+server (GPU ``k`` of server ``s`` has global index ``server_start[s] + k``).
+
+Two TOML forms are accepted.
+
+Minimal, homogeneous::
+
+    [cluster]
+    name = "tiny"
+    servers = 4
+    gpus_per_server = 8
+    gpu_type = "V100"      # optional, default "generic"
+    gpu_mem_gb = 32        # optional
+
+Full::
+
+    [cluster]
+    name = "lab"
+    description = "two kinds of server"
+    nic_gbps = 10          # Gbit/s, default 10
+    intra_gbyte_s = 300    # GByte/s, default 300
+    gpu_capacity = 1       # jobs per GPU at once, default 1 (exclusive)
+    allow_spread = true    # may a gang job span servers, default true
+
+    [[servers]]
+    count = 2
+    gpus = 8
+    gpu_type = "V100"
+    gpu_mem_gb = 32        # optional, as are cpus, mem_gb, storage_gb, rack
+    tier = "cloud"         # optional: "edge" | "cloud" (default)
+    delay_s = 0.0          # optional: per-chunk transmission delay, s
+
+The defaults of ``nic_gbps`` and ``intra_gbyte_s`` are the A-SRPT paper's
+evaluation settings (10 Gbps NIC, 300 GB/s NVLink of V100 servers).
+
+Every mistake raises :class:`~gpusched.errors.ClusterError` with a one-line
+message naming the file, the key path (``servers[2].gpus``, 0-based) and what
+was expected.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpusched.errors import ClusterError
+from gpusched.resources import bundled_dir
+
+__all__ = [
+    "TIERS",
+    "ClusterSpec",
+    "ServerGroup",
+    "bundled_clusters",
+    "load_cluster",
+    "parse_cluster",
+]
+
+#: Allowed values of :attr:`ServerGroup.tier`.
+TIERS: tuple[str, ...] = ("edge", "cloud")
+
+DEFAULT_GPU_TYPE = "generic"
+DEFAULT_NIC_GBPS = 10.0
+DEFAULT_INTRA_GBYTE_S = 300.0
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, slots=True)
+class ServerGroup:
+    """A group of identical servers.
+
+    Parameters
+    ----------
+    count
+        Number of servers in the group (>= 1).
+    gpus
+        GPUs per server (>= 0; 0 for CPU-only machines).
+    gpu_type
+        GPU model name, e.g. ``"V100"``; free text, compared by equality.
+    gpu_mem_gb
+        Memory per GPU, GB (10^9 bytes), or None when unknown.
+    cpus
+        CPU cores per server, or None when unknown.
+    mem_gb
+        Host memory per server, GB, or None when unknown.
+    storage_gb
+        Local storage per server, GB, or None when unknown.
+    rack
+        Optional grouping label (the TUI aggregates servers by it).
+    tier
+        ``"edge"`` or ``"cloud"`` (the edge-cloud model); ``"cloud"`` by default.
+    delay_s
+        Transmission delay of one data chunk to a server of this group, s (>= 0).
+    """
+
+    count: int
+    gpus: int
+    gpu_type: str = DEFAULT_GPU_TYPE
+    gpu_mem_gb: float | None = None
+    cpus: int | None = None
+    mem_gb: float | None = None
+    storage_gb: float | None = None
+    rack: str | None = None
+    tier: str = "cloud"
+    delay_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        # Backstop for specs built in code; the loader reports file and key first.
+        if not _is_int(self.count) or self.count < 1:
+            raise ClusterError(f"ServerGroup.count: expected an integer >= 1, got {self.count!r}")
+        if not _is_int(self.gpus) or self.gpus < 0:
+            raise ClusterError(f"ServerGroup.gpus: expected an integer >= 0, got {self.gpus!r}")
+        if self.tier not in TIERS:
+            raise ClusterError(f"ServerGroup.tier: expected one of {TIERS}, got {self.tier!r}")
+        if not (isinstance(self.delay_s, int | float) and self.delay_s >= 0):
+            raise ClusterError(f"ServerGroup.delay_s: expected a number >= 0, got {self.delay_s!r}")
+
+    @property
+    def n_gpus(self) -> int:
+        """GPUs in the whole group (``count * gpus``)."""
+        return self.count * self.gpus
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    """A validated cluster: server groups plus network and sharing settings.
+
+    Parameters
+    ----------
+    name
+        Short name (the bundled file stem for bundled specs).
+    description
+        One line on what setting this is and where it comes from.
+    groups
+        Server groups, in file order; servers are numbered group by group.
+    nic_gbps
+        Inter-server NIC bandwidth per server, Gbit/s (10^9 bit/s).
+    intra_gbyte_s
+        Intra-server GPU-to-GPU bandwidth (NVLink or PCIe), GByte/s (10^9 byte/s),
+        the A-SRPT paper's ``B_intra``; 300 for V100 NVLink.
+    gpu_capacity
+        Jobs that may share one GPU at once (1 = exclusive; the SJF-BSBF paper uses 2).
+    allow_spread
+        Whether a gang job may span several servers.
+    source
+        The file the spec was loaded from (``"<memory>"`` when built in code).
+
+    Attributes
+    ----------
+    n_servers : int
+        Servers in the cluster.
+    n_gpus : int
+        GPUs in the cluster.
+
+    Notes
+    -----
+    The per-server and per-GPU arrays are computed once and are read-only.
+    """
+
+    name: str
+    description: str
+    groups: tuple[ServerGroup, ...]
+    nic_gbps: float = DEFAULT_NIC_GBPS
+    intra_gbyte_s: float = DEFAULT_INTRA_GBYTE_S
+    gpu_capacity: int = 1
+    allow_spread: bool = True
+    source: str = "<memory>"
+    n_servers: int = field(init=False)
+    n_gpus: int = field(init=False)
+    _server_gpus: np.ndarray = field(init=False, repr=False, compare=False)
+    _server_start: np.ndarray = field(init=False, repr=False, compare=False)
+    _gpu_server: np.ndarray = field(init=False, repr=False, compare=False)
+    _server_group: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        groups = tuple(self.groups)
+        object.__setattr__(self, "groups", groups)
+        where = self.source
+        if not groups:
+            raise ClusterError(f"{where}: cluster {self.name!r} has no servers")
+        if not _is_int(self.gpu_capacity) or self.gpu_capacity < 1:
+            raise ClusterError(
+                f"{where}: cluster.gpu_capacity: expected an integer >= 1, "
+                f"got {self.gpu_capacity!r}"
+            )
+        counts = np.array([g.count for g in groups], dtype=np.int64)
+        per = np.array([g.gpus for g in groups], dtype=np.int64)
+        n_servers = int(counts.sum())
+        n_gpus = int((counts * per).sum())
+        if n_gpus <= 0:
+            raise ClusterError(
+                f"{where}: cluster {self.name!r} has 0 GPUs in total: "
+                "expected at least one server group with gpus >= 1"
+            )
+        if n_gpus > np.iinfo(np.int32).max or n_servers > np.iinfo(np.int32).max:
+            raise ClusterError(f"{where}: cluster {self.name!r} is too large ({n_gpus} GPUs)")
+        server_group = np.repeat(np.arange(len(groups), dtype=np.int32), counts)
+        server_gpus = per[server_group].astype(np.int32)
+        server_start = np.zeros(n_servers + 1, dtype=np.int64)
+        np.cumsum(server_gpus, out=server_start[1:])
+        gpu_server = np.repeat(np.arange(n_servers, dtype=np.int32), server_gpus)
+        object.__setattr__(self, "n_servers", n_servers)
+        object.__setattr__(self, "n_gpus", n_gpus)
+        object.__setattr__(self, "_server_group", _readonly(server_group))
+        object.__setattr__(self, "_server_gpus", _readonly(server_gpus))
+        object.__setattr__(self, "_server_start", _readonly(server_start))
+        object.__setattr__(self, "_gpu_server", _readonly(gpu_server))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuild through __init__ so that the derived arrays are recomputed read-only
+        # (specs are pickled to sweep workers).
+        args = (
+            self.name,
+            self.description,
+            self.groups,
+            self.nic_gbps,
+            self.intra_gbyte_s,
+            self.gpu_capacity,
+            self.allow_spread,
+            self.source,
+        )
+        return (ClusterSpec, args)
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    def homogeneous(
+        cls,
+        n_servers: int,
+        gpus_per_server: int,
+        *,
+        name: str = "homogeneous",
+        gpu_type: str = DEFAULT_GPU_TYPE,
+        **kwargs: Any,
+    ) -> ClusterSpec:
+        """Build a cluster of identical servers in code (tests, quick experiments).
+
+        Parameters
+        ----------
+        n_servers
+            Number of servers (>= 1).
+        gpus_per_server
+            GPUs per server (>= 1).
+        name
+            Cluster name.
+        gpu_type
+            GPU model name.
+        **kwargs
+            Other :class:`ClusterSpec` fields (``nic_gbps`` in Gbit/s,
+            ``intra_gbyte_s`` in GByte/s, ``gpu_capacity``, ``allow_spread``, ...).
+        """
+        kwargs.setdefault("description", f"{n_servers} x {gpus_per_server} {gpu_type}")
+        return cls(
+            name=name,
+            groups=(ServerGroup(n_servers, gpus_per_server, gpu_type),),
+            **kwargs,
+        )
+
+    # -- derived arrays (read-only, computed once) --------------------------------------
+
+    def server_gpus(self) -> np.ndarray:
+        """GPUs per server, int32, shape ``(n_servers,)``."""
+        return self._server_gpus
+
+    def server_start(self) -> np.ndarray:
+        """Global index of each server's first GPU, int64, shape ``(n_servers + 1,)``.
+
+        The last entry is ``n_gpus``, so server ``s`` owns GPUs
+        ``server_start()[s]:server_start()[s + 1]``.
+        """
+        return self._server_start
+
+    def gpu_server(self) -> np.ndarray:
+        """Server index of each GPU, int32, shape ``(n_gpus,)`` (GPUs numbered server by server)."""
+        return self._gpu_server
+
+    def server_group(self) -> np.ndarray:
+        """Index into :attr:`groups` of each server, int32, shape ``(n_servers,)``."""
+        return self._server_group
+
+    def server_gpu_type(self) -> np.ndarray:
+        """GPU model name of each server, numpy ``str`` array, shape ``(n_servers,)``."""
+        return self._per_server(lambda g: g.gpu_type)
+
+    def server_rack(self) -> np.ndarray:
+        """Rack label of each server, numpy ``str`` array, shape ``(n_servers,)``.
+
+        Servers without a rack get ``""``.
+        """
+        return self._per_server(lambda g: g.rack or "")
+
+    def server_tier(self) -> np.ndarray:
+        """Tier of each server (``"edge"``/``"cloud"``), ``str`` array, shape ``(n_servers,)``."""
+        return self._per_server(lambda g: g.tier)
+
+    def server_delay_s(self) -> np.ndarray:
+        """Per-chunk transmission delay to each server, s, float64, shape ``(n_servers,)``."""
+        values = np.array([float(g.delay_s) for g in self.groups], dtype=np.float64)
+        return _readonly(values[self._server_group])
+
+    def gpu_types(self) -> list[str]:
+        """Distinct GPU model names of servers with GPUs, in order of first appearance."""
+        return list(dict.fromkeys(g.gpu_type for g in self.groups if g.gpus > 0))
+
+    def _per_server(self, get: Any) -> np.ndarray:
+        values = np.array([get(g) for g in self.groups], dtype=np.str_)
+        return _readonly(values[self._server_group])
+
+    # -- serialisation -----------------------------------------------------------------
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the spec in the full TOML form, as plain dicts (for run manifests).
+
+        Optional fields that are unset are left out; ``source`` is included.
+        """
+        servers = []
+        for g in self.groups:
+            d: dict[str, Any] = {"count": g.count, "gpus": g.gpus, "gpu_type": g.gpu_type}
+            for key in ("gpu_mem_gb", "cpus", "mem_gb", "storage_gb", "rack"):
+                value = getattr(g, key)
+                if value is not None:
+                    d[key] = value
+            d["tier"] = g.tier
+            d["delay_s"] = g.delay_s
+            servers.append(d)
+        return {
+            "cluster": {
+                "name": self.name,
+                "description": self.description,
+                "nic_gbps": self.nic_gbps,
+                "intra_gbyte_s": self.intra_gbyte_s,
+                "gpu_capacity": self.gpu_capacity,
+                "allow_spread": self.allow_spread,
+            },
+            "servers": servers,
+            "source": self.source,
+        }
+
+
+# -- loading ---------------------------------------------------------------------------
+
+_CLUSTER_KEYS = ("name", "description", "nic_gbps", "intra_gbyte_s", "gpu_capacity", "allow_spread")
+_MINIMAL_KEYS = ("servers", "gpus_per_server", "gpu_type", "gpu_mem_gb")
+_SERVER_KEYS = (
+    "count",
+    "gpus",
+    "gpu_type",
+    "gpu_mem_gb",
+    "cpus",
+    "mem_gb",
+    "storage_gb",
+    "rack",
+    "tier",
+    "delay_s",
+)
+_TOP_KEYS = ("cluster", "servers")
+
+
+def bundled_clusters() -> list[tuple[str, str]]:
+    """List the bundled cluster specs.
+
+    Returns
+    -------
+    list of (str, str)
+        ``(name, description)`` of every bundled spec, sorted by name.
+    """
+    out = []
+    for path in sorted(bundled_dir("clusters").glob("*.toml")):
+        out.append((path.stem, load_cluster(path).description))
+    return out
+
+
+def _bundled_names() -> list[str]:
+    return sorted(p.stem for p in bundled_dir("clusters").glob("*.toml"))
+
+
+def load_cluster(name_or_path: str | Path) -> ClusterSpec:
+    """Load and validate a cluster spec.
+
+    Parameters
+    ----------
+    name_or_path
+        A path to a ``.toml`` file, or the name of a bundled spec such as
+        ``"default"`` (see :func:`bundled_clusters`). An argument that names an
+        existing file, ends in ``.toml`` or contains a path separator is a path.
+
+    Returns
+    -------
+    ClusterSpec
+        The validated spec; ``source`` is the file it was read from.
+
+    Raises
+    ------
+    ClusterError
+        Unknown bundled name (the message lists the bundled names), missing or
+        unreadable file, malformed TOML (with line and column), or an invalid spec
+        (the message names the file and key path).
+    """
+    text = str(name_or_path)
+    path = Path(name_or_path)
+    is_path = (
+        isinstance(name_or_path, Path)
+        or path.is_file()
+        or path.suffix == ".toml"
+        or "/" in text
+        or "\\" in text
+    )
+    if not is_path:
+        candidate = bundled_dir("clusters") / f"{text}.toml"
+        if not candidate.is_file():
+            names = ", ".join(_bundled_names()) or "(none)"
+            raise ClusterError(
+                f"unknown cluster {text!r}: expected a .toml path or a bundled name ({names})"
+            )
+        path = candidate
+    if not path.is_file():
+        raise ClusterError(f"{path}: cluster file not found")
+    try:
+        raw = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ClusterError(f"{path}: cannot read cluster file: {exc}") from None
+    return parse_cluster(raw, source=str(path))
+
+
+def parse_cluster(text: str, source: str = "<string>") -> ClusterSpec:
+    """Parse and validate a cluster spec from TOML text.
+
+    Parameters
+    ----------
+    text
+        The TOML document.
+    source
+        Name used in error messages and stored as :attr:`ClusterSpec.source`.
+
+    Returns
+    -------
+    ClusterSpec
+        The validated spec.
+
+    Raises
+    ------
+    ClusterError
+        Malformed TOML or an invalid spec; the message names ``source`` and the key path.
+    """
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ClusterError(f"{source}: invalid TOML: {exc}") from None
+    return _Validator(source).spec(doc)
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _type_name(v: object) -> str:
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a float",
+        str: "a string",
+        list: "an array",
+        dict: "a table",
+    }.get(type(v), type(v).__name__)
+
+
+class _Validator:
+    """Turns a parsed TOML document into a ClusterSpec, raising precise ClusterErrors."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, key: str, message: str) -> ClusterError:
+        return ClusterError(f"{self.source}: {key}: {message}")
+
+    def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
+        for key in table:
+            if key not in allowed:
+                hint = difflib.get_close_matches(key.lower(), allowed, n=1)
+                did = f" (did you mean {hint[0]!r}?)" if hint else ""
+                keypath = f"{where}.{key}" if where else key
+                raise self.fail(
+                    keypath,
+                    f"unknown key{did}; expected one of: {', '.join(allowed)}",
+                )
+
+    def got(self, value: object) -> str:
+        return f"got {_type_name(value)} {value!r}"
+
+    def integer(self, table: dict[str, Any], key: str, where: str, *, minimum: int) -> int:
+        value = table[key]
+        if not _is_int(value) or value < minimum:
+            raise self.fail(
+                f"{where}.{key}", f"expected an integer >= {minimum}, {self.got(value)}"
+            )
+        return int(value)
+
+    def number(
+        self, table: dict[str, Any], key: str, where: str, *, positive: bool = True
+    ) -> float:
+        value = table[key]
+        bound = "> 0" if positive else ">= 0"
+        ok = _is_number(value) and math.isfinite(value) and (value > 0 if positive else value >= 0)
+        if not ok:
+            raise self.fail(
+                f"{where}.{key}", f"expected a finite number {bound}, {self.got(value)}"
+            )
+        return float(value)
+
+    def string(self, table: dict[str, Any], key: str, where: str, *, empty: bool = False) -> str:
+        value = table[key]
+        if not isinstance(value, str) or (not empty and not value.strip()):
+            what = "a string" if empty else "a non-empty string"
+            raise self.fail(f"{where}.{key}", f"expected {what}, {self.got(value)}")
+        return value
+
+    def spec(self, doc: dict[str, Any]) -> ClusterSpec:
+        self.check_keys(doc, _TOP_KEYS, "")
+        if "cluster" not in doc:
+            raise self.fail("cluster", "missing table [cluster]")
+        cluster = doc["cluster"]
+        if not isinstance(cluster, dict):
+            raise self.fail("cluster", f"expected a table [cluster], {self.got(cluster)}")
+        full = "servers" in doc
+        if full:
+            self.check_keys(cluster, _CLUSTER_KEYS, "cluster")
+            groups = self.groups(doc["servers"])
+        else:
+            self.check_keys(cluster, _CLUSTER_KEYS + _MINIMAL_KEYS, "cluster")
+            groups = self.minimal_group(cluster)
+        if "name" not in cluster:
+            raise self.fail("cluster.name", "missing; expected a non-empty string")
+        name = self.string(cluster, "name", "cluster")
+        description = (
+            self.string(cluster, "description", "cluster", empty=True)
+            if "description" in cluster
+            else ""
+        )
+        nic = self.number(cluster, "nic_gbps", "cluster") if "nic_gbps" in cluster else None
+        intra = (
+            self.number(cluster, "intra_gbyte_s", "cluster") if "intra_gbyte_s" in cluster else None
+        )
+        capacity = (
+            self.integer(cluster, "gpu_capacity", "cluster", minimum=1)
+            if "gpu_capacity" in cluster
+            else 1
+        )
+        spread = cluster.get("allow_spread", True)
+        if not isinstance(spread, bool):
+            raise self.fail("cluster.allow_spread", f"expected true or false, {self.got(spread)}")
+        if sum(g.count * g.gpus for g in groups) <= 0:
+            where = "servers" if full else "cluster.gpus_per_server"
+            raise self.fail(where, "the cluster has 0 GPUs in total; expected at least 1")
+        return ClusterSpec(
+            name=name,
+            description=description,
+            groups=groups,
+            nic_gbps=DEFAULT_NIC_GBPS if nic is None else nic,
+            intra_gbyte_s=DEFAULT_INTRA_GBYTE_S if intra is None else intra,
+            gpu_capacity=capacity,
+            allow_spread=spread,
+            source=self.source,
+        )
+
+    def minimal_group(self, cluster: dict[str, Any]) -> tuple[ServerGroup, ...]:
+        for key in ("servers", "gpus_per_server"):
+            if key not in cluster:
+                raise self.fail(
+                    f"cluster.{key}",
+                    "missing; a spec needs either cluster.servers and cluster.gpus_per_server"
+                    " or a [[servers]] array of tables",
+                )
+        count = self.integer(cluster, "servers", "cluster", minimum=1)
+        gpus = self.integer(cluster, "gpus_per_server", "cluster", minimum=0)
+        gpu_type = (
+            self.string(cluster, "gpu_type", "cluster")
+            if "gpu_type" in cluster
+            else DEFAULT_GPU_TYPE
+        )
+        mem = self.number(cluster, "gpu_mem_gb", "cluster") if "gpu_mem_gb" in cluster else None
+        return (ServerGroup(count=count, gpus=gpus, gpu_type=gpu_type, gpu_mem_gb=mem),)
+
+    def groups(self, servers: object) -> tuple[ServerGroup, ...]:
+        if not isinstance(servers, list) or not servers:
+            raise self.fail(
+                "servers", f"expected a non-empty [[servers]] array of tables, {self.got(servers)}"
+            )
+        return tuple(self.group(entry, f"servers[{i}]") for i, entry in enumerate(servers))
+
+    def group(self, entry: object, where: str) -> ServerGroup:
+        if not isinstance(entry, dict):
+            raise self.fail(where, f"expected a table, {self.got(entry)}")
+        self.check_keys(entry, _SERVER_KEYS, where)
+        for key in ("count", "gpus", "gpu_type"):
+            if key not in entry:
+                raise self.fail(f"{where}.{key}", "missing; required in every [[servers]] entry")
+        count = self.integer(entry, "count", where, minimum=1)
+        gpus = self.integer(entry, "gpus", where, minimum=0)
+        gpu_type = self.string(entry, "gpu_type", where)
+
+        def opt_number(key: str) -> float | None:
+            return self.number(entry, key, where) if key in entry else None
+
+        cpus = self.integer(entry, "cpus", where, minimum=1) if "cpus" in entry else None
+        rack = self.string(entry, "rack", where) if "rack" in entry else None
+        tier = "cloud"
+        if "tier" in entry:
+            tier = entry["tier"]
+            if tier not in TIERS:
+                raise self.fail(
+                    f"{where}.tier",
+                    f"expected one of {', '.join(map(repr, TIERS))}, {self.got(tier)}",
+                )
+        delay = self.number(entry, "delay_s", where, positive=False) if "delay_s" in entry else 0.0
+        return ServerGroup(
+            count=count,
+            gpus=gpus,
+            gpu_type=gpu_type,
+            gpu_mem_gb=opt_number("gpu_mem_gb"),
+            cpus=cpus,
+            mem_gb=opt_number("mem_gb"),
+            storage_gb=opt_number("storage_gb"),
+            rack=rack,
+            tier=tier,
+            delay_s=delay,
+        )

@@ -1,0 +1,442 @@
+"""The engine: owns the state and the clock, calls the policy, applies and checks actions.
+
+One round (a decision point): advance every job to the slot boundary (kernel) ->
+admit arrivals -> ``policy.decide(view, now)`` -> validate and apply the decision ->
+record the timeline. Built-in priority policies that declare :class:`~gpusched.policy.Fused`
+run the whole loop inside the kernel instead (mode ``"fused"``); ``mode="python"``
+forces the readable ``decide`` path, which the tests compare with the fused one.
+
+Naming follows SimPy: :meth:`Engine.step` runs one decision point, :meth:`Engine.run`
+runs to the end (or ``until``), :meth:`Engine.peek` tells when the next one is.
+The engine never imports the TUI; :meth:`Engine.snapshot` hands out copies.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gpusched import kernel
+from gpusched.cluster import ClusterSpec
+from gpusched.errors import InvariantError, PolicyError
+from gpusched.jobs import JobTable
+from gpusched.policy import Decision, Preempt, Start, fused_spec
+from gpusched.state import (
+    F_NOW,
+    F_WAKE,
+    FINISHED,
+    I_FREE_GPUS,
+    I_N_DECISIONS,
+    I_N_FINISHED,
+    I_N_QUEUE,
+    I_N_RUN,
+    I_NEXT_ARRIVAL,
+    KEY_NONE,
+    LOADING,
+    PENDING,
+    QUEUED,
+    RUNNING,
+    SAVING,
+    STATUS_NAMES,
+    KernelConfig,
+    SimState,
+    new_state,
+)
+from gpusched.view import View
+
+_CHUNK = 8192  # decision points per kernel call in fused mode (progress granularity)
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """Copies of what a viewer needs at one moment (safe to hand to another thread)."""
+
+    now: float
+    n_jobs: int
+    n_finished: int
+    job_status: np.ndarray
+    gpu_job: np.ndarray
+    queued: np.ndarray
+    running: np.ndarray
+    timeline: dict[str, np.ndarray]
+
+
+@dataclass(slots=True)
+class RunResult:
+    """Everything a finished (or stopped) run produced; :mod:`gpusched.metrics` reads it."""
+
+    jobs: JobTable
+    cluster: ClusterSpec
+    policy_name: str
+    params: dict[str, Any]
+    seed: int
+    slot_s: float
+    mode: str
+    state: SimState
+    timeline: dict[str, np.ndarray]
+    wall_s: float
+    stopped_at: float | None
+    sched_delay_s: np.ndarray | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Engine:
+    """Replay ``jobs`` on ``cluster`` under ``policy``.
+
+    Parameters
+    ----------
+    jobs
+        The job table (submission order).
+    cluster
+        The cluster spec.
+    policy
+        A policy instance (see :class:`gpusched.policy.Policy`).
+    slot_s
+        Slot length, s (> 0).
+    until_s
+        Stop at this simulated time, s; jobs not finished by then are reported as
+        unfinished.
+    mode
+        ``"auto"`` (fused when the policy declares it), ``"fused"`` or ``"python"``.
+    params, seed
+        Recorded in the result's manifest.
+    """
+
+    def __init__(
+        self,
+        jobs: JobTable,
+        cluster: ClusterSpec,
+        policy: Any,
+        *,
+        slot_s: float = 1.0,
+        until_s: float = np.inf,
+        mode: str = "auto",
+        params: dict[str, Any] | None = None,
+        seed: int = 0,
+    ) -> None:
+        if not slot_s > 0 or not np.isfinite(slot_s):
+            raise ValueError(f"slot must be a positive number of seconds, got {slot_s}")
+        self.jobs = jobs
+        self.cluster = cluster
+        self.policy = policy
+        self.name = str(getattr(policy, "name", type(policy).__name__))
+        self.params = dict(params or {})
+        self.seed = seed
+        self.slot_s = float(slot_s)
+        fused = fused_spec(policy)
+        if mode == "fused" and fused is None:
+            raise PolicyError(f"policy '{self.name}' has no fused kernel path for these parameters")
+        if mode not in ("auto", "fused", "python"):
+            raise ValueError(f"unknown engine mode {mode!r}")
+        self.mode = "fused" if fused is not None and mode != "python" else "python"
+        self.state = new_state(
+            jobs.submit_s,
+            jobs.n_gpus,
+            jobs.work_s,
+            cluster.server_gpus(),
+            gpu_capacity=cluster.gpu_capacity,
+        )
+        self.cfg = KernelConfig(
+            slot_s=self.slot_s,
+            until_s=float(until_s),
+            key=fused.key if (fused and self.mode == "fused") else KEY_NONE,
+            preemptive=bool(fused.preemptive) if fused else False,
+            blocking=bool(fused.blocking) if fused else False,
+            allow_spread=bool(cluster.allow_spread),
+            thresholds=np.asarray(fused.thresholds if fused else (), dtype=np.float64),
+        )
+        self.view = View(
+            self.state,
+            cluster,
+            self.slot_s,
+            policy_name=self.name,
+            knows_duration=bool(getattr(policy, "knows_duration", False)),
+        )
+        self._done_buf = np.zeros(max(len(jobs), 1), dtype=np.int32)
+        self._tl: list[tuple[np.ndarray, ...]] = []
+        self._delays: list[float] = []
+        self._code = kernel.LIMIT
+        self._wall = 0.0
+
+    # --- stepping ----------------------------------------------------------------------
+
+    @property
+    def now(self) -> float:
+        """Current simulated time, s (-inf before the first decision point)."""
+        return float(self.state.sim_f[F_NOW])
+
+    @property
+    def finished(self) -> bool:
+        """True once the run has ended (all jobs done, horizon reached, or stuck)."""
+        return self._code != kernel.LIMIT
+
+    def peek(self) -> float:
+        """Simulated time of the next decision point, s (inf when none is left)."""
+        st = self.state
+        if self.finished:
+            return np.inf
+        if st.sim_f[F_NOW] == -np.inf:
+            return float(kernel.first_decision_time(st, self.cfg))
+        if st.sim_i[I_N_FINISHED] == len(self.jobs):
+            return np.inf
+        e = kernel.next_event_time(st, self.cfg)
+        return np.inf if e == np.inf else float(kernel.decision_time(e, self.slot_s, self.now))
+
+    def step(self, n: int = 1) -> bool:
+        """Run up to ``n`` decision points; return False once the run has ended."""
+        t0 = time.perf_counter()
+        if self.mode == "fused":
+            self._run_fused(n)
+        else:
+            for _ in range(n):
+                if self.finished:
+                    break
+                self._step_python()
+        self._wall += time.perf_counter() - t0
+        return not self.finished
+
+    def run(
+        self, progress: Callable[[float, int, int], None] | None = None
+    ) -> RunResult:
+        """Run to the end (or ``until_s``) and check the invariants.
+
+        Parameters
+        ----------
+        progress
+            Called now and then with (simulated time s, jobs finished, jobs total).
+        """
+        while not self.finished:
+            self.step(_CHUNK if self.mode == "fused" else 256)
+            if progress is not None:
+                progress(self.now, int(self.state.sim_i[I_N_FINISHED]), len(self.jobs))
+        return self.result()
+
+    def _run_fused(self, n: int) -> None:
+        st = self.state
+        while n > 0 and not self.finished:
+            size = min(n, _CHUNK)
+            buf = (
+                np.empty(size, np.float64),
+                np.empty(size, np.int32),
+                np.empty(size, np.int32),
+                np.empty(size, np.int32),
+            )
+            rows, code = kernel.run_fused(st, self.cfg, *buf, size)
+            self._tl.append(tuple(b[:rows] for b in buf))
+            n -= max(rows, 1)
+            self._set_code(code)
+
+    def _set_code(self, code: int) -> None:
+        if code < 0:
+            raise InvariantError(f"kernel reported invariant violation code {code} at t={self.now}")
+        if code == kernel.STUCK:
+            left = len(self.jobs) - int(self.state.sim_i[I_N_FINISHED])
+            raise PolicyError(
+                f"policy '{self.name}' left {left} job(s) waiting with nothing running and "
+                f"no wake-up at t={self.now:.6g} s: the run can never finish"
+            )
+        self._code = code
+
+    def _step_python(self) -> None:
+        st = self.state
+        first_arrival = int(st.sim_i[I_NEXT_ARRIVAL])
+        code, n_done, n_arrived = kernel.step(st, self.cfg, self._done_buf)
+        if code != kernel.LIMIT:
+            self._set_code(code)
+            return
+        arrived = np.arange(first_arrival, first_arrival + n_arrived, dtype=np.int32)
+        self.view.refresh(arrived, self._done_buf[:n_done].copy())
+        now = self.now
+        t0 = time.perf_counter()
+        decision = self.policy.decide(self.view, now)
+        self._delays.append(time.perf_counter() - t0)
+        st.sim_f[F_WAKE] = np.inf
+        self._apply(decision, now)
+        wake = getattr(self.policy, "wake", None)
+        if wake is not None:
+            self.view.refresh(arrived, self.view.finished)
+            w = wake(self.view, now)
+            if w is not None:
+                self._set_wake(float(w), now)
+        self._tl.append(
+            (
+                np.array([now]),
+                np.array([st.gpu_n_jobs.shape[0] - st.sim_i[I_FREE_GPUS]], dtype=np.int32),
+                np.array([st.sim_i[I_N_QUEUE]], dtype=np.int32),
+                np.array([st.sim_i[I_N_RUN]], dtype=np.int32),
+            )
+        )
+
+    # --- applying a decision -----------------------------------------------------------
+
+    def _fail(self, job: int | None, now: float, what: str) -> PolicyError:
+        who = f" job '{self.jobs.job_id[job]}' (index {job})" if job is not None else ""
+        return PolicyError(f"policy '{self.name}' at t={now:.6g} s:{who} {what}")
+
+    def _check_job(self, j: Any, now: float) -> int:
+        if isinstance(j, bool) or not isinstance(j, int | np.integer):
+            raise self._fail(None, now, f"job index must be an integer, got {j!r}")
+        j = int(j)
+        if not 0 <= j < len(self.jobs):
+            raise self._fail(None, now, f"unknown job index {j} (there are {len(self.jobs)} jobs)")
+        return j
+
+    def _status_problem(self, j: int, now: float, allowed: tuple[int, ...]) -> PolicyError | None:
+        status = int(self.state.job_status[j])
+        if status in allowed:
+            return None
+        if status == PENDING:
+            return self._fail(
+                j, now, f"acted on before its arrival (submitted at {self.state.job_submit[j]:.6g} s)"
+            )
+        return self._fail(j, now, f"is {STATUS_NAMES[status]}, cannot be acted on this way")
+
+    def _apply(self, decision: Any, now: float) -> None:
+        st = self.state
+        if not isinstance(decision, Decision):
+            raise self._fail(None, now, f"decide() must return a Decision, got {type(decision).__name__}")
+        for action in decision.actions:
+            if isinstance(action, Start):
+                self._apply_start(action, now)
+            elif isinstance(action, Preempt):
+                j = self._check_job(action.job, now)
+                err = self._status_problem(j, now, (RUNNING, LOADING))
+                if err:
+                    raise err
+                kernel.preempt(st, j, now)
+            else:
+                raise self._fail(None, now, f"unknown action {action!r}")
+        if decision.order is not None:
+            order = np.asarray(decision.order)
+            if order.ndim != 1 or (order.size and not np.issubdtype(order.dtype, np.integer)):
+                raise self._fail(None, now, "order must be a 1-D array of job indices")
+            order = order.astype(np.int32)
+            if order.size:
+                bad = (order < 0) | (order >= len(self.jobs))
+                if bad.any():
+                    raise self._fail(None, now, f"unknown job index {int(order[bad][0])} in order")
+                if np.unique(order).size != order.size:
+                    raise self._fail(None, now, "order lists a job twice")
+                status = st.job_status[order]
+                bad = (status == PENDING) | (status == FINISHED)
+                if bad.any():
+                    j = int(order[bad][0])
+                    raise self._status_problem(j, now, (QUEUED, RUNNING, LOADING, SAVING)) or self._fail(j, now, "bad")
+            kernel.fill_order(st, self.cfg, order, bool(decision.blocking), bool(decision.preemptive))
+        if decision.wake_at is not None:
+            self._set_wake(float(decision.wake_at), now)
+
+    def _set_wake(self, w: float, now: float) -> None:
+        if not w > now:
+            raise self._fail(None, now, f"asked to wake at {w!r} s, which is not after now")
+        self.state.sim_f[F_WAKE] = min(self.state.sim_f[F_WAKE], w)
+
+    def _apply_start(self, action: Start, now: float) -> None:
+        st = self.state
+        j = self._check_job(action.job, now)
+        err = self._status_problem(j, now, (QUEUED,))
+        if err:
+            raise err
+        g = int(st.job_n_gpus[j])
+        if action.gpus is None:
+            if not kernel.place_consolidated(st, j, self.cfg.allow_spread):
+                raise self._fail(j, now, f"needs {g} GPUs but only {self.view.free_gpus} are idle")
+            kernel.start_job(st, j, now)
+            kernel.compact_queue(st)
+            return
+        gpus = np.asarray(action.gpus)
+        if gpus.ndim != 1 or gpus.size != g or not np.issubdtype(gpus.dtype, np.integer):
+            raise self._fail(j, now, f"needs exactly {g} GPU indices, got {gpus.tolist()}")
+        n_gpus = st.gpu_n_jobs.shape[0]
+        if ((gpus < 0) | (gpus >= n_gpus)).any():
+            raise self._fail(j, now, f"unknown GPU index in {gpus.tolist()} (cluster has {n_gpus})")
+        if np.unique(gpus).size != g:
+            raise self._fail(j, now, f"lists a GPU twice: {gpus.tolist()}")
+        if not self.cfg.allow_spread and np.unique(st.gpu_server[gpus]).size > 1:
+            raise self._fail(j, now, "spans servers but the cluster forbids spreading")
+        full = st.gpu_n_jobs[gpus] >= st.gpu_job.shape[1]
+        if full.any():
+            gpu = int(gpus[full][0])
+            holder = self.jobs.job_id[st.gpu_job[gpu, 0]]
+            raise self._fail(j, now, f"GPU {gpu} is already allocated (to job '{holder}')")
+        kernel.start_on(st, j, gpus.astype(np.int32), now)
+        kernel.compact_queue(st)
+
+    # --- results -----------------------------------------------------------------------
+
+    def timeline(self) -> dict[str, np.ndarray]:
+        """The timeline so far: time (s), busy GPUs, queued jobs, jobs holding GPUs."""
+        names = ("time_s", "busy_gpus", "queued", "running")
+        if not self._tl:
+            return {k: np.empty(0) for k in names}
+        return {k: np.concatenate([c[i] for c in self._tl]) for i, k in enumerate(names)}
+
+    def snapshot(self) -> Snapshot:
+        """Copies of the state a viewer draws."""
+        st = self.state
+        return Snapshot(
+            now=self.now,
+            n_jobs=len(self.jobs),
+            n_finished=int(st.sim_i[I_N_FINISHED]),
+            job_status=st.job_status.copy(),
+            gpu_job=st.gpu_job.copy(),
+            queued=st.queue[: st.sim_i[I_N_QUEUE]].copy(),
+            running=st.run[: st.sim_i[I_N_RUN]].copy(),
+            timeline=self.timeline(),
+        )
+
+    def result(self) -> RunResult:
+        """Check the invariants and package the run."""
+        tl = self.timeline()
+        check_invariants(self.state, tl, self.cluster.gpu_capacity, stopped=self._code == kernel.UNTIL)
+        return RunResult(
+            jobs=self.jobs,
+            cluster=self.cluster,
+            policy_name=self.name,
+            params=self.params,
+            seed=self.seed,
+            slot_s=self.slot_s,
+            mode=self.mode,
+            state=self.state,
+            timeline=tl,
+            wall_s=self._wall,
+            stopped_at=self.now if self._code == kernel.UNTIL else None,
+            sched_delay_s=np.asarray(self._delays) if self.mode == "python" else None,
+            extra={"n_decisions": int(self.state.sim_i[I_N_DECISIONS])},
+        )
+
+
+def check_invariants(st: SimState, tl: dict[str, np.ndarray], capacity: int, *, stopped: bool) -> None:
+    """Raise :class:`InvariantError` if the run broke a rule of the model.
+
+    Checked: no GPU over its job capacity and none counted busy beyond the cluster,
+    time strictly increasing, every job finished unless the run was stopped early,
+    work conserved (a finished job ran exactly its work), JCT >= run time, starts
+    after submission.
+    """
+    n_gpus = st.gpu_n_jobs.shape[0]
+    if st.gpu_n_jobs.size and (st.gpu_n_jobs.max() > capacity or st.gpu_n_jobs.min() < 0):
+        raise InvariantError("a GPU holds more jobs than its capacity")
+    if tl["busy_gpus"].size and tl["busy_gpus"].max() > n_gpus:
+        raise InvariantError("more GPUs busy than the cluster has")
+    if tl["time_s"].size > 1 and not (np.diff(tl["time_s"]) > 0).all():
+        raise InvariantError("simulated time is not strictly increasing")
+    done = st.job_status == FINISHED
+    if not stopped and not done.all():
+        raise InvariantError(f"{int((~done).sum())} job(s) never finished")
+    if (st.job_status == SAVING).any() and not stopped:
+        raise InvariantError("a job is still saving at the end")
+    ran = st.job_executed[done] * st.job_rate[done]
+    work = st.job_work[done]
+    if not np.allclose(ran, work, rtol=1e-9, atol=1e-6):
+        raise InvariantError("work not conserved: a finished job ran more or less than its work")
+    jct = st.job_finish[done] - st.job_submit[done]
+    if (jct < st.job_executed[done] - 1e-6).any():
+        raise InvariantError("a job finished sooner than its run time after submission")
+    started = ~np.isnan(st.job_first_start)
+    if (st.job_first_start[started] < st.job_submit[started] - 1e-9).any():
+        raise InvariantError("a job started before it was submitted")

@@ -1,0 +1,573 @@
+"""The Numba-jitted time-slotted kernel: stepping, completion, placement, priority fill.
+
+Only ``@njit`` code lives here, and every function is decorated once, with its final
+options (``cache=True`` for the ~2.5 s compile, ``nogil=True`` so a TUI thread can
+drive it). Behaviour is selected by integer codes (:data:`gpusched.state.KEY_FIFO`
+...), never by passing jitted functions, so that everything caches.
+
+Time model
+----------
+Decisions happen only at slot boundaries ``k * slot_s``. Between two decision points
+every job holding GPUs progresses exactly: a RUNNING job with ``r`` seconds of work
+left at rate ``v`` finishes at ``t + r / v`` (a float, inside the slot), LOADING and
+SAVING phases end at their exact times. GPUs freed inside a slot, and jobs submitted
+inside it, are seen by the policy at the slot's end, the next decision point. The
+kernel jumps straight to the next slot in which anything happens (an arrival, a
+completion, a phase end, a Tiresias level crossing, a policy's wake-up timer).
+
+Return codes of the loops: :data:`DONE`, :data:`LIMIT` (a buffer or step limit was
+reached: call again), :data:`UNTIL` (the ``until_s`` horizon was reached),
+:data:`STUCK` (jobs are left but no event will ever come) and negative codes for
+broken invariants.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from gpusched.state import (
+    F_NOW,
+    F_WAKE,
+    FINISHED,
+    I_FREE_GPUS,
+    I_N_DECISIONS,
+    I_N_FINISHED,
+    I_N_PREEMPT,
+    I_N_QUEUE,
+    I_N_RUN,
+    I_NEXT_ARRIVAL,
+    KEY_FIFO,
+    KEY_LAS,
+    KEY_SJF,
+    KEY_SRTF,
+    LOADING,
+    QUEUED,
+    RUNNING,
+    SAVING,
+)
+
+EPS = 1e-9  #: s; tolerance for float comparisons of times
+DONE = 0
+LIMIT = 1
+UNTIL = 2
+STUCK = 3
+E_CAPACITY = -1  #: a GPU would hold more jobs than its capacity
+E_TIME = -2  #: time would go backwards
+
+
+# --- small bookkeeping helpers ---------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _run_add(st, j):
+    pos = st.sim_i[I_N_RUN]
+    st.run[pos] = j
+    st.job_run_pos[j] = pos
+    st.sim_i[I_N_RUN] = pos + 1
+
+
+@njit(cache=True, nogil=True)
+def _run_remove(st, j):
+    pos = st.job_run_pos[j]
+    last_pos = st.sim_i[I_N_RUN] - 1
+    last = st.run[last_pos]
+    st.run[pos] = last
+    st.job_run_pos[last] = pos
+    st.job_run_pos[j] = -1
+    st.sim_i[I_N_RUN] = last_pos
+
+
+@njit(cache=True, nogil=True)
+def _queue_push(st, j, now):
+    nq = st.sim_i[I_N_QUEUE]
+    st.queue[nq] = j
+    st.sim_i[I_N_QUEUE] = nq + 1
+    st.job_status[j] = QUEUED
+    st.job_enqueued[j] = now
+
+
+@njit(cache=True, nogil=True)
+def _assign(st, j, k, gpu):
+    """Put job ``j``'s ``k``-th GPU slot on ``gpu``; False if the GPU is full."""
+    n = st.gpu_n_jobs[gpu]
+    if n >= st.gpu_job.shape[1]:
+        return False
+    st.gpu_job[gpu, n] = j
+    st.gpu_n_jobs[gpu] = n + 1
+    if n == 0:
+        st.server_free[st.gpu_server[gpu]] -= 1
+        st.sim_i[I_FREE_GPUS] -= 1
+    st.alloc_gpu[st.job_alloc_off[j] + k] = gpu
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _release(st, j):
+    """Free every GPU held by job ``j``."""
+    for k in range(st.job_alloc_off[j], st.job_alloc_off[j + 1]):
+        gpu = st.alloc_gpu[k]
+        if gpu < 0:
+            continue
+        n = st.gpu_n_jobs[gpu]
+        for s in range(n):
+            if st.gpu_job[gpu, s] == j:
+                st.gpu_job[gpu, s] = st.gpu_job[gpu, n - 1]
+                st.gpu_job[gpu, n - 1] = -1
+                break
+        st.gpu_n_jobs[gpu] = n - 1
+        if n == 1:
+            st.server_free[st.gpu_server[gpu]] += 1
+            st.sim_i[I_FREE_GPUS] += 1
+        st.alloc_gpu[k] = -1
+
+
+@njit(cache=True, nogil=True)
+def _take_server(st, j, k, server, want):
+    """Assign up to ``want`` idle GPUs of ``server`` to job ``j`` from slot ``k``."""
+    taken = 0
+    for gpu in range(st.server_gpu_off[server], st.server_gpu_off[server + 1]):
+        if taken == want:
+            break
+        if st.gpu_n_jobs[gpu] == 0:
+            _assign(st, j, k + taken, gpu)
+            taken += 1
+    return taken
+
+
+@njit(cache=True, nogil=True)
+def place_consolidated(st, j, allow_spread):
+    """Place job ``j`` on idle GPUs, consolidated first; False (nothing held) if impossible.
+
+    The fewest servers win: a single server with room if there is one (best fit:
+    the one with the fewest idle GPUs that still fit, lowest index on ties);
+    otherwise, when ``allow_spread``, servers in decreasing order of idle GPUs
+    (lowest index on ties) until the gang is complete.
+    """
+    g = st.job_n_gpus[j]
+    if st.sim_i[I_FREE_GPUS] < g:
+        return False
+    n_servers = st.server_free.shape[0]
+    best = -1
+    best_free = 1 << 30
+    for s in range(n_servers):
+        f = st.server_free[s]
+        if f >= g and f < best_free:
+            best = s
+            best_free = f
+    if best >= 0:
+        _take_server(st, j, 0, best, g)
+        return True
+    if not allow_spread:
+        return False
+    got = 0
+    while got < g:
+        top = -1
+        top_free = 0
+        for s in range(n_servers):
+            if st.server_free[s] > top_free:
+                top = s
+                top_free = st.server_free[s]
+        got += _take_server(st, j, got, top, g - got)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def start_job(st, j, now):
+    """Mark job ``j`` (its GPUs already assigned) as started at ``now``."""
+    if st.job_load_s[j] > 0.0:
+        st.job_status[j] = LOADING
+        st.job_phase_end[j] = now + st.job_load_s[j]
+    else:
+        st.job_status[j] = RUNNING
+    if np.isnan(st.job_first_start[j]):
+        st.job_first_start[j] = now
+    st.job_last_start[j] = now
+    _run_add(st, j)
+
+
+@njit(cache=True, nogil=True)
+def start_on(st, j, gpus, now):
+    """Start queued job ``j`` on the given GPUs (validated by the caller); False if full."""
+    for k in range(gpus.shape[0]):
+        if not _assign(st, j, k, gpus[k]):
+            _release(st, j)
+            return False
+    start_job(st, j, now)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def preempt(st, j, now):
+    """Preempt job ``j``: it saves (keeping its GPUs) if it has a save time, else requeues."""
+    st.job_n_preempt[j] += 1
+    st.sim_i[I_N_PREEMPT] += 1
+    if st.job_status[j] == LOADING:
+        # eq. 2 of the Lazer paper: a job preempted while loading wastes its load so far
+        st.job_n_futile[j] += 1
+        st.job_futile_s[j] += now - st.job_last_start[j]
+    if st.job_save_s[j] > 0.0:
+        st.job_status[j] = SAVING
+        st.job_phase_end[j] = now + st.job_save_s[j]
+    else:
+        _release(st, j)
+        _run_remove(st, j)
+        _queue_push(st, j, now)
+
+
+# --- time ------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _advance(st, t1, out_done):
+    """Progress every job holding GPUs from now to ``t1``; return completions written.
+
+    Completion and phase-end times are exact (float seconds). Finished job indices
+    are written to ``out_done`` (as many as fit).
+    """
+    t0 = st.sim_f[F_NOW]
+    if t1 < t0 - EPS:
+        return -1
+    n_done = 0
+    i = 0
+    while i < st.sim_i[I_N_RUN]:
+        j = st.run[i]
+        t = t0
+        if st.job_status[j] == LOADING:
+            end = st.job_phase_end[j]
+            if end <= t1 + EPS:
+                st.job_overhead[j] += end - t
+                t = end
+                st.job_status[j] = RUNNING
+            else:
+                st.job_overhead[j] += t1 - t
+                t = t1
+        status = st.job_status[j]
+        if status == RUNNING:
+            dt = t1 - t
+            need = st.job_remaining[j] / st.job_rate[j]
+            g = st.job_n_gpus[j]
+            if need <= dt + EPS:
+                st.job_executed[j] += need
+                st.job_attained[j] += need * g
+                st.job_remaining[j] = 0.0
+                st.job_finish[j] = min(t + need, t1)
+                st.job_status[j] = FINISHED
+                _release(st, j)
+                _run_remove(st, j)
+                st.sim_i[I_N_FINISHED] += 1
+                if n_done < out_done.shape[0]:
+                    out_done[n_done] = j
+                n_done += 1
+                continue  # the swap-remove put another job at position i
+            st.job_executed[j] += dt
+            st.job_attained[j] += dt * g
+            st.job_remaining[j] -= dt * st.job_rate[j]
+        elif status == SAVING:
+            end = st.job_phase_end[j]
+            if end <= t1 + EPS:
+                st.job_overhead[j] += end - t
+                _release(st, j)
+                _run_remove(st, j)
+                _queue_push(st, j, end)
+                continue
+            st.job_overhead[j] += t1 - t
+        i += 1
+    st.sim_f[F_NOW] = t1
+    return n_done
+
+
+@njit(cache=True, nogil=True)
+def _admit(st):
+    """Queue every job submitted up to now; return how many arrived."""
+    now = st.sim_f[F_NOW]
+    n = st.job_submit.shape[0]
+    k = st.sim_i[I_NEXT_ARRIVAL]
+    first = k
+    while k < n and st.job_submit[k] <= now + EPS:
+        _queue_push(st, k, st.job_submit[k])
+        k += 1
+    st.sim_i[I_NEXT_ARRIVAL] = k
+    return k - first
+
+
+@njit(cache=True, nogil=True)
+def las_level(attained, thresholds):
+    """Tiresias queue level of a job with ``attained`` GPU-s (0 = highest priority)."""
+    lvl = 0
+    for thr in thresholds:
+        if attained >= thr - 1e-6:
+            lvl += 1
+        else:
+            break
+    return lvl
+
+
+@njit(cache=True, nogil=True)
+def next_event_time(st, cfg):
+    """Earliest future event: arrival, completion, phase end, level crossing or wake-up, s."""
+    now = st.sim_f[F_NOW]
+    e = st.sim_f[F_WAKE]
+    k = st.sim_i[I_NEXT_ARRIVAL]
+    if k < st.job_submit.shape[0]:
+        e = min(e, st.job_submit[k])
+    las = cfg.key == KEY_LAS
+    for i in range(st.sim_i[I_N_RUN]):
+        j = st.run[i]
+        status = st.job_status[j]
+        if status == SAVING:
+            e = min(e, st.job_phase_end[j])
+            continue
+        begin = now if status == RUNNING else st.job_phase_end[j]
+        e = min(e, begin + st.job_remaining[j] / st.job_rate[j])
+        if las:
+            lvl = las_level(st.job_attained[j], cfg.thresholds)
+            if lvl < cfg.thresholds.shape[0]:
+                gap = cfg.thresholds[lvl] - st.job_attained[j]
+                e = min(e, begin + gap / st.job_n_gpus[j])
+    return e
+
+
+@njit(cache=True, nogil=True)
+def decision_time(e, slot_s, now):
+    """The slot boundary at or after event time ``e`` and strictly after ``now``, s."""
+    k = np.ceil(e / slot_s - 1e-9)
+    t = k * slot_s
+    if t <= now + EPS:
+        t = (np.floor(now / slot_s + 1e-9) + 1.0) * slot_s
+    return t
+
+
+@njit(cache=True, nogil=True)
+def first_decision_time(st, cfg):
+    """Decision point of the first arrival (inf for an empty trace), s."""
+    if st.job_submit.shape[0] == 0:
+        return np.inf
+    return np.ceil(st.job_submit[0] / cfg.slot_s - 1e-9) * cfg.slot_s
+
+
+@njit(cache=True, nogil=True)
+def step(st, cfg, out_done):
+    """Advance to the next decision point and admit its arrivals (the Python-policy path).
+
+    Returns ``(code, n_done, n_arrived)``: ``code`` is LIMIT when a decision is due,
+    DONE when every job has finished, UNTIL at the horizon, STUCK when jobs are
+    left but no event will come. ``out_done`` receives the jobs finished in this step.
+    """
+    n = st.job_submit.shape[0]
+    now = st.sim_f[F_NOW]
+    if now == -np.inf:
+        t = first_decision_time(st, cfg)
+    else:
+        if st.sim_i[I_N_FINISHED] == n:
+            return DONE, 0, 0
+        e = next_event_time(st, cfg)
+        if e == np.inf:
+            return STUCK, 0, 0
+        t = decision_time(e, cfg.slot_s, now)
+    if t == np.inf:
+        return DONE, 0, 0
+    if t > cfg.until_s:
+        n_done = _advance(st, max(cfg.until_s, now), out_done)
+        return UNTIL, n_done, 0
+    n_done = _advance(st, t, out_done)
+    if n_done < 0:
+        return E_TIME, 0, 0
+    n_arrived = _admit(st)
+    st.sim_i[I_N_DECISIONS] += 1
+    return LIMIT, n_done, n_arrived
+
+
+# --- priority fill ---------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _key_less(st, a, b):
+    ka = st.job_key[a]
+    kb = st.job_key[b]
+    if ka != kb:
+        return ka < kb
+    ka = st.job_key2[a]
+    kb = st.job_key2[b]
+    if ka != kb:
+        return ka < kb
+    return a < b
+
+
+@njit(cache=True, nogil=True)
+def _sort_cand(st, m):
+    """Insertion sort of ``cand[:m]`` by (key, key2, index); near-linear on sorted input."""
+    c = st.cand
+    for i in range(1, m):
+        x = c[i]
+        k = i - 1
+        while k >= 0 and _key_less(st, x, c[k]):
+            c[k + 1] = c[k]
+            k -= 1
+        c[k + 1] = x
+
+
+@njit(cache=True, nogil=True)
+def _compute_keys(st, cfg, m):
+    for i in range(m):
+        j = st.cand[i]
+        if cfg.key == KEY_FIFO:
+            st.job_key[j] = st.job_submit[j]
+            st.job_key2[j] = 0.0
+        elif cfg.key == KEY_SJF:
+            st.job_key[j] = st.job_work[j]
+            st.job_key2[j] = 0.0
+        elif cfg.key == KEY_SRTF:
+            st.job_key[j] = st.job_remaining[j]
+            st.job_key2[j] = 0.0
+        else:  # KEY_LAS: level, running before queued, then FIFO by first start
+            lvl = las_level(st.job_attained[j], cfg.thresholds)
+            holding = st.job_status[j] != QUEUED
+            st.job_key[j] = 2.0 * lvl + (0.0 if holding else 1.0)
+            fs = st.job_first_start[j]
+            st.job_key2[j] = st.job_submit[j] if np.isnan(fs) else fs
+
+
+@njit(cache=True, nogil=True)
+def compact_queue(st):
+    """Drop from the queue the jobs that are no longer queued (after explicit starts)."""
+    nq = 0
+    for i in range(st.sim_i[I_N_QUEUE]):
+        j = st.queue[i]
+        if st.job_status[j] == QUEUED:
+            st.queue[nq] = j
+            nq += 1
+    st.sim_i[I_N_QUEUE] = nq
+
+
+@njit(cache=True, nogil=True)
+def fill(st, cfg, m, blocking, preemptive, rebuild_queue):
+    """Give GPUs to the jobs in ``cand[:m]`` in that order; return how many started.
+
+    Non-preemptive: each queued job in order is placed if it fits (``blocking``:
+    stop at the first that does not). Preemptive (the Tiresias simulator's
+    re-pack): walk the order accumulating GPU demand against the cluster's
+    capacity, select every job that fits in what is left, preempt the running
+    jobs not selected, then place the selected queued jobs in order.
+    ``rebuild_queue``: ``cand[:m]`` holds every queued job, so the queue is rebuilt
+    in this order (kept sorted for the next decision); otherwise it is compacted.
+    """
+    now = st.sim_f[F_NOW]
+    started = 0
+    if preemptive:
+        # capacity left for the order: all GPUs but those held by saving jobs
+        cap = st.gpu_n_jobs.shape[0]
+        for i in range(st.sim_i[I_N_RUN]):
+            j = st.run[i]
+            if st.job_status[j] == SAVING:
+                cap -= st.job_n_gpus[j]
+        # select: \sum_{selected} g_j <= cap, greedily in order
+        for i in range(m):
+            j = st.cand[i]
+            s = st.job_status[j]
+            if s != QUEUED and s != RUNNING and s != LOADING:
+                continue
+            g = st.job_n_gpus[j]
+            if g <= cap:
+                st.job_mark[j] = 1
+                cap -= g
+            elif blocking:
+                break
+        i = 0
+        while i < st.sim_i[I_N_RUN]:
+            j = st.run[i]
+            s = st.job_status[j]
+            if (s == RUNNING or s == LOADING) and st.job_mark[j] == 0:
+                preempt(st, j, now)
+                if st.job_status[j] == QUEUED:
+                    continue  # swap-removed from run: position i holds another job
+            i += 1
+        for i in range(m):
+            j = st.cand[i]
+            if st.job_mark[j] == 1:
+                st.job_mark[j] = 0
+                if st.job_status[j] == QUEUED and place_consolidated(st, j, cfg.allow_spread):
+                    start_job(st, j, now)
+                    started += 1
+    else:
+        for i in range(m):
+            if st.sim_i[I_FREE_GPUS] == 0:
+                break
+            j = st.cand[i]
+            if st.job_status[j] != QUEUED:
+                continue
+            if place_consolidated(st, j, cfg.allow_spread):
+                start_job(st, j, now)
+                started += 1
+            elif blocking:
+                break
+    # the queue keeps only jobs still QUEUED
+    if rebuild_queue:
+        nq = 0
+        for i in range(m):
+            j = st.cand[i]
+            if st.job_status[j] == QUEUED:
+                st.queue[nq] = j
+                nq += 1
+        st.sim_i[I_N_QUEUE] = nq
+    else:
+        compact_queue(st)
+    return started
+
+
+@njit(cache=True, nogil=True)
+def fill_order(st, cfg, order, blocking, preemptive):
+    """Priority fill with an order computed in Python (see :func:`fill`)."""
+    m = order.shape[0]
+    for i in range(m):
+        st.cand[i] = order[i]
+    return fill(st, cfg, m, blocking, preemptive, False)
+
+
+@njit(cache=True, nogil=True)
+def _decide_fused(st, cfg):
+    """One decision of a built-in priority policy, entirely in the kernel."""
+    m = 0
+    if cfg.preemptive:
+        for i in range(st.sim_i[I_N_RUN]):
+            j = st.run[i]
+            if st.job_status[j] != SAVING:
+                st.cand[m] = j
+                m += 1
+    elif st.sim_i[I_FREE_GPUS] == 0 or st.sim_i[I_N_QUEUE] == 0:
+        return 0
+    for i in range(st.sim_i[I_N_QUEUE]):
+        st.cand[m] = st.queue[i]
+        m += 1
+    _compute_keys(st, cfg, m)
+    _sort_cand(st, m)
+    return fill(st, cfg, m, cfg.blocking, cfg.preemptive, True)
+
+
+@njit(cache=True, nogil=True)
+def record(st, k, tl_t, tl_busy, tl_queue, tl_run):
+    """Write timeline row ``k``: time, busy GPUs, queued jobs, jobs holding GPUs."""
+    tl_t[k] = st.sim_f[F_NOW]
+    tl_busy[k] = st.gpu_n_jobs.shape[0] - st.sim_i[I_FREE_GPUS]
+    tl_queue[k] = st.sim_i[I_N_QUEUE]
+    tl_run[k] = st.sim_i[I_N_RUN]
+
+
+@njit(cache=True, nogil=True)
+def run_fused(st, cfg, tl_t, tl_busy, tl_queue, tl_run, max_steps):
+    """Run a built-in priority policy (``cfg.key``) for up to ``max_steps`` decisions.
+
+    Returns ``(rows, code)``: timeline rows written from index 0, and a return code
+    (LIMIT: call again to continue).
+    """
+    dummy = np.empty(0, dtype=np.int32)
+    rows = 0
+    limit = min(max_steps, tl_t.shape[0])
+    while rows < limit:
+        code, _, _ = step(st, cfg, dummy)
+        if code != LIMIT:
+            return rows, code
+        _decide_fused(st, cfg)
+        record(st, rows, tl_t, tl_busy, tl_queue, tl_run)
+        rows += 1
+    return rows, LIMIT

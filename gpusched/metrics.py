@@ -1,0 +1,181 @@
+"""Per-job records, the summary and the manifest of a run, and writing them to a folder.
+
+Definitions (all in seconds of simulated time):
+
+* JCT = finish - submit;
+* wait = JCT - time holding GPUs (running, loading or saving): the total time the
+  job spent queued, before its first start and after every preemption (the
+  Tiresias simulator's ``pending_time`` for preemptive policies);
+* makespan = last finish - first submission;
+* GPU utilisation = \\sum_j g_j x (time holding GPUs) / (G x makespan);
+* total JCT = \\sum_j JCT_j (total flow time).
+
+Unfinished jobs (a run stopped by ``--until``) are counted in ``n_unfinished`` and
+left out of the JCT statistics; their ``finish`` and ``jct`` are empty in jobs.csv.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import platform
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpusched import __version__
+from gpusched.engine import RunResult
+from gpusched.state import FINISHED
+
+SUMMARY_KEYS = (
+    "n_jobs",
+    "n_finished",
+    "n_unfinished",
+    "avg_jct_s",
+    "p50_jct_s",
+    "p95_jct_s",
+    "p99_jct_s",
+    "avg_wait_s",
+    "p50_wait_s",
+    "p95_wait_s",
+    "total_jct_s",
+    "makespan_s",
+    "gpu_utilization",
+    "n_preemptions",
+    "n_futile_preemptions",
+    "futile_preemption_s",
+    "n_decisions",
+    "sched_delay_ms_avg",
+    "sched_delay_ms_p95",
+    "wall_s",
+)
+
+
+def job_records(res: RunResult) -> dict[str, np.ndarray]:
+    """Per-job columns of jobs.csv, in submission order."""
+    st = res.state
+    holding = st.job_executed + st.job_overhead
+    done = st.job_status == FINISHED
+    jct = np.where(done, st.job_finish - st.job_submit, np.nan)
+    return {
+        "job_id": res.jobs.job_id,
+        "submit": st.job_submit,
+        "first_start": st.job_first_start,
+        "finish": st.job_finish,
+        "jct": jct,
+        "wait": np.where(done, jct - holding, np.nan),
+        "gpus": st.job_n_gpus,
+        "duration": st.job_work,
+        "preemptions": st.job_n_preempt,
+        "load_save_s": st.job_overhead,
+        "futile_s": st.job_futile_s,
+    }
+
+
+def _pct(a: np.ndarray, q: float) -> float | None:
+    return float(np.percentile(a, q)) if a.size else None
+
+
+def _mean(a: np.ndarray) -> float | None:
+    return float(a.mean()) if a.size else None
+
+
+def summarize(res: RunResult) -> dict[str, Any]:
+    """The summary.json dictionary of a run (see the module docstring for definitions)."""
+    st = res.state
+    rec = job_records(res)
+    done = st.job_status == FINISHED
+    jct = rec["jct"][done]
+    wait = rec["wait"][done]
+    n = len(res.jobs)
+    if n:
+        end = float(np.nanmax(st.job_finish)) if done.any() else float(st.sim_f[0])
+        if res.stopped_at is not None:
+            end = res.stopped_at
+        makespan = max(end - float(st.job_submit[0]), 0.0)
+    else:
+        makespan = 0.0
+    busy_gpu_s = float(((st.job_executed + st.job_overhead) * st.job_n_gpus).sum())
+    util = busy_gpu_s / (res.cluster.n_gpus * makespan) if makespan > 0 else 0.0
+    delays = res.sched_delay_s
+    return {
+        "n_jobs": n,
+        "n_finished": int(done.sum()),
+        "n_unfinished": int(n - done.sum()),
+        "avg_jct_s": _mean(jct),
+        "p50_jct_s": _pct(jct, 50),
+        "p95_jct_s": _pct(jct, 95),
+        "p99_jct_s": _pct(jct, 99),
+        "avg_wait_s": _mean(wait),
+        "p50_wait_s": _pct(wait, 50),
+        "p95_wait_s": _pct(wait, 95),
+        "total_jct_s": float(jct.sum()),
+        "makespan_s": makespan,
+        "gpu_utilization": util,
+        "n_preemptions": int(st.job_n_preempt.sum()),
+        "n_futile_preemptions": int(st.job_n_futile.sum()),
+        "futile_preemption_s": float(st.job_futile_s.sum()),
+        "n_decisions": int(res.extra.get("n_decisions", 0)),
+        "sched_delay_ms_avg": _mean(delays * 1e3) if delays is not None else None,
+        "sched_delay_ms_p95": _pct(delays * 1e3, 95) if delays is not None else None,
+        "wall_s": res.wall_s,
+    }
+
+
+def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What produced a run: trace hash, cluster, policy and parameters, seed, versions."""
+    import numba
+
+    sha = None
+    if trace_path and Path(trace_path).is_file():
+        sha = hashlib.sha256(Path(trace_path).read_bytes()).hexdigest()
+    return {
+        "trace": trace_path,
+        "trace_sha256": sha,
+        "n_dropped_oversized": res.jobs.n_dropped,
+        "cluster": res.cluster.as_dict(),
+        "policy": res.policy_name,
+        "params": res.params,
+        "seed": res.seed,
+        "slot_s": res.slot_s,
+        "engine_mode": res.mode,
+        "stopped_at_s": res.stopped_at,
+        "notes": list(res.jobs.notes) + list(notes),
+        "versions": {
+            "gpusched": __version__,
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "numba": numba.__version__,
+        },
+    }
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, float | np.floating):
+        return "" if np.isnan(x) else repr(float(x))
+    return str(x)
+
+
+def write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
+    """Write equal-length columns to ``path`` as CSV (floats exact, NaN as empty)."""
+    names = list(columns)
+    cols = [columns[k].tolist() for k in names]
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(names)
+        for row in zip(*cols, strict=True):
+            w.writerow([_fmt(x) if isinstance(x, float) else x for x in row])
+
+
+def write_results(res: RunResult, out: str | Path, trace_path: str | None = None) -> dict[str, Any]:
+    """Write jobs.csv, timeline.csv, summary.json and manifest.json into ``out``; return the summary."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / "jobs.csv", job_records(res))
+    write_csv(out / "timeline.csv", res.timeline)
+    summary = summarize(res)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "manifest.json").write_text(json.dumps(manifest(res, trace_path), indent=2, default=str) + "\n")
+    return summary

@@ -1,0 +1,224 @@
+"""The policy-facing API: the Policy protocol, actions, decisions and parameters.
+
+A policy reads a read-only :class:`~gpusched.view.View` of the queue and the cluster
+at each decision point and answers with a :class:`Decision`. It never mutates
+state, owns the clock, prints or logs. The engine validates every action and stops
+with a :class:`~gpusched.errors.PolicyError` naming policy, job and time.
+
+A decision is any mix of
+
+* ``order``: jobs in priority order; the engine gives them GPUs greedily with the
+  default placement (consolidated first), optionally preempting running jobs left
+  out (``preemptive``) or stopping at the first job that does not fit (``blocking``);
+* explicit :class:`Start` (on given GPUs, or by default placement) and
+  :class:`Preempt` actions, applied before the order;
+* ``wake_at``: call me again at this simulated time even if nothing happens
+  (or, for timers that depend on the allocation just made, an optional
+  ``wake(view, now)`` method the engine calls after applying the decision).
+
+Built-in priority policies may also declare :class:`Fused`: the same priority rule
+evaluated inside the Numba kernel, so a whole replay runs without crossing into
+Python. ``decide`` stays the readable reference; tests check both paths agree.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+from gpusched.errors import ParamError
+from gpusched.state import KEY_FIFO, KEY_LAS, KEY_SJF, KEY_SRTF
+
+__all__ = [
+    "KEY_FIFO",
+    "KEY_LAS",
+    "KEY_SJF",
+    "KEY_SRTF",
+    "Decision",
+    "Fused",
+    "Policy",
+    "Preempt",
+    "Start",
+    "parse_params",
+    "policy_params",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Start a queued job.
+
+    Attributes
+    ----------
+    job
+        Job index (as in the view).
+    gpus
+        GPU indices to run on (exactly the job's gang size), or None for the
+        default consolidated placement.
+    """
+
+    job: int
+    gpus: np.ndarray | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    """Preempt a job that holds GPUs (it saves, if it has a save time, then requeues)."""
+
+    job: int
+
+
+@dataclass(slots=True)
+class Decision:
+    """A policy's answer at one decision point.
+
+    Attributes
+    ----------
+    order
+        Job indices in priority order for the engine's greedy fill, or None.
+    preemptive
+        Running jobs not in ``order`` (or not fitting after those before them) are
+        preempted, as in the Tiresias simulator's re-pack.
+    blocking
+        Stop the fill at the first job that does not fit (strict FIFO).
+    actions
+        Explicit :class:`Start` / :class:`Preempt` actions, applied first, in order.
+    wake_at
+        Simulated time (s) at which to decide again even if no event happens.
+    """
+
+    order: np.ndarray | None = None
+    preemptive: bool = False
+    blocking: bool = False
+    actions: list[Start | Preempt] = field(default_factory=list)
+    wake_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """A priority rule the kernel evaluates itself (the fast path of a built-in policy).
+
+    Attributes
+    ----------
+    key
+        ``KEY_FIFO``, ``KEY_SJF``, ``KEY_SRTF`` or ``KEY_LAS``.
+    preemptive, blocking
+        As in :class:`Decision`.
+    thresholds
+        ``KEY_LAS`` level thresholds on attained service, GPU-s, ascending.
+    """
+
+    key: int
+    preemptive: bool = False
+    blocking: bool = False
+    thresholds: tuple[float, ...] = ()
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What the engine needs of a policy.
+
+    Hyperparameters are keyword-only ``__init__`` arguments with the paper's
+    defaults and type annotations (``-p key=value`` is validated against them);
+    ``rng`` is the only source of randomness.
+    """
+
+    name: ClassVar[str]
+    #: reads ``view.job_duration`` / ``view.job_remaining`` (an oracle of run time)
+    knows_duration: ClassVar[bool]
+    #: never leaves a GPU idle while a queued job fits (checked by the property tests)
+    work_conserving: ClassVar[bool]
+    needs_predictor: ClassVar[bool]
+
+    def decide(self, view: Any, now: float) -> Decision: ...
+
+    # Optional: ``wake(view, now) -> float | None``, called after the decision is
+    # applied, for timers that depend on the allocation just made (e.g. the next
+    # time a running job crosses a service threshold).
+
+
+def fused_spec(policy: Any) -> Fused | None:
+    """The policy's fused fast path, if it declares one for its current parameters."""
+    fn = getattr(policy, "fused", None)
+    return fn() if callable(fn) else None
+
+
+_SCALARS = {bool, int, float, str}
+
+
+def policy_params(cls: type) -> dict[str, tuple[type, Any]]:
+    """The hyperparameters a policy class declares: name -> (type, default).
+
+    They are the keyword-only arguments of ``__init__`` other than ``rng``.
+    """
+    sig = inspect.signature(cls.__init__)
+    hints = typing.get_type_hints(cls.__init__)
+    out: dict[str, tuple[type, Any]] = {}
+    for name, p in sig.parameters.items():
+        if p.kind is not inspect.Parameter.KEYWORD_ONLY or name == "rng":
+            continue
+        tp = hints.get(name, type(p.default))
+        if tp not in _SCALARS:
+            tp = str
+        out[name] = (tp, p.default)
+    return out
+
+
+def _convert(policy: str, key: str, raw: str, tp: type) -> Any:
+    text = raw.strip()
+    try:
+        if tp is bool:
+            low = text.lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if tp is int:
+            return int(text)
+        if tp is float:
+            return float(text)
+        return text
+    except ValueError:
+        raise ParamError(
+            f"policy '{policy}': parameter '{key}' expects {tp.__name__}, got '{raw}'"
+        ) from None
+
+
+def parse_params(cls: type, pairs: list[str] | dict[str, str]) -> dict[str, Any]:
+    """Validate ``key=value`` strings against what policy ``cls`` declares.
+
+    Parameters
+    ----------
+    cls
+        A policy class.
+    pairs
+        ``["key=value", ...]`` as given to ``-p``, or an already split mapping.
+
+    Raises
+    ------
+    ParamError
+        Unknown key, missing ``=``, or a value of the wrong type.
+    """
+    declared = policy_params(cls)
+    name = getattr(cls, "name", cls.__name__)
+    items: list[tuple[str, str]] = []
+    if isinstance(pairs, dict):
+        items = [(k, str(v)) for k, v in pairs.items()]
+    else:
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                raise ParamError(f"policy '{name}': parameter '{pair}' is not of the form key=value")
+            items.append((key.strip(), value))
+    out: dict[str, Any] = {}
+    for key, value in items:
+        if key not in declared:
+            known = ", ".join(sorted(declared)) or "none"
+            raise ParamError(f"policy '{name}' has no parameter '{key}' (it takes: {known})")
+        out[key] = _convert(name, key, value, declared[key][0])
+    return out

@@ -1,0 +1,137 @@
+"""Find policies by name without importing them, and load them when asked.
+
+Three sources, in this order:
+
+1. the bundled ``policies/`` folder: one module per policy, the file name is the
+   policy name (``a_srpt.py`` -> ``a-srpt``);
+2. the ``gpusched.policies`` entry-point group, for installed third-party packages
+   (``name = "package.module:Class"``);
+3. a path given on the command line (``--policy path/to/mine.py``).
+
+Listing reads each bundled file's docstring with :mod:`ast` and the entry points'
+metadata, so ``gpusched policies`` imports no policy (harlequin's ``plugins.py``).
+A policy module defines exactly one public class with a ``name`` and ``decide``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import inspect
+import sys
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from gpusched.errors import PolicyError
+from gpusched.resources import bundled_dir
+
+GROUP = "gpusched.policies"
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyInfo:
+    """A discovered policy: its CLI name, where it comes from and its one-line summary."""
+
+    name: str
+    origin: str  # a file path or "module:Class"
+    summary: str
+
+
+def _file_summary(path: Path) -> str:
+    try:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    except (OSError, SyntaxError):
+        return ""
+    return doc.strip().splitlines()[0] if doc else ""
+
+
+def available_policies() -> dict[str, PolicyInfo]:
+    """Every policy name that ``--policy`` accepts, mapped to its info (no imports)."""
+    found: dict[str, PolicyInfo] = {}
+    for path in sorted(bundled_dir("policies").glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        name = path.stem.replace("_", "-")
+        found[name] = PolicyInfo(name, str(path), _file_summary(path))
+    for ep in entry_points(group=GROUP):
+        if ep.name not in found:
+            found[ep.name] = PolicyInfo(ep.name, ep.value, "")
+    return dict(sorted(found.items()))
+
+
+def _module_from_path(path: Path, module_name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise PolicyError(f"cannot load policy file {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # a user's file: report, don't trace back
+        sys.modules.pop(module_name, None)
+        raise PolicyError(f"{path}: policy module failed to import: {exc}") from exc
+    return module
+
+
+def _policy_class(module: ModuleType, where: str) -> type:
+    classes = [
+        obj
+        for key, obj in vars(module).items()
+        if inspect.isclass(obj)
+        and not key.startswith("_")
+        and obj.__module__ == module.__name__
+        and callable(getattr(obj, "decide", None))
+        and isinstance(getattr(obj, "name", None), str)
+    ]
+    if len(classes) != 1:
+        raise PolicyError(
+            f"{where}: a policy module must define exactly one public class with "
+            f"'name' and 'decide', found {len(classes)}"
+        )
+    return classes[0]
+
+
+def load_policy_class(spec: str) -> type:
+    """The policy class for a name or a ``.py`` path.
+
+    Raises
+    ------
+    PolicyError
+        Unknown name (the message lists the known ones), or a file that does not
+        define exactly one policy class.
+    """
+    if spec.endswith(".py") or "/" in spec:
+        path = Path(spec)
+        if not path.is_file():
+            raise PolicyError(f"policy file not found: {spec}")
+        mod_name = f"gpusched_user_policies.{path.stem}"
+        return _policy_class(_module_from_path(path.resolve(), mod_name), str(path))
+    known = available_policies()
+    if spec not in known:
+        raise PolicyError(
+            f"unknown policy '{spec}' (known: {', '.join(known) or 'none'}; "
+            "or give a path to a .py file)"
+        )
+    origin = known[spec].origin
+    if origin.endswith(".py"):
+        path = Path(origin)
+        return _policy_class(_module_from_path(path, f"gpusched_policies.{path.stem}"), origin)
+    module_name, _, attr = origin.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return]
+    except (ImportError, AttributeError) as exc:
+        raise PolicyError(f"policy '{spec}' ({origin}) failed to load: {exc}") from exc
+
+
+def make_policy(cls: type, params: dict[str, Any], seed: int) -> Any:
+    """Instantiate a policy class with validated parameters and its own RNG."""
+    import numpy as np
+
+    kwargs = dict(params)
+    if "rng" in inspect.signature(cls.__init__).parameters:
+        kwargs["rng"] = np.random.default_rng(seed)
+    return cls(**kwargs)

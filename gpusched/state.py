@@ -1,0 +1,223 @@
+"""The simulation state: one struct-of-arrays owned by the engine.
+
+The state is a :class:`SimState` named tuple of NumPy arrays with fixed dtypes, one
+field per column (pynndescent's heap tuple is the model). The jitted kernel
+(:mod:`gpusched.kernel`) reads and writes it in place; policies only ever see
+read-only views of it (:mod:`gpusched.view`).
+
+Jobs are indexed ``0..n_jobs-1`` in submission order (stable sort of the trace by
+``submit_time``), so "job index" order is arrival order. GPUs are numbered server
+by server, as :meth:`gpusched.cluster.ClusterSpec.gpu_server` numbers them.
+
+A GPU may hold up to ``gpu_capacity`` jobs at once (1 = exclusive; the
+GPU-sharing family uses 2): ``gpu_job`` is ``(n_gpus, gpu_capacity)``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+# --- job status codes (int8) --------------------------------------------------
+PENDING = 0  #: not yet submitted
+QUEUED = 1  #: submitted, waiting for GPUs
+LOADING = 2  #: holds GPUs, loading checkpoint/data, makes no progress
+RUNNING = 3  #: holds GPUs and makes progress at ``job_rate``
+SAVING = 4  #: holds GPUs, pausing and saving after a preemption
+FINISHED = 5  #: done
+
+STATUS_NAMES = ("pending", "queued", "loading", "running", "saving", "finished")
+
+# --- scalar slots in ``sim_f`` (float64) and ``sim_i`` (int64) -----------------
+F_NOW = 0  #: current simulated time, s
+F_WAKE = 1  #: earliest wake-up a policy asked for, s (inf = none)
+N_SIM_F = 2
+
+I_NEXT_ARRIVAL = 0  #: index of the next job to arrive
+I_N_QUEUE = 1  #: length of ``queue``
+I_N_RUN = 2  #: length of ``run`` (jobs holding GPUs)
+I_N_FINISHED = 3
+I_FREE_GPUS = 4  #: GPUs holding no job
+I_N_DECISIONS = 5  #: decision points so far
+I_N_PREEMPT = 6  #: preemptions so far
+N_SIM_I = 7
+
+
+class SimState(NamedTuple):
+    """Struct-of-arrays simulation state (all fields are NumPy arrays).
+
+    Per-job arrays have length ``n_jobs``; per-GPU arrays ``n_gpus``; per-server
+    arrays ``n_servers``. Times are seconds of simulated time.
+    """
+
+    # jobs: static
+    job_submit: np.ndarray  # float64, s
+    job_n_gpus: np.ndarray  # int32, GPUs of the gang
+    job_work: np.ndarray  # float64, s of exclusive run time at rate 1 (the duration)
+    job_rate: np.ndarray  # float64, progress (s of work) per s while running
+    job_load_s: np.ndarray  # float64, s spent loading after each start
+    job_save_s: np.ndarray  # float64, s spent saving after each preemption
+    job_alloc_off: np.ndarray  # int64 (n_jobs + 1), offset of the job's GPUs in alloc_gpu
+    # jobs: dynamic
+    job_status: np.ndarray  # int8, one of the status codes
+    job_remaining: np.ndarray  # float64, s of work left
+    job_first_start: np.ndarray  # float64, s (nan until started)
+    job_last_start: np.ndarray  # float64, s
+    job_finish: np.ndarray  # float64, s (nan until finished)
+    job_executed: np.ndarray  # float64, s spent RUNNING
+    job_attained: np.ndarray  # float64, GPU-s of RUNNING service (Tiresias' attained service)
+    job_overhead: np.ndarray  # float64, s spent LOADING or SAVING
+    job_n_preempt: np.ndarray  # int32
+    job_n_futile: np.ndarray  # int32, preemptions while still loading
+    job_futile_s: np.ndarray  # float64, load time wasted by futile preemptions
+    job_phase_end: np.ndarray  # float64, s at which LOADING/SAVING ends
+    job_run_pos: np.ndarray  # int32, position in ``run`` (-1 if absent)
+    job_enqueued: np.ndarray  # float64, s at which the job last entered the queue
+    job_key: np.ndarray  # float64 scratch: primary priority key
+    job_key2: np.ndarray  # float64 scratch: secondary priority key
+    job_mark: np.ndarray  # int8 scratch
+    alloc_gpu: np.ndarray  # int32 (sum of n_gpus), GPUs held by each job (-1 when none)
+    queue: np.ndarray  # int32, queued jobs; the first I_N_QUEUE entries are live
+    run: np.ndarray  # int32, jobs holding GPUs; the first I_N_RUN entries are live
+    cand: np.ndarray  # int32 scratch for priority orders
+    # GPUs and servers
+    gpu_server: np.ndarray  # int32, server of each GPU
+    gpu_n_jobs: np.ndarray  # int8, jobs on each GPU
+    gpu_job: np.ndarray  # int32 (n_gpus, gpu_capacity), jobs on each GPU (-1 = empty)
+    server_gpu_off: np.ndarray  # int32 (n_servers + 1), first GPU of each server
+    server_free: np.ndarray  # int32, GPUs holding no job, per server
+    # scalars
+    sim_f: np.ndarray  # float64 (N_SIM_F,)
+    sim_i: np.ndarray  # int64 (N_SIM_I,)
+
+
+def new_state(
+    submit_s: np.ndarray,
+    n_gpus: np.ndarray,
+    work_s: np.ndarray,
+    server_gpus: np.ndarray,
+    *,
+    gpu_capacity: int = 1,
+    rate: np.ndarray | None = None,
+    load_s: np.ndarray | None = None,
+    save_s: np.ndarray | None = None,
+) -> SimState:
+    """Build a fresh state with every job PENDING and every GPU free.
+
+    Parameters
+    ----------
+    submit_s
+        Submission time of each job, s; must be sorted ascending.
+    n_gpus
+        GPUs each job needs (gang size), >= 1.
+    work_s
+        Exclusive run time of each job at rate 1, s, > 0.
+    server_gpus
+        GPUs per server.
+    gpu_capacity
+        Jobs that may share one GPU at once (1 = exclusive).
+    rate, load_s, save_s
+        Optional per-job progress rate (default 1), load and save times in s
+        (default 0).
+    """
+    n = int(len(submit_s))
+    submit = np.ascontiguousarray(submit_s, dtype=np.float64)
+    if n and np.any(np.diff(submit) < 0):
+        raise ValueError("submit times must be sorted")
+    gpus = np.ascontiguousarray(n_gpus, dtype=np.int32)
+    work = np.ascontiguousarray(work_s, dtype=np.float64)
+    server_gpus = np.asarray(server_gpus, dtype=np.int32)
+    n_gpu_total = int(server_gpus.sum())
+    alloc_off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(gpus, out=alloc_off[1:])
+    server_off = np.zeros(len(server_gpus) + 1, dtype=np.int32)
+    np.cumsum(server_gpus, out=server_off[1:])
+    nan = np.full(n, np.nan)
+
+    def per_job(values: np.ndarray | None, default: float) -> np.ndarray:
+        if values is None:
+            return np.full(n, default, dtype=np.float64)
+        return np.ascontiguousarray(values, dtype=np.float64)
+
+    sim_f = np.zeros(N_SIM_F, dtype=np.float64)
+    sim_f[F_NOW] = -np.inf
+    sim_f[F_WAKE] = np.inf
+    sim_i = np.zeros(N_SIM_I, dtype=np.int64)
+    sim_i[I_FREE_GPUS] = n_gpu_total
+    return SimState(
+        job_submit=submit,
+        job_n_gpus=gpus,
+        job_work=work,
+        job_rate=per_job(rate, 1.0),
+        job_load_s=per_job(load_s, 0.0),
+        job_save_s=per_job(save_s, 0.0),
+        job_alloc_off=alloc_off,
+        job_status=np.zeros(n, dtype=np.int8),
+        job_remaining=work.copy(),
+        job_first_start=nan.copy(),
+        job_last_start=nan.copy(),
+        job_finish=nan.copy(),
+        job_executed=np.zeros(n),
+        job_attained=np.zeros(n),
+        job_overhead=np.zeros(n),
+        job_n_preempt=np.zeros(n, dtype=np.int32),
+        job_n_futile=np.zeros(n, dtype=np.int32),
+        job_futile_s=np.zeros(n),
+        job_phase_end=nan.copy(),
+        job_run_pos=np.full(n, -1, dtype=np.int32),
+        job_enqueued=nan.copy(),
+        job_key=np.zeros(n),
+        job_key2=np.zeros(n),
+        job_mark=np.zeros(n, dtype=np.int8),
+        alloc_gpu=np.full(int(alloc_off[-1]), -1, dtype=np.int32),
+        queue=np.zeros(n, dtype=np.int32),
+        run=np.zeros(n, dtype=np.int32),
+        cand=np.zeros(n, dtype=np.int32),
+        gpu_server=np.repeat(np.arange(len(server_gpus), dtype=np.int32), server_gpus),
+        gpu_n_jobs=np.zeros(n_gpu_total, dtype=np.int8),
+        gpu_job=np.full((n_gpu_total, gpu_capacity), -1, dtype=np.int32),
+        server_gpu_off=server_off,
+        server_free=server_gpus.copy(),
+        sim_f=sim_f,
+        sim_i=sim_i,
+    )
+
+
+# --- priority keys the kernel evaluates itself (the fused fast path) -----------
+KEY_NONE = -1  #: the policy orders jobs in Python
+KEY_FIFO = 0  #: submission order
+KEY_SJF = 1  #: total work (duration), shortest first
+KEY_SRTF = 2  #: remaining work, shortest first
+KEY_LAS = 3  #: discretized least-attained-service (Tiresias 2D-LAS): level, running first, start
+
+
+class KernelConfig(NamedTuple):
+    """Scalars and small arrays that steer the kernel for one run.
+
+    Attributes
+    ----------
+    slot_s
+        Slot length, s (> 0). Decisions happen only at multiples of it.
+    until_s
+        Stop the run at this simulated time, s (inf = run to the end).
+    key
+        One of the ``KEY_*`` codes: the fused priority the kernel evaluates, or
+        ``KEY_NONE`` when a Python policy decides.
+    preemptive
+        Fused fill may preempt running jobs left out of the priority order.
+    blocking
+        Fused fill stops at the first job that does not fit (strict FIFO).
+    allow_spread
+        A gang job may span servers when no single server has room.
+    thresholds
+        KEY_LAS queue thresholds on attained service, GPU-s, ascending.
+    """
+
+    slot_s: float
+    until_s: float
+    key: int
+    preemptive: bool
+    blocking: bool
+    allow_spread: bool
+    thresholds: np.ndarray

@@ -1,0 +1,123 @@
+"""The read-only snapshot of queue and cluster that a policy sees at a decision point."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gpusched.errors import PolicyError
+from gpusched.state import F_NOW, I_FREE_GPUS, I_N_QUEUE, I_N_RUN, SimState
+
+if TYPE_CHECKING:
+    from gpusched.cluster import ClusterSpec
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
+class View:
+    """Read-only views of the engine's state for one policy.
+
+    Per-job arrays are indexed by job index (submission order). They are live
+    views: valid for the current call of ``decide`` only; copy what you keep.
+
+    Attributes
+    ----------
+    now
+        Current simulated time, s.
+    slot_s
+        Slot length, s.
+    queued
+        Indices of queued jobs, in submission order.
+    running
+        Indices of jobs holding GPUs (loading, running or saving), ascending.
+    arrived, finished
+        Jobs that arrived / finished since the previous decision point.
+    job_submit, job_n_gpus, job_status, job_executed, job_attained, job_first_start,
+    job_enqueued, job_n_preempt
+        Submission time (s), gang size, status code, s spent running, GPU-s of
+        attained service, first start (s, nan if never), time the job last
+        entered the queue (s), preemptions.
+    server_free, gpu_n_jobs, gpu_job, gpu_server
+        Idle GPUs per server, jobs per GPU, the jobs on each GPU, server of each GPU.
+    cluster
+        The cluster spec.
+    """
+
+    def __init__(
+        self,
+        st: SimState,
+        cluster: ClusterSpec,
+        slot_s: float,
+        *,
+        policy_name: str,
+        knows_duration: bool,
+    ) -> None:
+        self._st = st
+        self._policy = policy_name
+        self._knows = knows_duration
+        self.cluster = cluster
+        self.slot_s = slot_s
+        self.job_submit = _ro(st.job_submit)
+        self.job_n_gpus = _ro(st.job_n_gpus)
+        self.job_status = _ro(st.job_status)
+        self.job_executed = _ro(st.job_executed)
+        self.job_attained = _ro(st.job_attained)
+        self.job_first_start = _ro(st.job_first_start)
+        self.job_enqueued = _ro(st.job_enqueued)
+        self.job_n_preempt = _ro(st.job_n_preempt)
+        self.server_free = _ro(st.server_free)
+        self.gpu_n_jobs = _ro(st.gpu_n_jobs)
+        self.gpu_job = _ro(st.gpu_job)
+        self.gpu_server = _ro(st.gpu_server)
+        self._duration = _ro(st.job_work)
+        self._remaining = _ro(st.job_remaining)
+        self.arrived: np.ndarray = np.empty(0, dtype=np.int32)
+        self.finished: np.ndarray = np.empty(0, dtype=np.int32)
+        self.queued: np.ndarray = np.empty(0, dtype=np.int32)
+        self.running: np.ndarray = np.empty(0, dtype=np.int32)
+
+    def refresh(self, arrived: np.ndarray, finished: np.ndarray) -> None:
+        """Engine hook: take the events of this decision point."""
+        st = self._st
+        self.queued = _ro(np.sort(st.queue[: st.sim_i[I_N_QUEUE]]))
+        self.running = _ro(np.sort(st.run[: st.sim_i[I_N_RUN]]))
+        self.arrived = _ro(arrived)
+        self.finished = _ro(finished)
+
+    @property
+    def now(self) -> float:
+        """Current simulated time, s."""
+        return float(self._st.sim_f[F_NOW])
+
+    @property
+    def free_gpus(self) -> int:
+        """GPUs holding no job."""
+        return int(self._st.sim_i[I_FREE_GPUS])
+
+    @property
+    def n_gpus(self) -> int:
+        """GPUs in the cluster."""
+        return int(self._st.gpu_n_jobs.shape[0])
+
+    def _oracle(self, what: str) -> None:
+        if not self._knows:
+            raise PolicyError(
+                f"policy '{self._policy}' read job_{what} but declares knows_duration = False"
+            )
+
+    @property
+    def job_duration(self) -> np.ndarray:
+        """Exclusive run time of each job, s (only for policies that know durations)."""
+        self._oracle("duration")
+        return self._duration
+
+    @property
+    def job_remaining(self) -> np.ndarray:
+        """Work left of each job, s (only for policies that know durations)."""
+        self._oracle("remaining")
+        return self._remaining
