@@ -1,0 +1,57 @@
+"""The ``gpusched`` command line (Typer). Heavy imports happen inside commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpusched import __version__
+from gpusched.cli import listing, replay, trace
+from gpusched.cli._common import user_errors
+
+app = typer.Typer(
+    name="gpusched",
+    help="Replay deep-learning training-job traces on a simulated GPU cluster under a scheduling policy.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.command("replay")(replay.replay_cmd)
+app.command("compare")(replay.compare_cmd)
+app.add_typer(trace.app, name="trace")
+app.command("policies")(listing.policies_cmd)
+app.command("clusters")(listing.clusters_cmd)
+
+
+@app.command("workload")
+@user_errors
+def workload_cmd(
+    name: Annotated[str, typer.Argument(help="Workload preset (run with an unknown name to list them)")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Trace to write")],
+    seed: Annotated[int, typer.Option("--seed", help="Random seed")] = 1,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-n", help="Number of jobs, where the preset takes one")] = None,
+) -> None:
+    """Build a paper's evaluation workload reproducibly (presets: synth-default; paper issues add more)."""
+    from gpusched.trace import write_trace
+    from gpusched.workloads import build_workload
+
+    trace = build_workload(name, seed, jobs)
+    write_trace(trace, output)
+    typer.echo(f"wrote {len(trace)} jobs to {output}")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"gpusched {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit")
+    ] = False,
+) -> None:
+    """gpusched: replay GPU-cluster traces under FIFO, SJF, SRTF, Tiresias and more."""

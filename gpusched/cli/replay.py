@@ -1,0 +1,127 @@
+"""``gpusched replay`` and ``gpusched compare``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpusched.cli._common import Progress, print_table, user_errors
+from gpusched.run import DEFAULT_CLUSTER, DEFAULT_TRACE
+
+TraceArg = Annotated[
+    str | None,
+    typer.Argument(help=f"Trace CSV (.csv or .csv.gz) or a bundled trace name [default: {DEFAULT_TRACE}]"),
+]
+ClusterOpt = Annotated[
+    str, typer.Option("--cluster", "-c", help="Cluster spec: a .toml path or a bundled name (see `gpusched clusters`)")
+]
+SlotOpt = Annotated[float, typer.Option("--slot", help="Slot length in seconds; decisions happen at slot boundaries")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for the policy's random numbers")]
+UntilOpt = Annotated[
+    float | None, typer.Option("--until", help="Stop at this simulated time (s); jobs left are reported unfinished")
+]
+DropOpt = Annotated[
+    bool, typer.Option("--drop-oversized", help="Skip (and count) jobs needing more GPUs than the cluster has")
+]
+EngineOpt = Annotated[
+    str, typer.Option("--engine", help="auto | fused (built-in policies in the kernel) | python (policy.decide)")
+]
+
+
+@user_errors
+def replay_cmd(
+    trace: TraceArg = None,
+    policy: Annotated[
+        str, typer.Option("--policy", "-P", help="Policy name, NAME:key=value,..., or a path to a .py file")
+    ] = "fifo",
+    cluster: ClusterOpt = DEFAULT_CLUSTER,
+    param: Annotated[
+        list[str] | None, typer.Option("--param", "-p", help="Policy parameter key=value (repeatable)")
+    ] = None,
+    slot: SlotOpt = 1.0,
+    seed: SeedOpt = 0,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write jobs.csv, timeline.csv, summary.json, manifest.json here")
+    ] = None,
+    until: UntilOpt = None,
+    drop_oversized: DropOpt = False,
+    engine: EngineOpt = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON")] = False,
+) -> None:
+    """Replay a trace on a cluster under one policy and print the summary."""
+    from gpusched.run import replay
+
+    bar = Progress(policy)
+    try:
+        summary, result = replay(
+            trace,
+            policy,
+            cluster=cluster,
+            params=param,
+            slot_s=slot,
+            seed=seed,
+            until_s=until,
+            drop_oversized=drop_oversized,
+            mode=engine,
+            out=out,
+            progress=bar,
+        )
+    finally:
+        bar.close()
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    typer.echo(
+        f"{result.jobs.source} on {result.cluster.name} ({result.cluster.n_gpus} GPUs), "
+        f"{summary['n_jobs']} jobs, slot {slot:g} s, engine {result.mode}"
+    )
+    for note in result.jobs.notes:
+        typer.echo(f"note: {note}")
+    print_table([{"policy": policy, **summary}], "policy")
+    if out is not None:
+        typer.echo(f"results in {out}/")
+
+
+@user_errors
+def compare_cmd(
+    trace: TraceArg = None,
+    policy: Annotated[
+        list[str] | None,
+        typer.Option("--policy", "-P", help="Policy spec NAME[:key=value,...] (repeat for each policy)"),
+    ] = None,
+    cluster: ClusterOpt = DEFAULT_CLUSTER,
+    slot: SlotOpt = 1.0,
+    seed: SeedOpt = 0,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write comparison.csv and one folder per policy here")
+    ] = None,
+    until: UntilOpt = None,
+    drop_oversized: DropOpt = False,
+) -> None:
+    """Replay one trace under several policies and print one table (policies x metrics)."""
+    from gpusched.errors import GpuschedError
+    from gpusched.run import compare
+
+    if not policy:
+        raise GpuschedError("give at least one --policy (e.g. --policy fifo --policy srtf)")
+    bar = Progress("compare")
+    try:
+        rows = compare(
+            trace,
+            policy,
+            out=out,
+            cluster=cluster,
+            slot_s=slot,
+            seed=seed,
+            until_s=until,
+            drop_oversized=drop_oversized,
+            progress=lambda text: setattr(bar, "label", text),
+        )
+    finally:
+        bar.close()
+    print_table(rows, "policy")
+    if out is not None:
+        typer.echo(f"comparison in {out}/comparison.csv")

@@ -1,0 +1,139 @@
+"""Plain functions behind the CLI: resolve inputs, run one replay, compare several.
+
+The CLI commands are thin wrappers over these (weasel's ``project_pull_cli`` ->
+``project_pull``), so tests and sweeps call them directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpusched.errors import GpuschedError
+from gpusched.resources import bundled_dir
+
+DEFAULT_TRACE = "philly-2000"
+DEFAULT_CLUSTER = "default"
+
+
+def resolve_trace(spec: str | None) -> Path:
+    """A trace path, or the bundled trace of that name (``philly-2000`` -> traces/philly-2000.csv)."""
+    spec = spec or DEFAULT_TRACE
+    path = Path(spec)
+    if path.is_file():
+        return path
+    for suffix in ("", ".csv", ".csv.gz"):
+        bundled = bundled_dir("traces") / f"{spec}{suffix}"
+        if bundled.is_file():
+            return bundled
+    names = sorted(p.name.split(".")[0] for p in bundled_dir("traces").glob("*.csv*"))
+    raise GpuschedError(f"trace not found: {spec} (bundled traces: {', '.join(names)})")
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySpec:
+    """``NAME[:key=value,...]`` as given to ``--policy``."""
+
+    text: str
+    name: str
+    params: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, text: str, extra: list[str] | None = None) -> PolicySpec:
+        name, _, rest = text.partition(":")
+        pairs = tuple(p for p in rest.split(",") if p.strip()) if rest else ()
+        return cls(text, name.strip(), pairs + tuple(extra or ()))
+
+
+def replay(
+    trace: str | None,
+    policy: str,
+    *,
+    cluster: str = DEFAULT_CLUSTER,
+    params: list[str] | None = None,
+    slot_s: float = 1.0,
+    seed: int = 0,
+    until_s: float | None = None,
+    drop_oversized: bool = False,
+    mode: str = "auto",
+    out: str | Path | None = None,
+    progress: Callable[[float, int, int], None] | None = None,
+) -> tuple[dict[str, Any], Any]:
+    """Replay one trace under one policy; write results to ``out`` if given.
+
+    Returns
+    -------
+    (summary, result)
+        The summary dictionary (as in summary.json) and the :class:`RunResult`.
+    """
+    import math
+
+    from gpusched.cluster import load_cluster
+    from gpusched.engine import Engine
+    from gpusched.jobs import prepare_jobs
+    from gpusched.metrics import summarize, write_results
+    from gpusched.policy import parse_params
+    from gpusched.registry import load_policy_class, make_policy
+    from gpusched.trace import read_trace
+
+    if not (slot_s > 0 and math.isfinite(slot_s)):
+        raise GpuschedError(f"--slot must be a positive number of seconds, got {slot_s}")
+    spec = PolicySpec.parse(policy, params)
+    cls = load_policy_class(spec.name)
+    kwargs = parse_params(cls, list(spec.params))
+    pol = make_policy(cls, kwargs, seed)
+    spec_cluster = load_cluster(cluster)
+    path = resolve_trace(trace)
+    jobs = prepare_jobs(read_trace(path), spec_cluster, drop_oversized=drop_oversized)
+    engine = Engine(
+        jobs,
+        spec_cluster,
+        pol,
+        slot_s=slot_s,
+        until_s=math.inf if until_s is None else until_s,
+        mode=mode,
+        params=kwargs,
+        seed=seed,
+    )
+    result = engine.run(progress=progress)
+    if out is not None:
+        summary = write_results(result, out, str(path))
+    else:
+        summary = summarize(result)
+    return summary, result
+
+
+def compare(
+    trace: str | None,
+    policies: list[str],
+    *,
+    out: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    **kwargs: Any,
+) -> list[dict[str, Any]]:
+    """Replay one trace under several policy specs; write comparison.csv to ``out``.
+
+    Each row is ``{"policy": spec as given, **summary}``; each run's own outputs go
+    to ``out/<index>-<name>/``.
+    """
+    import csv
+
+    rows: list[dict[str, Any]] = []
+    for i, text in enumerate(policies):
+        if progress:
+            progress(text)
+        sub = None
+        if out is not None:
+            safe = "".join(ch if ch.isalnum() or ch in "-_=." else "_" for ch in text)
+            sub = Path(out) / f"{i:02d}-{safe}"
+        summary, _ = replay(trace, text, out=sub, **kwargs)
+        rows.append({"policy": text, **summary})
+    if out is not None and rows:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        with (Path(out) / "comparison.csv").open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    return rows
