@@ -275,7 +275,7 @@ class Engine:
 
     def _fail(self, job: int | None, now: float, what: str) -> PolicyError:
         who = f" job '{self.jobs.job_id[job]}' (index {job})" if job is not None else ""
-        return PolicyError(f"policy '{self.name}' at t={now:.6g} s:{who} {what}")
+        return PolicyError(f"policy '{self.name}' at t={now + 0.0:.6g} s:{who} {what}")
 
     def _check_job(self, j: Any, now: float) -> int:
         if isinstance(j, bool) or not isinstance(j, int | np.integer):

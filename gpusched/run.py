@@ -14,7 +14,7 @@ from typing import Any
 from gpusched.errors import GpuschedError
 from gpusched.resources import bundled_dir
 
-DEFAULT_TRACE = "philly-2000"
+DEFAULT_TRACE = "synth-500"
 DEFAULT_CLUSTER = "default"
 
 

@@ -1,0 +1,728 @@
+"""Importers that turn public GPU-cluster traces into the canonical :class:`~gpusched.trace.Trace`.
+
+Each importer reads one source format (``.csv`` or ``.csv.gz``), validates it with
+``file:line: column 'c': expected ..., got 'v'`` messages (all collected, then raised as one
+:class:`~gpusched.errors.TraceError`), maps the source columns to the canonical ones and
+rebases submit times so that the earliest kept job is submitted at 0 s. Rows are kept in
+file order.
+
+Rows that are well formed but cannot be replayed as a GPU job (a CPU-only pod, a pod that
+never ran, a job asking for 0 GPUs) are *excluded*, never dropped silently: every importer
+returns an :class:`ImportReport` alongside the trace that counts the excluded rows per
+reason and notes rows that were kept but changed. :func:`import_trace_with_report` returns
+both; :func:`import_trace` returns only the trace and issues an
+:class:`ImportExclusionWarning` whose text is the report when any row was excluded.
+
+Kinds (keys of :data:`IMPORTERS`): ``philly-pollux``, ``gavel-msr-philly``, ``tiresias``,
+``openb``. The column mapping of each is documented on its ``read_*`` function.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpusched.errors import GpuschedError, TraceError
+from gpusched.trace import Trace, read_csv_columns, write_trace
+
+__all__ = [
+    "IMPORTERS",
+    "IMPORTERS_WITH_REPORT",
+    "ImportExclusionWarning",
+    "ImportReport",
+    "convert_trace",
+    "import_trace",
+    "import_trace_with_report",
+    "read_gavel_msr_philly",
+    "read_openb",
+    "read_philly_pollux",
+    "read_tiresias",
+]
+
+
+class ImportExclusionWarning(UserWarning):
+    """Issued by :func:`import_trace` when an importer excluded rows; the text is the report."""
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """What an importer did with the rows of its source file.
+
+    Parameters
+    ----------
+    kind
+        Importer name, e.g. ``"openb"``.
+    source
+        The file that was read.
+    n_rows
+        Data rows read from the file (header and blank lines not counted).
+    n_jobs
+        Jobs in the resulting trace; always ``n_rows - n_excluded``.
+    excluded
+        Rows left out, as ``{reason: count}`` (only reasons with a non-zero count).
+    notes
+        Rows kept but changed or caveats on their values, one sentence each.
+
+    Notes
+    -----
+    ``str(report)`` gives one line per fact, e.g. ``excluded 1088 rows: CPU-only pod
+    (num_gpu = 0)``, ready to print.
+    """
+
+    kind: str
+    source: str
+    n_rows: int
+    n_jobs: int
+    excluded: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def n_excluded(self) -> int:
+        """Total rows excluded, over all reasons."""
+        return sum(self.excluded.values())
+
+    def __str__(self) -> str:
+        out = [f"{self.kind}: read {self.n_rows} rows from {self.source}, kept {self.n_jobs} jobs"]
+        out += [f"excluded {n} rows: {why}" for why, n in self.excluded.items()]
+        out += [f"note: {s}" for s in self.notes]
+        return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+class _Source:
+    """A source CSV split into text columns, with typed, line-reporting converters."""
+
+    def __init__(self, path: str | Path, required: Sequence[str]) -> None:
+        self.fname = str(path)
+        header, cols, lines, errors = read_csv_columns(path, self.fname)
+        self.lines = lines
+        self.errors: list[str] = list(errors)
+        self._bad: list[tuple[int, str]] = []
+        if not header:
+            raise TraceError(self.errors)
+        self.header = header
+        self.cols = {h: c for h, c in zip(header, cols, strict=True) if h}
+        missing = [c for c in required if c not in self.cols]
+        if missing:
+            raise TraceError(
+                [f"{self.fname}:1: missing required column '{c}'" for c in missing] + self.errors
+            )
+        self.n = len(lines)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def bad(self, i: int, col: str, what: str, value: str) -> None:
+        ln = int(self.lines[i])
+        self._bad.append((ln, f"{self.fname}:{ln}: column '{col}': expected {what}, got '{value}'"))
+
+    def text(self, col: str) -> np.ndarray:
+        arr = np.empty(self.n, dtype=object)
+        arr[:] = self.cols[col]
+        return arr
+
+    def number(
+        self, col: str, what: str, ok: Callable[[np.ndarray], np.ndarray], *, optional: bool = False
+    ) -> np.ndarray:
+        """Column as float64 (NaN for empty if ``optional``); ``ok`` says which values pass."""
+        raw = self.cols[col]
+        try:
+            arr = np.array(raw, dtype=np.float64) if self.n else np.zeros(0)
+            if ok(arr).all():
+                return arr
+        except ValueError:
+            pass
+        out = np.full(self.n, np.nan)
+        for i, v in enumerate(raw):
+            if optional and not v.strip():
+                continue
+            try:
+                x = float(v)
+            except ValueError:
+                self.bad(i, col, what, v)
+                continue
+            if not ok(np.array([x]))[0]:
+                self.bad(i, col, what, v)
+                continue
+            out[i] = x
+        return out
+
+    def integer(self, col: str, what: str, lo: int) -> np.ndarray:
+        """Column as int64 of integers >= ``lo`` (bad fields become ``lo``)."""
+        raw = self.cols[col]
+        try:
+            arr = np.array(raw, dtype=np.int64) if self.n else np.zeros(0, np.int64)
+            if (arr >= lo).all():
+                return arr
+        except (ValueError, OverflowError):
+            pass
+        out = np.full(self.n, lo, dtype=np.int64)
+        for i, v in enumerate(raw):
+            try:
+                x = int(v)
+            except ValueError:
+                self.bad(i, col, what, v)
+                continue
+            if x < lo or x > 2**62:
+                self.bad(i, col, what, v)
+                continue
+            out[i] = x
+        return out
+
+    def unique_ids(self, ids: np.ndarray, col: str) -> None:
+        """Report empty and duplicate ids (``col`` names the source column)."""
+        if len(set(ids.tolist())) == self.n and "" not in ids:
+            return
+        first: dict[str, int] = {}
+        for i, v in enumerate(ids.tolist()):
+            ln = int(self.lines[i])
+            if v == "":
+                self.bad(i, col, "a non-empty id", v)
+            elif v in first:
+                self._bad.append(
+                    (
+                        ln,
+                        f"{self.fname}:{ln}: column '{col}': duplicate id '{v}' "
+                        f"(first on line {first[v]})",
+                    )
+                )
+            else:
+                first[v] = ln
+
+    def raise_if_bad(self) -> None:
+        if self.errors or self._bad:
+            self._bad.sort(key=lambda t: t[0])
+            raise TraceError(self.errors + [m for _, m in self._bad])
+
+
+_NONNEG = "a finite number of seconds >= 0"
+
+
+def _nonneg(a: np.ndarray) -> np.ndarray:
+    return np.isfinite(a) & (a >= 0)
+
+
+def _positive(a: np.ndarray) -> np.ndarray:
+    return np.isfinite(a) & (a > 0)
+
+
+def _rebase(t: np.ndarray) -> np.ndarray:
+    """Shift times so that the earliest is 0 (empty arrays unchanged)."""
+    return t - t.min() if t.size else t
+
+
+def _finish(
+    kind: str,
+    src: _Source,
+    keep: np.ndarray,
+    reasons: list[tuple[str, np.ndarray]],
+    columns: dict[str, Any],
+    extra: dict[str, np.ndarray],
+    notes: list[str],
+) -> tuple[Trace, ImportReport]:
+    """Build the trace of the kept rows and the report (``reasons``: first match wins)."""
+    excluded: dict[str, int] = {}
+    left = np.ones(src.n, dtype=bool)
+    for why, mask in reasons:
+        hit = mask & left
+        if hit.any():
+            excluded[why] = int(hit.sum())
+        left &= ~mask
+    assert np.array_equal(left, keep)
+    idx = np.flatnonzero(keep)
+    submit = _rebase(np.asarray(columns["submit_time"], dtype=np.float64)[idx])
+    n_keep = idx.size
+    trace = Trace(
+        job_id=columns["job_id"][idx],
+        submit_time=submit,
+        num_gpus=np.asarray(columns["num_gpus"])[idx],
+        duration=columns.get("duration", np.full(src.n, np.nan))[idx],
+        iterations=columns.get("iterations", np.full(src.n, np.nan))[idx],
+        model=columns.get("model", np.full(src.n, "", dtype=object))[idx],
+        extra={k: v[idx] for k, v in extra.items()},
+        source=f"{kind}:{src.fname}",
+    )
+    report = ImportReport(kind, src.fname, src.n, n_keep, excluded, tuple(notes))
+    return trace, report
+
+
+# --------------------------------------------------------------------------- importers
+
+
+def read_philly_pollux(path: str | Path) -> tuple[Trace, ImportReport]:
+    """Import the Philly per-job summary shipped with the Pollux artifact.
+
+    Source: ``petuum/adaptdl`` (branch ``osdi21-artifact``) ``simulator/traces/philly.csv``,
+    as stored in ``philly_jobs.csv.gz`` with columns ``job_id, submit_time,
+    submit_offset_s, duration_s, num_gpus, gpu_time_s, vc``.
+
+    Mapping:
+
+    - ``job_id`` -> ``job_id`` (the job's row index in the source file, kept as text);
+    - ``submit_offset_s`` (s since the first submission) -> ``submit_time``, rebased so the
+      earliest kept job is at 0 s;
+    - ``duration_s`` (s, sum of the job's attempt lengths) -> ``duration``;
+    - ``num_gpus`` -> ``num_gpus``;
+    - ``vc`` (Philly virtual cluster) -> ``user`` (the file has no user column);
+    - ``submit_time`` (wall-clock ``YYYY-MM-DD HH:MM:SS``) -> extra ``submit_datetime``;
+    - ``gpu_time_s`` is skipped: it is ``duration_s * num_gpus`` on every row.
+
+    Nothing is excluded; a duration or GPU count that is not positive is an error.
+
+    Parameters
+    ----------
+    path
+        The ``philly_jobs.csv[.gz]`` file.
+
+    Returns
+    -------
+    trace : Trace
+        One job per row, in file order.
+    report : ImportReport
+        Row counts.
+
+    Raises
+    ------
+    TraceError
+        On a missing column or a malformed field (file, line and column named).
+    """
+    req = ("job_id", "submit_time", "submit_offset_s", "duration_s", "num_gpus", "vc")
+    src = _Source(path, req)
+    ids = src.text("job_id")
+    src.unique_ids(ids, "job_id")
+    submit = src.number("submit_offset_s", _NONNEG, _nonneg)
+    duration = src.number("duration_s", "a finite number of seconds > 0", _positive)
+    gpus = src.integer("num_gpus", "an integer >= 1", 1)
+    src.raise_if_bad()
+    keep = np.ones(src.n, dtype=bool)
+    cols = {"job_id": ids, "submit_time": submit, "num_gpus": gpus, "duration": duration}
+    extra = {"user": src.text("vc"), "submit_datetime": src.text("submit_time")}
+    return _finish("philly-pollux", src, keep, [], cols, extra, [])
+
+
+_JOB_TYPE = re.compile(r"(.+?) \(batch size (\d+)\)")
+
+
+def read_gavel_msr_philly(
+    path: str | Path, *, seed: int | None = 0, vc: str | None = None
+) -> tuple[Trace, ImportReport]:
+    """Import Gavel's per-VC Philly-derived traces (``stanford-futuredata/gavel``, ``traces/msr``).
+
+    The file ``gavel_msr_traces.csv.gz`` concatenates 15 VC traces for each of 5 seeds,
+    with columns ``seed, vc, line, job_type, needs_data_dir, total_steps, arrival_time_s,
+    scale_factor``. Jobs are given by work, not time.
+
+    Mapping:
+
+    - ``vc`` and ``line`` -> ``job_id`` = ``"{vc}-{line}"`` (``"{seed}-{vc}-{line}"`` when
+      all seeds are kept);
+    - ``arrival_time_s`` (s from the VC trace's start) -> ``submit_time``, rebased to 0.
+      Every VC trace starts its own clock at 0, so the merged trace overlays the VCs on one
+      clock (as Gavel does when it replays several VCs together);
+    - ``scale_factor`` -> ``num_gpus``;
+    - ``total_steps`` -> ``iterations``;
+    - ``job_type`` ``"ResNet-50 (batch size 64)"`` -> ``model`` ``"ResNet-50"`` and
+      ``batch_size`` ``"64"`` (``CycleGAN`` and ``A3C`` have no batch size: ``''``); the
+      original text is kept in extra ``job_type``;
+    - ``vc`` -> ``user``; ``needs_data_dir`` and ``seed`` kept in extra;
+    - ``duration`` is NaN for every job (the catalogue derives time from iterations).
+
+    Rows of other seeds (and of other VCs when ``vc`` is given) are excluded and counted.
+
+    Parameters
+    ----------
+    path
+        The ``gavel_msr_traces.csv[.gz]`` file.
+    seed
+        Which of Gavel's seeds (0-4) to keep; ``None`` keeps all.
+    vc
+        Keep only this Philly VC id (e.g. ``"6214e9"``); ``None`` keeps all.
+
+    Returns
+    -------
+    trace : Trace
+    report : ImportReport
+
+    Raises
+    ------
+    TraceError
+        On a missing column or a malformed field.
+    """
+    req = ("seed", "vc", "line", "job_type", "total_steps", "arrival_time_s", "scale_factor")
+    src = _Source(path, req)
+    seeds = src.integer("seed", "an integer >= 0", 0)
+    lines = src.integer("line", "an integer >= 0", 0)
+    vcs = src.text("vc")
+    steps = src.number("total_steps", "a finite number > 0", _positive)
+    submit = src.number("arrival_time_s", _NONNEG, _nonneg)
+    gpus = src.integer("scale_factor", "an integer >= 1", 1)
+    job_type = src.text("job_type")
+    model = np.empty(src.n, dtype=object)
+    batch = np.empty(src.n, dtype=object)
+    for i, jt in enumerate(job_type.tolist()):
+        m = _JOB_TYPE.fullmatch(jt)
+        model[i], batch[i] = (m.group(1), m.group(2)) if m else (jt.strip(), "")
+        if not model[i]:
+            src.bad(i, "job_type", "a model name", jt)
+    other_seed = np.zeros(src.n, bool) if seed is None else seeds != seed
+    other_vc = np.zeros(src.n, bool) if vc is None else vcs != vc
+    keep = ~other_seed & ~other_vc
+    seed_txt = src.text("seed")
+    if seed is None:
+        ids = np.array(
+            [f"{s}-{v}-{ln}" for s, v, ln in zip(seeds, vcs, lines, strict=True)], dtype=object
+        )
+    else:
+        ids = np.array([f"{v}-{ln}" for v, ln in zip(vcs, lines, strict=True)], dtype=object)
+    if src.n == 0:
+        ids = np.empty(0, dtype=object)
+    # Duplicates only matter among kept rows.
+    kept_ids = ids[keep]
+    if len(set(kept_ids.tolist())) != kept_ids.size:
+        seen: dict[str, int] = {}
+        for i in np.flatnonzero(keep).tolist():
+            if ids[i] in seen:
+                src.bad(
+                    i,
+                    "line",
+                    f"a unique (vc, line) pair, first on line {seen[ids[i]]}",
+                    str(lines[i]),
+                )
+            else:
+                seen[ids[i]] = int(src.lines[i])
+    src.raise_if_bad()
+    reasons = [
+        (f"seed != {seed} (pass seed=None to keep every seed)", other_seed),
+        (f"vc != {vc!r}", other_vc),
+    ]
+    cols = {
+        "job_id": ids,
+        "submit_time": submit,
+        "num_gpus": gpus,
+        "iterations": steps,
+        "model": model,
+    }
+    extra = {"user": vcs, "batch_size": batch, "job_type": job_type, "seed": seed_txt}
+    if "needs_data_dir" in src.cols:
+        extra["needs_data_dir"] = src.text("needs_data_dir")
+    notes = ["duration is not given: jobs are defined by iterations (total_steps) and model"]
+    return _finish("gavel-msr-philly", src, keep, reasons, cols, extra, notes)
+
+
+def read_tiresias(path: str | Path) -> tuple[Trace, ImportReport]:
+    """Import a trace in the Tiresias simulator's job format (``SymbioticLab/Tiresias``).
+
+    Columns ``job_id, num_gpu, submit_time, iterations, model_name, duration, interval``
+    (``60_job.csv``); other columns, e.g. those of the Chronus traces that extend this
+    format, are kept in ``extra`` as given.
+
+    Mapping:
+
+    - ``job_id`` -> ``job_id``;
+    - ``submit_time`` (s) -> ``submit_time``, rebased to 0;
+    - ``num_gpu`` -> ``num_gpus``;
+    - ``duration`` (s) -> ``duration``; ``iterations`` -> ``iterations``;
+      ``model_name`` -> ``model`` (each optional if the row gives the other pair);
+    - ``interval`` (s until the next submission) is skipped: it is derived from the
+      submit times and would go stale after rebasing or cutting.
+
+    Rows with ``num_gpu`` = 0 are excluded (a 0-GPU job does not occupy the GPU cluster).
+
+    Parameters
+    ----------
+    path
+        A Tiresias job CSV.
+
+    Returns
+    -------
+    trace : Trace
+    report : ImportReport
+
+    Raises
+    ------
+    TraceError
+        On a missing column, a malformed field, or a row with neither ``duration`` nor
+        ``iterations`` + ``model_name``.
+    """
+    src = _Source(path, ("job_id", "num_gpu", "submit_time"))
+    if "duration" not in src.cols and not {"iterations", "model_name"} <= set(src.cols):
+        raise TraceError(
+            [
+                f"{src.fname}:1: missing required column 'duration' "
+                "(or both 'iterations' and 'model_name')"
+            ]
+        )
+    ids = src.text("job_id")
+    src.unique_ids(ids, "job_id")
+    submit = src.number("submit_time", _NONNEG, _nonneg)
+    gpus = src.integer("num_gpu", "an integer >= 0", 0)
+    nan = np.full(src.n, np.nan)
+    what = "a finite number > 0 or empty"
+    duration = (
+        src.number("duration", "a finite number of seconds > 0 or empty", _positive, optional=True)
+        if "duration" in src.cols
+        else nan
+    )
+    iters = (
+        src.number("iterations", what, _positive, optional=True)
+        if "iterations" in src.cols
+        else nan
+    )
+    model = src.text("model_name") if "model_name" in src.cols else np.full(src.n, "", object)
+    raw_d = src.cols.get("duration", ("",) * src.n)
+    raw_i = src.cols.get("iterations", ("",) * src.n)
+    for i in np.flatnonzero(np.isnan(duration) & (np.isnan(iters) | (model == ""))).tolist():
+        if raw_d[i].strip() or (raw_i[i].strip() and model[i]):
+            continue  # malformed value, already reported
+        src.bad(i, "duration", "a duration, or both iterations and model_name", raw_d[i])
+    src.raise_if_bad()
+    zero = gpus == 0
+    skip = {"job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval"}
+    extra = {h: src.text(h) for h in src.cols if h not in skip}
+    cols = {
+        "job_id": ids,
+        "submit_time": submit,
+        "num_gpus": gpus,
+        "duration": duration,
+        "iterations": iters,
+        "model": model,
+    }
+    return _finish("tiresias", src, ~zero, [("num_gpu = 0", zero)], cols, extra, [])
+
+
+def read_openb(path: str | Path, *, fractional: str = "whole") -> tuple[Trace, ImportReport]:
+    """Import an Alibaba ``openb`` pod list (``alibaba/clusterdata`` cluster-trace-gpu-v2023).
+
+    Columns ``name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec, qos, pod_phase,
+    creation_time, deletion_time, scheduled_time`` (times in s from the trace start).
+
+    Mapping:
+
+    - ``name`` -> ``job_id``;
+    - ``creation_time`` (s) -> ``submit_time``, rebased so the earliest kept pod is at 0;
+    - ``deletion_time - scheduled_time`` (s the pod held its node) -> ``duration``. Pods
+      still ``Running`` at the trace end have ``deletion_time`` = trace end, so their
+      duration is a lower bound (counted in a note);
+    - ``num_gpu`` -> ``num_gpus``;
+    - ``cpu_milli``, ``memory_mib``, ``gpu_milli``, ``gpu_spec``, ``qos``, ``pod_phase``
+      kept in extra as given (``gpu_spec`` is a ``|``-separated list of allowed GPU
+      models, not a ``gpu_type``, so it keeps its name). The observed wait
+      (``scheduled_time - creation_time``) is not kept: the simulator produces its own.
+
+    Excluded rows (first matching reason counts): ``num_gpu`` = 0 (a CPU-only pod);
+    no ``scheduled_time`` (a pod still ``Pending`` at the trace end never ran, so it has
+    no run time); ``deletion_time <= scheduled_time`` (no run time). Pods asking for a
+    fractional GPU (``num_gpu`` = 1 and ``gpu_milli`` < 1000, about 38 % of the real
+    trace) are by default kept as one whole GPU, with the share left in extra
+    ``gpu_milli`` for GPU-sharing models and counted in a note; ``fractional="exclude"``
+    excludes them instead.
+
+    Parameters
+    ----------
+    path
+        An ``openb_pod_list_*.csv[.gz]`` file.
+    fractional
+        ``"whole"`` (default) or ``"exclude"``: what to do with fractional-GPU pods.
+
+    Returns
+    -------
+    trace : Trace
+    report : ImportReport
+
+    Raises
+    ------
+    TraceError
+        On a missing column or a malformed field.
+    GpuschedError
+        If ``fractional`` is not one of the two choices.
+    """
+    if fractional not in ("whole", "exclude"):
+        raise GpuschedError(f"fractional must be 'whole' or 'exclude', got {fractional!r}")
+    req = (
+        "name",
+        "num_gpu",
+        "gpu_milli",
+        "pod_phase",
+        "creation_time",
+        "deletion_time",
+        "scheduled_time",
+    )
+    src = _Source(path, req)
+    ids = src.text("name")
+    src.unique_ids(ids, "name")
+    created = src.number("creation_time", _NONNEG, _nonneg)
+    deleted = src.number("deletion_time", _NONNEG, _nonneg)
+    sched = src.number("scheduled_time", f"{_NONNEG} or empty", _nonneg, optional=True)
+    gpus = src.integer("num_gpu", "an integer >= 0", 0)
+    milli = src.integer("gpu_milli", "an integer >= 0", 0)
+    src.raise_if_bad()
+    phase = src.text("pod_phase")
+    cpu_only = gpus == 0
+    never_ran = np.isnan(sched)
+    with np.errstate(invalid="ignore"):
+        duration = deleted - sched
+        no_time = ~never_ran & ~(duration > 0)
+    frac = (gpus == 1) & (milli < 1000)
+    reasons = [
+        ("CPU-only pod (num_gpu = 0)", cpu_only),
+        ("never scheduled (no scheduled_time; Pending at trace end)", never_ran),
+        ("no run time (deletion_time <= scheduled_time)", no_time),
+    ]
+    if fractional == "exclude":
+        reasons.append(("fractional GPU share (num_gpu = 1, gpu_milli < 1000)", frac))
+    keep = np.ones(src.n, dtype=bool)
+    for _, m in reasons:
+        keep &= ~m
+    notes = []
+    n_frac = int((frac & keep).sum())
+    if n_frac:
+        notes.append(
+            f"{n_frac} pods with a fractional GPU share (gpu_milli < 1000) were kept as 1 whole "
+            "GPU; the share is in column gpu_milli"
+        )
+    n_running = int(((phase == "Running") & keep).sum())
+    if n_running:
+        notes.append(
+            f"{n_running} pods were still Running at the trace end: their duration is a lower "
+            "bound (deletion_time is the trace end)"
+        )
+    extra_cols = ("cpu_milli", "memory_mib", "gpu_milli", "gpu_spec", "qos", "pod_phase")
+    extra = {c: src.text(c) for c in extra_cols if c in src.cols}
+    cols = {
+        "job_id": ids,
+        "submit_time": created,
+        "num_gpus": np.maximum(gpus, 1),
+        "duration": duration,
+    }
+    return _finish("openb", src, keep, reasons, cols, extra, notes)
+
+
+# --------------------------------------------------------------------------- registry
+
+IMPORTERS_WITH_REPORT: dict[str, Callable[..., tuple[Trace, ImportReport]]] = {
+    "philly-pollux": read_philly_pollux,
+    "gavel-msr-philly": read_gavel_msr_philly,
+    "tiresias": read_tiresias,
+    "openb": read_openb,
+}
+"""Importer name -> function returning ``(trace, report)``."""
+
+
+def _lookup(kind: str) -> Callable[..., tuple[Trace, ImportReport]]:
+    try:
+        return IMPORTERS_WITH_REPORT[kind]
+    except KeyError:
+        known = ", ".join(sorted(IMPORTERS_WITH_REPORT))
+        raise GpuschedError(f"unknown trace kind {kind!r}; known kinds: {known}") from None
+
+
+def import_trace_with_report(
+    kind: str, path: str | Path, **options: Any
+) -> tuple[Trace, ImportReport]:
+    """Import a source trace and say what was excluded.
+
+    Parameters
+    ----------
+    kind
+        One of the keys of :data:`IMPORTERS`.
+    path
+        The source file (``.csv`` or ``.csv.gz``).
+    **options
+        Importer options, e.g. ``seed=1`` for ``gavel-msr-philly`` or
+        ``fractional="exclude"`` for ``openb``.
+
+    Returns
+    -------
+    trace : Trace
+        Canonical trace, submit times starting at 0 s.
+    report : ImportReport
+        Rows read, jobs kept, rows excluded per reason, notes.
+
+    Raises
+    ------
+    GpuschedError
+        If ``kind`` is unknown (the message lists the known kinds).
+    TraceError
+        If the source is malformed (file, line and column named).
+    """
+    return _lookup(kind)(Path(path), **options)
+
+
+def import_trace(kind: str, path: str | Path, **options: Any) -> Trace:
+    """Import a source trace; warn with the report if rows were excluded.
+
+    Parameters
+    ----------
+    kind
+        One of the keys of :data:`IMPORTERS`.
+    path
+        The source file (``.csv`` or ``.csv.gz``).
+    **options
+        Importer options (see :func:`import_trace_with_report`).
+
+    Returns
+    -------
+    Trace
+        Canonical trace, submit times starting at 0 s.
+
+    Raises
+    ------
+    GpuschedError
+        If ``kind`` is unknown (the message lists the known kinds).
+    TraceError
+        If the source is malformed (file, line and column named).
+
+    Warns
+    -----
+    ImportExclusionWarning
+        When any row was excluded; the warning text is ``str(report)``.
+    """
+    trace, report = import_trace_with_report(kind, path, **options)
+    if report.n_excluded:
+        warnings.warn(str(report), ImportExclusionWarning, stacklevel=2)
+    return trace
+
+
+def convert_trace(kind: str, src: str | Path, dst: str | Path, **options: Any) -> ImportReport:
+    """Import ``src`` and write it as a canonical CSV (``dst`` may end in ``.gz``).
+
+    Parameters
+    ----------
+    kind
+        One of the keys of :data:`IMPORTERS`.
+    src
+        Source file.
+    dst
+        Destination canonical trace.
+    **options
+        Importer options.
+
+    Returns
+    -------
+    ImportReport
+        What was kept and excluded.
+    """
+    trace, report = import_trace_with_report(kind, src, **options)
+    write_trace(trace, dst)
+    return report
+
+
+def _trace_only(kind: str) -> Callable[[Path], Trace]:
+    def run(path: Path) -> Trace:
+        return import_trace(kind, path)
+
+    run.__name__ = f"import_{kind.replace('-', '_')}"
+    run.__doc__ = f"Import a ``{kind}`` file; see :func:`import_trace`."
+    return run
+
+
+IMPORTERS: dict[str, Callable[[Path], Trace]] = {k: _trace_only(k) for k in IMPORTERS_WITH_REPORT}
+"""Importer name -> function ``(path) -> Trace`` (warns on exclusions)."""
