@@ -1,0 +1,42 @@
+"""Golden schedules: every small bundled trace x every policy, as a syrupy single-file snapshot.
+
+The bytes of the event log are the contract: a change to any schedule shows up as a
+snapshot diff. After an intended change of behaviour, review the diff and run
+``python -m pytest tests/test_golden.py --snapshot-update``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+from gpusched.run import replay
+from tests.helpers import ALL_POLICIES
+
+
+class TextSnapshot(SingleFileSnapshotExtension):
+    _write_mode = WriteMode.TEXT
+    file_extension = "txt"
+
+
+def event_log(result) -> str:
+    st = result.state
+    lines = ["job_id,submit,first_start,finish,preemptions"]
+    for i, jid in enumerate(result.jobs.job_id):
+        lines.append(
+            f"{jid},{st.job_submit[i]!r},{st.job_first_start[i]!r},{st.job_finish[i]!r},{st.job_n_preempt[i]}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("cluster", ["default", "testbed-4x4"])
+@pytest.mark.parametrize("policy", ALL_POLICIES)
+def test_golden_tiny(policy, cluster, snapshot):
+    _, result = replay("tiny", policy, cluster=cluster)
+    assert event_log(result) == snapshot(extension_class=TextSnapshot)
+
+
+@pytest.mark.parametrize("policy", ALL_POLICIES)
+def test_golden_synth_500(policy, snapshot):
+    _, result = replay("synth-500", policy, slot_s=60.0)
+    assert event_log(result) == snapshot(extension_class=TextSnapshot)
