@@ -104,6 +104,12 @@ class Engine:
         ``"auto"`` (fused when the policy declares it), ``"fused"`` or ``"python"``.
     params, seed
         Recorded in the result's manifest.
+    perf
+        Optional performance model: an object with ``rate(job, gpus) -> float``
+        giving the progress rate (s of ideal work per s) of a job on the GPUs it was
+        just given, e.g. slower when a pipeline job is spread over servers. The
+        engine applies it at every (re)start. Needs the Python path, since the fused
+        kernel runs every job at its static rate.
     """
 
     def __init__(
@@ -117,6 +123,7 @@ class Engine:
         mode: str = "auto",
         params: dict[str, Any] | None = None,
         seed: int = 0,
+        perf: Any = None,
     ) -> None:
         if not slot_s > 0 or not np.isfinite(slot_s):
             raise ValueError(f"slot must be a positive number of seconds, got {slot_s}")
@@ -132,7 +139,10 @@ class Engine:
             raise PolicyError(f"policy '{self.name}' has no fused kernel path for these parameters")
         if mode not in ("auto", "fused", "python"):
             raise ValueError(f"unknown engine mode {mode!r}")
-        self.mode = "fused" if fused is not None and mode != "python" else "python"
+        if mode == "fused" and perf is not None:
+            raise PolicyError("a placement-aware performance model needs the python engine path")
+        self.perf = perf
+        self.mode = "fused" if fused is not None and mode != "python" and perf is None else "python"
         self.state = new_state(
             jobs.submit_s,
             jobs.n_gpus,
@@ -329,6 +339,19 @@ class Engine:
             kernel.fill_order(st, self.cfg, order, bool(decision.blocking), bool(decision.preemptive))
         if decision.wake_at is not None:
             self._set_wake(float(decision.wake_at), now)
+        if self.perf is not None:
+            self._apply_perf(now)
+
+    def _apply_perf(self, now: float) -> None:
+        """Set the progress rate of every job (re)started at ``now`` from its placement."""
+        st = self.state
+        holding = st.run[: st.sim_i[I_N_RUN]]
+        for j in holding[st.job_last_start[holding] == now]:
+            gpus = st.alloc_gpu[st.job_alloc_off[j] : st.job_alloc_off[j + 1]]
+            rate = float(self.perf.rate(int(j), gpus))
+            if not (rate > 0 and np.isfinite(rate)):
+                raise InvariantError(f"performance model gave rate {rate} for job {self.jobs.job_id[j]}")
+            st.job_rate[j] = rate
 
     def _set_wake(self, w: float, now: float) -> None:
         if not w > now:
@@ -392,7 +415,13 @@ class Engine:
     def result(self) -> RunResult:
         """Check the invariants and package the run."""
         tl = self.timeline()
-        check_invariants(self.state, tl, self.cluster.gpu_capacity, stopped=self._code == kernel.UNTIL)
+        check_invariants(
+            self.state,
+            tl,
+            self.cluster.gpu_capacity,
+            stopped=self._code == kernel.UNTIL,
+            constant_rate=self.perf is None,
+        )
         return RunResult(
             jobs=self.jobs,
             cluster=self.cluster,
@@ -410,13 +439,20 @@ class Engine:
         )
 
 
-def check_invariants(st: SimState, tl: dict[str, np.ndarray], capacity: int, *, stopped: bool) -> None:
+def check_invariants(
+    st: SimState,
+    tl: dict[str, np.ndarray],
+    capacity: int,
+    *,
+    stopped: bool,
+    constant_rate: bool = True,
+) -> None:
     """Raise :class:`InvariantError` if the run broke a rule of the model.
 
     Checked: no GPU over its job capacity and none counted busy beyond the cluster,
     time strictly increasing, every job finished unless the run was stopped early,
-    work conserved (a finished job ran exactly its work), JCT >= run time, starts
-    after submission.
+    work conserved (a finished job has no work left and, when every job keeps a
+    constant rate, ran exactly work / rate), JCT >= run time, starts after submission.
     """
     n_gpus = st.gpu_n_jobs.shape[0]
     if st.gpu_n_jobs.size and (st.gpu_n_jobs.max() > capacity or st.gpu_n_jobs.min() < 0):
@@ -432,7 +468,9 @@ def check_invariants(st: SimState, tl: dict[str, np.ndarray], capacity: int, *, 
         raise InvariantError("a job is still saving at the end")
     ran = st.job_executed[done] * st.job_rate[done]
     work = st.job_work[done]
-    if not np.allclose(ran, work, rtol=1e-9, atol=1e-6):
+    if (st.job_remaining[done] != 0).any() or (
+        constant_rate and not np.allclose(ran, work, rtol=1e-9, atol=1e-6)
+    ):
         raise InvariantError("work not conserved: a finished job ran more or less than its work")
     jct = st.job_finish[done] - st.job_submit[done]
     if (jct < st.job_executed[done] - 1e-6).any():

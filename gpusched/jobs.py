@@ -30,6 +30,10 @@ class JobTable:
         Submission time (s), gang size, exclusive run time at ideal placement (s).
     row
         Position of each job in the trace file (0 = first data row).
+    model, iterations, extra
+        The trace's ``model`` and ``iterations`` columns and every other column
+        (``user``, ``group``, ...), in submission order, for performance models,
+        predictors and policies that read them.
     n_dropped
         Oversized jobs skipped with ``drop_oversized``.
     source
@@ -44,6 +48,9 @@ class JobTable:
     n_dropped: int = 0
     source: str = ""
     notes: tuple[str, ...] = field(default=())
+    model: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
+    iterations: np.ndarray = field(default_factory=lambda: np.empty(0))
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.submit_s.shape[0])
@@ -126,4 +133,7 @@ def prepare_jobs(trace: Trace, cluster: ClusterSpec, *, drop_oversized: bool = F
         n_dropped=n_big if drop_oversized else 0,
         source=trace.source,
         notes=tuple(notes),
+        model=np.asarray(trace.model)[order],
+        iterations=np.asarray(trace.iterations)[order],
+        extra={k: np.asarray(v)[order] for k, v in trace.extra.items()},
     )
