@@ -166,6 +166,9 @@ class Engine:
             policy_name=self.name,
             knows_duration=bool(getattr(policy, "knows_duration", False)),
         )
+        prepare = getattr(policy, "prepare", None)
+        if prepare is not None:
+            prepare(jobs, cluster)
         self._done_buf = np.zeros(max(len(jobs), 1), dtype=np.int32)
         self._tl: list[tuple[np.ndarray, ...]] = []
         self._delays: list[float] = []

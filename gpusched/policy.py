@@ -136,6 +136,9 @@ class Policy(Protocol):
 
     def decide(self, view: Any, now: float) -> Decision: ...
 
+    # Optional: ``prepare(jobs, cluster) -> None``, called once before the run with the
+    # job table (submission order; ``jobs.extra`` holds user/group/... columns) for
+    # one-time setup such as training a predictor or reading job models.
     # Optional: ``wake(view, now) -> float | None``, called after the decision is
     # applied, for timers that depend on the allocation just made (e.g. the next
     # time a running job crosses a service threshold).
