@@ -43,8 +43,13 @@ class PolicySpec:
     @classmethod
     def parse(cls, text: str, extra: list[str] | None = None) -> PolicySpec:
         name, _, rest = text.partition(":")
-        pairs = tuple(p for p in rest.split(",") if p.strip()) if rest else ()
-        return cls(text, name.strip(), pairs + tuple(extra or ()))
+        pairs: list[str] = []
+        for piece in rest.split(",") if rest else []:
+            if "=" not in piece and pairs:
+                pairs[-1] += "," + piece  # a comma inside a value: thresholds=3250,7200
+            elif piece.strip():
+                pairs.append(piece)
+        return cls(text, name.strip(), tuple(pairs) + tuple(extra or ()))
 
 
 def replay(

@@ -1,0 +1,222 @@
+"""The command line: outputs, one-line errors with non-zero exit for every bad input, wiring."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpusched.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+GOOD = "job_id,submit_time,num_gpus,duration\na,0,1,10\nb,5,2,20\nc,6,4,5\n"
+
+
+def test_replay_default_writes_all_outputs(tmp_path):
+    out = tmp_path / "run"
+    r = invoke("replay", "--policy", "srtf", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert "synth-500" in r.output and "srtf" in r.output
+    for name in ("jobs.csv", "timeline.csv", "summary.json", "manifest.json"):
+        assert (out / name).stat().st_size > 0
+    summary = json.loads((out / "summary.json").read_text())
+    for key in (
+        "n_jobs", "n_finished", "avg_jct_s", "p50_jct_s", "p95_jct_s", "p99_jct_s", "avg_wait_s",
+        "p50_wait_s", "p95_wait_s", "total_jct_s", "makespan_s", "gpu_utilization", "n_preemptions", "wall_s",
+    ):
+        assert key in summary
+    assert summary["n_jobs"] == summary["n_finished"] == 500
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["trace_sha256"]) == 64 and manifest["policy"] == "srtf"
+    assert manifest["cluster"]["cluster"]["name"] == "default"
+    with (out / "jobs.csv").open() as fh:
+        header = next(csv.reader(fh))
+    assert header[:8] == ["job_id", "submit", "first_start", "finish", "jct", "wait", "gpus", "duration"]
+
+
+def test_replay_is_deterministic(tmp_path):
+    for d in ("a", "b"):
+        assert invoke("replay", "tiny", "-P", "tiresias", "--seed", "7", "-o", tmp_path / d).exit_code == 0
+    assert (tmp_path / "a/jobs.csv").read_bytes() == (tmp_path / "b/jobs.csv").read_bytes()
+
+
+def test_replay_passes_arguments_through(monkeypatch):
+    seen = {}
+
+    def fake_replay(trace, policy, **kw):
+        seen.update(trace=trace, policy=policy, **kw)
+        raise SystemExit(0)
+
+    monkeypatch.setattr("gpusched.run.replay", fake_replay)
+    invoke("replay", "t.csv", "-P", "srtf", "-c", "testbed-4x4", "--slot", "60", "--seed", "3",
+           "-p", "a=1", "--until", "100", "--drop-oversized", "--engine", "python")
+    assert seen["trace"] == "t.csv" and seen["policy"] == "srtf" and seen["cluster"] == "testbed-4x4"
+    assert seen["slot_s"] == 60 and seen["seed"] == 3 and seen["params"] == ["a=1"]
+    assert seen["until_s"] == 100 and seen["drop_oversized"] and seen["mode"] == "python"
+
+
+def test_compare_writes_one_table(tmp_path):
+    out = tmp_path / "cmp"
+    r = invoke("compare", "tiny", "-P", "fifo", "-P", "fifo:backfill=true", "-P", "srtf", "-o", out)
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader((out / "comparison.csv").open()))
+    assert [row["policy"] for row in rows] == ["fifo", "fifo:backfill=true", "srtf"]
+    assert "avg_jct_s" in rows[0]
+    assert "fifo:backfill=true" in r.output
+
+
+def test_user_policy_file(tmp_path):
+    src = Path(__file__).parent.parent / "policies" / "fifo.py"
+    mine = write(tmp_path / "mine.py", src.read_text().replace('name = "fifo"', 'name = "mine"'))
+    r = invoke("replay", "tiny", "-P", mine)
+    assert r.exit_code == 0, r.output
+
+
+def test_policies_and_clusters_lists():
+    r = invoke("policies")
+    assert r.exit_code == 0 and "tiresias" in r.output and "LAS" in r.output
+    r = invoke("clusters")
+    assert r.exit_code == 0 and "pai-2020" in r.output and "6742 GPUs" in r.output
+
+
+def test_trace_synth_stats_and_import(tmp_path):
+    out = tmp_path / "s.csv"
+    assert invoke("trace", "synth", "--jobs", "300", "--seed", "1", "-o", out).exit_code == 0
+    r = invoke("trace", "stats", out, "--json")
+    assert r.exit_code == 0 and json.loads(r.output)["jobs"] == 300
+    fixture = Path(__file__).parent / "fixtures" / "philly_pollux.csv"
+    r = invoke("trace", "import", "philly-pollux", fixture, "-o", tmp_path / "p.csv")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "p.csv").read_text().startswith("job_id,submit_time,num_gpus,duration")
+
+
+def test_workload_preset(tmp_path):
+    r = invoke("workload", "synth-default", "--seed", "2", "--jobs", "50", "-o", tmp_path / "w.csv")
+    assert r.exit_code == 0 and "50 jobs" in r.output
+    r = invoke("workload", "nope", "-o", tmp_path / "x.csv")
+    assert r.exit_code == 2 and "unknown workload 'nope'" in r.output
+
+
+def test_help_explains_commands():
+    r = invoke("--help")
+    assert r.exit_code == 0
+    for cmd in ("replay", "compare", "trace", "workload", "policies", "clusters"):
+        assert cmd in r.output
+    r = invoke("replay", "--help")
+    assert "--slot" in r.output and "--drop-oversized" in r.output
+
+
+# --- every bad input: a one-line error naming what is wrong, exit code 2, no traceback ---
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ("job_id,submit_time,num_gpus,duration\na,0,1,10\nb,-5,1,10\n", ["bad.csv:3", "submit_time"]),
+        ("job_id,submit_time,num_gpus,duration\na,,1,10\n", ["bad.csv:2", "submit_time"]),
+        ("job_id,submit_time,num_gpus,duration\na,0,x,10\n", ["bad.csv:2", "num_gpus"]),
+        ("job_id,submit_time,num_gpus,duration\na,0,1,-3\n", ["bad.csv:2", "duration"]),
+        ("job_id,submit_time,duration\na,0,10\n", ["bad.csv:1", "num_gpus"]),
+        ("job_id,submit_time,num_gpus,duration\na,0,1\n", ["bad.csv:2"]),
+        ("job_id,submit_time,num_gpus,iterations,model\na,0,1,100,NoSuchNet\n", ["bad.csv:2", "NoSuchNet"]),
+        ("job_id,submit_time,num_gpus,duration\na,0,64,10\n", ["bad.csv:2", "drop-oversized", "1 job(s)"]),
+    ],
+    ids=["negative-time", "missing-time", "bad-gpus", "negative-duration", "missing-column",
+         "short-row", "unknown-model", "oversized"],
+)
+def test_bad_trace(tmp_path, text, needles):
+    r = invoke("replay", write(tmp_path / "bad.csv", text))
+    assert r.exit_code == 2
+    assert "Traceback" not in r.output
+    line = r.output.strip()
+    assert line.startswith("error: ") and len(line.splitlines()) == 1
+    for needle in needles:
+        assert needle in line
+
+
+def test_oversized_can_be_dropped(tmp_path):
+    trace = write(tmp_path / "t.csv", GOOD + "d,7,64,10\n")
+    r = invoke("replay", trace, "--drop-oversized", "--json")
+    assert r.exit_code == 0
+    assert json.loads(r.output)["n_jobs"] == 3
+
+
+def test_gz_trace(tmp_path):
+    path = tmp_path / "t.csv.gz"
+    path.write_bytes(gzip.compress(GOOD.encode()))
+    assert invoke("replay", path).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["replay", "tiny", "-P", "nosuch"], "unknown policy 'nosuch'"),
+        (["replay", "tiny", "-c", "nosuch"], "nosuch"),
+        (["replay", "tiny", "-c", "missing/dir/c.toml"], "c.toml"),
+        (["replay", "no/such/trace.csv"], "trace not found"),
+        (["replay", "tiny", "-P", "fifo", "-p", "backfill=maybe"], "expects bool"),
+        (["replay", "tiny", "-P", "fifo", "-p", "nokey=1"], "has no parameter 'nokey'"),
+        (["replay", "tiny", "-P", "fifo", "-p", "novalue"], "key=value"),
+        (["replay", "tiny", "-P", "tiresias:thresholds=9,3"], "increasing"),
+        (["replay", "tiny", "--slot", "0"], "--slot"),
+        (["replay", "tiny", "-P", "no/such/policy.py"], "policy file not found"),
+        (["compare", "tiny"], "at least one --policy"),
+        (["trace", "import", "nosuch", "x.csv", "-o", "y.csv"], "x.csv"),
+        (["trace", "stats", "nope.csv"], "trace not found"),
+    ],
+)
+def test_bad_arguments(args, needle):
+    r = invoke(*args)
+    assert r.exit_code == 2, r.output
+    assert needle in r.output and "Traceback" not in r.output
+
+
+def test_bad_cluster_file(tmp_path):
+    bad = write(tmp_path / "c.toml", "[cluster]\nname = 'x'\nservers = -1\ngpus_per_server = 8\n")
+    r = invoke("replay", "tiny", "-c", bad)
+    assert r.exit_code == 2 and "c.toml" in r.output and "servers" in r.output
+
+
+def test_bad_import_source(tmp_path):
+    fixture = Path(__file__).parent / "fixtures" / "philly_pollux_bad.csv"
+    r = invoke("trace", "import", "philly-pollux", fixture, "-o", tmp_path / "o.csv")
+    assert r.exit_code == 2 and "philly_pollux_bad.csv:" in r.output
+
+
+def test_broken_user_policy_is_a_clean_error(tmp_path):
+    bad = write(tmp_path / "bad.py", "import nosuchmodule\n")
+    r = invoke("replay", "tiny", "-P", bad)
+    assert r.exit_code == 2 and "failed to import" in r.output
+    two = write(tmp_path / "two.py", "class A:\n    name='a'\n    def decide(s,v,n): pass\n"
+                "class B:\n    name='b'\n    def decide(s,v,n): pass\n")
+    r = invoke("replay", "tiny", "-P", two)
+    assert r.exit_code == 2 and "exactly one public class" in r.output
+
+
+def test_policy_error_is_reported_with_policy_job_and_time(tmp_path):
+    bad = write(tmp_path / "greedy.py", (
+        "from gpusched.policy import Decision, Start\n"
+        "class Greedy:\n"
+        "    name = 'greedy'\n    knows_duration = False\n    needs_predictor = False\n    work_conserving = False\n"
+        "    def __init__(self, *, rng=None): pass\n"
+        "    def decide(self, view, now):\n"
+        "        return Decision(actions=[Start(int(j)) for j in view.queued])\n"))
+    r = invoke("replay", write(tmp_path / "t.csv", "job_id,submit_time,num_gpus,duration\na,0,16,10\nb,0,16,10\n"),
+               "-P", bad, "-c", "testbed-4x4")
+    assert r.exit_code == 2
+    assert "policy 'greedy' at t=0 s: job 'b'" in r.output
