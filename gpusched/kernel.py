@@ -33,6 +33,7 @@ from gpusched.state import (
     I_FREE_GPUS,
     I_N_DECISIONS,
     I_N_FINISHED,
+    I_N_ORDER,
     I_N_PREEMPT,
     I_N_QUEUE,
     I_N_RUN,
@@ -526,22 +527,49 @@ def fill_order(st, cfg, order, blocking, preemptive):
 
 @njit(cache=True, nogil=True)
 def _decide_fused(st, cfg):
-    """One decision of a built-in priority policy, entirely in the kernel."""
+    """One decision of a built-in priority policy, entirely in the kernel.
+
+    The candidates start from the previous decision's sorted order (``order`` for
+    preemptive policies, the queue otherwise) with newcomers appended, so the
+    insertion sort only has to move the few jobs whose keys changed.
+    """
     m = 0
     if cfg.preemptive:
-        for i in range(st.sim_i[I_N_RUN]):
-            j = st.run[i]
-            if st.job_status[j] != SAVING:
+        # last order, minus jobs that finished or are saving; mark members
+        for i in range(st.sim_i[I_N_ORDER]):
+            j = st.order[i]
+            s = st.job_status[j]
+            if s == QUEUED or s == RUNNING or s == LOADING:
+                st.cand[m] = j
+                st.job_mark[j] = 2
+                m += 1
+        # newcomers: arrivals and jobs back from saving
+        for i in range(st.sim_i[I_N_QUEUE]):
+            j = st.queue[i]
+            if st.job_mark[j] != 2:
                 st.cand[m] = j
                 m += 1
-    elif st.sim_i[I_FREE_GPUS] == 0 or st.sim_i[I_N_QUEUE] == 0:
-        return 0
-    for i in range(st.sim_i[I_N_QUEUE]):
-        st.cand[m] = st.queue[i]
-        m += 1
+        for i in range(m):
+            st.job_mark[st.cand[i]] = 0
+    else:
+        if st.sim_i[I_FREE_GPUS] == 0 or st.sim_i[I_N_QUEUE] == 0:
+            return 0
+        for i in range(st.sim_i[I_N_QUEUE]):
+            st.cand[m] = st.queue[i]
+            m += 1
     _compute_keys(st, cfg, m)
     _sort_cand(st, m)
-    return fill(st, cfg, m, cfg.blocking, cfg.preemptive, True)
+    started = fill(st, cfg, m, cfg.blocking, cfg.preemptive, True)
+    if cfg.preemptive:
+        n = 0
+        for i in range(m):
+            j = st.cand[i]
+            s = st.job_status[j]
+            if s == QUEUED or s == RUNNING or s == LOADING:
+                st.order[n] = j
+                n += 1
+        st.sim_i[I_N_ORDER] = n
+    return started
 
 
 @njit(cache=True, nogil=True)

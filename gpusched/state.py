@@ -41,7 +41,8 @@ I_N_FINISHED = 3
 I_FREE_GPUS = 4  #: GPUs holding no job
 I_N_DECISIONS = 5  #: decision points so far
 I_N_PREEMPT = 6  #: preemptions so far
-N_SIM_I = 7
+I_N_ORDER = 7  #: length of ``order`` (fused preemptive path)
+N_SIM_I = 8
 
 
 class SimState(NamedTuple):
@@ -81,6 +82,7 @@ class SimState(NamedTuple):
     queue: np.ndarray  # int32, queued jobs; the first I_N_QUEUE entries are live
     run: np.ndarray  # int32, jobs holding GPUs; the first I_N_RUN entries are live
     cand: np.ndarray  # int32 scratch for priority orders
+    order: np.ndarray  # int32, the last priority order of active jobs (fused preemptive path)
     # GPUs and servers
     gpu_server: np.ndarray  # int32, server of each GPU
     gpu_n_jobs: np.ndarray  # int8, jobs on each GPU
@@ -174,6 +176,7 @@ def new_state(
         queue=np.zeros(n, dtype=np.int32),
         run=np.zeros(n, dtype=np.int32),
         cand=np.zeros(n, dtype=np.int32),
+        order=np.zeros(n, dtype=np.int32),
         gpu_server=np.repeat(np.arange(len(server_gpus), dtype=np.int32), server_gpus),
         gpu_n_jobs=np.zeros(n_gpu_total, dtype=np.int8),
         gpu_job=np.full((n_gpu_total, gpu_capacity), -1, dtype=np.int32),
