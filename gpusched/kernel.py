@@ -34,6 +34,7 @@ from gpusched.state import (
     I_N_DECISIONS,
     I_N_FINISHED,
     I_N_ORDER,
+    I_N_SORTED,
     I_N_PREEMPT,
     I_N_QUEUE,
     I_N_RUN,
@@ -396,10 +397,12 @@ def _key_less(st, a, b):
 
 
 @njit(cache=True, nogil=True)
-def _sort_cand(st, m):
-    """Insertion sort of ``cand[:m]`` by (key, key2, index); near-linear on sorted input."""
-    c = st.cand
-    for i in range(1, m):
+def _sort_jobs(st, c, lo, m):
+    """Insertion sort of ``c[:m]`` by (key, key2, index), given ``c[:lo]`` is sorted.
+
+    Near-linear when few entries are out of place.
+    """
+    for i in range(max(lo, 1), m):
         x = c[i]
         k = i - 1
         while k >= 0 and _key_less(st, x, c[k]):
@@ -409,9 +412,9 @@ def _sort_cand(st, m):
 
 
 @njit(cache=True, nogil=True)
-def _compute_keys(st, cfg, m):
-    for i in range(m):
-        j = st.cand[i]
+def _compute_keys(st, cfg, c, lo, m):
+    for i in range(lo, m):
+        j = c[i]
         if cfg.key == KEY_FIFO:
             st.job_key[j] = st.job_submit[j]
             st.job_key2[j] = 0.0
@@ -442,16 +445,17 @@ def compact_queue(st):
 
 
 @njit(cache=True, nogil=True)
-def fill(st, cfg, m, blocking, preemptive, rebuild_queue):
-    """Give GPUs to the jobs in ``cand[:m]`` in that order; return how many started.
+def fill(st, cfg, c, m, blocking, preemptive, rebuild_queue):
+    """Give GPUs to the jobs in ``c[:m]`` in that order; return how many started.
 
     Non-preemptive: each queued job in order is placed if it fits (``blocking``:
     stop at the first that does not). Preemptive (the Tiresias simulator's
     re-pack): walk the order accumulating GPU demand against the cluster's
     capacity, select every job that fits in what is left, preempt the running
     jobs not selected, then place the selected queued jobs in order.
-    ``rebuild_queue``: ``cand[:m]`` holds every queued job, so the queue is rebuilt
+    ``rebuild_queue``: ``c[:m]`` holds every queued job, so the queue is rebuilt
     in this order (kept sorted for the next decision); otherwise it is compacted.
+    ``c`` may be the queue itself (non-preemptive, no rebuild).
     """
     now = st.sim_f[F_NOW]
     started = 0
@@ -464,7 +468,7 @@ def fill(st, cfg, m, blocking, preemptive, rebuild_queue):
                 cap -= st.job_n_gpus[j]
         # select: \sum_{selected} g_j <= cap, greedily in order
         for i in range(m):
-            j = st.cand[i]
+            j = c[i]
             s = st.job_status[j]
             if s != QUEUED and s != RUNNING and s != LOADING:
                 continue
@@ -484,7 +488,7 @@ def fill(st, cfg, m, blocking, preemptive, rebuild_queue):
                     continue  # swap-removed from run: position i holds another job
             i += 1
         for i in range(m):
-            j = st.cand[i]
+            j = c[i]
             if st.job_mark[j] == 1:
                 st.job_mark[j] = 0
                 if st.job_status[j] == QUEUED and place_consolidated(st, j, cfg.allow_spread):
@@ -492,21 +496,24 @@ def fill(st, cfg, m, blocking, preemptive, rebuild_queue):
                     started += 1
     else:
         for i in range(m):
-            if st.sim_i[I_FREE_GPUS] == 0:
+            free = st.sim_i[I_FREE_GPUS]
+            if free == 0:
                 break
-            j = st.cand[i]
+            j = c[i]
             if st.job_status[j] != QUEUED:
                 continue
-            if place_consolidated(st, j, cfg.allow_spread):
+            if st.job_n_gpus[j] <= free and place_consolidated(st, j, cfg.allow_spread):
                 start_job(st, j, now)
                 started += 1
             elif blocking:
                 break
     # the queue keeps only jobs still QUEUED
+    if started == 0 and not preemptive:
+        return 0
     if rebuild_queue:
         nq = 0
         for i in range(m):
-            j = st.cand[i]
+            j = c[i]
             if st.job_status[j] == QUEUED:
                 st.queue[nq] = j
                 nq += 1
@@ -522,7 +529,7 @@ def fill_order(st, cfg, order, blocking, preemptive):
     m = order.shape[0]
     for i in range(m):
         st.cand[i] = order[i]
-    return fill(st, cfg, m, blocking, preemptive, False)
+    return fill(st, cfg, st.cand, m, blocking, preemptive, False)
 
 
 @njit(cache=True, nogil=True)
@@ -535,6 +542,10 @@ def _decide_fused(st, cfg):
     """
     m = 0
     if cfg.preemptive:
+        if st.sim_i[I_N_QUEUE] == 0:
+            # nothing waits: every holder still fits where it is, so the re-pack
+            # would select them all and change nothing
+            return 0
         # last order, minus jobs that finished or are saving; mark members
         for i in range(st.sim_i[I_N_ORDER]):
             j = st.order[i]
@@ -552,14 +563,21 @@ def _decide_fused(st, cfg):
         for i in range(m):
             st.job_mark[st.cand[i]] = 0
     else:
-        if st.sim_i[I_FREE_GPUS] == 0 or st.sim_i[I_N_QUEUE] == 0:
+        # queued jobs' keys never change: keep the queue sorted in place, key and
+        # insert only the newcomers appended since the last decision
+        nq = st.sim_i[I_N_QUEUE]
+        lo = min(st.sim_i[I_N_SORTED], nq)
+        _compute_keys(st, cfg, st.queue, lo, nq)
+        _sort_jobs(st, st.queue, lo, nq)
+        st.sim_i[I_N_SORTED] = nq
+        if st.sim_i[I_FREE_GPUS] == 0 or nq == 0:
             return 0
-        for i in range(st.sim_i[I_N_QUEUE]):
-            st.cand[m] = st.queue[i]
-            m += 1
-    _compute_keys(st, cfg, m)
-    _sort_cand(st, m)
-    started = fill(st, cfg, m, cfg.blocking, cfg.preemptive, True)
+        started = fill(st, cfg, st.queue, nq, cfg.blocking, False, False)
+        st.sim_i[I_N_SORTED] = st.sim_i[I_N_QUEUE]
+        return started
+    _compute_keys(st, cfg, st.cand, 0, m)
+    _sort_jobs(st, st.cand, 0, m)
+    started = fill(st, cfg, st.cand, m, cfg.blocking, cfg.preemptive, True)
     if cfg.preemptive:
         n = 0
         for i in range(m):

@@ -42,7 +42,8 @@ I_FREE_GPUS = 4  #: GPUs holding no job
 I_N_DECISIONS = 5  #: decision points so far
 I_N_PREEMPT = 6  #: preemptions so far
 I_N_ORDER = 7  #: length of ``order`` (fused preemptive path)
-N_SIM_I = 8
+I_N_SORTED = 8  #: queue prefix already sorted by key (fused non-preemptive path)
+N_SIM_I = 9
 
 
 class SimState(NamedTuple):
