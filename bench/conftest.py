@@ -1,0 +1,39 @@
+"""Shared fixtures of the benchmark suite (run with ``pytest bench/ --benchmark-only``)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+from gpusched.cluster import ClusterSpec
+from gpusched.engine import Engine
+from gpusched.jobs import prepare_jobs
+from gpusched.registry import load_policy_class, make_policy
+from gpusched.synth import synth_trace
+
+#: 32 x 8 = 256 GPUs; the synthetic traces are generated at 0.8 offered load for it
+BENCH_CLUSTER = ClusterSpec.homogeneous(32, 8, name="bench-32x8")
+PHILLY = Path(__file__).resolve().parents[2] / "shared" / "traces" / "philly-pollux" / "philly_jobs.csv.gz"
+
+
+@functools.cache
+def synth_jobs(n_jobs: int):
+    """A seeded synthetic job table of ``n_jobs`` at 0.8 load on :data:`BENCH_CLUSTER`."""
+    trace = synth_trace(n_jobs, 1, load=0.8, n_gpus_cluster=BENCH_CLUSTER.n_gpus)
+    return prepare_jobs(trace, BENCH_CLUSTER)
+
+
+def replay(jobs, cluster, policy: str, mode: str = "auto"):
+    """One full replay (policy construction included)."""
+    pol = make_policy(load_policy_class(policy), {}, 0)
+    return Engine(jobs, cluster, pol, mode=mode).run()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_numba():
+    """Load (or compile) every kernel once so no benchmark times JIT compilation."""
+    jobs = synth_jobs(200)
+    for policy in ("fifo", "sjf", "srtf", "tiresias"):
+        replay(jobs, BENCH_CLUSTER, policy)

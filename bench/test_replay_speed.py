@@ -1,0 +1,54 @@
+"""Replay speed: synthetic traces of 10k, 100k and 1M jobs and the full Philly trace, per policy.
+
+Each benchmark records ``jobs_per_s`` in its extra info. Numba compilation is
+excluded (a session fixture warms every kernel, and 10k/100k runs take one warm-up
+round). Run: ``pytest bench/ --benchmark-only`` (add ``-k 1000000`` for the big ones).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.conftest import BENCH_CLUSTER, PHILLY, replay, synth_jobs
+
+POLICIES = ["fifo", "sjf", "srtf", "tiresias"]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("n_jobs", [10_000, 100_000, 1_000_000])
+def test_synthetic(benchmark, n_jobs, policy):
+    jobs = synth_jobs(n_jobs)
+    warm = 0 if n_jobs >= 1_000_000 else 1
+    res = benchmark.pedantic(replay, args=(jobs, BENCH_CLUSTER, policy), rounds=1, warmup_rounds=warm)
+    assert res.state.sim_i[3] == n_jobs  # every job finished
+    benchmark.extra_info["jobs_per_s"] = n_jobs / benchmark.stats.stats.mean
+    benchmark.extra_info["decisions"] = res.extra["n_decisions"]
+
+
+@pytest.fixture(scope="module")
+def philly_jobs():
+    if not PHILLY.is_file():
+        pytest.fail(f"the Philly benchmark needs {PHILLY} (the shared traces folder)")
+    from gpusched.cluster import load_cluster
+    from gpusched.importers import import_trace_with_report
+    from gpusched.jobs import prepare_jobs
+
+    cluster = load_cluster("philly-64x8")
+    trace, _ = import_trace_with_report("philly-pollux", PHILLY)
+    return prepare_jobs(trace, cluster), cluster
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_philly_full(benchmark, philly_jobs, policy):
+    jobs, cluster = philly_jobs
+    res = benchmark.pedantic(replay, args=(jobs, cluster, policy), rounds=1, warmup_rounds=1)
+    assert res.state.sim_i[3] == len(jobs)
+    benchmark.extra_info["jobs_per_s"] = len(jobs) / benchmark.stats.stats.mean
+
+
+@pytest.mark.parametrize("policy", ["srtf", "tiresias"])
+def test_python_decide_path(benchmark, policy):
+    """The readable decide() path on 10k jobs: what a Python policy costs per decision."""
+    jobs = synth_jobs(10_000)
+    res = benchmark.pedantic(replay, args=(jobs, BENCH_CLUSTER, policy, "python"), rounds=1, warmup_rounds=1)
+    benchmark.extra_info["us_per_decision"] = 1e6 * benchmark.stats.stats.mean / res.extra["n_decisions"]
