@@ -15,7 +15,13 @@ from gpusched.synth import synth_trace
 
 #: 32 x 8 = 256 GPUs; the synthetic traces are generated at 0.8 offered load for it
 BENCH_CLUSTER = ClusterSpec.homogeneous(32, 8, name="bench-32x8")
-PHILLY = Path(__file__).resolve().parents[2] / "shared" / "traces" / "philly-pollux" / "philly_jobs.csv.gz"
+PHILLY = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "traces"
+    / "philly-pollux"
+    / "philly_jobs.csv.gz"
+)
 
 
 @functools.cache

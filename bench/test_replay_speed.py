@@ -19,7 +19,9 @@ POLICIES = ["fifo", "sjf", "srtf", "tiresias"]
 def test_synthetic(benchmark, n_jobs, policy):
     jobs = synth_jobs(n_jobs)
     warm = 0 if n_jobs >= 1_000_000 else 1
-    res = benchmark.pedantic(replay, args=(jobs, BENCH_CLUSTER, policy), rounds=1, warmup_rounds=warm)
+    res = benchmark.pedantic(
+        replay, args=(jobs, BENCH_CLUSTER, policy), rounds=1, warmup_rounds=warm
+    )
     assert res.state.sim_i[3] == n_jobs  # every job finished
     benchmark.extra_info["jobs_per_s"] = n_jobs / benchmark.stats.stats.mean
     benchmark.extra_info["decisions"] = res.extra["n_decisions"]
@@ -50,5 +52,9 @@ def test_philly_full(benchmark, philly_jobs, policy):
 def test_python_decide_path(benchmark, policy):
     """The readable decide() path on 10k jobs: what a Python policy costs per decision."""
     jobs = synth_jobs(10_000)
-    res = benchmark.pedantic(replay, args=(jobs, BENCH_CLUSTER, policy, "python"), rounds=1, warmup_rounds=1)
-    benchmark.extra_info["us_per_decision"] = 1e6 * benchmark.stats.stats.mean / res.extra["n_decisions"]
+    res = benchmark.pedantic(
+        replay, args=(jobs, BENCH_CLUSTER, policy, "python"), rounds=1, warmup_rounds=1
+    )
+    benchmark.extra_info["us_per_decision"] = (
+        1e6 * benchmark.stats.stats.mean / res.extra["n_decisions"]
+    )

@@ -212,9 +212,7 @@ class Engine:
         self._wall += time.perf_counter() - t0
         return not self.finished
 
-    def run(
-        self, progress: Callable[[float, int, int], None] | None = None
-    ) -> RunResult:
+    def run(self, progress: Callable[[float, int, int], None] | None = None) -> RunResult:
         """Run to the end (or ``until_s``) and check the invariants.
 
         Parameters
@@ -304,14 +302,18 @@ class Engine:
             return None
         if status == PENDING:
             return self._fail(
-                j, now, f"acted on before its arrival (submitted at {self.state.job_submit[j]:.6g} s)"
+                j,
+                now,
+                f"acted on before its arrival (submitted at {self.state.job_submit[j]:.6g} s)",
             )
         return self._fail(j, now, f"is {STATUS_NAMES[status]}, cannot be acted on this way")
 
     def _apply(self, decision: Any, now: float) -> None:
         st = self.state
         if not isinstance(decision, Decision):
-            raise self._fail(None, now, f"decide() must return a Decision, got {type(decision).__name__}")
+            raise self._fail(
+                None, now, f"decide() must return a Decision, got {type(decision).__name__}"
+            )
         for action in decision.actions:
             if isinstance(action, Start):
                 self._apply_start(action, now)
@@ -338,8 +340,12 @@ class Engine:
                 bad = (status == PENDING) | (status == FINISHED)
                 if bad.any():
                     j = int(order[bad][0])
-                    raise self._status_problem(j, now, (QUEUED, RUNNING, LOADING, SAVING)) or self._fail(j, now, "bad")
-            kernel.fill_order(st, self.cfg, order, bool(decision.blocking), bool(decision.preemptive))
+                    raise self._status_problem(
+                        j, now, (QUEUED, RUNNING, LOADING, SAVING)
+                    ) or self._fail(j, now, "bad")
+            kernel.fill_order(
+                st, self.cfg, order, bool(decision.blocking), bool(decision.preemptive)
+            )
         if decision.wake_at is not None:
             self._set_wake(float(decision.wake_at), now)
         if self.perf is not None:
@@ -353,7 +359,9 @@ class Engine:
             gpus = st.alloc_gpu[st.job_alloc_off[j] : st.job_alloc_off[j + 1]]
             rate = float(self.perf.rate(int(j), gpus))
             if not (rate > 0 and np.isfinite(rate)):
-                raise InvariantError(f"performance model gave rate {rate} for job {self.jobs.job_id[j]}")
+                raise InvariantError(
+                    f"performance model gave rate {rate} for job {self.jobs.job_id[j]}"
+                )
             st.job_rate[j] = rate
 
     def _set_wake(self, w: float, now: float) -> None:

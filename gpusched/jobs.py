@@ -79,7 +79,9 @@ def _durations(trace: Trace) -> tuple[np.ndarray, list[str]]:
         work[i] = trace.iterations[i] * cache[key]
     if errors:
         raise TraceError(errors)
-    notes.append(f"{int(need.sum())} job durations derived as iterations x catalogue iteration time")
+    notes.append(
+        f"{int(need.sum())} job durations derived as iterations x catalogue iteration time"
+    )
     return work, notes
 
 

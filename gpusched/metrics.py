@@ -177,5 +177,7 @@ def write_results(res: RunResult, out: str | Path, trace_path: str | None = None
     write_csv(out / "timeline.csv", res.timeline)
     summary = summarize(res)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "manifest.json").write_text(json.dumps(manifest(res, trace_path), indent=2, default=str) + "\n")
+    (out / "manifest.json").write_text(
+        json.dumps(manifest(res, trace_path), indent=2, default=str) + "\n"
+    )
     return summary

@@ -216,7 +216,9 @@ def parse_params(cls: type, pairs: list[str] | dict[str, str]) -> dict[str, Any]
         for pair in pairs:
             key, sep, value = pair.partition("=")
             if not sep or not key.strip():
-                raise ParamError(f"policy '{name}': parameter '{pair}' is not of the form key=value")
+                raise ParamError(
+                    f"policy '{name}': parameter '{pair}' is not of the form key=value"
+                )
             items.append((key.strip(), value))
     out: dict[str, Any] = {}
     for key, value in items:

@@ -57,8 +57,12 @@ class TiresiasPolicy:
             raise ParamError(
                 f"policy 'tiresias': thresholds must be comma-separated GPU-seconds, got '{thresholds}'"
             ) from None
-        if any(b <= a for a, b in zip(levels, levels[1:], strict=False)) or any(t <= 0 for t in levels):
-            raise ParamError(f"policy 'tiresias': thresholds must be positive and increasing, got '{thresholds}'")
+        if any(b <= a for a, b in zip(levels, levels[1:], strict=False)) or any(
+            t <= 0 for t in levels
+        ):
+            raise ParamError(
+                f"policy 'tiresias': thresholds must be positive and increasing, got '{thresholds}'"
+            )
         if starve < 0:
             raise ParamError(f"policy 'tiresias': starve must be >= 0, got {starve}")
         self.thresholds = np.array(levels)

@@ -36,8 +36,20 @@ def test_replay_default_writes_all_outputs(tmp_path):
         assert (out / name).stat().st_size > 0
     summary = json.loads((out / "summary.json").read_text())
     for key in (
-        "n_jobs", "n_finished", "avg_jct_s", "p50_jct_s", "p95_jct_s", "p99_jct_s", "avg_wait_s",
-        "p50_wait_s", "p95_wait_s", "total_jct_s", "makespan_s", "gpu_utilization", "n_preemptions", "wall_s",
+        "n_jobs",
+        "n_finished",
+        "avg_jct_s",
+        "p50_jct_s",
+        "p95_jct_s",
+        "p99_jct_s",
+        "avg_wait_s",
+        "p50_wait_s",
+        "p95_wait_s",
+        "total_jct_s",
+        "makespan_s",
+        "gpu_utilization",
+        "n_preemptions",
+        "wall_s",
     ):
         assert key in summary
     assert summary["n_jobs"] == summary["n_finished"] == 500
@@ -46,12 +58,24 @@ def test_replay_default_writes_all_outputs(tmp_path):
     assert manifest["cluster"]["cluster"]["name"] == "default"
     with (out / "jobs.csv").open() as fh:
         header = next(csv.reader(fh))
-    assert header[:8] == ["job_id", "submit", "first_start", "finish", "jct", "wait", "gpus", "duration"]
+    assert header[:8] == [
+        "job_id",
+        "submit",
+        "first_start",
+        "finish",
+        "jct",
+        "wait",
+        "gpus",
+        "duration",
+    ]
 
 
 def test_replay_is_deterministic(tmp_path):
     for d in ("a", "b"):
-        assert invoke("replay", "tiny", "-P", "tiresias", "--seed", "7", "-o", tmp_path / d).exit_code == 0
+        assert (
+            invoke("replay", "tiny", "-P", "tiresias", "--seed", "7", "-o", tmp_path / d).exit_code
+            == 0
+        )
     assert (tmp_path / "a/jobs.csv").read_bytes() == (tmp_path / "b/jobs.csv").read_bytes()
 
 
@@ -63,9 +87,28 @@ def test_replay_passes_arguments_through(monkeypatch):
         raise SystemExit(0)
 
     monkeypatch.setattr("gpusched.run.replay", fake_replay)
-    invoke("replay", "t.csv", "-P", "srtf", "-c", "testbed-4x4", "--slot", "60", "--seed", "3",
-           "-p", "a=1", "--until", "100", "--drop-oversized", "--engine", "python")
-    assert seen["trace"] == "t.csv" and seen["policy"] == "srtf" and seen["cluster"] == "testbed-4x4"
+    invoke(
+        "replay",
+        "t.csv",
+        "-P",
+        "srtf",
+        "-c",
+        "testbed-4x4",
+        "--slot",
+        "60",
+        "--seed",
+        "3",
+        "-p",
+        "a=1",
+        "--until",
+        "100",
+        "--drop-oversized",
+        "--engine",
+        "python",
+    )
+    assert (
+        seen["trace"] == "t.csv" and seen["policy"] == "srtf" and seen["cluster"] == "testbed-4x4"
+    )
     assert seen["slot_s"] == 60 and seen["seed"] == 3 and seen["params"] == ["a=1"]
     assert seen["until_s"] == 100 and seen["drop_oversized"] and seen["mode"] == "python"
 
@@ -127,17 +170,34 @@ def test_help_explains_commands():
 @pytest.mark.parametrize(
     ("text", "needles"),
     [
-        ("job_id,submit_time,num_gpus,duration\na,0,1,10\nb,-5,1,10\n", ["bad.csv:3", "submit_time"]),
+        (
+            "job_id,submit_time,num_gpus,duration\na,0,1,10\nb,-5,1,10\n",
+            ["bad.csv:3", "submit_time"],
+        ),
         ("job_id,submit_time,num_gpus,duration\na,,1,10\n", ["bad.csv:2", "submit_time"]),
         ("job_id,submit_time,num_gpus,duration\na,0,x,10\n", ["bad.csv:2", "num_gpus"]),
         ("job_id,submit_time,num_gpus,duration\na,0,1,-3\n", ["bad.csv:2", "duration"]),
         ("job_id,submit_time,duration\na,0,10\n", ["bad.csv:1", "num_gpus"]),
         ("job_id,submit_time,num_gpus,duration\na,0,1\n", ["bad.csv:2"]),
-        ("job_id,submit_time,num_gpus,iterations,model\na,0,1,100,NoSuchNet\n", ["bad.csv:2", "NoSuchNet"]),
-        ("job_id,submit_time,num_gpus,duration\na,0,64,10\n", ["bad.csv:2", "drop-oversized", "1 job(s)"]),
+        (
+            "job_id,submit_time,num_gpus,iterations,model\na,0,1,100,NoSuchNet\n",
+            ["bad.csv:2", "NoSuchNet"],
+        ),
+        (
+            "job_id,submit_time,num_gpus,duration\na,0,64,10\n",
+            ["bad.csv:2", "drop-oversized", "1 job(s)"],
+        ),
     ],
-    ids=["negative-time", "missing-time", "bad-gpus", "negative-duration", "missing-column",
-         "short-row", "unknown-model", "oversized"],
+    ids=[
+        "negative-time",
+        "missing-time",
+        "bad-gpus",
+        "negative-duration",
+        "missing-column",
+        "short-row",
+        "unknown-model",
+        "oversized",
+    ],
 )
 def test_bad_trace(tmp_path, text, needles):
     r = invoke("replay", write(tmp_path / "bad.csv", text))
@@ -202,21 +262,34 @@ def test_broken_user_policy_is_a_clean_error(tmp_path):
     bad = write(tmp_path / "bad.py", "import nosuchmodule\n")
     r = invoke("replay", "tiny", "-P", bad)
     assert r.exit_code == 2 and "failed to import" in r.output
-    two = write(tmp_path / "two.py", "class A:\n    name='a'\n    def decide(s,v,n): pass\n"
-                "class B:\n    name='b'\n    def decide(s,v,n): pass\n")
+    two = write(
+        tmp_path / "two.py",
+        "class A:\n    name='a'\n    def decide(s,v,n): pass\n"
+        "class B:\n    name='b'\n    def decide(s,v,n): pass\n",
+    )
     r = invoke("replay", "tiny", "-P", two)
     assert r.exit_code == 2 and "exactly one public class" in r.output
 
 
 def test_policy_error_is_reported_with_policy_job_and_time(tmp_path):
-    bad = write(tmp_path / "greedy.py", (
-        "from gpusched.policy import Decision, Start\n"
-        "class Greedy:\n"
-        "    name = 'greedy'\n    knows_duration = False\n    needs_predictor = False\n    work_conserving = False\n"
-        "    def __init__(self, *, rng=None): pass\n"
-        "    def decide(self, view, now):\n"
-        "        return Decision(actions=[Start(int(j)) for j in view.queued])\n"))
-    r = invoke("replay", write(tmp_path / "t.csv", "job_id,submit_time,num_gpus,duration\na,0,16,10\nb,0,16,10\n"),
-               "-P", bad, "-c", "testbed-4x4")
+    bad = write(
+        tmp_path / "greedy.py",
+        (
+            "from gpusched.policy import Decision, Start\n"
+            "class Greedy:\n"
+            "    name = 'greedy'\n    knows_duration = False\n    needs_predictor = False\n    work_conserving = False\n"
+            "    def __init__(self, *, rng=None): pass\n"
+            "    def decide(self, view, now):\n"
+            "        return Decision(actions=[Start(int(j)) for j in view.queued])\n"
+        ),
+    )
+    r = invoke(
+        "replay",
+        write(tmp_path / "t.csv", "job_id,submit_time,num_gpus,duration\na,0,16,10\nb,0,16,10\n"),
+        "-P",
+        bad,
+        "-c",
+        "testbed-4x4",
+    )
     assert r.exit_code == 2
     assert "policy 'greedy' at t=0 s: job 'b'" in r.output

@@ -80,7 +80,9 @@ def test_tiresias_demotes_at_threshold(mode):
     # One GPU, thresholds 5 GPU-s. A(0, 1 GPU, 20 s) runs; B(1 s, 1 GPU, 3 s) arrives at
     # level 0 but A (level 0, holding) keeps its GPU. A reaches 5 GPU-s at 5: level 1, and
     # B (level 0) preempts it, running 5-8. A resumes at 8 with 15 s left: ends at 23.
-    start, finish, pre = times(run([(0, 1, 20), (1, 1, 3)], "tiresias", 1, 1, params=["thresholds=5"], mode=mode))
+    start, finish, pre = times(
+        run([(0, 1, 20), (1, 1, 3)], "tiresias", 1, 1, params=["thresholds=5"], mode=mode)
+    )
     assert start == [0, 5]
     assert finish == [23, 8]
     assert pre == [1, 0]
@@ -185,7 +187,9 @@ def test_invalid_actions_raise_policy_error(decision, message):
 
 def test_double_allocation_is_refused():
     engine = scripted([Decision(actions=[Start(0, np.array([0, 1])), Start(1, np.array([1, 0]))])])
-    with pytest.raises(PolicyError, match=r"job 'j1' \(index 1\) GPU 1 is already allocated \(to job 'j0'\)"):
+    with pytest.raises(
+        PolicyError, match=r"job 'j1' \(index 1\) GPU 1 is already allocated \(to job 'j0'\)"
+    ):
         engine.run()
 
 
@@ -223,8 +227,15 @@ def test_invariant_checker_catches_lost_work():
 
 def test_same_inputs_same_results_bit_for_bit():
     rng = np.random.default_rng(3)
-    rows = [(float(t), int(g), float(d)) for t, g, d in zip(
-        np.sort(rng.uniform(0, 500, 60)), rng.choice([1, 2, 4], 60), rng.uniform(1, 90, 60), strict=True)]
+    rows = [
+        (float(t), int(g), float(d))
+        for t, g, d in zip(
+            np.sort(rng.uniform(0, 500, 60)),
+            rng.choice([1, 2, 4], 60),
+            rng.uniform(1, 90, 60),
+            strict=True,
+        )
+    ]
     for policy in ("fifo", "sjf", "srtf", "tiresias"):
         a = run(rows, policy, 2, 4)
         b = run(rows, policy, 2, 4)

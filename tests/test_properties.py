@@ -80,7 +80,9 @@ def test_same_seed_same_schedule(policy, w, seed):
         assert getattr(a.state, field).tobytes() == getattr(b.state, field).tobytes()
 
 
-@pytest.mark.parametrize("policy", [p for p in ALL_POLICIES if p in ("fifo", "sjf", "srtf", "tiresias")])
+@pytest.mark.parametrize(
+    "policy", [p for p in ALL_POLICIES if p in ("fifo", "sjf", "srtf", "tiresias")]
+)
 @settings(max_examples=40, deadline=None)
 @given(w=workloads())
 def test_fused_kernel_equals_python_decide(policy, w):

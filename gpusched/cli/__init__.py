@@ -28,10 +28,14 @@ app.command("clusters")(listing.clusters_cmd)
 @app.command("workload")
 @user_errors
 def workload_cmd(
-    name: Annotated[str, typer.Argument(help="Workload preset (run with an unknown name to list them)")],
+    name: Annotated[
+        str, typer.Argument(help="Workload preset (run with an unknown name to list them)")
+    ],
     output: Annotated[Path, typer.Option("--output", "-o", help="Trace to write")],
     seed: Annotated[int, typer.Option("--seed", help="Random seed")] = 1,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-n", help="Number of jobs, where the preset takes one")] = None,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-n", help="Number of jobs, where the preset takes one")
+    ] = None,
 ) -> None:
     """Build a paper's evaluation workload reproducibly (presets: synth-default; paper issues add more)."""
     from gpusched.trace import write_trace
@@ -51,7 +55,10 @@ def _version(value: bool) -> None:
 @app.callback()
 def main(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit")
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit"
+        ),
     ] = False,
 ) -> None:
     """gpusched: replay GPU-cluster traces under FIFO, SJF, SRTF, Tiresias and more."""

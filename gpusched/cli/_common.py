@@ -61,11 +61,18 @@ def print_table(rows: list[dict[str, Any]], first: str) -> None:
     head = [first] + [label for _, label in SHOWN]
     body = [[str(r[first])] + [fmt(r.get(k)) for k, _ in SHOWN] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
-    line = "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths, strict=True)))
+    line = "  ".join(
+        h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths, strict=True))
+    )
     typer.echo(line)
     typer.echo("-" * len(line))
     for b in body:
-        typer.echo("  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(b, widths, strict=True))))
+        typer.echo(
+            "  ".join(
+                x.rjust(w) if i else x.ljust(w)
+                for i, (x, w) in enumerate(zip(b, widths, strict=True))
+            )
+        )
 
 
 class Progress:

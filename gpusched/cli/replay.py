@@ -13,21 +13,40 @@ from gpusched.run import DEFAULT_CLUSTER, DEFAULT_TRACE
 
 TraceArg = Annotated[
     str | None,
-    typer.Argument(help=f"Trace CSV (.csv or .csv.gz) or a bundled trace name [default: {DEFAULT_TRACE}]"),
+    typer.Argument(
+        help=f"Trace CSV (.csv or .csv.gz) or a bundled trace name [default: {DEFAULT_TRACE}]"
+    ),
 ]
 ClusterOpt = Annotated[
-    str, typer.Option("--cluster", "-c", help="Cluster spec: a .toml path or a bundled name (see `gpusched clusters`)")
+    str,
+    typer.Option(
+        "--cluster",
+        "-c",
+        help="Cluster spec: a .toml path or a bundled name (see `gpusched clusters`)",
+    ),
 ]
-SlotOpt = Annotated[float, typer.Option("--slot", help="Slot length in seconds; decisions happen at slot boundaries")]
+SlotOpt = Annotated[
+    float,
+    typer.Option("--slot", help="Slot length in seconds; decisions happen at slot boundaries"),
+]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for the policy's random numbers")]
 UntilOpt = Annotated[
-    float | None, typer.Option("--until", help="Stop at this simulated time (s); jobs left are reported unfinished")
+    float | None,
+    typer.Option(
+        "--until", help="Stop at this simulated time (s); jobs left are reported unfinished"
+    ),
 ]
 DropOpt = Annotated[
-    bool, typer.Option("--drop-oversized", help="Skip (and count) jobs needing more GPUs than the cluster has")
+    bool,
+    typer.Option(
+        "--drop-oversized", help="Skip (and count) jobs needing more GPUs than the cluster has"
+    ),
 ]
 EngineOpt = Annotated[
-    str, typer.Option("--engine", help="auto | fused (built-in policies in the kernel) | python (policy.decide)")
+    str,
+    typer.Option(
+        "--engine", help="auto | fused (built-in policies in the kernel) | python (policy.decide)"
+    ),
 ]
 
 
@@ -35,16 +54,23 @@ EngineOpt = Annotated[
 def replay_cmd(
     trace: TraceArg = None,
     policy: Annotated[
-        str, typer.Option("--policy", "-P", help="Policy name, NAME:key=value,..., or a path to a .py file")
+        str,
+        typer.Option(
+            "--policy", "-P", help="Policy name, NAME:key=value,..., or a path to a .py file"
+        ),
     ] = "fifo",
     cluster: ClusterOpt = DEFAULT_CLUSTER,
     param: Annotated[
-        list[str] | None, typer.Option("--param", "-p", help="Policy parameter key=value (repeatable)")
+        list[str] | None,
+        typer.Option("--param", "-p", help="Policy parameter key=value (repeatable)"),
     ] = None,
     slot: SlotOpt = 1.0,
     seed: SeedOpt = 0,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write jobs.csv, timeline.csv, summary.json, manifest.json here")
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Write jobs.csv, timeline.csv, summary.json, manifest.json here"
+        ),
     ] = None,
     until: UntilOpt = None,
     drop_oversized: DropOpt = False,
@@ -90,13 +116,16 @@ def compare_cmd(
     trace: TraceArg = None,
     policy: Annotated[
         list[str] | None,
-        typer.Option("--policy", "-P", help="Policy spec NAME[:key=value,...] (repeat for each policy)"),
+        typer.Option(
+            "--policy", "-P", help="Policy spec NAME[:key=value,...] (repeat for each policy)"
+        ),
     ] = None,
     cluster: ClusterOpt = DEFAULT_CLUSTER,
     slot: SlotOpt = 1.0,
     seed: SeedOpt = 0,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write comparison.csv and one folder per policy here")
+        Path | None,
+        typer.Option("--out", "-o", help="Write comparison.csv and one folder per policy here"),
     ] = None,
     until: UntilOpt = None,
     drop_oversized: DropOpt = False,

@@ -10,15 +10,21 @@ import typer
 
 from gpusched.cli._common import user_errors
 
-app = typer.Typer(help="Import real traces, synthesize traces, and describe them.", no_args_is_help=True)
+app = typer.Typer(
+    help="Import real traces, synthesize traces, and describe them.", no_args_is_help=True
+)
 
 
 @app.command("import")
 @user_errors
 def import_cmd(
-    kind: Annotated[str, typer.Argument(help="Source format: philly-pollux, gavel-msr-philly, tiresias, openb")],
+    kind: Annotated[
+        str, typer.Argument(help="Source format: philly-pollux, gavel-msr-philly, tiresias, openb")
+    ],
     src: Annotated[Path, typer.Argument(help="The source file (.csv or .csv.gz)")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Canonical trace to write (.csv or .csv.gz)")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Canonical trace to write (.csv or .csv.gz)")
+    ],
 ) -> None:
     """Convert a public trace into the canonical CSV; say what was excluded and why."""
     from gpusched.importers import convert_trace
@@ -33,11 +39,18 @@ def import_cmd(
 @app.command("synth")
 @user_errors
 def synth_cmd(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Trace to write (.csv or .csv.gz)")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Trace to write (.csv or .csv.gz)")
+    ],
     jobs: Annotated[int, typer.Option("--jobs", "-n", help="Number of jobs", min=1)] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Random seed")] = 1,
-    load: Annotated[float, typer.Option("--load", help="Offered load as a fraction of the cluster's GPU capacity")] = 0.8,
-    cluster: Annotated[str, typer.Option("--cluster", "-c", help="Cluster the load is sized for")] = "default",
+    load: Annotated[
+        float,
+        typer.Option("--load", help="Offered load as a fraction of the cluster's GPU capacity"),
+    ] = 0.8,
+    cluster: Annotated[
+        str, typer.Option("--cluster", "-c", help="Cluster the load is sized for")
+    ] = "default",
 ) -> None:
     """Generate a seeded synthetic trace: heavy-tailed durations, Philly-like GPU mix, load-matched arrivals."""
     from gpusched.cluster import load_cluster
@@ -50,7 +63,9 @@ def synth_cmd(
     spec = load_cluster(cluster)
     trace = synth_trace(jobs, seed, load=load, n_gpus_cluster=spec.n_gpus)
     write_trace(trace, output)
-    typer.echo(f"wrote {len(trace)} jobs to {output} (load {load:g} on {spec.name}, {spec.n_gpus} GPUs)")
+    typer.echo(
+        f"wrote {len(trace)} jobs to {output} (load {load:g} on {spec.name}, {spec.n_gpus} GPUs)"
+    )
 
 
 @app.command("stats")
@@ -58,7 +73,8 @@ def synth_cmd(
 def stats_cmd(
     trace: Annotated[str, typer.Argument(help="Trace CSV or bundled trace name")],
     cluster: Annotated[
-        str | None, typer.Option("--cluster", "-c", help="Also report the offered load on this cluster")
+        str | None,
+        typer.Option("--cluster", "-c", help="Also report the offered load on this cluster"),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
@@ -75,7 +91,11 @@ def stats_cmd(
         return
     for key, value in stats.items():
         if isinstance(value, dict):
-            inner = ", ".join(f"{k}: {v:,.6g}" if isinstance(v, float) else f"{k}: {v}" for k, v in value.items())
+            inner = ", ".join(
+                f"{k}: {v:,.6g}" if isinstance(v, float) else f"{k}: {v}" for k, v in value.items()
+            )
             typer.echo(f"{key:>18}  {inner}")
         else:
-            typer.echo(f"{key:>18}  {value:,.6g}" if isinstance(value, float) else f"{key:>18}  {value}")
+            typer.echo(
+                f"{key:>18}  {value:,.6g}" if isinstance(value, float) else f"{key:>18}  {value}"
+            )
