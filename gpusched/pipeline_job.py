@@ -1,0 +1,467 @@
+"""Annotated pipeline jobs on a cluster: eq. (4)-(7) speed, Heavy-Edge placement, perf model.
+
+Glue between the A-SRPT leaf modules (:mod:`gpusched.perfmodel`, :mod:`gpusched.heavy_edge`,
+:mod:`gpusched.catalogue`) and the engine and policies, for Z. Luo, J. Liu, M. Lee and
+N. B. Shroff, "Prediction-Assisted Online Distributed Deep Learning Workload Scheduling in
+GPU Clusters" (A-SRPT), IEEE INFOCOM 2025, arXiv:2501.05563.
+
+* :class:`PipelineJobs`: per job of a job table, its parallel configuration (``model`` and
+  ``config`` columns, e.g. ``"2+2+2"`` replicas per stage), its true iterations
+  :math:`n_i`, the estimate :math:`\\tilde\\alpha_i^{min}` (Sec. IV-B) and
+  :math:`\\alpha_i^{max}` (Sec. III-B) on *this* cluster, and :math:`\\alpha_i` of any
+  placement (eq. 7 after Heavy-Edge mapping), cached.
+* :class:`Placer`: the idle GPUs of a :class:`~gpusched.view.View`, kept up to date while a
+  policy starts several jobs in one decision; picks servers "most" or "least" available
+  (Alg. 1 lines 9 and 22), maps replicas with Heavy-Edge and returns GPU indices for
+  :class:`~gpusched.policy.Start`.
+* :class:`PipelinePerf`: the engine's ``perf=`` model. A job runs at rate
+  :math:`\\alpha^{ref}_i / \\alpha_i(x)` where :math:`\\alpha^{ref}_i` = duration / iterations
+  is the per-iteration time its trace duration assumes, so that it runs for exactly
+  :math:`n_i \\alpha_i(x)` seconds (the paper's :math:`n_i\\alpha_i` in problem (8)).
+
+Conventions: an unannotated job (empty ``model``) has one "iteration" per second of work,
+:math:`\\alpha^{min} = \\alpha^{max} = 1` and rate 1 wherever it runs. A placement is
+described only by how many GPUs the job holds on each server; servers are homogeneous for
+the perf model (``g`` = the largest server), so :math:`\\alpha` depends only on the sorted
+per-server counts. The GPU list handed to ``Start`` is ordered by stage replica
+(stage-major: the ``v``-th GPU hosts replica ``v`` of Heavy-Edge's vertex numbering);
+:class:`PipelinePerf` does not rely on that order (it re-runs the deterministic Heavy-Edge
+on the counts, which gives the same mapping).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpusched.heavy_edge import (
+    alpha_min_estimate,
+    heavy_edge_partition,
+    job_graph,
+    select_servers,
+    vertex_stages,
+)
+from gpusched.perfmodel import PipelineSpec, alpha_max, iteration_time
+
+__all__ = [
+    "PipelineJobs",
+    "PipelinePerf",
+    "Placer",
+    "format_config",
+    "parse_config",
+    "resolve_config",
+]
+
+
+def parse_config(text: str) -> tuple[int, ...]:
+    """``"2+2+2"`` -> ``(2, 2, 2)`` (replicas per pipeline stage).
+
+    Raises
+    ------
+    ValueError
+        Not a ``+``-separated list of positive integers.
+    """
+    try:
+        reps = tuple(int(p) for p in str(text).split("+"))
+    except ValueError:
+        raise ValueError(
+            f"config must look like '2+2+2' (replicas per stage), got {text!r}"
+        ) from None
+    if not reps or min(reps) < 1:
+        raise ValueError(f"config must list positive replica counts, got {text!r}")
+    return reps
+
+
+def format_config(replicas: tuple[int, ...] | list[int]) -> str:
+    """``(2, 2, 2)`` -> ``"2+2+2"``."""
+    return "+".join(str(int(k)) for k in replicas)
+
+
+def resolve_config(catalogue: Any, model: str, replicas: tuple[int, ...]) -> Any:
+    """The :class:`~gpusched.catalogue.ParallelConfig` of ``model`` with these replicas.
+
+    A listed configuration if one has exactly these replicas, otherwise one synthesised
+    with stages balanced by compute (as :meth:`Catalogue.config_for` synthesises them).
+
+    Raises
+    ------
+    ValueError
+        More stages than the model has blocks, or more replicas per stage than samples.
+    """
+    from gpusched.catalogue import ParallelConfig, _stages_for
+
+    prof = catalogue.model(model)
+    for cfg in prof.configs:
+        if tuple(cfg.replicas) == tuple(replicas):
+            return cfg
+    if len(replicas) > len(prof.blocks) or max(replicas) > prof.batch_size:
+        raise ValueError(
+            f"model {model!r} cannot run config {format_config(replicas)}: "
+            f"{len(prof.blocks)} blocks, batch {prof.batch_size}"
+        )
+    if len(replicas) == 1 and not prof.fits_one_gpu:
+        raise ValueError(
+            f"model {model!r} does not fit one GPU, so it cannot run {format_config(replicas)}"
+        )
+    return ParallelConfig(
+        tuple(replicas), _stages_for(prof.blocks, tuple(replicas), None), synthesized=True
+    )
+
+
+class PipelineJobs:
+    """Pipeline models of every job of a job table on one cluster.
+
+    Parameters
+    ----------
+    jobs
+        :class:`gpusched.jobs.JobTable`; reads ``model``, ``iterations``, ``work_s``,
+        ``n_gpus`` and ``extra["config"]`` (when absent, a job with a model runs
+        :meth:`Catalogue.config_for` of its GPU count).
+    cluster
+        :class:`gpusched.cluster.ClusterSpec`: ``nic_gbps`` (:math:`B_{inter}`),
+        ``intra_gbyte_s`` (:math:`B_{intra}`), GPUs per server ``g``.
+    catalogue
+        A loaded catalogue; default :func:`gpusched.catalogue.load_catalogue`.
+
+    Attributes
+    ----------
+    n_gpus, iterations
+        :math:`g_i` and true iterations :math:`n_i` per job.
+    alpha_min, alpha_max
+        :math:`\\tilde\\alpha_i^{min}` and :math:`\\alpha_i^{max}` on this cluster, s/iteration.
+    alpha_ref
+        Per-iteration time the job's duration assumes (duration / iterations), s.
+    spec_id
+        Index into ``specs`` per job; -1 for an unannotated job.
+    """
+
+    def __init__(self, jobs: Any, cluster: Any, catalogue: Any = None) -> None:
+        from gpusched.predict import job_iterations
+
+        n = len(jobs)
+        self.n_gpus = np.asarray(jobs.n_gpus, dtype=np.int64)
+        self.g = int(cluster.server_gpus().max())
+        self.n_total = int(cluster.n_gpus)
+        self.nic = float(cluster.nic_gbps)
+        self.intra = float(cluster.intra_gbyte_s)
+        work = np.asarray(jobs.work_s, dtype=np.float64)
+        models = (
+            np.asarray(jobs.model, dtype=object) if len(jobs.model) == n else np.full(n, "", object)
+        )
+        configs = (jobs.extra or {}).get("config")
+        self.spec_id = np.full(n, -1, dtype=np.int64)
+        self.specs: list[PipelineSpec] = []
+        self.alpha_min = np.ones(n)
+        self.alpha_max = np.ones(n)
+        annotated = np.array([bool(m) for m in models], dtype=bool) if n else np.zeros(0, bool)
+        if annotated.any():
+            if catalogue is None:
+                from gpusched.catalogue import load_catalogue
+
+                catalogue = load_catalogue()
+            ids: dict[tuple[str, tuple[int, ...]], int] = {}
+            for j in np.flatnonzero(annotated):
+                model = str(models[j])
+                text = str(configs[j]) if configs is not None and str(configs[j]) else ""
+                if text:
+                    reps = parse_config(text)
+                else:
+                    reps = tuple(
+                        catalogue.config_for(
+                            model,
+                            int(self.n_gpus[j]),
+                            gpus_per_server=self.g,
+                            nic_gbps=self.nic,
+                            intra_gbyte_s=self.intra,
+                        ).replicas
+                    )
+                if sum(reps) != self.n_gpus[j]:
+                    raise ValueError(
+                        f"job '{jobs.job_id[j]}': config {format_config(reps)} uses "
+                        f"{sum(reps)} GPUs, "
+                        f"the job asks for {int(self.n_gpus[j])}"
+                    )
+                key = (model, reps)
+                if key not in ids:
+                    ids[key] = len(self.specs)
+                    self.specs.append(resolve_config(catalogue, model, reps).spec())
+                self.spec_id[j] = ids[key]
+            a_min = np.array(
+                [alpha_min_estimate(s, self.nic, self.intra, self.g) for s in self.specs]
+            )
+            a_max = np.array([alpha_max(s, self.nic, self.intra, self.g) for s in self.specs])
+            sel = self.spec_id >= 0
+            self.alpha_min[sel] = a_min[self.spec_id[sel]]
+            self.alpha_max[sel] = a_max[self.spec_id[sel]]
+        it = job_iterations(jobs)
+        given = (
+            np.isfinite(np.asarray(jobs.iterations, dtype=np.float64))
+            if len(jobs.iterations) == n
+            else np.zeros(n, bool)
+        )
+        # annotated job without iterations: its duration is at this cluster's alpha_min
+        it = np.where(annotated & ~given, work / self.alpha_min, it)
+        self.iterations = it
+        self.alpha_ref = np.where(annotated & (it > 0), work / np.where(it > 0, it, 1.0), 1.0)
+        self.alpha_ref = np.where(annotated & (it > 0), self.alpha_ref, self.alpha_min)
+        self._cache: dict[tuple[int, tuple[int, ...]], tuple[float, np.ndarray]] = {}
+
+    @property
+    def comm_ratio(self) -> np.ndarray:
+        """:math:`\\alpha_i^{max} / \\tilde\\alpha_i^{min}` per job (Alg. 1 line 8)."""
+        return self.alpha_max / self.alpha_min
+
+    def mapping(self, j: int, counts: np.ndarray) -> tuple[float, np.ndarray]:
+        """:math:`\\alpha_i` and the Heavy-Edge vertex placement on servers holding ``counts`` GPUs.
+
+        Parameters
+        ----------
+        j
+            Job index.
+        counts
+            GPUs the job gets on each of its servers, in descending order (Heavy-Edge's
+            server order), summing to :math:`g_i`.
+
+        Returns
+        -------
+        (alpha, vertex_pos)
+            Seconds per iteration (eq. 7; ``alpha_ref`` for unannotated jobs) and, per stage
+            replica (stage-major), the position in ``counts`` of its server.
+        """
+        sid = int(self.spec_id[j])
+        key = (sid, tuple(int(c) for c in counts))
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        if sid < 0:
+            pos = np.repeat(np.arange(len(counts)), counts)
+            out = (1.0, pos)
+        else:
+            spec = self.specs[sid]
+            c = np.asarray(counts, dtype=np.int64)
+            pos = heavy_edge_partition(job_graph(spec), c)
+            alloc = np.zeros((c.size, spec.n_stages), dtype=np.int64)
+            np.add.at(alloc, (pos, vertex_stages(spec)), 1)
+            out = (iteration_time(spec, alloc, self.nic, self.intra, self.g), pos)
+        self._cache[key] = out
+        return out
+
+    def alpha(self, j: int, gpu_server: np.ndarray) -> float:
+        """:math:`\\alpha_i` of job ``j`` on GPUs of the given servers (one entry per GPU)."""
+        counts = np.unique(np.asarray(gpu_server), return_counts=True)[1]
+        return self.mapping(j, np.sort(counts)[::-1])[0]
+
+
+class Placer:
+    """Idle GPUs of a view, updated as a policy starts jobs within one decision.
+
+    Parameters
+    ----------
+    view
+        The :class:`~gpusched.view.View` of this decision point (GPUs holding no job are idle).
+    """
+
+    def __init__(self, view: Any) -> None:
+        cluster = view.cluster
+        self.idle = np.asarray(view.gpu_n_jobs) == 0
+        self.free = np.asarray(view.server_free, dtype=np.int64).copy()
+        self.start = np.asarray(cluster.server_start(), dtype=np.int64)
+        self.size = np.asarray(cluster.server_gpus(), dtype=np.int64)
+        self.spread = bool(cluster.allow_spread)
+        self.total = int(self.free.sum())
+
+    def fits(self, g: int) -> bool:
+        """Whether ``g`` GPUs can be given now (on one server if the cluster forbids spreading)."""
+        if self.spread:
+            return g <= self.total
+        return bool(self.free.size) and g <= int(self.free.max())
+
+    def take(self, g: int, order: str) -> np.ndarray:
+        """GPUs to take per server: "most" (Alg. 1 line 9) or "least" (line 22) idle first."""
+        if self.spread:
+            return select_servers(self.free, g, order)  # type: ignore[arg-type]
+        ok = np.flatnonzero(self.free >= g)
+        key = -self.free[ok] if order == "most" else self.free[ok]
+        m = int(ok[np.argsort(key, kind="stable")[0]])
+        take = np.zeros_like(self.free)
+        take[m] = g
+        return take
+
+    def place(self, jobs: PipelineJobs, j: int, order: str) -> tuple[np.ndarray, float]:
+        """Choose servers, map with Heavy-Edge; return (GPU indices by replica, :math:`\\alpha_i`).
+
+        Does not commit: call :meth:`commit` with the GPUs when the job is started.
+        """
+        take = self.take(int(jobs.n_gpus[j]), order)
+        used = np.flatnonzero(take)
+        perm = np.argsort(-take[used], kind="stable")  # Heavy-Edge: descending, ties by index
+        servers, counts = used[perm], take[used][perm]
+        alpha, pos = jobs.mapping(j, counts)
+        per_server = [
+            self.start[m]
+            + np.flatnonzero(self.idle[self.start[m] : self.start[m] + self.size[m]])[:c]
+            for m, c in zip(servers, counts, strict=True)
+        ]
+        nxt = np.zeros(len(servers), dtype=np.int64)
+        gpus = np.empty(int(counts.sum()), dtype=np.int64)
+        for v, p in enumerate(pos):
+            gpus[v] = per_server[p][nxt[p]]
+            nxt[p] += 1
+        return gpus, alpha
+
+    def commit(self, gpus: np.ndarray, gpu_server: np.ndarray) -> None:
+        """Mark ``gpus`` busy (``gpu_server`` maps GPU -> server)."""
+        self.idle[gpus] = False
+        np.subtract.at(self.free, gpu_server[gpus], 1)
+        self.total -= int(len(gpus))
+
+
+class PipelinePerf:
+    """The engine's ``perf`` model for annotated pipeline jobs.
+
+    ``rate(job, gpus)`` = :math:`\\alpha^{ref}_i / \\alpha_i(x)`, where :math:`x` is the
+    job's per-server replica allocation that Heavy-Edge gives on the servers of ``gpus``,
+    :math:`\\alpha_i(x)` is eq. (7) on the cluster's NIC and intra-server bandwidth, and
+    :math:`\\alpha^{ref}_i` = duration / iterations. A job therefore runs
+    :math:`n_i\\alpha_i(x)` seconds. Unannotated jobs run at rate 1. Rates above 1 occur
+    when a placement beats the fewest-servers estimate :math:`\\tilde\\alpha^{min}` the
+    annotation used; they are not clipped.
+
+    Parameters
+    ----------
+    jobs, cluster, catalogue
+        As for :class:`PipelineJobs`; or pass ``pipeline=`` to share one.
+    """
+
+    def __init__(
+        self,
+        jobs: Any,
+        cluster: Any,
+        catalogue: Any = None,
+        *,
+        pipeline: PipelineJobs | None = None,
+    ) -> None:
+        self.jobs = pipeline if pipeline is not None else PipelineJobs(jobs, cluster, catalogue)
+        self.gpu_server = np.asarray(cluster.gpu_server())
+
+    def rate(self, job: int, gpus: np.ndarray) -> float:
+        """Progress rate (s of ideal work per s) of ``job`` on ``gpus``."""
+        pj = self.jobs
+        if pj.spec_id[job] < 0:
+            return 1.0
+        return float(pj.alpha_ref[job] / pj.alpha(job, self.gpu_server[np.asarray(gpus)]))
+
+
+def start_in_order(
+    view: Any, jobs: PipelineJobs, order: np.ndarray, *, blocking: bool, select: str = "most"
+) -> list[Any]:
+    """Start jobs of ``order`` that fit, mapped by Heavy-Edge on ``select``-available servers.
+
+    Parameters
+    ----------
+    view
+        The decision point's view.
+    jobs
+        Pipeline models of the job table.
+    order
+        Queued job indices, highest priority first.
+    blocking
+        Stop at the first job that does not fit (strict priority order); otherwise skip it
+        and keep filling (work-conserving).
+    select
+        ``"most"`` or ``"least"`` available servers first.
+
+    Returns
+    -------
+    list of :class:`~gpusched.policy.Start`
+        With explicit GPU indices (ordered by stage replica).
+    """
+    from gpusched.policy import Start
+
+    placer = Placer(view)
+    gpu_server = np.asarray(view.gpu_server)
+    order = np.asarray(order, dtype=np.int64)
+    if not blocking:  # only jobs that could fit now can start
+        order = order[jobs.n_gpus[order] <= placer.total]
+    out: list[Any] = []
+    for j in order:
+        if placer.total == 0:
+            break
+        if not placer.fits(int(jobs.n_gpus[j])):
+            if blocking:
+                break
+            continue
+        gpus, _ = placer.place(jobs, int(j), select)
+        placer.commit(gpus, gpu_server)
+        out.append(Start(int(j), gpus))
+    return out
+
+
+class VirtualSRPT:
+    """Preemptive SRPT on one unit-speed machine: the hypothetical instance :math:`\\tilde A_1`.
+
+    Job ``i`` arrives at ``submit[i]`` with size ``size[i]`` seconds (A-SRPT uses
+    :math:`\\frac{g_i}{G}\\tilde n_i\\tilde\\alpha_i^{min}`, Sec. IV-C-1). At any time the
+    machine runs the arrived, unfinished job with the least remaining size (ties: lower job
+    index, i.e. earlier submission) and preempts it when a smaller one arrives.
+    :meth:`advance` moves the machine to a time and returns the jobs completed on the way,
+    in completion order (zero-size jobs complete at their arrival).
+
+    Parameters
+    ----------
+    submit
+        Arrival times, s, non-decreasing (job index = submission order).
+    size
+        Processing times on the virtual machine, s (>= 0).
+    """
+
+    def __init__(self, submit: np.ndarray, size: np.ndarray) -> None:
+        self.submit = np.asarray(submit, dtype=np.float64).tolist()
+        self.size = np.maximum(np.asarray(size, dtype=np.float64), 0.0).tolist()
+        self.n = len(self.submit)
+        self.t = -np.inf  # virtual clock, s
+        self.next = 0  # next job to arrive
+        self.heap: list[tuple[float, int]] = []  # (remaining s, job)
+        self.completion = np.full(self.n, np.nan)  # completion time in the virtual schedule, s
+
+    def advance(self, t: float) -> list[int]:
+        """Run the virtual machine up to time ``t``; return the jobs completed, in order."""
+        import heapq
+
+        done: list[int] = []
+        heap = self.heap
+        while True:
+            arr = self.submit[self.next] if self.next < self.n else np.inf
+            if arr > t:
+                arr = np.inf
+            if heap:
+                rem, j = heap[0]
+                fin = self.t + rem
+                if fin <= arr and fin <= t:  # the running job completes first
+                    heapq.heappop(heap)
+                    self.t = fin
+                    self.completion[j] = fin
+                    done.append(j)
+                    continue
+            if arr != np.inf:  # run the head until the arrival, then admit it
+                if heap:
+                    rem, j = heap[0]
+                    heap[0] = (max(rem - (arr - self.t), 0.0), j)  # still the minimum
+                self.t = max(self.t, arr)
+                heapq.heappush(heap, (self.size[self.next], self.next))
+                self.next += 1
+                continue
+            if heap and t > self.t:
+                rem, j = heap[0]
+                heap[0] = (max(rem - (t - self.t), 0.0), j)
+            self.t = max(self.t, t)
+            while heap and self.t + heap[0][0] <= self.t:  # rounding left a zero remainder
+                j = heapq.heappop(heap)[1]
+                self.completion[j] = self.t
+                done.append(j)
+            return done
+
+    def next_completion(self) -> float:
+        """Time of the next completion if no job arrives before it, s (inf when idle)."""
+        return self.t + self.heap[0][0] if self.heap else np.inf
