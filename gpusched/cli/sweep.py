@@ -1,0 +1,177 @@
+"""``gpusched sweep`` and ``gpusched plot``: thin wrappers over gpusched.sweep and gpusched.plot."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gpusched.cli._common import print_table, user_errors
+
+#: largest sweep whose rows are printed as a table (bigger ones: see results.csv)
+MAX_TABLE_ROWS = 40
+
+
+class SweepProgress:
+    """``sweep [#####     ] 5/8 cells  1 failed  12.3 s`` on stderr (TTY only); failures
+    are always printed, one line each, with the cell's parameters and the error."""
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.t0 = time.perf_counter()
+        self.n_failed = 0
+        self.shown = False
+
+    def _bar(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        frac = done / total if total else 1.0
+        bar = "#" * int(30 * frac)
+        failed = f"  {self.n_failed} failed" if self.n_failed else ""
+        wall = time.perf_counter() - self.t0
+        sys.stderr.write(f"\rsweep [{bar:<30}] {done}/{total} cells{failed}  {wall:.1f} s")
+        sys.stderr.flush()
+        self.shown = True
+
+    def __call__(self, done: int, total: int, cell: Any, outcome: dict[str, Any]) -> None:
+        if outcome["status"] != "ok":
+            self.n_failed += 1
+            if self.shown:
+                sys.stderr.write("\r\x1b[K")
+            sys.stderr.write(f"failed: {cell.describe()}: {outcome['error']}\n")
+        self._bar(done, total)
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.shown = False
+
+
+@user_errors
+def sweep_cmd(
+    spec: Annotated[
+        Path,
+        typer.Argument(
+            help="Sweep spec (TOML): traces, clusters, policies, seeds and params.<policy> tables"
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Output folder (overrides the spec's 'out'; default sweep-out)"
+        ),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            help="Dask scheduler address tcp://HOST:PORT (default: a LocalCluster here)",
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers", "-j", help="LocalCluster worker processes [default: one per core]"
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the cells and which are finished; run nothing")
+    ] = False,
+    plot: Annotated[
+        bool, typer.Option("--plot", help="Draw avg JCT against the first varying parameter")
+    ] = False,
+) -> None:
+    """Run a grid of traces x clusters x policies x parameters x seeds on Dask (resumable)."""
+    from gpusched.sweep import load_spec, plan, run_sweep
+
+    sweep_spec = load_spec(spec)
+    out_dir = out if out is not None else Path(sweep_spec.out or "sweep-out")
+    if dry_run:
+        cells = plan(sweep_spec, out_dir)
+        for cell, finished in cells:
+            typer.echo(f"{'done' if finished else 'todo'}  {cell.describe()}")
+        n_done = sum(f for _, f in cells)
+        typer.echo(
+            f"{len(cells)} cells, {n_done} finished, {len(cells) - n_done} to run, in {out_dir}/"
+        )
+        return
+    bar = SweepProgress()
+    try:
+        result = run_sweep(
+            sweep_spec, out=out_dir, scheduler=scheduler, n_workers=workers, progress=bar
+        )
+    finally:
+        bar.close()
+    ok = [r for r in result.rows if r["status"] == "ok"]
+    if ok and len(result.rows) <= MAX_TABLE_ROWS:
+        print_table([{**r, "cell": _short(r)} for r in ok], "cell")
+    typer.echo(
+        f"{result.n_cells} cells: {result.n_ran} ran, {result.n_skipped} already finished, "
+        f"{len(result.failed)} failed ({result.wall_s:.1f} s)"
+    )
+    for cell, error in result.failed:
+        typer.echo(f"failed: {cell.describe()}: {error}", err=True)
+    extra = f" and {result.results_parquet.name}" if result.results_parquet else ""
+    typer.echo(
+        f"results in {result.results_csv}{extra}; each cell's outputs in {result.out}/cells/"
+    )
+    if plot and ok:
+        from gpusched.plot import plot_sweep
+
+        plot_sweep(result.results_csv)
+    if result.failed:
+        raise typer.Exit(1)
+
+
+def _short(row: dict[str, Any]) -> str:
+    """A compact label for one results row."""
+    parts = [row["policy"]]
+    if row["params"]:
+        parts.append(row["params"])
+    parts += [str(row["cluster"]), Path(str(row["trace"])).name, f"s{row['seed']}"]
+    return " ".join(parts)
+
+
+@user_errors
+def plot_cmd(
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Run folders (replay/compare --out, sweep cells), or a sweep folder or results.csv"
+        ),
+    ],
+    metric: Annotated[
+        str, typer.Option("--metric", "-m", help="Sweep: the summary metric on the y axis")
+    ] = "avg_jct_s",
+    x: Annotated[
+        str | None,
+        typer.Option(
+            "--x", help="Sweep: the parameter (or policy, cluster, trace, seed) on the x axis"
+        ),
+    ] = None,
+    save: Annotated[
+        Path | None,
+        typer.Option(
+            "--save", "-s", help="Write FILE.png or FILE.svg (needs gpusched[plot]) instead"
+        ),
+    ] = None,
+) -> None:
+    """Plot runs (JCT CDF, queue length, utilisation over time) or a sweep (metric vs parameter)."""
+    from gpusched.errors import GpuschedError
+    from gpusched.plot import is_sweep, plot_runs, plot_sweep
+
+    sweeps = [p for p in runs if is_sweep(p)]
+    if sweeps:
+        if len(runs) != 1:
+            raise GpuschedError(
+                "plot one sweep at a time (a sweep folder or its results.csv), without run folders"
+            )
+        written = plot_sweep(sweeps[0], metric=metric, x=x, save=save)
+    else:
+        written = plot_runs(runs, save=save)
+    if save is not None:
+        typer.echo(f"wrote {written}")
