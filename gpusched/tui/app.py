@@ -1,0 +1,245 @@
+"""The live replay app: cluster view, queue and running lists, metrics, controls.
+
+The simulation runs in a thread worker (:meth:`GpuschedApp.simulate`) that owns the
+engine through a :class:`~gpusched.tui.session.Driver`; the UI thread only sends it
+commands and receives :class:`~gpusched.tui.session.Frame` copies as
+:class:`~gpusched.tui.messages.FrameReady` messages, which replace each other when they
+arrive faster than they are drawn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.reactive import var
+from textual.widgets import Footer, Header, Static
+from textual.worker import get_current_worker
+
+from gpusched.tui.messages import FrameReady, ServerSelected, SimFailed, SimFinished
+from gpusched.tui.screens import HelpScreen, SummaryScreen
+from gpusched.tui.session import MAX_SPEED, SPEEDS, Driver, Frame, default_speed
+from gpusched.tui.widgets import ClusterView, MetricsPanel, QueueView
+
+
+class GpuschedApp(App[dict[str, Any] | None]):
+    """Replay one engine live.
+
+    Parameters
+    ----------
+    engine
+        A fresh :class:`~gpusched.engine.Engine` (the app's worker thread owns it).
+    trace_name
+        Shown in the title bar.
+    speed
+        Simulated seconds per wall second (``math.inf`` = max speed); default: the
+        trace's arrivals in about two minutes.
+    paused
+        Start paused (tests step with ``n``).
+    """
+
+    CSS_PATH = "gpusched.tcss"
+    TITLE = "gpusched"
+
+    BINDINGS = [
+        Binding("space", "toggle_pause", "pause/resume"),
+        Binding("n", "step", "step"),
+        Binding("plus,equals_sign", "faster", "faster", key_display="+"),
+        Binding("minus", "slower", "slower", key_display="-"),
+        Binding("m", "max_speed", "max"),
+        Binding("z", "zoom", "zoom"),
+        Binding("s", "summary", "summary", show=False),
+        Binding("question_mark", "help", "help", key_display="?"),
+        Binding("q", "quit", "quit"),
+    ]
+
+    frame: var[Frame | None] = var(None)
+
+    def __init__(
+        self,
+        engine: Any,
+        *,
+        trace_name: str = "",
+        speed: float | None = None,
+        paused: bool = False,
+        frame_s: float = 1 / 30,
+    ) -> None:
+        super().__init__()
+        self.engine = engine
+        self.jobs = engine.jobs
+        self.cluster = engine.cluster
+        self.speed = default_speed(engine) if speed is None else float(speed)
+        self._slow_speed = self.speed if math.isfinite(self.speed) else 60.0
+        self.driver = Driver(engine, speed=self.speed, paused=paused, frame_s=frame_s)
+        self.summary: dict[str, Any] | None = None
+        self.error: BaseException | None = None
+        self.frames_applied = 0
+        self._legend = ""
+        self._info = ""
+        self._issued = 0
+        self.trace_name = trace_name
+        self.sub_title = (
+            f"{trace_name} · {engine.name} ({engine.mode}) · {self.cluster.name} "
+            f"({self.cluster.n_gpus} GPUs, {self.cluster.n_servers} servers) · "
+            f"{len(self.jobs)} jobs"
+        )
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                yield Static(id="legend")
+                yield ClusterView(self.cluster, id="cluster").data_bind(GpuschedApp.frame)
+                yield Static(id="server-info")
+            with Vertical(id="right"):
+                yield MetricsPanel(self.cluster.n_gpus, id="metrics").data_bind(GpuschedApp.frame)
+                yield QueueView("queued", self.jobs, self.cluster, id="queued").data_bind(
+                    GpuschedApp.frame
+                )
+                yield QueueView("running", self.jobs, self.cluster, id="running").data_bind(
+                    GpuschedApp.frame
+                )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        cluster = self.query_one(ClusterView)
+        cluster.border_title = f"Cluster · {self.cluster.name}"
+        self.query_one(MetricsPanel).border_title = "Metrics"
+        cluster.focus()
+        self.simulate()
+
+    # --- the worker -----------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def simulate(self) -> None:
+        """Run the driver's loop until the run ends or the worker is cancelled."""
+        worker = get_current_worker()
+
+        def cancelled() -> bool:
+            return worker.is_cancelled
+
+        def finish(frame: Frame) -> None:
+            from gpusched.metrics import summarize
+
+            summary = summarize(self.engine.result())
+            self.post_message(SimFinished(frame, summary))
+
+        try:
+            self.driver.loop(cancelled, lambda f: self.post_message(FrameReady(f)), finish)
+        except Exception as exc:
+            self.post_message(SimFailed(exc))
+
+    # --- messages -------------------------------------------------------------------------
+
+    def on_frame_ready(self, message: FrameReady) -> None:
+        self.frame = message.frame
+        self.frames_applied += 1
+
+    def on_sim_finished(self, message: SimFinished) -> None:
+        self.frame = message.frame
+        self.frames_applied += 1
+        self.summary = message.summary
+        self.push_screen(SummaryScreen(message.summary, self.sub_title))
+
+    def on_sim_failed(self, message: SimFailed) -> None:
+        self.error = message.error
+        self.exit(None)
+
+    def watch_frame(self, frame: Frame | None) -> None:
+        self.call_later(self._update_side)  # after the bound widgets took the frame
+
+    @on(ServerSelected)
+    def _on_server_selected(self, message: ServerSelected) -> None:
+        self._update_side()
+
+    def _update_side(self) -> None:
+        if not self.is_mounted:
+            return
+        try:
+            cluster = self.query_one(ClusterView)
+        except Exception:
+            return
+        # fixed-height statics, updated only on change: no layout pass per frame
+        legend = cluster.legend()
+        if legend.plain != self._legend:
+            self._legend = legend.plain
+            self.query_one("#legend", Static).update(legend, layout=False)
+        info = cluster.describe(self.frame, self.jobs.job_id, self.jobs.n_gpus)
+        if info.markup != self._info:
+            self._info = info.markup
+            self.query_one("#server-info", Static).update(info, layout=False)
+
+    # --- controls -------------------------------------------------------------------------
+
+    def _send(self, cmd: str, arg: Any = None) -> None:
+        self._issued += 1
+        self.driver.send(cmd, arg)
+
+    def action_toggle_pause(self) -> None:
+        self._send("pause")
+
+    def action_step(self) -> None:
+        self._send("step", 1)
+
+    def _set_speed(self, speed: float) -> None:
+        self.speed = speed
+        if math.isfinite(speed):
+            self._slow_speed = speed
+        self._send("speed", speed)
+
+    def action_faster(self) -> None:
+        if math.isinf(self.speed):
+            return
+        faster = [s for s in SPEEDS if s > self.speed]
+        self._set_speed(float(faster[0]) if faster else MAX_SPEED)
+
+    def action_slower(self) -> None:
+        if math.isinf(self.speed):
+            self._set_speed(float(SPEEDS[-1]))
+            return
+        slower = [s for s in SPEEDS if s < self.speed]
+        self._set_speed(float(slower[-1]) if slower else float(SPEEDS[0]))
+
+    def action_max_speed(self) -> None:
+        self._set_speed(self._slow_speed if math.isinf(self.speed) else MAX_SPEED)
+
+    def action_zoom(self) -> None:
+        self.query_one(ClusterView).action_zoom()
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_summary(self) -> None:
+        if self.summary is not None and not isinstance(self.screen, SummaryScreen):
+            self.push_screen(SummaryScreen(self.summary, self.sub_title))
+
+    async def action_quit(self) -> None:
+        self.exit(self.summary)
+
+    # --- for tests ------------------------------------------------------------------------
+
+    async def settle(self, timeout: float = 180.0) -> Frame:
+        """Wait until the worker has applied every command sent so far and its frame is shown."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while True:
+            f = self.frame
+            if f is not None and (f.seq >= self._issued or self.summary is not None):
+                return f
+            if self.error is not None:
+                raise self.error
+            if loop.time() > end:
+                raise TimeoutError("the simulation worker did not catch up")
+            await asyncio.sleep(0.005)
+
+
+def trace_label(path: Path | str | None) -> str:
+    """A short name for the title bar."""
+    return Path(path).name if path else ""

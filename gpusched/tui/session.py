@@ -1,0 +1,437 @@
+"""The simulation side of the TUI: build an engine, pace it, and copy frames out of it.
+
+Nothing here imports Textual. A :class:`Driver` owns the :class:`~gpusched.engine.Engine`
+and is only ever touched from one thread (the app's thread worker): the UI sends it
+commands through a thread-safe queue (:meth:`Driver.send`) and receives :class:`Frame`
+copies, so no live state array is read by the UI thread.
+
+Pacing: in play mode the simulated clock advances ``speed`` simulated seconds per
+wall second; the driver steps the engine while the next decision point
+(:meth:`Engine.peek`) is at or before that clock. In max-speed mode it steps in chunks
+sized to take about 20 ms each. Frames are produced at most every ``frame_s``.
+
+Queue order shown: for fused (kernel) policies the kernel's own priority key,
+re-evaluated in NumPy; for Python policies, the policy's ``priority_key(view, jobs)``
+method if it has one (lower first), else the order of its last decision.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpusched.state import (
+    FINISHED,
+    I_FREE_GPUS,
+    I_N_DECISIONS,
+    I_N_FINISHED,
+    I_N_QUEUE,
+    I_N_RUN,
+    KEY_FIFO,
+    KEY_LAS,
+    KEY_NONE,
+    KEY_SJF,
+    KEY_SRTF,
+    QUEUED,
+)
+
+#: Simulated seconds per wall second offered by +/- (then max speed).
+SPEEDS: tuple[float, ...] = (
+    1,
+    2,
+    5,
+    10,
+    30,
+    60,
+    120,
+    300,
+    600,
+    1800,
+    3600,
+    7200,
+    21600,
+    86400,
+    604800,
+)
+MAX_SPEED = math.inf
+#: Queued jobs copied into a frame (the view says how many more there are).
+QUEUE_ROWS = 5000
+_HIST = 4096  # samples kept for the sparklines (halved when full)
+
+
+def build_engine(trace: str | None, policy: str, **kwargs: Any) -> tuple[Any, Path]:
+    """Build the engine exactly as :func:`gpusched.run.replay` does (it is the same function)."""
+    from gpusched.run import build_engine as build
+
+    return build(trace, policy, **kwargs)
+
+
+def partial_result(engine: Any) -> Any:
+    """The engine's :class:`~gpusched.engine.RunResult`, also for a run stopped midway.
+
+    An unfinished run is stopped at the current simulated time, like a run cut by
+    ``--until``: unfinished jobs are counted in ``n_unfinished``.
+    """
+    engine.stop()
+    return engine.result()
+
+
+def default_speed(engine: Any) -> float:
+    """A starting speed that plays the arrivals of the trace in about two minutes."""
+    sub = engine.jobs.submit_s
+    span = float(sub[-1] - sub[0]) if len(sub) else 0.0
+    want = max(span / 120.0, 1.0)
+    for s in SPEEDS:
+        if s >= want:
+            return float(s)
+    return float(SPEEDS[-1])
+
+
+@dataclass(slots=True, eq=False)
+class Frame:
+    """Copies of everything the widgets draw at one moment (safe on the UI thread).
+
+    Times are simulated seconds. Per-queued-job arrays cover the first
+    ``len(queue)`` jobs of the queue in the policy's order (at most ``QUEUE_ROWS``).
+    """
+
+    seq: int  # commands the driver has applied
+    clock: float  # the displayed simulated clock, s
+    engine_now: float  # the engine's last decision point, s
+    next_event: float  # the next decision point, s (inf when none)
+    n_jobs: int
+    n_finished: int
+    n_decisions: int
+    finished: bool
+    paused: bool
+    speed: float
+    gpu_job: np.ndarray  # (n_gpus, capacity) int32, -1 = empty
+    gpu_status: np.ndarray  # (n_gpus, capacity) int8 status of each job, -1 = empty
+    busy_gpus: int
+    n_queued: int
+    queue: np.ndarray  # int32, queued jobs in the policy's order
+    queue_waited: np.ndarray  # float64, s since each job last entered the queue
+    queue_key: np.ndarray | None  # float64 priority key (lower first), if known
+    key_name: str | None
+    running: np.ndarray  # int32, jobs holding GPUs, ascending
+    run_status: np.ndarray  # int8
+    run_progress: np.ndarray  # float64 in [0, 1]
+    avg_jct_s: float | None
+    p95_jct_s: float | None
+    hist_t: np.ndarray  # sample times, s
+    hist_busy: np.ndarray  # busy GPUs at each sample
+    hist_queue: np.ndarray  # queued jobs at each sample
+    wall_fps: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Driver:
+    """Paces one engine and turns its state into :class:`Frame` copies.
+
+    Parameters
+    ----------
+    engine
+        The engine (owned by the driver's thread once :meth:`loop` runs).
+    speed
+        Simulated seconds per wall second (``math.inf`` = max speed).
+    paused
+        Start paused (tests step explicitly with ``n``).
+    frame_s
+        Minimum wall time between two frames while playing, s (at max speed, at
+        least 50 ms, so that the engine gets the time).
+    """
+
+    def __init__(
+        self, engine: Any, *, speed: float = 60.0, paused: bool = False, frame_s: float = 1 / 30
+    ) -> None:
+        self.engine = engine
+        self.speed = float(speed)
+        self.paused = paused
+        self.frame_s = frame_s
+        self.seq = 0
+        self.clock = -math.inf
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self.started = False
+        self._cmds: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._chunk = 16
+        n = _HIST
+        self._ht = np.empty(n)
+        self._hb = np.empty(n, dtype=np.int64)
+        self._hq = np.empty(n, dtype=np.int64)
+        self._hn = 0
+        self._key_name: str | None = None
+        self._key_code = KEY_NONE
+        if engine.mode == "fused":
+            self._key_code = int(engine.cfg.key)
+            self._key_name = {
+                KEY_FIFO: "submit",
+                KEY_SJF: "dur",
+                KEY_SRTF: "left",
+                KEY_LAS: "level",
+            }.get(self._key_code)
+        else:
+            if callable(getattr(engine.policy, "priority_key", None)):
+                self._key_name = "key"
+
+    # --- commands (any thread) ------------------------------------------------------------
+
+    def send(self, cmd: str, arg: Any = None) -> None:
+        """Queue a command: ``pause`` (bool, None toggles), ``speed`` (float), ``step`` (int)."""
+        self._cmds.put((cmd, arg))
+        self._wake.set()
+
+    # --- the loop (worker thread) ---------------------------------------------------------
+
+    def loop(
+        self,
+        cancelled: Callable[[], bool],
+        post: Callable[[Frame], None],
+        finish: Callable[[Frame], None],
+    ) -> None:
+        """Run until the simulation ends or ``cancelled()``; ``post`` frames, ``finish`` once."""
+        eng = self.engine
+        self.started = True
+        try:
+            if self.clock == -math.inf:
+                first = eng.peek()
+                self.clock = first if math.isfinite(first) else 0.0
+            post(self.frame())
+            last_post = time.perf_counter()
+            last_wall = last_post
+            while not cancelled():
+                dirty = self._apply_commands(cancelled)
+                if eng.finished:
+                    break
+                if self.paused:
+                    if dirty:
+                        post(self.frame())
+                        last_post = time.perf_counter()
+                    self._wake.wait(0.05)
+                    self._wake.clear()
+                    last_wall = time.perf_counter()
+                    continue
+                t0 = time.perf_counter()
+                if math.isinf(self.speed):
+                    self._run_chunk()
+                else:
+                    self._play(t0 - last_wall, t0, cancelled)
+                last_wall = t0
+                if eng.finished:
+                    break
+                now_w = time.perf_counter()
+                gap = max(self.frame_s, 0.05) if math.isinf(self.speed) else self.frame_s
+                if dirty or now_w - last_post >= gap:
+                    post(self.frame())
+                    last_post = now_w
+                if not math.isinf(self.speed):
+                    self._wake.wait(0.01)
+                    self._wake.clear()
+            if eng.finished and not cancelled():
+                self._apply_commands(cancelled)
+                finish(self.frame())
+        except BaseException as exc:  # reported to the UI, re-raised by run_tui
+            self.error = exc
+            raise
+        finally:
+            self.done.set()
+
+    def _apply_commands(self, cancelled: Callable[[], bool]) -> bool:
+        dirty = False
+        while True:
+            try:
+                cmd, arg = self._cmds.get_nowait()
+            except queue.Empty:
+                return dirty
+            dirty = True
+            if cmd == "pause":
+                self.paused = (not self.paused) if arg is None else bool(arg)
+            elif cmd == "speed":
+                self.speed = float(arg)
+            elif cmd == "step":
+                self.paused = True
+                for _ in range(int(arg or 1)):
+                    if cancelled() or not self._step(1):
+                        break
+                    self.clock = self.engine.now
+            self.seq += 1
+
+    def _step(self, n: int) -> bool:
+        more = bool(self.engine.step(n))
+        self._sample()
+        return more
+
+    def _play(self, dt: float, t0: float, cancelled: Callable[[], bool]) -> None:
+        eng = self.engine
+        target = self.clock + self.speed * max(dt, 0.0)
+        while not eng.finished and eng.peek() <= target:
+            self._step(1)
+            if time.perf_counter() - t0 > 0.04 or cancelled():
+                # the engine can't keep up: let the clock lag instead of running ahead
+                target = eng.now
+                break
+        nxt = eng.peek()
+        self.clock = min(max(target, eng.now), nxt) if not eng.finished else eng.now
+
+    def _run_chunk(self) -> None:
+        t0 = time.perf_counter()
+        self._step(self._chunk)
+        took = time.perf_counter() - t0
+        if took < 0.01:
+            self._chunk = min(self._chunk * 2, 1 << 16)
+        elif took > 0.03:
+            self._chunk = max(self._chunk // 2, 1)
+        self.clock = self.engine.now
+
+    # --- frames ---------------------------------------------------------------------------
+
+    def _sample(self) -> None:
+        st = self.engine.state
+        if self._hn == self._ht.size:  # keep every other sample: the whole run, coarser
+            k = self._hn // 2
+            self._ht[:k] = self._ht[1 : self._hn : 2]
+            self._hb[:k] = self._hb[1 : self._hn : 2]
+            self._hq[:k] = self._hq[1 : self._hn : 2]
+            self._hn = k
+        i = self._hn
+        self._ht[i] = self.engine.now
+        self._hb[i] = st.gpu_n_jobs.shape[0] - st.sim_i[I_FREE_GPUS]
+        self._hq[i] = st.sim_i[I_N_QUEUE]
+        self._hn += 1
+
+    def _queue_order(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        st = self.engine.state
+        code = self._key_code
+        if code != KEY_NONE and q.size:
+            key2 = np.zeros(q.size)
+            if code == KEY_FIFO:
+                key = st.job_submit[q]
+            elif code == KEY_SJF:
+                key = st.job_work[q]
+            elif code == KEY_SRTF:
+                key = st.job_remaining[q]
+            else:  # KEY_LAS, as kernel._compute_keys (queued jobs: 2 * level + 1)
+                thr = np.asarray(self.engine.cfg.thresholds) - 1e-6
+                key = np.searchsorted(thr, st.job_attained[q], side="right").astype(np.float64)
+                fs = st.job_first_start[q]
+                key2 = np.where(np.isnan(fs), st.job_submit[q], fs)
+            o = np.lexsort((q, key2, key))
+            return q[o], key[o]
+        fn = getattr(self.engine.policy, "priority_key", None)
+        if callable(fn) and q.size:
+            key = np.asarray(fn(self.engine.view, q), dtype=np.float64)
+            o = np.lexsort((q, key))
+            return q[o], key[o]
+        decision = self.engine.last_decision
+        last = None if decision is None or decision.order is None else np.asarray(decision.order)
+        if last is not None and last.size and q.size:
+            first = last[np.isin(last, q)]
+            rest = np.setdiff1d(q, first, assume_unique=True)
+            return np.concatenate([first, rest]).astype(np.int32), None
+        return q, None
+
+    def frame(self) -> Frame:
+        """Copy what the widgets need out of the live state (call on the driver's thread)."""
+        eng = self.engine
+        st = eng.state
+        now = eng.now
+        clock = self.clock if math.isfinite(self.clock) else 0.0
+        q_all = st.queue[: st.sim_i[I_N_QUEUE]].copy()
+        q_all = q_all[st.job_status[q_all] == QUEUED] if q_all.size else q_all
+        order, key = self._queue_order(q_all)
+        q = order[:QUEUE_ROWS]
+        run = np.sort(st.run[: st.sim_i[I_N_RUN]])
+        gpu_job = st.gpu_job.copy()
+        gpu_status = np.where(gpu_job >= 0, st.job_status[np.maximum(gpu_job, 0)], -1).astype(
+            np.int8
+        )
+        done = np.flatnonzero(st.job_status == FINISHED)
+        if done.size:
+            jct = st.job_finish[done] - st.job_submit[done]
+            avg, p95 = float(jct.mean()), float(np.percentile(jct, 95))
+        else:
+            avg = p95 = None
+        work = st.job_work[run]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            prog = np.clip(1.0 - st.job_remaining[run] / np.where(work > 0, work, 1.0), 0.0, 1.0)
+        n = self._hn
+        return Frame(
+            seq=self.seq,
+            clock=max(clock, now) if math.isfinite(now) else clock,
+            engine_now=now,
+            next_event=eng.peek(),
+            n_jobs=len(eng.jobs),
+            n_finished=int(st.sim_i[I_N_FINISHED]),
+            n_decisions=int(st.sim_i[I_N_DECISIONS]),
+            finished=bool(eng.finished),
+            paused=self.paused,
+            speed=self.speed,
+            gpu_job=gpu_job,
+            gpu_status=gpu_status,
+            busy_gpus=int(st.gpu_n_jobs.shape[0] - st.sim_i[I_FREE_GPUS]),
+            n_queued=int(q_all.size),
+            queue=q,
+            queue_waited=np.maximum(clock - st.job_enqueued[q], 0.0),
+            queue_key=None if key is None else key[:QUEUE_ROWS].copy(),
+            key_name=self._key_name,
+            running=run,
+            run_status=st.job_status[run].copy(),
+            run_progress=prog,
+            avg_jct_s=avg,
+            p95_jct_s=p95,
+            hist_t=self._ht[:n].copy(),
+            hist_busy=self._hb[:n].copy(),
+            hist_queue=self._hq[:n].copy(),
+        )
+
+
+def resample(t: np.ndarray, v: np.ndarray, n_bins: int) -> list[float]:
+    """Mean of ``v`` in ``n_bins`` equal bins of time ``t`` (empty bins carry the last value)."""
+    if t.size == 0 or n_bins <= 0:
+        return []
+    if t.size == 1 or t[-1] <= t[0]:
+        return [float(v[-1])] * min(n_bins, max(t.size, 1))
+    edges = np.linspace(t[0], t[-1], n_bins + 1)
+    idx = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, n_bins - 1)
+    sums = np.bincount(idx, weights=v.astype(np.float64), minlength=n_bins)
+    counts = np.bincount(idx, minlength=n_bins)
+    out: list[float] = []
+    last = float(v[0])
+    for s, c in zip(sums.tolist(), counts.tolist(), strict=True):
+        if c:
+            last = s / c
+        out.append(last)
+    return out
+
+
+def fmt_s(x: float | None) -> str:
+    """A duration in s as a short human string (``45s``, ``12m05s``, ``3h20m``, ``2d04h``)."""
+    if x is None or not math.isfinite(x):
+        return "-"
+    x = max(float(x), 0.0) + 0.0  # no "-0s"
+    if x < 60:
+        return f"{x:.0f}s" if x >= 10 or x == int(x) else f"{x:.1f}s"
+    m, s = divmod(int(round(x)), 60)
+    if m < 60:
+        return f"{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 48:
+        return f"{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d{h:02d}h"
+
+
+def fmt_speed(speed: float) -> str:
+    """Speed as shown in the status line."""
+    if math.isinf(speed):
+        return "max"
+    return f"{fmt_s(speed)}/s"

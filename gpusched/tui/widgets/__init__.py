@@ -1,0 +1,7 @@
+"""The TUI's widgets, one per module."""
+
+from gpusched.tui.widgets.cluster_view import ClusterView
+from gpusched.tui.widgets.metrics_panel import MetricsPanel
+from gpusched.tui.widgets.queue_view import QueueView
+
+__all__ = ["ClusterView", "MetricsPanel", "QueueView"]
