@@ -174,6 +174,8 @@ class Engine:
         self._delays: list[float] = []
         self._code = kernel.LIMIT
         self._wall = 0.0
+        #: the policy's last Decision (python path), for viewers
+        self.last_decision: Decision | None = None
 
     # --- stepping ----------------------------------------------------------------------
 
@@ -265,6 +267,7 @@ class Engine:
         t0 = time.perf_counter()
         decision = self.policy.decide(self.view, now)
         self._delays.append(time.perf_counter() - t0)
+        self.last_decision = decision
         st.sim_f[F_WAKE] = np.inf
         self._apply(decision, now)
         wake = getattr(self.policy, "wake", None)
@@ -402,6 +405,17 @@ class Engine:
 
     # --- results -----------------------------------------------------------------------
 
+    def _stopped_at(self) -> float:
+        now = self.now
+        if np.isfinite(now):
+            return now
+        return float(self.jobs.submit_s[0]) if len(self.jobs) else 0.0
+
+    def stop(self) -> None:
+        """End the run now (as ``until_s`` would): jobs left are reported as unfinished."""
+        if not self.finished:
+            self._code = kernel.UNTIL
+
     def timeline(self) -> dict[str, np.ndarray]:
         """The timeline so far: time (s), busy GPUs, queued jobs, jobs holding GPUs."""
         names = ("time_s", "busy_gpus", "queued", "running")
@@ -444,9 +458,12 @@ class Engine:
             state=self.state,
             timeline=tl,
             wall_s=self._wall,
-            stopped_at=self.now if self._code == kernel.UNTIL else None,
+            stopped_at=self._stopped_at() if self._code == kernel.UNTIL else None,
             sched_delay_s=np.asarray(self._delays) if self.mode == "python" else None,
-            extra={"n_decisions": int(self.state.sim_i[I_N_DECISIONS])},
+            extra={
+                "n_decisions": int(self.state.sim_i[I_N_DECISIONS]),
+                "perf": type(self.perf).__name__ if self.perf is not None else None,
+            },
         )
 
 

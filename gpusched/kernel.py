@@ -334,7 +334,7 @@ def next_event_time(st, cfg):
 def decision_time(e, slot_s, now):
     """The slot boundary at or after event time ``e`` and strictly after ``now``, s."""
     k = np.ceil(e / slot_s - 1e-9)
-    t = k * slot_s
+    t = k * slot_s + 0.0  # + 0.0 turns -0.0 into 0.0
     if t <= now + EPS:
         t = (np.floor(now / slot_s + 1e-9) + 1.0) * slot_s
     return t
@@ -345,7 +345,7 @@ def first_decision_time(st, cfg):
     """Decision point of the first arrival (inf for an empty trace), s."""
     if st.job_submit.shape[0] == 0:
         return np.inf
-    return np.ceil(st.job_submit[0] / cfg.slot_s - 1e-9) * cfg.slot_s
+    return np.ceil(st.job_submit[0] / cfg.slot_s - 1e-9) * cfg.slot_s + 0.0
 
 
 @njit(cache=True, nogil=True)

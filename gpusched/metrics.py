@@ -141,6 +141,7 @@ def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()
         "seed": res.seed,
         "slot_s": res.slot_s,
         "engine_mode": res.mode,
+        "perf_model": res.extra.get("perf"),
         "stopped_at_s": res.stopped_at,
         "notes": list(res.jobs.notes) + list(notes),
         "versions": {

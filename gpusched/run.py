@@ -52,7 +52,7 @@ class PolicySpec:
         return cls(text, name.strip(), tuple(pairs) + tuple(extra or ()))
 
 
-def replay(
+def build_engine(
     trace: str | None,
     policy: str,
     *,
@@ -63,22 +63,17 @@ def replay(
     until_s: float | None = None,
     drop_oversized: bool = False,
     mode: str = "auto",
-    out: str | Path | None = None,
-    progress: Callable[[float, int, int], None] | None = None,
-) -> tuple[dict[str, Any], Any]:
-    """Replay one trace under one policy; write results to ``out`` if given.
+) -> tuple[Any, Path]:
+    """Resolve the inputs and build an :class:`~gpusched.engine.Engine`; also return the trace path.
 
-    Returns
-    -------
-    (summary, result)
-        The summary dictionary (as in summary.json) and the :class:`RunResult`.
+    Parameters are those of :func:`replay`. Annotated pipeline traces (a ``config``
+    column) get the placement-aware :class:`~gpusched.pipeline_job.PipelinePerf`.
     """
     import math
 
     from gpusched.cluster import load_cluster
     from gpusched.engine import Engine
     from gpusched.jobs import prepare_jobs
-    from gpusched.metrics import summarize, write_results
     from gpusched.policy import parse_params
     from gpusched.registry import load_policy_class, make_policy
     from gpusched.trace import read_trace
@@ -92,6 +87,12 @@ def replay(
     spec_cluster = load_cluster(cluster)
     path = resolve_trace(trace)
     jobs = prepare_jobs(read_trace(path), spec_cluster, drop_oversized=drop_oversized)
+    perf = None
+    if "config" in jobs.extra:
+        # annotated pipeline jobs: speed depends on placement (A-SRPT eq. 4-7)
+        from gpusched.pipeline_job import PipelinePerf
+
+        perf = PipelinePerf(jobs, spec_cluster)
     engine = Engine(
         jobs,
         spec_cluster,
@@ -101,7 +102,43 @@ def replay(
         mode=mode,
         params=kwargs,
         seed=seed,
+        perf=perf,
     )
+    return engine, path
+
+
+def replay(
+    trace: str | None,
+    policy: str,
+    *,
+    out: str | Path | None = None,
+    progress: Callable[[float, int, int], None] | None = None,
+    **kwargs: Any,
+) -> tuple[dict[str, Any], Any]:
+    """Replay one trace under one policy; write results to ``out`` if given.
+
+    Parameters
+    ----------
+    trace
+        A trace path or bundled trace name (None: the bundled default).
+    policy
+        ``NAME[:key=value,...]`` or a path to a policy file.
+    out
+        Folder for jobs.csv, timeline.csv, summary.json, manifest.json.
+    progress
+        Called now and then with (simulated time s, jobs finished, jobs total).
+    **kwargs
+        ``cluster``, ``params`` (``["key=value"]``), ``slot_s``, ``seed``,
+        ``until_s``, ``drop_oversized``, ``mode``: see :func:`build_engine`.
+
+    Returns
+    -------
+    (summary, result)
+        The summary dictionary (as in summary.json) and the :class:`RunResult`.
+    """
+    from gpusched.metrics import summarize, write_results
+
+    engine, path = build_engine(trace, policy, **kwargs)
     result = engine.run(progress=progress)
     if out is not None:
         summary = write_results(result, out, str(path))

@@ -14,7 +14,7 @@ from gpusched.errors import GpuschedError
 from gpusched.trace import Trace
 
 
-def _synth_default(seed: int, jobs: int | None = None, **_: Any) -> Trace:
+def _synth_default(seed: int, jobs: int | None = None) -> Trace:
     """Synthetic Philly-like jobs at offered load 0.8 on the default cluster (32 GPUs); 500 jobs by default."""
     from gpusched.cluster import load_cluster
     from gpusched.synth import synth_trace
@@ -22,13 +22,31 @@ def _synth_default(seed: int, jobs: int | None = None, **_: Any) -> Trace:
     return synth_trace(jobs or 500, seed, load=0.8, n_gpus_cluster=load_cluster("default").n_gpus)
 
 
+def _a_srpt(seed: int, jobs: int | None = None, **options: Any) -> Trace:
+    """A-SRPT paper (Sec. V-A): consecutive Philly jobs annotated with Table I models and configurations."""
+    from gpusched.workloads_asrpt import a_srpt_workload
+
+    return a_srpt_workload(seed, jobs, **options)
+
+
 WORKLOADS: dict[str, Callable[..., Trace]] = {
     "synth-default": _synth_default,
+    "a-srpt": _a_srpt,
 }
 
 
-def build_workload(name: str, seed: int, jobs: int | None = None) -> Trace:
-    """Build workload ``name`` with ``seed`` (and ``jobs`` where the preset takes a size)."""
+def build_workload(name: str, seed: int, jobs: int | None = None, **options: Any) -> Trace:
+    """Build workload ``name`` with ``seed`` (and ``jobs`` where the preset takes a size).
+
+    ``options`` (e.g. ``single_gpu_fraction`` for ``a-srpt``) are passed to the preset;
+    one it does not take is an error.
+    """
     if name not in WORKLOADS:
         raise GpuschedError(f"unknown workload '{name}' (known: {', '.join(sorted(WORKLOADS))})")
-    return WORKLOADS[name](seed, jobs)
+    given = {k: v for k, v in options.items() if v is not None}
+    try:
+        return WORKLOADS[name](seed, jobs, **given)
+    except TypeError as exc:
+        if "unexpected keyword" in str(exc):
+            raise GpuschedError(f"workload '{name}' does not take {', '.join(given)}") from None
+        raise

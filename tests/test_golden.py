@@ -16,16 +16,16 @@ from tests.helpers import ALL_POLICIES
 
 class TextSnapshot(SingleFileSnapshotExtension):
     _write_mode = WriteMode.TEXT
-    file_extension = "txt"
+    _file_extension = "txt"  # syrupy 4 (pinned by pytest-textual-snapshot)
+    file_extension = "txt"  # syrupy >= 5
 
 
 def event_log(result) -> str:
     st = result.state
     lines = ["job_id,submit,first_start,finish,preemptions"]
     for i, jid in enumerate(result.jobs.job_id):
-        lines.append(
-            f"{jid},{st.job_submit[i]!r},{st.job_first_start[i]!r},{st.job_finish[i]!r},{st.job_n_preempt[i]}"
-        )
+        submit, start, finish = (float(a[i]) for a in (st.job_submit, st.job_first_start, st.job_finish))
+        lines.append(f"{jid},{submit!r},{start!r},{finish!r},{st.job_n_preempt[i]}")
     return "\n".join(lines) + "\n"
 
 

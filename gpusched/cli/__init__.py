@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from gpusched import __version__
-from gpusched.cli import listing, replay, trace
+from gpusched.cli import listing, replay, sweep, trace
 from gpusched.cli._common import user_errors
 
 app = typer.Typer(
@@ -23,6 +23,8 @@ app.command("compare")(replay.compare_cmd)
 app.add_typer(trace.app, name="trace")
 app.command("policies")(listing.policies_cmd)
 app.command("clusters")(listing.clusters_cmd)
+app.command("sweep")(sweep.sweep_cmd)
+app.command("plot")(sweep.plot_cmd)
 
 
 @app.command("workload")

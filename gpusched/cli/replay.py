@@ -76,9 +76,36 @@ def replay_cmd(
     drop_oversized: DropOpt = False,
     engine: EngineOpt = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON")] = False,
+    tui: Annotated[
+        bool,
+        typer.Option(
+            "--tui", help="Watch it live in a terminal UI (space pause, n step, ? help, q quit)"
+        ),
+    ] = False,
 ) -> None:
     """Replay a trace on a cluster under one policy and print the summary."""
     from gpusched.run import replay
+
+    if tui:
+        from gpusched.tui import run_tui
+
+        summary = run_tui(
+            trace,
+            policy,
+            cluster=cluster,
+            params=param,
+            slot_s=slot,
+            seed=seed,
+            until_s=until,
+            drop_oversized=drop_oversized,
+            mode=engine,
+            out=out,
+        )
+        if as_json:
+            typer.echo(json.dumps(summary, indent=2))
+        else:
+            print_table([{"policy": policy, **summary}], "policy")
+        return
 
     bar = Progress(policy)
     try:

@@ -99,3 +99,34 @@ def stats_cmd(
             typer.echo(
                 f"{key:>18}  {value:,.6g}" if isinstance(value, float) else f"{key:>18}  {value}"
             )
+
+
+@app.command("annotate")
+@user_errors
+def annotate_cmd(
+    trace: Annotated[str, typer.Argument(help="Trace CSV or bundled trace name (needs duration)")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Annotated trace to write")],
+    seed: Annotated[int, typer.Option("--seed", help="Random seed")] = 1,
+) -> None:
+    """Assign DNN models, parallel configurations and iterations to job groups (A-SRPT Sec. V-A).
+
+    Writes OUTPUT and OUTPUT.manifest.json (seed, source hash, and what was synthesized,
+    e.g. recurring-job groups when the trace has none).
+    """
+    from gpusched.annotate import annotate_trace
+    from gpusched.run import resolve_trace
+    from gpusched.trace import read_trace, trace_sha256, write_trace
+
+    path = resolve_trace(trace)
+    annotated, notes = annotate_trace(read_trace(path), seed)
+    write_trace(annotated, output)
+    manifest = {
+        "source": str(path),
+        "source_sha256": trace_sha256(path),
+        "seed": seed,
+        "notes": notes,
+    }
+    Path(f"{output}.manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    for note in notes:
+        typer.echo(f"note: {note}")
+    typer.echo(f"wrote {len(annotated)} annotated jobs to {output}")
