@@ -38,12 +38,24 @@ def workload_cmd(
     jobs: Annotated[
         int | None, typer.Option("--jobs", "-n", help="Number of jobs, where the preset takes one")
     ] = None,
+    single_gpu_fraction: Annotated[
+        float | None,
+        typer.Option("--single-gpu-fraction", help="a-srpt: share of single-GPU jobs (0 to 1)"),
+    ] = None,
+    load: Annotated[
+        float | None, typer.Option("--load", help="a-srpt: rescale arrivals to this offered load")
+    ] = None,
+    source: Annotated[
+        Path | None, typer.Option("--source", help="a-srpt: a Philly trace to sample from")
+    ] = None,
 ) -> None:
-    """Build a paper's evaluation workload reproducibly (presets: synth-default; paper issues add more)."""
+    """Build a paper's evaluation workload reproducibly (presets: synth-default, a-srpt)."""
     from gpusched.trace import write_trace
     from gpusched.workloads import build_workload
 
-    trace = build_workload(name, seed, jobs)
+    trace = build_workload(
+        name, seed, jobs, single_gpu_fraction=single_gpu_fraction, load=load, path=source
+    )
     write_trace(trace, output)
     typer.echo(f"wrote {len(trace)} jobs to {output}")
 
