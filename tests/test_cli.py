@@ -293,3 +293,24 @@ def test_policy_error_is_reported_with_policy_job_and_time(tmp_path):
     )
     assert r.exit_code == 2
     assert "policy 'greedy' at t=0 s: job 'b'" in r.output
+
+
+def test_a_srpt_workload_annotate_and_replay(tmp_path):
+    w = tmp_path / "w.csv"
+    r = invoke("workload", "a-srpt", "--jobs", "40", "--seed", "3", "--single-gpu-fraction", "0.5", "-o", w)
+    assert r.exit_code == 0, r.output
+    header = w.read_text().splitlines()[0].split(",")
+    assert {"model", "config", "iterations", "group"} <= set(header)
+    r = invoke("replay", w, "-P", "a-srpt", "-c", "a-srpt-250x8", "--json", "-o", tmp_path / "run")
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["perf_model"] == "PipelinePerf" and manifest["engine_mode"] == "python"
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["n_finished"] == 40 and summary["sched_delay_ms_avg"] is not None
+    out = tmp_path / "a.csv"
+    r = invoke("trace", "annotate", "tiny", "--seed", "1", "-o", out)
+    assert r.exit_code == 0, r.output
+    notes = json.loads(Path(f"{out}.manifest.json").read_text())["notes"]
+    assert any("synthes" in n for n in notes)
+    r = invoke("workload", "synth-default", "--load", "2", "-o", tmp_path / "x.csv")
+    assert r.exit_code == 2 and "does not take load" in r.output
