@@ -33,7 +33,7 @@ from gpusched.state import (
     I_FREE_GPUS,
     I_N_DECISIONS,
     I_N_FINISHED,
-    I_N_ORDER,
+    I_N_HELD,
     I_N_PREEMPT,
     I_N_QUEUE,
     I_N_RUN,
@@ -533,60 +533,115 @@ def fill_order(st, cfg, order, blocking, preemptive):
 
 
 @njit(cache=True, nogil=True)
+def _sort_queue(st, cfg):
+    """Key the jobs appended to the queue since the last decision and insert them in order.
+
+    A queued job's key never changes while it waits (its remaining work, attained
+    service and first start are frozen), so the sorted prefix stays sorted.
+    """
+    nq = st.sim_i[I_N_QUEUE]
+    lo = min(st.sim_i[I_N_SORTED], nq)
+    _compute_keys(st, cfg, st.queue, lo, nq)
+    _sort_jobs(st, st.queue, lo, nq)
+    st.sim_i[I_N_SORTED] = nq
+    return nq
+
+
+@njit(cache=True, nogil=True)
+def _repack(st, cfg):
+    """The preemptive re-pack of :func:`fill`, merging two sorted lists instead of one big one.
+
+    Holders (running or loading) are kept in ``cand`` in the order of the last
+    selection, re-keyed and re-sorted (near-linear); the queue is kept sorted. The merge walk selects jobs while \\sum g_j <= cap and stops as soon as
+    nothing more can fit, so a long queue behind a full cluster costs nothing.
+    Selection, preemptions and placements are those of ``fill`` on the merged order.
+    """
+    now = st.sim_f[F_NOW]
+    nq = _sort_queue(st, cfg)
+    if nq == 0:
+        # nothing waits: every holder still fits where it is; the re-pack changes nothing
+        return 0
+    cap = st.gpu_n_jobs.shape[0]
+    for i in range(st.sim_i[I_N_RUN]):
+        j = st.run[i]
+        if st.job_status[j] == SAVING:
+            cap -= st.job_n_gpus[j]
+    # in fused mode jobs start only here, so the last selection's holders are all of them
+    h = 0
+    for i in range(st.sim_i[I_N_HELD]):
+        j = st.cand[i]
+        s = st.job_status[j]
+        if s == RUNNING or s == LOADING:
+            st.cand[h] = j
+            h += 1
+    _compute_keys(st, cfg, st.cand, 0, h)
+    _sort_jobs(st, st.cand, 0, h)
+    a = 0
+    b = 0
+    n_sel = 0
+    while cap > 0 and (a < h or b < nq):
+        if b >= nq or (a < h and _key_less(st, st.cand[a], st.queue[b])):
+            j = st.cand[a]
+            a += 1
+            holder = True
+        else:
+            j = st.queue[b]
+            b += 1
+            holder = False
+        g = st.job_n_gpus[j]
+        if g <= cap:
+            cap -= g
+            st.job_mark[j] = 1
+            st.order[n_sel] = j
+            n_sel += 1
+        elif cfg.blocking:
+            break
+    for i in range(h):
+        j = st.cand[i]
+        if st.job_mark[j] == 0:
+            preempt(st, j, now)  # requeued jobs are appended after the sorted prefix
+    started = 0
+    held = 0
+    for i in range(n_sel):
+        j = st.order[i]
+        st.job_mark[j] = 0
+        if st.job_status[j] == QUEUED and place_consolidated(st, j, cfg.allow_spread):
+            start_job(st, j, now)
+            started += 1
+        s = st.job_status[j]
+        if s == RUNNING or s == LOADING:
+            st.cand[held] = j  # the holders, in this decision's order
+            held += 1
+    st.sim_i[I_N_HELD] = held
+    # compact: the survivors of the sorted prefix stay sorted, appended ones follow
+    kept = 0
+    sorted_kept = 0
+    for i in range(st.sim_i[I_N_QUEUE]):
+        j = st.queue[i]
+        if st.job_status[j] == QUEUED:
+            st.queue[kept] = j
+            kept += 1
+            if i < nq:
+                sorted_kept += 1
+    st.sim_i[I_N_QUEUE] = kept
+    st.sim_i[I_N_SORTED] = sorted_kept
+    return started
+
+
+@njit(cache=True, nogil=True)
 def _decide_fused(st, cfg):
     """One decision of a built-in priority policy, entirely in the kernel.
 
-    The candidates start from the previous decision's sorted order (``order`` for
-    preemptive policies, the queue otherwise) with newcomers appended, so the
-    insertion sort only has to move the few jobs whose keys changed.
+    The queue stays sorted by key between decisions (only newcomers are keyed and
+    inserted), so a decision costs little more than the jobs it changes.
     """
-    m = 0
     if cfg.preemptive:
-        if st.sim_i[I_N_QUEUE] == 0:
-            # nothing waits: every holder still fits where it is, so the re-pack
-            # would select them all and change nothing
-            return 0
-        # last order, minus jobs that finished or are saving; mark members
-        for i in range(st.sim_i[I_N_ORDER]):
-            j = st.order[i]
-            s = st.job_status[j]
-            if s == QUEUED or s == RUNNING or s == LOADING:
-                st.cand[m] = j
-                st.job_mark[j] = 2
-                m += 1
-        # newcomers: arrivals and jobs back from saving
-        for i in range(st.sim_i[I_N_QUEUE]):
-            j = st.queue[i]
-            if st.job_mark[j] != 2:
-                st.cand[m] = j
-                m += 1
-        for i in range(m):
-            st.job_mark[st.cand[i]] = 0
-    else:
-        # queued jobs' keys never change: keep the queue sorted in place, key and
-        # insert only the newcomers appended since the last decision
-        nq = st.sim_i[I_N_QUEUE]
-        lo = min(st.sim_i[I_N_SORTED], nq)
-        _compute_keys(st, cfg, st.queue, lo, nq)
-        _sort_jobs(st, st.queue, lo, nq)
-        st.sim_i[I_N_SORTED] = nq
-        if st.sim_i[I_FREE_GPUS] == 0 or nq == 0:
-            return 0
-        started = fill(st, cfg, st.queue, nq, cfg.blocking, False, False)
-        st.sim_i[I_N_SORTED] = st.sim_i[I_N_QUEUE]
-        return started
-    _compute_keys(st, cfg, st.cand, 0, m)
-    _sort_jobs(st, st.cand, 0, m)
-    started = fill(st, cfg, st.cand, m, cfg.blocking, cfg.preemptive, True)
-    if cfg.preemptive:
-        n = 0
-        for i in range(m):
-            j = st.cand[i]
-            s = st.job_status[j]
-            if s == QUEUED or s == RUNNING or s == LOADING:
-                st.order[n] = j
-                n += 1
-        st.sim_i[I_N_ORDER] = n
+        return _repack(st, cfg)
+    nq = _sort_queue(st, cfg)
+    if st.sim_i[I_FREE_GPUS] == 0 or nq == 0:
+        return 0
+    started = fill(st, cfg, st.queue, nq, cfg.blocking, False, False)
+    st.sim_i[I_N_SORTED] = st.sim_i[I_N_QUEUE]
     return started
 
 

@@ -41,8 +41,8 @@ I_N_FINISHED = 3
 I_FREE_GPUS = 4  #: GPUs holding no job
 I_N_DECISIONS = 5  #: decision points so far
 I_N_PREEMPT = 6  #: preemptions so far
-I_N_ORDER = 7  #: length of ``order`` (fused preemptive path)
-I_N_SORTED = 8  #: queue prefix already sorted by key (fused non-preemptive path)
+I_N_SORTED = 7  #: queue prefix already sorted by key (fused path)
+I_N_HELD = 8  #: length of the holders list kept in ``cand`` (fused preemptive path)
 N_SIM_I = 9
 
 
@@ -82,8 +82,8 @@ class SimState(NamedTuple):
     alloc_gpu: np.ndarray  # int32 (sum of n_gpus), GPUs held by each job (-1 when none)
     queue: np.ndarray  # int32, queued jobs; the first I_N_QUEUE entries are live
     run: np.ndarray  # int32, jobs holding GPUs; the first I_N_RUN entries are live
-    cand: np.ndarray  # int32 scratch for priority orders
-    order: np.ndarray  # int32, the last priority order of active jobs (fused preemptive path)
+    cand: np.ndarray  # int32 scratch for priority orders; fused re-pack: holders in last order
+    order: np.ndarray  # int32 scratch: jobs selected by the fused re-pack, in merged order
     # GPUs and servers
     gpu_server: np.ndarray  # int32, server of each GPU
     gpu_n_jobs: np.ndarray  # int8, jobs on each GPU
