@@ -583,11 +583,9 @@ def _repack(st, cfg):
         if b >= nq or (a < h and _key_less(st, st.cand[a], st.queue[b])):
             j = st.cand[a]
             a += 1
-            holder = True
         else:
             j = st.queue[b]
             b += 1
-            holder = False
         g = st.job_n_gpus[j]
         if g <= cap:
             cap -= g
