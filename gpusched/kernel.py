@@ -333,7 +333,8 @@ def next_event_time(st, cfg):
 @njit(cache=True, nogil=True)
 def decision_time(e, slot_s, now):
     """The slot boundary at or after event time ``e`` and strictly after ``now``, s."""
-    k = np.ceil(e / slot_s - 1e-9)
+    # the same absolute tolerance as arrivals (submit <= t + EPS counts as arrived)
+    k = np.ceil((e - EPS) / slot_s)
     t = k * slot_s + 0.0  # + 0.0 turns -0.0 into 0.0
     if t <= now + EPS:
         t = (np.floor(now / slot_s + 1e-9) + 1.0) * slot_s
@@ -345,7 +346,7 @@ def first_decision_time(st, cfg):
     """Decision point of the first arrival (inf for an empty trace), s."""
     if st.job_submit.shape[0] == 0:
         return np.inf
-    return np.ceil(st.job_submit[0] / cfg.slot_s - 1e-9) * cfg.slot_s + 0.0
+    return decision_time(st.job_submit[0], cfg.slot_s, -np.inf)
 
 
 @njit(cache=True, nogil=True)
