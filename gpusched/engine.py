@@ -358,7 +358,8 @@ class Engine:
         """Set the progress rate of every job (re)started at ``now`` from its placement."""
         st = self.state
         holding = st.run[: st.sim_i[I_N_RUN]]
-        for j in holding[st.job_last_start[holding] == now]:
+        started = holding[st.job_last_start[holding] == now]
+        for j in started.tolist():
             gpus = st.alloc_gpu[st.job_alloc_off[j] : st.job_alloc_off[j + 1]]
             rate = float(self.perf.rate(int(j), gpus))
             if not (rate > 0 and np.isfinite(rate)):
@@ -391,9 +392,10 @@ class Engine:
         n_gpus = st.gpu_n_jobs.shape[0]
         if ((gpus < 0) | (gpus >= n_gpus)).any():
             raise self._fail(j, now, f"unknown GPU index in {gpus.tolist()} (cluster has {n_gpus})")
-        if np.unique(gpus).size != g:
-            raise self._fail(j, now, f"lists a GPU twice: {gpus.tolist()}")
-        if not self.cfg.allow_spread and np.unique(st.gpu_server[gpus]).size > 1:
+        as_list = gpus.tolist()
+        if len(set(as_list)) != g:
+            raise self._fail(j, now, f"lists a GPU twice: {as_list}")
+        if not self.cfg.allow_spread and len(set(st.gpu_server[gpus].tolist())) > 1:
             raise self._fail(j, now, "spans servers but the cluster forbids spreading")
         full = st.gpu_n_jobs[gpus] >= st.gpu_job.shape[1]
         if full.any():

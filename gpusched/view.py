@@ -31,10 +31,8 @@ class View:
         Current simulated time, s.
     slot_s
         Slot length, s.
-    queued
-        Indices of queued jobs, in submission order.
-    running
-        Indices of jobs holding GPUs (loading, running or saving), ascending.
+    queued, running
+        See the properties below.
     arrived, finished
         Jobs that arrived / finished since the previous decision point.
     job_submit, job_n_gpus, job_status, job_executed, job_attained, job_first_start,
@@ -78,16 +76,31 @@ class View:
         self._remaining = _ro(st.job_remaining)
         self.arrived: np.ndarray = np.empty(0, dtype=np.int32)
         self.finished: np.ndarray = np.empty(0, dtype=np.int32)
-        self.queued: np.ndarray = np.empty(0, dtype=np.int32)
-        self.running: np.ndarray = np.empty(0, dtype=np.int32)
+        self._queued: np.ndarray | None = None
+        self._running: np.ndarray | None = None
 
     def refresh(self, arrived: np.ndarray, finished: np.ndarray) -> None:
         """Engine hook: take the events of this decision point."""
-        st = self._st
-        self.queued = _ro(np.sort(st.queue[: st.sim_i[I_N_QUEUE]]))
-        self.running = _ro(np.sort(st.run[: st.sim_i[I_N_RUN]]))
+        self._queued = None
+        self._running = None
         self.arrived = _ro(arrived)
         self.finished = _ro(finished)
+
+    @property
+    def queued(self) -> np.ndarray:
+        """Indices of queued jobs, in submission order (sorted on first use per decision)."""
+        if self._queued is None:
+            st = self._st
+            self._queued = _ro(np.sort(st.queue[: st.sim_i[I_N_QUEUE]]))
+        return self._queued
+
+    @property
+    def running(self) -> np.ndarray:
+        """Indices of jobs holding GPUs (loading, running or saving), ascending."""
+        if self._running is None:
+            st = self._st
+            self._running = _ro(np.sort(st.run[: st.sim_i[I_N_RUN]]))
+        return self._running
 
     @property
     def now(self) -> float:
