@@ -314,3 +314,11 @@ def test_a_srpt_workload_annotate_and_replay(tmp_path):
     assert any("synthes" in n for n in notes)
     r = invoke("workload", "synth-default", "--load", "2", "-o", tmp_path / "x.csv")
     assert r.exit_code == 2 and "does not take load" in r.output
+
+
+def test_compare_plot(tmp_path):
+    r = invoke("compare", "tiny", "-P", "fifo", "-P", "srtf", "-o", tmp_path / "c", "--plot")
+    assert r.exit_code == 0, r.output
+    assert "busy GPUs" in r.output
+    r = invoke("compare", "tiny", "-P", "fifo", "--plot")
+    assert r.exit_code == 2 and "--out" in r.output

@@ -156,6 +156,12 @@ def compare_cmd(
     ] = None,
     until: UntilOpt = None,
     drop_oversized: DropOpt = False,
+    plot: Annotated[
+        bool,
+        typer.Option(
+            "--plot", help="Draw JCT CDFs, queue length and utilisation of the runs (needs --out)"
+        ),
+    ] = False,
 ) -> None:
     """Replay one trace under several policies and print one table (policies x metrics)."""
     from gpusched.errors import GpuschedError
@@ -163,6 +169,8 @@ def compare_cmd(
 
     if not policy:
         raise GpuschedError("give at least one --policy (e.g. --policy fifo --policy srtf)")
+    if plot and out is None:
+        raise GpuschedError("--plot draws from the run folders: give --out DIR too")
     bar = Progress("compare")
     try:
         rows = compare(
@@ -181,3 +189,7 @@ def compare_cmd(
     print_table(rows, "policy")
     if out is not None:
         typer.echo(f"comparison in {out}/comparison.csv")
+    if plot and out is not None:
+        from gpusched.plot import plot_runs
+
+        plot_runs([out])
