@@ -56,7 +56,8 @@ import numpy as np
 
 from gpusched.pipeline_job import PipelineJobs, Placer, VirtualSRPT
 from gpusched.policy import Decision, Start
-from gpusched.predict import KINDS, fit_predictor
+from gpusched.predict import fit_predictor
+from gpusched.predicted import check_predictor
 from gpusched.state import QUEUED
 
 
@@ -82,14 +83,9 @@ class ASRPTPolicy:
             raise ParamError(f"policy '{self.name}': tau must be >= 0, got {tau}")
         if not comm_heavy >= 1:
             raise ParamError(f"policy '{self.name}': comm_heavy must be >= 1, got {comm_heavy}")
-        if predictor not in KINDS:
-            raise ParamError(
-                f"policy '{self.name}': predictor must be one of {', '.join(KINDS)}, "
-                f"got '{predictor}'"
-            )
         self.tau = float(tau)
         self.comm_heavy = float(comm_heavy)
-        self.predictor = predictor
+        self.predictor = check_predictor(self.name, predictor)
         self.seed = int(rng.integers(2**31)) if rng is not None else 0
 
     def prepare(self, jobs, cluster) -> None:

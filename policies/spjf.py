@@ -17,41 +17,12 @@ GPUs first (consolidation), then Heavy-Edge. Ties: earlier submission.
 
 from __future__ import annotations
 
-import numpy as np
-
-from gpusched.pipeline_job import PipelineJobs, start_in_order
-from gpusched.policy import Decision
-from gpusched.predict import KINDS, fit_predictor
+from gpusched.predicted import PredictedOrderPolicy
 
 
-class SPJFPolicy:
+class SPJFPolicy(PredictedOrderPolicy):
     """Queued jobs by predicted duration n~_i alpha~_i^min ascending; head-of-line blocking."""
 
     name = "spjf"
-    knows_duration = False
-    needs_predictor = True
+    by_workload = False
     work_conserving = False
-
-    def __init__(
-        self, *, predictor: str = "forest", rng: np.random.Generator | None = None
-    ) -> None:
-        from gpusched.errors import ParamError
-
-        if predictor not in KINDS:
-            raise ParamError(
-                f"policy '{self.name}': predictor must be one of {', '.join(KINDS)}, "
-                f"got '{predictor}'"
-            )
-        self.predictor = predictor
-        self.seed = int(rng.integers(2**31)) if rng is not None else 0
-
-    def prepare(self, jobs, cluster) -> None:
-        self.pj = PipelineJobs(jobs, cluster)
-        self.key = (
-            fit_predictor(self.predictor, jobs, self.seed) * self.pj.alpha_min
-        )  # n~_i alpha~_i^min, s
-
-    def decide(self, view, now: float) -> Decision:
-        q = view.queued  # submission order, so the stable sort breaks ties by it
-        order = q[np.argsort(self.key[q], kind="stable")]  # min predicted duration first
-        return Decision(actions=start_in_order(view, self.pj, order, blocking=True))

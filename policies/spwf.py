@@ -14,40 +14,12 @@ with the most idle GPUs first, then Heavy-Edge; ties to the earlier submission.
 
 from __future__ import annotations
 
-import numpy as np
-
-from gpusched.pipeline_job import PipelineJobs, start_in_order
-from gpusched.policy import Decision
-from gpusched.predict import KINDS, fit_predictor
+from gpusched.predicted import PredictedOrderPolicy
 
 
-class SPWFPolicy:
+class SPWFPolicy(PredictedOrderPolicy):
     """Queued jobs by predicted workload g_i n~_i alpha~_i^min ascending; head-of-line blocking."""
 
     name = "spwf"
-    knows_duration = False
-    needs_predictor = True
+    by_workload = True
     work_conserving = False
-
-    def __init__(
-        self, *, predictor: str = "forest", rng: np.random.Generator | None = None
-    ) -> None:
-        from gpusched.errors import ParamError
-
-        if predictor not in KINDS:
-            raise ParamError(
-                f"policy '{self.name}': predictor must be one of {', '.join(KINDS)}, "
-                f"got '{predictor}'"
-            )
-        self.predictor = predictor
-        self.seed = int(rng.integers(2**31)) if rng is not None else 0
-
-    def prepare(self, jobs, cluster) -> None:
-        self.pj = PipelineJobs(jobs, cluster)
-        pred = fit_predictor(self.predictor, jobs, self.seed)
-        self.key = self.pj.n_gpus * pred * self.pj.alpha_min  # g_i n~_i alpha~_i^min, GPU-s
-
-    def decide(self, view, now: float) -> Decision:
-        q = view.queued
-        order = q[np.argsort(self.key[q], kind="stable")]  # min predicted workload first
-        return Decision(actions=start_in_order(view, self.pj, order, blocking=True))

@@ -1,0 +1,63 @@
+"""Shared pieces of the A-SRPT paper's prediction-based policies.
+
+:func:`check_predictor` validates ``-p predictor=...``; :class:`PredictedOrderPolicy`
+is the common body of the baselines SPJF, SPWF, WCS-Duration and WCS-Workload (Luo et
+al., INFOCOM 2025, Sec. V-A 1-d): queued jobs in ascending order of a predicted key,
+placed with Heavy-Edge on the servers with the most idle GPUs, non-preemptive. Each
+policy module subclasses it and states its key and whether a job that does not fit
+blocks the queue.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from gpusched.errors import ParamError
+from gpusched.pipeline_job import PipelineJobs, start_in_order
+from gpusched.policy import Decision
+from gpusched.predict import KINDS, fit_predictor
+
+
+def check_predictor(policy: str, predictor: str) -> str:
+    """Return ``predictor`` if it is a known kind, else raise :class:`ParamError`."""
+    if predictor not in KINDS:
+        raise ParamError(
+            f"policy '{policy}': predictor must be one of {', '.join(KINDS)}, got '{predictor}'"
+        )
+    return predictor
+
+
+class PredictedOrderPolicy:
+    """Queued jobs by a predicted key ascending; Heavy-Edge placement (a base class).
+
+    Subclasses set ``name``, ``by_workload`` (key :math:`g_i\\tilde n_i\\tilde\\alpha_i^{min}`
+    in GPU-s instead of the duration :math:`\\tilde n_i\\tilde\\alpha_i^{min}` in s) and
+    ``work_conserving`` (True: a job that does not fit is skipped; False: it blocks the
+    queue). Ties go to the earlier submission.
+    """
+
+    name: ClassVar[str]
+    by_workload: ClassVar[bool]
+    work_conserving: ClassVar[bool]
+    knows_duration = False
+    needs_predictor = True
+
+    def __init__(
+        self, *, predictor: str = "forest", rng: np.random.Generator | None = None
+    ) -> None:
+        self.predictor = check_predictor(self.name, predictor)
+        self.seed = int(rng.integers(2**31)) if rng is not None else 0
+
+    def prepare(self, jobs: Any, cluster: Any) -> None:
+        """Read job models and train the predictor on the earliest 80% of the trace."""
+        self.pj = PipelineJobs(jobs, cluster)
+        key = fit_predictor(self.predictor, jobs, self.seed) * self.pj.alpha_min  # n~_i a~_i^min
+        self.key = key * self.pj.n_gpus if self.by_workload else key
+
+    def decide(self, view: Any, now: float) -> Decision:
+        q = view.queued  # submission order, so the stable sort breaks ties by it
+        order = q[np.argsort(self.key[q], kind="stable")]  # smallest predicted key first
+        blocking = not self.work_conserving
+        return Decision(actions=start_in_order(view, self.pj, order, blocking=blocking))
