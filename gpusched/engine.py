@@ -366,7 +366,7 @@ class Engine:
                 raise InvariantError(
                     f"performance model gave rate {rate} for job {self.jobs.job_id[j]}"
                 )
-            st.job_rate[j] = rate
+            kernel.set_rate(st, j, rate)
 
     def _set_wake(self, w: float, now: float) -> None:
         if not w > now:
@@ -425,8 +425,14 @@ class Engine:
             return {k: np.empty(0) for k in names}
         return {k: np.concatenate([c[i] for c in self._tl]) for i, k in enumerate(names)}
 
+    def sync(self) -> None:
+        """Bring every running job's accounting (remaining, executed, attained) up to now."""
+        if np.isfinite(self.now):
+            kernel.sync_all(self.state)
+
     def snapshot(self) -> Snapshot:
         """Copies of the state a viewer draws."""
+        self.sync()
         st = self.state
         return Snapshot(
             now=self.now,
@@ -441,6 +447,7 @@ class Engine:
 
     def result(self) -> RunResult:
         """Check the invariants and package the run."""
+        self.sync()
         tl = self.timeline()
         check_invariants(
             self.state,

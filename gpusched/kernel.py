@@ -41,6 +41,7 @@ from gpusched.state import (
     I_NEXT_ARRIVAL,
     KEY_FIFO,
     KEY_LAS,
+    KEY_NONE,
     KEY_SJF,
     KEY_SRTF,
     LOADING,
@@ -62,9 +63,11 @@ E_TIME = -2  #: time would go backwards
 
 
 @njit(cache=True, nogil=True)
-def _run_add(st, j):
+def _run_add(st, j, end):
     pos = st.sim_i[I_N_RUN]
     st.run[pos] = j
+    st.run_end[pos] = end
+    st.run_cross[pos] = np.nan
     st.job_run_pos[j] = pos
     st.sim_i[I_N_RUN] = pos + 1
 
@@ -75,6 +78,8 @@ def _run_remove(st, j):
     last_pos = st.sim_i[I_N_RUN] - 1
     last = st.run[last_pos]
     st.run[pos] = last
+    st.run_end[pos] = st.run_end[last_pos]
+    st.run_cross[pos] = st.run_cross[last_pos]
     st.job_run_pos[last] = pos
     st.job_run_pos[j] = -1
     st.sim_i[I_N_RUN] = last_pos
@@ -175,17 +180,72 @@ def place_consolidated(st, j, allow_spread):
 
 
 @njit(cache=True, nogil=True)
+def _sync(st, j, t):
+    """Bring holder ``j``'s accounting from ``job_seg_start`` up to time ``t`` (s)."""
+    s0 = st.job_seg_start[j]
+    if not t > s0:
+        return
+    status = st.job_status[j]
+    if status == LOADING:
+        end = st.job_phase_end[j]
+        if end <= t + EPS:
+            st.job_overhead[j] += end - s0
+            s0 = end
+            status = RUNNING
+            st.job_status[j] = RUNNING
+        else:
+            st.job_overhead[j] += t - s0
+    if status == RUNNING:
+        dt = t - s0
+        st.job_executed[j] += dt
+        st.job_attained[j] += dt * st.job_n_gpus[j]
+        st.job_remaining[j] -= dt * st.job_rate[j]
+    elif status == SAVING:
+        st.job_overhead[j] += t - s0
+    st.job_seg_start[j] = t
+
+
+@njit(cache=True, nogil=True)
+def sync_all(st):
+    """Bring every holder's accounting up to now (before Python reads the state)."""
+    now = st.sim_f[F_NOW]
+    for i in range(st.sim_i[I_N_RUN]):
+        _sync(st, st.run[i], now)
+
+
+@njit(cache=True, nogil=True)
+def _end_time(st, j, begin):
+    """Completion time of job ``j`` running its remaining work from ``begin`` (s)."""
+    return begin + st.job_remaining[j] / st.job_rate[j]
+
+
+@njit(cache=True, nogil=True)
+def set_rate(st, j, rate):
+    """Change holder ``j``'s progress rate from now on (performance models)."""
+    now = st.sim_f[F_NOW]
+    _sync(st, j, now)
+    st.job_rate[j] = rate
+    begin = st.job_phase_end[j] if st.job_status[j] == LOADING else now
+    pos = st.job_run_pos[j]
+    st.run_end[pos] = _end_time(st, j, max(begin, now))
+    st.run_cross[pos] = np.nan
+
+
+@njit(cache=True, nogil=True)
 def start_job(st, j, now):
     """Mark job ``j`` (its GPUs already assigned) as started at ``now``."""
+    begin = now
     if st.job_load_s[j] > 0.0:
         st.job_status[j] = LOADING
         st.job_phase_end[j] = now + st.job_load_s[j]
+        begin = st.job_phase_end[j]
     else:
         st.job_status[j] = RUNNING
     if np.isnan(st.job_first_start[j]):
         st.job_first_start[j] = now
     st.job_last_start[j] = now
-    _run_add(st, j)
+    st.job_seg_start[j] = now
+    _run_add(st, j, _end_time(st, j, begin))
 
 
 @njit(cache=True, nogil=True)
@@ -202,6 +262,7 @@ def start_on(st, j, gpus, now):
 @njit(cache=True, nogil=True)
 def preempt(st, j, now):
     """Preempt job ``j``: it saves (keeping its GPUs) if it has a save time, else requeues."""
+    _sync(st, j, now)
     st.job_n_preempt[j] += 1
     st.sim_i[I_N_PREEMPT] += 1
     if st.job_status[j] == LOADING:
@@ -211,6 +272,9 @@ def preempt(st, j, now):
     if st.job_save_s[j] > 0.0:
         st.job_status[j] = SAVING
         st.job_phase_end[j] = now + st.job_save_s[j]
+        pos = st.job_run_pos[j]
+        st.run_end[pos] = st.job_phase_end[j]
+        st.run_cross[pos] = np.inf
     else:
         _release(st, j)
         _run_remove(st, j)
@@ -222,10 +286,11 @@ def preempt(st, j, now):
 
 @njit(cache=True, nogil=True)
 def _advance(st, t1, out_done):
-    """Progress every job holding GPUs from now to ``t1``; return completions written.
+    """Move the clock to ``t1``: finish every holder whose next event is due; return completions.
 
-    Completion and phase-end times are exact (float seconds). Finished job indices
-    are written to ``out_done`` (as many as fit).
+    Only jobs with an event in (now, t1] are touched: completion times are exact
+    (float seconds), and a job's accounting is brought up to its event time. Finished
+    job indices are written to ``out_done`` (as many as fit).
     """
     t0 = st.sim_f[F_NOW]
     if t1 < t0 - EPS:
@@ -233,48 +298,26 @@ def _advance(st, t1, out_done):
     n_done = 0
     i = 0
     while i < st.sim_i[I_N_RUN]:
+        end = st.run_end[i]
+        if end > t1 + EPS:
+            i += 1
+            continue
         j = st.run[i]
-        t = t0
-        if st.job_status[j] == LOADING:
-            end = st.job_phase_end[j]
-            if end <= t1 + EPS:
-                st.job_overhead[j] += end - t
-                t = end
-                st.job_status[j] = RUNNING
-            else:
-                st.job_overhead[j] += t1 - t
-                t = t1
-        status = st.job_status[j]
-        if status == RUNNING:
-            dt = t1 - t
-            need = st.job_remaining[j] / st.job_rate[j]
-            g = st.job_n_gpus[j]
-            if need <= dt + EPS:
-                st.job_executed[j] += need
-                st.job_attained[j] += need * g
-                st.job_remaining[j] = 0.0
-                st.job_finish[j] = min(t + need, t1)
-                st.job_status[j] = FINISHED
-                _release(st, j)
-                _run_remove(st, j)
-                st.sim_i[I_N_FINISHED] += 1
-                if n_done < out_done.shape[0]:
-                    out_done[n_done] = j
-                n_done += 1
-                continue  # the swap-remove put another job at position i
-            st.job_executed[j] += dt
-            st.job_attained[j] += dt * g
-            st.job_remaining[j] -= dt * st.job_rate[j]
-        elif status == SAVING:
-            end = st.job_phase_end[j]
-            if end <= t1 + EPS:
-                st.job_overhead[j] += end - t
-                _release(st, j)
-                _run_remove(st, j)
-                _queue_push(st, j, end)
-                continue
-            st.job_overhead[j] += t1 - t
-        i += 1
+        _sync(st, j, end)
+        if st.job_status[j] == SAVING:
+            _release(st, j)
+            _run_remove(st, j)
+            _queue_push(st, j, end)
+            continue  # the swap-remove put another job at position i
+        st.job_remaining[j] = 0.0
+        st.job_finish[j] = min(end, t1)
+        st.job_status[j] = FINISHED
+        _release(st, j)
+        _run_remove(st, j)
+        st.sim_i[I_N_FINISHED] += 1
+        if n_done < out_done.shape[0]:
+            out_done[n_done] = j
+        n_done += 1
     st.sim_f[F_NOW] = t1
     return n_done
 
@@ -306,6 +349,21 @@ def las_level(attained, thresholds):
 
 
 @njit(cache=True, nogil=True)
+def _crossing(st, j, now, thresholds):
+    """Next time holder ``j`` reaches a Tiresias level threshold (inf if none), s."""
+    status = st.job_status[j]
+    if status == SAVING:
+        return np.inf
+    _sync(st, j, now)
+    begin = st.job_phase_end[j] if st.job_status[j] == LOADING else now
+    att = st.job_attained[j]
+    lvl = las_level(att, thresholds)
+    if lvl >= thresholds.shape[0]:
+        return np.inf
+    return begin + (thresholds[lvl] - att) / st.job_n_gpus[j]
+
+
+@njit(cache=True, nogil=True)
 def next_event_time(st, cfg):
     """Earliest future event: arrival, completion, phase end, level crossing or wake-up, s."""
     now = st.sim_f[F_NOW]
@@ -313,20 +371,16 @@ def next_event_time(st, cfg):
     k = st.sim_i[I_NEXT_ARRIVAL]
     if k < st.job_submit.shape[0]:
         e = min(e, st.job_submit[k])
-    las = cfg.key == KEY_LAS
-    for i in range(st.sim_i[I_N_RUN]):
-        j = st.run[i]
-        status = st.job_status[j]
-        if status == SAVING:
-            e = min(e, st.job_phase_end[j])
-            continue
-        begin = now if status == RUNNING else st.job_phase_end[j]
-        e = min(e, begin + st.job_remaining[j] / st.job_rate[j])
-        if las:
-            lvl = las_level(st.job_attained[j], cfg.thresholds)
-            if lvl < cfg.thresholds.shape[0]:
-                gap = cfg.thresholds[lvl] - st.job_attained[j]
-                e = min(e, begin + gap / st.job_n_gpus[j])
+    n = st.sim_i[I_N_RUN]
+    for i in range(n):
+        e = min(e, st.run_end[i])
+    if cfg.key == KEY_LAS:
+        for i in range(n):
+            c = st.run_cross[i]
+            if np.isnan(c) or c <= now + EPS:
+                c = _crossing(st, st.run[i], now, cfg.thresholds)
+                st.run_cross[i] = c
+            e = min(e, c)
     return e
 
 
@@ -372,12 +426,15 @@ def step(st, cfg, out_done):
         return DONE, 0, 0
     if t > cfg.until_s:
         n_done = _advance(st, max(cfg.until_s, now), out_done)
+        sync_all(st)
         return UNTIL, n_done, 0
     n_done = _advance(st, t, out_done)
     if n_done < 0:
         return E_TIME, 0, 0
     n_arrived = _admit(st)
     st.sim_i[I_N_DECISIONS] += 1
+    if cfg.key == KEY_NONE:
+        sync_all(st)  # a Python policy reads the accounting
     return LIMIT, n_done, n_arrived
 
 
@@ -385,13 +442,14 @@ def step(st, cfg, out_done):
 
 
 @njit(cache=True, nogil=True)
-def _key_less(st, a, b):
-    ka = st.job_key[a]
-    kb = st.job_key[b]
+def _key_less(key, key2, a, b):
+    """(key, key2, index) order; takes the two key arrays, not the whole state (cheap calls)."""
+    ka = key[a]
+    kb = key[b]
     if ka != kb:
         return ka < kb
-    ka = st.job_key2[a]
-    kb = st.job_key2[b]
+    ka = key2[a]
+    kb = key2[b]
     if ka != kb:
         return ka < kb
     return a < b
@@ -403,19 +461,34 @@ def _sort_jobs(st, c, lo, m):
 
     Near-linear when few entries are out of place.
     """
+    key = st.job_key
+    key2 = st.job_key2
     for i in range(max(lo, 1), m):
         x = c[i]
         k = i - 1
-        while k >= 0 and _key_less(st, x, c[k]):
+        while k >= 0 and _key_less(key, key2, x, c[k]):
             c[k + 1] = c[k]
             k -= 1
         c[k + 1] = x
 
 
 @njit(cache=True, nogil=True)
+def _ran_since(status, s0, phase_end, now):
+    """Seconds a holder has been RUNNING between its accounting time ``s0`` and ``now``."""
+    if status == RUNNING:
+        return max(now - s0, 0.0)
+    if status == LOADING and phase_end < now:
+        return now - max(phase_end, s0)
+    return 0.0
+
+
+@njit(cache=True, nogil=True)
 def _compute_keys(st, cfg, c, lo, m):
+    """Priority keys of ``c[lo:m]`` at now (holders' remaining / attained taken as of now)."""
+    now = st.sim_f[F_NOW]
     for i in range(lo, m):
         j = c[i]
+        ran = _ran_since(st.job_status[j], st.job_seg_start[j], st.job_phase_end[j], now)
         if cfg.key == KEY_FIFO:
             st.job_key[j] = st.job_submit[j]
             st.job_key2[j] = 0.0
@@ -423,10 +496,10 @@ def _compute_keys(st, cfg, c, lo, m):
             st.job_key[j] = st.job_work[j]
             st.job_key2[j] = 0.0
         elif cfg.key == KEY_SRTF:
-            st.job_key[j] = st.job_remaining[j]
+            st.job_key[j] = st.job_remaining[j] - ran * st.job_rate[j]
             st.job_key2[j] = 0.0
         else:  # KEY_LAS: level, running before queued, then FIFO by first start
-            lvl = las_level(st.job_attained[j], cfg.thresholds)
+            lvl = las_level(st.job_attained[j] + ran * st.job_n_gpus[j], cfg.thresholds)
             holding = st.job_status[j] != QUEUED
             st.job_key[j] = 2.0 * lvl + (0.0 if holding else 1.0)
             fs = st.job_first_start[j]
@@ -581,7 +654,7 @@ def _repack(st, cfg):
     b = 0
     n_sel = 0
     while cap > 0 and (a < h or b < nq):
-        if b >= nq or (a < h and _key_less(st, st.cand[a], st.queue[b])):
+        if b >= nq or (a < h and _key_less(st.job_key, st.job_key2, st.cand[a], st.queue[b])):
             j = st.cand[a]
             a += 1
         else:

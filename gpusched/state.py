@@ -5,6 +5,12 @@ field per column (pynndescent's heap tuple is the model). The jitted kernel
 (:mod:`gpusched.kernel`) reads and writes it in place; policies only ever see
 read-only views of it (:mod:`gpusched.view`).
 
+Accounting is lazy: while a job holds GPUs its ``job_remaining``, ``job_executed``,
+``job_attained`` and ``job_overhead`` are current as of ``job_seg_start`` only; the
+kernel brings them up to date (``sync``) when it needs them and before any Python code
+reads the state, so the per-decision cost does not grow with every running job's
+bookkeeping.
+
 Jobs are indexed ``0..n_jobs-1`` in submission order (stable sort of the trace by
 ``submit_time``), so "job index" order is arrival order. GPUs are numbered server
 by server, as :meth:`gpusched.cluster.ClusterSpec.gpu_server` numbers them.
@@ -75,6 +81,7 @@ class SimState(NamedTuple):
     job_futile_s: np.ndarray  # float64, load time wasted by futile preemptions
     job_phase_end: np.ndarray  # float64, s at which LOADING/SAVING ends
     job_run_pos: np.ndarray  # int32, position in ``run`` (-1 if absent)
+    job_seg_start: np.ndarray  # float64, s up to which a holder's accounting is current
     job_enqueued: np.ndarray  # float64, s at which the job last entered the queue
     job_key: np.ndarray  # float64 scratch: primary priority key
     job_key2: np.ndarray  # float64 scratch: secondary priority key
@@ -82,6 +89,10 @@ class SimState(NamedTuple):
     alloc_gpu: np.ndarray  # int32 (sum of n_gpus), GPUs held by each job (-1 when none)
     queue: np.ndarray  # int32, queued jobs; the first I_N_QUEUE entries are live
     run: np.ndarray  # int32, jobs holding GPUs; the first I_N_RUN entries are live
+    run_end: np.ndarray  # float64, per ``run`` position: the holder's next event (completion
+    # or save end), s; constant while nothing changes the job, so it is scanned, not updated
+    run_cross: np.ndarray  # float64, per ``run`` position: next Tiresias level crossing, s
+    # (nan = not computed yet)
     cand: np.ndarray  # int32 scratch for priority orders; fused re-pack: holders in last order
     order: np.ndarray  # int32 scratch: jobs selected by the fused re-pack, in merged order
     # GPUs and servers
@@ -169,6 +180,7 @@ def new_state(
         job_futile_s=np.zeros(n),
         job_phase_end=nan.copy(),
         job_run_pos=np.full(n, -1, dtype=np.int32),
+        job_seg_start=nan.copy(),
         job_enqueued=nan.copy(),
         job_key=np.zeros(n),
         job_key2=np.zeros(n),
@@ -176,6 +188,8 @@ def new_state(
         alloc_gpu=np.full(int(alloc_off[-1]), -1, dtype=np.int32),
         queue=np.zeros(n, dtype=np.int32),
         run=np.zeros(n, dtype=np.int32),
+        run_end=np.full(n, np.inf),
+        run_cross=np.full(n, np.nan),
         cand=np.zeros(n, dtype=np.int32),
         order=np.zeros(n, dtype=np.int32),
         gpu_server=np.repeat(np.arange(len(server_gpus), dtype=np.int32), server_gpus),

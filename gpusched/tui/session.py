@@ -342,6 +342,7 @@ class Driver:
     def frame(self) -> Frame:
         """Copy what the widgets need out of the live state (call on the driver's thread)."""
         eng = self.engine
+        eng.sync()
         st = eng.state
         now = eng.now
         clock = self.clock if math.isfinite(self.clock) else 0.0
