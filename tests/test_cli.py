@@ -322,3 +322,17 @@ def test_compare_plot(tmp_path):
     assert "busy GPUs" in r.output
     r = invoke("compare", "tiny", "-P", "fifo", "--plot")
     assert r.exit_code == 2 and "--out" in r.output
+
+
+def test_entry_point_policy(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    import gpusched.registry as registry
+
+    ep = EntryPoint(name="third-party", value="tests.ep_policy:ThirdPartyFIFO", group=registry.GROUP)
+    monkeypatch.setattr(registry, "entry_points", lambda group: [ep] if group == registry.GROUP else [])
+    assert "third-party" in registry.available_policies()
+    r = invoke("replay", "tiny", "-P", "third-party", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["n_finished"] == 6
+    assert "third-party" in invoke("policies").output
