@@ -297,7 +297,9 @@ def test_policy_error_is_reported_with_policy_job_and_time(tmp_path):
 
 def test_a_srpt_workload_annotate_and_replay(tmp_path):
     w = tmp_path / "w.csv"
-    r = invoke("workload", "a-srpt", "--jobs", "40", "--seed", "3", "--single-gpu-fraction", "0.5", "-o", w)
+    r = invoke(
+        "workload", "a-srpt", "--jobs", "40", "--seed", "3", "--single-gpu-fraction", "0.5", "-o", w
+    )
     assert r.exit_code == 0, r.output
     header = w.read_text().splitlines()[0].split(",")
     assert {"model", "config", "iterations", "group"} <= set(header)
@@ -329,8 +331,12 @@ def test_entry_point_policy(monkeypatch):
 
     import gpusched.registry as registry
 
-    ep = EntryPoint(name="third-party", value="tests.ep_policy:ThirdPartyFIFO", group=registry.GROUP)
-    monkeypatch.setattr(registry, "entry_points", lambda group: [ep] if group == registry.GROUP else [])
+    ep = EntryPoint(
+        name="third-party", value="tests.ep_policy:ThirdPartyFIFO", group=registry.GROUP
+    )
+    monkeypatch.setattr(
+        registry, "entry_points", lambda group: [ep] if group == registry.GROUP else []
+    )
     assert "third-party" in registry.available_policies()
     r = invoke("replay", "tiny", "-P", "third-party", "--json")
     assert r.exit_code == 0, r.output

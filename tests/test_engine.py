@@ -243,7 +243,9 @@ def test_same_inputs_same_results_bit_for_bit():
         assert a.timeline["time_s"].tobytes() == b.timeline["time_s"].tobytes()
 
 
-@pytest.mark.parametrize(("slot", "submit", "start"), [(0.5, 1e-9, 0.0), (1.0, 1e-10, 0.0), (1.0, 2e-9, 1.0)])
+@pytest.mark.parametrize(
+    ("slot", "submit", "start"), [(0.5, 1e-9, 0.0), (1.0, 1e-10, 0.0), (1.0, 2e-9, 1.0)]
+)
 def test_slot_boundary_tolerance_is_absolute(slot, submit, start):
     # an event within 1e-9 s after a boundary belongs to that boundary, as arrivals do
     res = run([(submit, 1, 1.0)], "fifo", 1, 1, slot=slot)

@@ -24,7 +24,9 @@ def event_log(result) -> str:
     st = result.state
     lines = ["job_id,submit,first_start,finish,preemptions"]
     for i, jid in enumerate(result.jobs.job_id):
-        submit, start, finish = (float(a[i]) for a in (st.job_submit, st.job_first_start, st.job_finish))
+        submit, start, finish = (
+            float(a[i]) for a in (st.job_submit, st.job_first_start, st.job_finish)
+        )
         lines.append(f"{jid},{submit!r},{start!r},{finish!r},{st.job_n_preempt[i]}")
     return "\n".join(lines) + "\n"
 
