@@ -433,6 +433,8 @@ def optimal_mapping(
     ------
     ValueError
         If the case is infeasible or HiGHS finds no solution within the time limit.
+    TimeoutError
+        If HiGHS stops at the time limit with a solution it has not proven optimal.
     """
     from scipy.optimize import Bounds, LinearConstraint, milp  # heavy: import on use
     from scipy.sparse import lil_matrix
@@ -519,10 +521,16 @@ def optimal_mapping(
         constraints=LinearConstraint(a_mat.tocsr(), lo, hi),
         integrality=integrality,
         bounds=Bounds(np.zeros(n_var), ub),
-        options={"time_limit": time_limit_s, "mip_rel_gap": 1e-9},
+        options={"time_limit": time_limit_s, "mip_rel_gap": 1e-9, "disp": False},
     )
     if res.x is None:
         raise ValueError(f"optimal_mapping: no solution ({res.message})")
+    if res.status != 0:
+        # a time-limited incumbent is not an optimum: never report it as one
+        raise TimeoutError(
+            f"optimal_mapping: not proven optimal within {time_limit_s} s ({res.message}); "
+            "raise time_limit_s or use a smaller case"
+        )
     alloc = np.rint(res.x[:-1].reshape(n_m, n_s, 3)[:, :, 0]).astype(np.int64)
     server_of = np.concatenate([np.repeat(np.arange(n_m), alloc[:, s]) for s in range(n_s)]).astype(
         np.int64

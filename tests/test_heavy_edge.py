@@ -160,3 +160,25 @@ def test_milp_alloc_is_feasible():
     np.testing.assert_array_equal(m.alloc.sum(axis=0), spec.replicas)
     assert (m.alloc.sum(axis=1) <= free).all()
     assert t == pytest.approx(iteration_time(spec, m.alloc, NIC, INTRA, G))
+
+
+def test_time_limited_solution_is_not_reported_as_optimal(monkeypatch):
+    """A MILP stopped by its time limit must raise, not pass its incumbent off as the optimum."""
+    import scipy.optimize
+
+    import gpusched.heavy_edge as he
+
+    real = scipy.optimize.milp
+
+    def stopped(*args, **kwargs):
+        res = real(*args, **kwargs)
+        res.status = 1  # HiGHS: "Time limit reached"
+        res.message = "Time limit reached"
+        return res
+
+    monkeypatch.setattr(scipy.optimize, "milp", stopped)
+    from gpusched.perfmodel import pipeline_spec
+
+    spec = pipeline_spec([0.01, 0.01], [0.02, 0.02], [1e6, 1e6], [1e7, 1e7], [1, 1])
+    with pytest.raises(TimeoutError, match="not proven optimal"):
+        he.optimal_mapping(spec, np.array([2, 2]), 10.0, 300.0, 2)

@@ -1,0 +1,64 @@
+"""Aggregate a gpusched sweep results.csv into markdown tables (mean over workload seeds).
+
+Usage: python examples/a-srpt/aggregate.py OUT/results.csv [trace|cluster]
+(group settings by trace name without its -sN seed suffix, or by cluster for the NIC sweep)."""
+import csv, re, sys
+from collections import defaultdict
+from statistics import mean
+
+path, by = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "trace")
+rows = [r for r in csv.DictReader(open(path)) if r["status"] == "ok"]
+BASE = ["spjf", "spwf", "wcs-duration", "wcs-workload", "wcs-subtime"]
+def setting(r):
+    if by == "cluster":
+        return re.sub(r"\.toml$", "", r["cluster"]).replace("a-srpt-250x8-", "")
+    return re.sub(r"^wl/|-s\d+\.csv$", "", r["trace"])
+def label(r):
+    return r["policy"] + (f" ({r['params']})" if r["params"] else "")
+def seed(r):
+    return re.search(r"-s(\d+)\.csv$", r["trace"]).group(1)
+data = defaultdict(dict)  # (setting, label) -> seed -> row
+order_s, order_p = [], []
+for r in rows:
+    s, p = setting(r), label(r)
+    if s not in order_s: order_s.append(s)
+    if p not in order_p: order_p.append(p)
+    data[(s, p)][seed(r)] = r
+bad = [r for r in csv.DictReader(open(path)) if r["status"] != "ok"]
+if bad: print(f"FAILED cells: {len(bad)}")
+unf = sum(int(r["n_unfinished"]) for r in rows)
+if unf: print(f"unfinished jobs: {unf}")
+def table(metric, scale, unit):
+    print(f"\n{metric} ({unit}), mean over seeds:\n")
+    print("| policy | " + " | ".join(order_s) + " |")
+    print("|---" * (len(order_s) + 1) + "|")
+    for p in order_p:
+        cells = []
+        for s in order_s:
+            d = data.get((s, p))
+            cells.append(f"{mean(float(v[metric]) for v in d.values()) / scale:,.2f}" if d else "")
+        print(f"| {p} | " + " | ".join(cells) + " |")
+for m, sc, u in [("total_jct_s", 1e6, "10^6 s"), ("avg_jct_s", 1e3, "10^3 s"),
+                 ("makespan_s", 1e6, "10^6 s"), ("avg_wait_s", 1e3, "10^3 s")]:
+    table(m, sc, u)
+# A-SRPT vs the paper's baselines, per setting: mean total JCT and seed-by-seed wins
+asrpt = [p for p in order_p if p.startswith("a-srpt") and not p.startswith("a-srpt-perfect")]
+print("\nA-SRPT total JCT vs the best of the five paper baselines (per seed: best baseline chosen per seed):\n")
+print("| setting | a-srpt variant | a-srpt mean (10^6 s) | best baseline (by mean) | its mean | reduction | seeds where a-srpt < every baseline |")
+print("|---|---|---|---|---|---|---|")
+for s in order_s:
+    bm = {b: mean(float(v["total_jct_s"]) for v in data[(s, b)].values()) for b in BASE if (s, b) in data}
+    best = min(bm, key=bm.get)
+    for a in asrpt:
+        d = data[(s, a)]
+        am = mean(float(v["total_jct_s"]) for v in d.values())
+        wins = sum(float(d[k]["total_jct_s"]) < min(float(data[(s, b)][k]["total_jct_s"]) for b in bm) for k in d)
+        print(f"| {s} | {a} | {am/1e6:,.2f} | {best} | {bm[best]/1e6:,.2f} | {1 - am / bm[best]:+.0%} | {wins}/{len(d)} |")
+print("\nScheduling delay per decision, a-srpt (mean over seeds of sched_delay_ms_avg / _p95; n_decisions):\n")
+print("| setting | policy | avg ms | p95 ms | decisions |")
+print("|---|---|---|---|---|")
+for s in order_s:
+    for a in asrpt:
+        d = data[(s, a)].values()
+        print(f"| {s} | {a} | {mean(float(v['sched_delay_ms_avg']) for v in d):.3f} | "
+              f"{mean(float(v['sched_delay_ms_p95']) for v in d):.3f} | {mean(float(v['n_decisions']) for v in d):,.0f} |")
