@@ -374,7 +374,9 @@ def next_event_time(st, cfg):
     n = st.sim_i[I_N_RUN]
     for i in range(n):
         e = min(e, st.run_end[i])
-    if cfg.key == KEY_LAS:
+    if cfg.key == KEY_LAS and st.sim_i[I_N_QUEUE] > 0:
+        # a level crossing can only reorder holders against waiting jobs: with an empty
+        # queue the re-pack would change nothing, so it is not an event
         for i in range(n):
             c = st.run_cross[i]
             if np.isnan(c) or c <= now + EPS:

@@ -103,7 +103,13 @@ class TiresiasPolicy:
         return Decision(order=active[np.lexsort((active, since, key))], preemptive=True)
 
     def wake(self, view, now: float) -> float | None:
-        """Next level crossing of a running job, now + (T_q - a_j) / g_j, or starvation due time."""
+        """Next level crossing of a running job, now + (T_q - a_j) / g_j, or starvation due time.
+
+        Only while some job waits: with an empty queue a crossing cannot change the
+        allocation (the re-pack would select every holder again).
+        """
+        if view.queued.size == 0:
+            return None
         wake = np.inf
         run = view.running[view.job_status[view.running] == RUNNING]
         a = self._service(view, run)
