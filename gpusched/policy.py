@@ -139,6 +139,8 @@ class Policy(Protocol):
     # Optional: ``prepare(jobs, cluster) -> None``, called once before the run with the
     # job table (submission order; ``jobs.extra`` holds user/group/... columns) for
     # one-time setup such as training a predictor or reading job models.
+    # Optional, for the TUI: ``priority_key(view, jobs) -> array`` (a column in the queue
+    # view) and ``status_line(view, now) -> str`` (a line under the metrics).
     # Optional: ``wake(view, now) -> float | None``, called after the decision is
     # applied, for timers that depend on the allocation just made (e.g. the next
     # time a running job crosses a service threshold).

@@ -98,6 +98,14 @@ class ASRPTPolicy:
         self.pending: deque[int] = deque()
         self.delayed: tuple[int, float, float] | None = None  # (job, kappa s, deadline s)
 
+    def status_line(self, view, now: float) -> str:
+        """What A-SRPT is doing, for the TUI: the pending queue and any delayed job."""
+        text = f"A-SRPT pending {len(self.pending)}"
+        if self.delayed is not None:
+            j, _, deadline = self.delayed
+            text += f", delaying job {j} until {deadline:.0f} s (comm-heavy)"
+        return text
+
     def decide(self, view, now: float) -> Decision:
         pj = self.pj
         self.pending.extend(self.virtual.advance(now))  # line 2

@@ -214,6 +214,18 @@ def test_partial_result_counts_unfinished():
     assert s["n_finished"] + s["n_unfinished"] == 6
 
 
+def test_policy_status_line_reaches_the_frame():
+    from gpusched.run import build_engine
+
+    engine, _ = build_engine("tiny", "a-srpt")
+    drv = Driver(engine, speed=10.0)
+    engine.step(2)
+    assert drv.frame().extra["status"].startswith("A-SRPT pending")
+    plain = Driver(make_engine(), speed=10.0)
+    plain.engine.step(1)
+    assert "status" not in plain.frame().extra
+
+
 def test_driver_paces_by_simulated_clock():
     engine = make_engine()
     drv = Driver(engine, speed=10.0)

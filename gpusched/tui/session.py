@@ -392,7 +392,16 @@ class Driver:
             hist_t=self._ht[:n].copy(),
             hist_busy=self._hb[:n].copy(),
             hist_queue=self._hq[:n].copy(),
+            extra=self._policy_status(),
         )
+
+    def _policy_status(self) -> dict[str, Any]:
+        """The policy's optional ``status_line(view, now) -> str`` (shown in the metrics panel)."""
+        eng = self.engine
+        fn = getattr(eng.policy, "status_line", None)
+        if not callable(fn) or not math.isfinite(eng.now):
+            return {}
+        return {"status": str(fn(eng.view, eng.now))}
 
 
 def resample(t: np.ndarray, v: np.ndarray, n_bins: int) -> list[float]:

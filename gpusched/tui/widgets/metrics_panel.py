@@ -83,4 +83,8 @@ class MetricsPanel(Widget):
         t.append("queue ", style="dim")
         top = max(que) if que else 1.0
         t.append(sparkline(que, top), style="#c4a000")
+        status = f.extra.get("status")
+        if status:
+            t.append("\n")
+            t.append(status, style="italic")
         return t
