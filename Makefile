@@ -20,4 +20,4 @@ serve:
 	textual run --dev -c gpusched replay --policy tiresias --tui
 
 nojit:
-	NUMBA_DISABLE_JIT=1 python -m pytest -q tests/test_engine.py tests/test_properties.py tests/test_kernel_vs_naive.py -k "not slot_length"
+	NUMBA_DISABLE_JIT=1 python -m pytest tests/test_engine.py tests/test_properties.py tests/test_kernel_vs_naive.py -k "not slot_length"
