@@ -32,6 +32,7 @@ from textual.strip import Strip
 from gpusched.state import LOADING, RUNNING, SAVING, STATUS_NAMES
 from gpusched.tui.messages import ServerSelected
 from gpusched.tui.session import Frame
+from gpusched.tui.widgets.styled import CachedStyles
 
 #: Job colours (a job's colour is PALETTE[(7 * job) % len(PALETTE)]).
 PALETTE = (
@@ -61,7 +62,7 @@ def job_color(j: int) -> str:
     return PALETTE[(7 * j) % len(PALETTE)]
 
 
-class ClusterView(ScrollView, can_focus=True):
+class ClusterView(CachedStyles, ScrollView, can_focus=True):
     """GPUs of the cluster, coloured by job and state, with a server cursor."""
 
     DEFAULT_CSS = """
@@ -108,8 +109,7 @@ class ClusterView(ScrollView, can_focus=True):
         self._cw = 1
         self._rows_mode = False
         self._pos: dict[int, tuple[int, int]] = {}  # item -> (row, index in row)
-        self._styles: dict[Any, Style] = {}
-        self._base: Style | None = None
+        self._init_styles()
         self._strips: dict[int, tuple[Any, Strip]] = {}
         self._cells: tuple[np.ndarray, np.ndarray] | None = None
         self._agg: dict[str, np.ndarray] = {}
@@ -206,23 +206,9 @@ class ClusterView(ScrollView, can_focus=True):
 
     # --- styles -----------------------------------------------------------------------------
 
-    @property
-    def base_style(self) -> Style:
-        """The widget's own style, cached (``rich_style`` is costly per line)."""
-        if self._base is None:
-            self._base = self.rich_style
-        return self._base
-
     def _reset_styles(self) -> None:
-        self._base = None
-        self._styles.clear()
+        super()._reset_styles()
         self._strips.clear()
-
-    def on_focus(self) -> None:
-        self._reset_styles()
-
-    def on_blur(self) -> None:
-        self._reset_styles()
 
     def _style(self, key: Any) -> Style:
         st = self._styles.get(key)

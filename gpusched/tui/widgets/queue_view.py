@@ -21,11 +21,12 @@ from textual.strip import Strip
 from gpusched.state import LOADING, RUNNING, SAVING, STATUS_NAMES
 from gpusched.tui.session import Frame, fmt_s
 from gpusched.tui.widgets.cluster_view import C_LOAD, C_RUN, C_SAVE, C_SHARED, job_color
+from gpusched.tui.widgets.styled import CachedStyles
 
 _STATE_COLOR = {RUNNING: C_RUN, LOADING: C_LOAD, SAVING: C_SAVE}
 
 
-class QueueView(ScrollView, can_focus=True):
+class QueueView(CachedStyles, ScrollView, can_focus=True):
     """Queued jobs (``kind="queued"``) or jobs holding GPUs (``kind="running"``)."""
 
     DEFAULT_CSS = """
@@ -46,8 +47,7 @@ class QueueView(ScrollView, can_focus=True):
         self.gpu_server = np.asarray(cluster.gpu_server())
         self._servers: dict[int, str] = {}
         self._index: tuple[Frame, np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._base: Style | None = None
-        self._styles: dict[Any, Style] = {}
+        self._init_styles()
 
     @property
     def n_rows(self) -> int:
@@ -78,23 +78,6 @@ class QueueView(ScrollView, can_focus=True):
             else:
                 self.border_title = f"Running · {frame.running.size} jobs · {frame.busy_gpus} GPUs"
         self.refresh()
-
-    @property
-    def base_style(self) -> Style:
-        """The widget's own style, cached (``rich_style`` is costly per line)."""
-        if self._base is None:
-            self._base = self.rich_style
-        return self._base
-
-    def _reset_styles(self) -> None:
-        self._base = None
-        self._styles.clear()
-
-    def on_focus(self) -> None:
-        self._reset_styles()
-
-    def on_blur(self) -> None:
-        self._reset_styles()
 
     def _style(self, key: Any) -> Style:
         st = self._styles.get(key)
