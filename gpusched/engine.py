@@ -328,6 +328,8 @@ class Engine:
                 kernel.preempt(st, j, now)
             else:
                 raise self._fail(None, now, f"unknown action {action!r}")
+        if decision.actions:
+            kernel.compact_queue(st)  # once: drop the jobs the Starts took out of the queue
         if decision.order is not None:
             order = np.asarray(decision.order)
             if order.ndim != 1 or (order.size and not np.issubdtype(order.dtype, np.integer)):
@@ -384,7 +386,6 @@ class Engine:
             if not kernel.place_consolidated(st, j, self.cfg.allow_spread):
                 raise self._fail(j, now, f"needs {g} GPUs but only {self.view.free_gpus} are idle")
             kernel.start_job(st, j, now)
-            kernel.compact_queue(st)
             return
         gpus = np.asarray(action.gpus)
         if gpus.ndim != 1 or gpus.size != g or not np.issubdtype(gpus.dtype, np.integer):
@@ -403,7 +404,6 @@ class Engine:
             holder = self.jobs.job_id[st.gpu_job[gpu, 0]]
             raise self._fail(j, now, f"GPU {gpu} is already allocated (to job '{holder}')")
         kernel.start_on(st, j, gpus.astype(np.int32), now)
-        kernel.compact_queue(st)
 
     # --- results -----------------------------------------------------------------------
 

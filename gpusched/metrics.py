@@ -17,7 +17,6 @@ left out of the JCT statistics; their ``finish`` and ``jct`` are empty in jobs.c
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import platform
 from pathlib import Path
@@ -28,6 +27,7 @@ import numpy as np
 from gpusched import __version__
 from gpusched.engine import RunResult
 from gpusched.state import FINISHED
+from gpusched.trace import trace_sha256
 
 SUMMARY_KEYS = (
     "n_jobs",
@@ -130,7 +130,7 @@ def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()
 
     sha = None
     if trace_path and Path(trace_path).is_file():
-        sha = hashlib.sha256(Path(trace_path).read_bytes()).hexdigest()
+        sha = trace_sha256(trace_path)
     return {
         "trace": trace_path,
         "trace_sha256": sha,

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from gpusched.metrics import job_records, summarize
-from gpusched.run import replay
+from gpusched.run import build_engine, replay
 from gpusched.tui.app import GpuschedApp
 from gpusched.tui.screens import HelpScreen, SummaryScreen
-from gpusched.tui.session import Driver, build_engine, partial_result
+from gpusched.tui.session import Driver, partial_result
 from gpusched.tui.widgets import ClusterView, QueueView
 
 SIZE = (120, 40)

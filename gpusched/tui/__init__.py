@@ -48,8 +48,9 @@ def run_tui(
         early (``n_unfinished`` counts the jobs left).
     """
     from gpusched.metrics import summarize, write_results
+    from gpusched.run import build_engine
     from gpusched.tui.app import GpuschedApp, trace_label
-    from gpusched.tui.session import build_engine, partial_result
+    from gpusched.tui.session import partial_result
 
     engine, path = build_engine(
         trace,

@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -65,13 +64,6 @@ MAX_SPEED = math.inf
 #: Queued jobs copied into a frame (the view says how many more there are).
 QUEUE_ROWS = 5000
 _HIST = 4096  # samples kept for the sparklines (halved when full)
-
-
-def build_engine(trace: str | None, policy: str, **kwargs: Any) -> tuple[Any, Path]:
-    """Build the engine exactly as :func:`gpusched.run.replay` does (it is the same function)."""
-    from gpusched.run import build_engine as build
-
-    return build(trace, policy, **kwargs)
 
 
 def partial_result(engine: Any) -> Any:
