@@ -1,8 +1,8 @@
 """The Numba-jitted time-slotted kernel: stepping, completion, placement, priority fill.
 
-Only ``@njit`` code lives here, and every function is decorated once, with its final
-options (``cache=True`` for the ~2.5 s compile, ``nogil=True`` so a TUI thread can
-drive it). Behaviour is selected by integer codes (:data:`gpusched.state.KEY_FIFO`
+Only ``@njit`` code lives here, and every function is decorated once, with the
+options in :data:`_JIT` (cached, GIL released, no reference counting: kernels
+allocate nothing). Behaviour is selected by integer codes (:data:`gpusched.state.KEY_FIFO`
 ...), never by passing jitted functions, so that everything caches.
 
 Time model
@@ -50,6 +50,15 @@ from gpusched.state import (
     SAVING,
 )
 
+#: Options of every kernel function. ``cache``: compiling takes seconds. ``nogil``: a
+#: TUI thread drives the kernel. ``_nrt=False`` turns off Numba's reference counting:
+#: the kernels allocate nothing (Python owns every array for the whole run), and with
+#: it on, every call between kernel functions increfs and decrefs each of the ~40
+#: arrays of the state tuple, which cost about half of every decision (full Philly
+#: trace under tiresias: 1.86 s with it, 0.98 s without). A kernel that allocates an
+#: array fails to compile under this option, which keeps the rule enforced.
+_JIT = {"cache": True, "nogil": True, "_nrt": False}
+
 EPS = 1e-9  #: s; tolerance for float comparisons of times
 DONE = 0
 LIMIT = 1
@@ -62,7 +71,7 @@ E_TIME = -2  #: time would go backwards
 # --- small bookkeeping helpers ---------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _run_add(st, j, end):
     pos = st.sim_i[I_N_RUN]
     st.run[pos] = j
@@ -72,7 +81,7 @@ def _run_add(st, j, end):
     st.sim_i[I_N_RUN] = pos + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _run_remove(st, j):
     pos = st.job_run_pos[j]
     last_pos = st.sim_i[I_N_RUN] - 1
@@ -85,7 +94,7 @@ def _run_remove(st, j):
     st.sim_i[I_N_RUN] = last_pos
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _queue_push(st, j, now):
     nq = st.sim_i[I_N_QUEUE]
     st.queue[nq] = j
@@ -94,7 +103,7 @@ def _queue_push(st, j, now):
     st.job_enqueued[j] = now
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _assign(st, j, k, gpu):
     """Put job ``j``'s ``k``-th GPU slot on ``gpu``; False if the GPU is full."""
     n = st.gpu_n_jobs[gpu]
@@ -109,7 +118,7 @@ def _assign(st, j, k, gpu):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _release(st, j):
     """Free every GPU held by job ``j``."""
     for k in range(st.job_alloc_off[j], st.job_alloc_off[j + 1]):
@@ -129,7 +138,7 @@ def _release(st, j):
         st.alloc_gpu[k] = -1
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _take_server(st, j, k, server, want):
     """Assign up to ``want`` idle GPUs of ``server`` to job ``j`` from slot ``k``."""
     taken = 0
@@ -142,7 +151,7 @@ def _take_server(st, j, k, server, want):
     return taken
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def place_consolidated(st, j, allow_spread):
     """Place job ``j`` on idle GPUs, consolidated first; False (nothing held) if impossible.
 
@@ -179,7 +188,7 @@ def place_consolidated(st, j, allow_spread):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _sync(st, j, t):
     """Bring holder ``j``'s accounting from ``job_seg_start`` up to time ``t`` (s)."""
     s0 = st.job_seg_start[j]
@@ -205,7 +214,7 @@ def _sync(st, j, t):
     st.job_seg_start[j] = t
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def sync_all(st):
     """Bring every holder's accounting up to now (before Python reads the state)."""
     now = st.sim_f[F_NOW]
@@ -213,13 +222,13 @@ def sync_all(st):
         _sync(st, st.run[i], now)
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _end_time(st, j, begin):
     """Completion time of job ``j`` running its remaining work from ``begin`` (s)."""
     return begin + st.job_remaining[j] / st.job_rate[j]
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def set_rate(st, j, rate):
     """Change holder ``j``'s progress rate from now on (performance models)."""
     now = st.sim_f[F_NOW]
@@ -231,7 +240,7 @@ def set_rate(st, j, rate):
     st.run_cross[pos] = np.nan
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def start_job(st, j, now):
     """Mark job ``j`` (its GPUs already assigned) as started at ``now``."""
     begin = now
@@ -248,7 +257,7 @@ def start_job(st, j, now):
     _run_add(st, j, _end_time(st, j, begin))
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def start_on(st, j, gpus, now):
     """Start queued job ``j`` on the given GPUs (validated by the caller); False if full."""
     for k in range(gpus.shape[0]):
@@ -259,7 +268,7 @@ def start_on(st, j, gpus, now):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def preempt(st, j, now):
     """Preempt job ``j``: it saves (keeping its GPUs) if it has a save time, else requeues."""
     _sync(st, j, now)
@@ -284,7 +293,7 @@ def preempt(st, j, now):
 # --- time ------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _advance(st, t1, out_done):
     """Move the clock to ``t1``: finish every holder whose next event is due; return completions.
 
@@ -322,7 +331,7 @@ def _advance(st, t1, out_done):
     return n_done
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _admit(st):
     """Queue every job submitted up to now; return how many arrived."""
     now = st.sim_f[F_NOW]
@@ -336,7 +345,7 @@ def _admit(st):
     return k - first
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def las_level(attained, thresholds):
     """Tiresias queue level of a job with ``attained`` GPU-s (0 = highest priority)."""
     lvl = 0
@@ -348,7 +357,7 @@ def las_level(attained, thresholds):
     return lvl
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _crossing(st, j, now, thresholds):
     """Next time holder ``j`` reaches a Tiresias level threshold (inf if none), s."""
     status = st.job_status[j]
@@ -363,7 +372,7 @@ def _crossing(st, j, now, thresholds):
     return begin + (thresholds[lvl] - att) / st.job_n_gpus[j]
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def next_event_time(st, cfg):
     """Earliest future event: arrival, completion, phase end, level crossing or wake-up, s."""
     now = st.sim_f[F_NOW]
@@ -386,7 +395,7 @@ def next_event_time(st, cfg):
     return e
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def decision_time(e, slot_s, now):
     """The slot boundary at or after event time ``e`` and strictly after ``now``, s."""
     # the same absolute tolerance as arrivals (submit <= t + EPS counts as arrived)
@@ -397,7 +406,7 @@ def decision_time(e, slot_s, now):
     return t
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def first_decision_time(st, cfg):
     """Decision point of the first arrival (inf for an empty trace), s."""
     if st.job_submit.shape[0] == 0:
@@ -405,7 +414,7 @@ def first_decision_time(st, cfg):
     return decision_time(st.job_submit[0], cfg.slot_s, -np.inf)
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def step(st, cfg, out_done):
     """Advance to the next decision point and admit its arrivals (the Python-policy path).
 
@@ -443,7 +452,7 @@ def step(st, cfg, out_done):
 # --- priority fill ---------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _key_less(key, key2, a, b):
     """(key, key2, index) order; takes the two key arrays, not the whole state (cheap calls)."""
     ka = key[a]
@@ -457,7 +466,7 @@ def _key_less(key, key2, a, b):
     return a < b
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _sort_jobs(st, c, lo, m):
     """Insertion sort of ``c[:m]`` by (key, key2, index), given ``c[:lo]`` is sorted.
 
@@ -474,7 +483,7 @@ def _sort_jobs(st, c, lo, m):
         c[k + 1] = x
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _ran_since(status, s0, phase_end, now):
     """Seconds a holder has been RUNNING between its accounting time ``s0`` and ``now``."""
     if status == RUNNING:
@@ -484,7 +493,7 @@ def _ran_since(status, s0, phase_end, now):
     return 0.0
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _compute_keys(st, cfg, c, lo, m):
     """Priority keys of ``c[lo:m]`` at now (holders' remaining / attained taken as of now)."""
     now = st.sim_f[F_NOW]
@@ -508,7 +517,7 @@ def _compute_keys(st, cfg, c, lo, m):
             st.job_key2[j] = st.job_submit[j] if np.isnan(fs) else fs
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def compact_queue(st):
     """Drop from the queue the jobs that are no longer queued (after explicit starts)."""
     nq = 0
@@ -520,7 +529,7 @@ def compact_queue(st):
     st.sim_i[I_N_QUEUE] = nq
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def fill(st, cfg, c, m, blocking, preemptive, rebuild_queue):
     """Give GPUs to the jobs in ``c[:m]`` in that order; return how many started.
 
@@ -599,7 +608,7 @@ def fill(st, cfg, c, m, blocking, preemptive, rebuild_queue):
     return started
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def fill_order(st, cfg, order, blocking, preemptive):
     """Priority fill with an order computed in Python (see :func:`fill`)."""
     m = order.shape[0]
@@ -608,7 +617,7 @@ def fill_order(st, cfg, order, blocking, preemptive):
     return fill(st, cfg, st.cand, m, blocking, preemptive, False)
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _sort_queue(st, cfg):
     """Key the jobs appended to the queue since the last decision and insert them in order.
 
@@ -623,7 +632,7 @@ def _sort_queue(st, cfg):
     return nq
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _repack(st, cfg):
     """The preemptive re-pack of :func:`fill`, merging two sorted lists instead of one big one.
 
@@ -702,7 +711,7 @@ def _repack(st, cfg):
     return started
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def _decide_fused(st, cfg):
     """One decision of a built-in priority policy, entirely in the kernel.
 
@@ -719,7 +728,7 @@ def _decide_fused(st, cfg):
     return started
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def record(st, k, tl_t, tl_busy, tl_queue, tl_run):
     """Write timeline row ``k``: time, busy GPUs, queued jobs, jobs holding GPUs."""
     tl_t[k] = st.sim_f[F_NOW]
@@ -728,14 +737,14 @@ def record(st, k, tl_t, tl_busy, tl_queue, tl_run):
     tl_run[k] = st.sim_i[I_N_RUN]
 
 
-@njit(cache=True, nogil=True)
+@njit(**_JIT)
 def run_fused(st, cfg, tl_t, tl_busy, tl_queue, tl_run, max_steps):
     """Run a built-in priority policy (``cfg.key``) for up to ``max_steps`` decisions.
 
     Returns ``(rows, code)``: timeline rows written from index 0, and a return code
     (LIMIT: call again to continue).
     """
-    dummy = np.empty(0, dtype=np.int32)
+    dummy = st.cand[:0]  # no completions wanted; kernels allocate nothing (see _JIT)
     rows = 0
     limit = min(max_steps, tl_t.shape[0])
     while rows < limit:
