@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 AllReduceKind = Literal["ring", "tree"]
-SelectKind = Literal["most", "least", "exact"]
+SelectKind = Literal["fewest", "most", "least", "exact"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,8 +195,11 @@ def select_servers(
     order
         ``"most"``: fill servers with the most free GPUs first (Alg. 1 line 9; on an idle
         cluster this is the fewest-servers consolidation of Sec. IV-B). ``"least"``: fill
-        servers with the fewest (non-zero) free GPUs first (Alg. 1 line 22). ``"exact"``:
-        take ``free_per_server`` as is (it must sum to ``n_gpus``). Ties: lower index first.
+        servers with the fewest (non-zero) free GPUs first (Alg. 1 line 22). ``"fewest"``:
+        the fewest servers, best fit: the server with the fewest free GPUs that still
+        holds the whole job, else ``"most"`` (the engine's default placement,
+        :func:`gpusched.kernel.place_consolidated`). ``"exact"``: take
+        ``free_per_server`` as is (it must sum to ``n_gpus``). Ties: lower index first.
 
     Returns
     -------
@@ -217,12 +220,19 @@ def select_servers(
         return free.copy()
     if int(free.sum()) < n_gpus:
         raise ValueError(f"need {n_gpus} GPUs, only {int(free.sum())} free")
+    if order == "fewest":
+        fits = np.flatnonzero(free >= n_gpus)
+        if fits.size:  # one server: best fit, argmin takes the lowest index on ties
+            take = np.zeros_like(free)
+            take[fits[np.argmin(free[fits])]] = n_gpus
+            return take
+        order = "most"
     if order == "most":
         ranked = np.argsort(-free, kind="stable")
     elif order == "least":
         ranked = np.argsort(np.where(free > 0, free, np.iinfo(np.int64).max), kind="stable")
     else:
-        raise ValueError(f"order must be 'most', 'least' or 'exact', got {order!r}")
+        raise ValueError(f"order must be 'fewest', 'most', 'least' or 'exact', got {order!r}")
     take = np.zeros_like(free)
     need = int(n_gpus)
     for m in ranked:

@@ -12,7 +12,7 @@ GPU Clusters" (A-SRPT), IEEE INFOCOM 2025, arXiv:2501.05563.
   placement (eq. 7 after Heavy-Edge mapping), cached.
 * :class:`Placer`: the idle GPUs of a :class:`~gpusched.view.View`, kept up to date while a
   policy starts several jobs in one decision; picks servers "most" or "least" available
-  (Alg. 1 lines 9 and 22), maps replicas with Heavy-Edge and returns GPU indices for
+  (Alg. 1 lines 9 and 22) or the "fewest" (best fit, the baselines' default), maps replicas with Heavy-Edge and returns GPU indices for
   :class:`~gpusched.policy.Start`.
 * :class:`PipelinePerf`: the engine's ``perf=`` model. A job runs at rate
   :math:`\\alpha^{ref}_i / \\alpha_i(x)` where :math:`\\alpha^{ref}_i` = duration / iterations
@@ -278,10 +278,12 @@ class Placer:
         return bool(self.free.size) and g <= int(self.free.max())
 
     def take(self, g: int, order: str) -> np.ndarray:
-        """GPUs to take per server: "most" (Alg. 1 line 9) or "least" (line 22) idle first."""
+        """GPUs to take per server: "most" (Alg. 1 line 9) or "least" (line 22) idle first,
+        or "fewest" servers, best fit (see :func:`~gpusched.heavy_edge.select_servers`)."""
         if self.spread:
             return select_servers(self.free, g, order)  # type: ignore[arg-type]
         ok = np.flatnonzero(self.free >= g)
+        # one server: "most" takes the emptiest; "least" and "fewest" the best fit
         key = -self.free[ok] if order == "most" else self.free[ok]
         m = int(ok[np.argsort(key, kind="stable")[0]])
         take = np.zeros_like(self.free)
@@ -354,7 +356,7 @@ class PipelinePerf:
 
 
 def start_in_order(
-    view: Any, jobs: PipelineJobs, order: np.ndarray, *, blocking: bool, select: str = "most"
+    view: Any, jobs: PipelineJobs, order: np.ndarray, *, blocking: bool, select: str = "fewest"
 ) -> list[Any]:
     """Start jobs of ``order`` that fit, mapped by Heavy-Edge on ``select``-available servers.
 
@@ -370,7 +372,8 @@ def start_in_order(
         Stop at the first job that does not fit (strict priority order); otherwise skip it
         and keep filling (work-conserving).
     select
-        ``"most"`` or ``"least"`` available servers first.
+        How servers are chosen: ``"fewest"`` (best fit on one server, else the most
+        available first), ``"most"`` or ``"least"`` available first.
 
     Returns
     -------

@@ -3,9 +3,16 @@
 :func:`check_predictor` validates ``-p predictor=...``; :class:`PredictedOrderPolicy`
 is the common body of the baselines SPJF, SPWF, WCS-Duration and WCS-Workload (Luo et
 al., INFOCOM 2025, Sec. V-A 1-d): queued jobs in ascending order of a predicted key,
-placed with Heavy-Edge on the servers with the most idle GPUs, non-preemptive. Each
-policy module subclasses it and states its key and whether a job that does not fit
-blocks the queue.
+placed with Heavy-Edge, non-preemptive. Each policy module subclasses it and states its
+key and whether a job that does not fit blocks the queue. :func:`check_select` validates
+the baselines' ``-p select=...``: how servers are chosen before Heavy-Edge maps the job.
+
+The paper says only "All baselines adopt the Heavy-Edge algorithm for GPU mapping"; it
+does not say which servers they take. The default, ``fewest``, is the placement Sec. IV-B
+assumes when it estimates :math:`\tilde\alpha^{min}` ("each job is allocated to the fewest
+servers possible"), with a best fit among single servers, as the engine's default
+placement does for fifo and srtf. ``most`` (Alg. 1 line 9's rule for every job) and
+``least`` (line 22's) are there to measure how much the comparison depends on it.
 """
 
 from __future__ import annotations
@@ -18,6 +25,17 @@ from gpusched.errors import ParamError
 from gpusched.pipeline_job import PipelineJobs, start_in_order
 from gpusched.policy import Decision
 from gpusched.predict import KINDS, fit_predictor
+
+SELECT_KINDS = ("fewest", "most", "least")  #: server selection rules for ``-p select=``
+
+
+def check_select(policy: str, select: str) -> str:
+    """Return ``select`` if it is a known server selection rule, else raise :class:`ParamError`."""
+    if select not in SELECT_KINDS:
+        raise ParamError(
+            f"policy '{policy}': select must be one of {', '.join(SELECT_KINDS)}, got '{select}'"
+        )
+    return select
 
 
 def check_predictor(policy: str, predictor: str) -> str:
@@ -36,6 +54,16 @@ class PredictedOrderPolicy:
     in GPU-s instead of the duration :math:`\\tilde n_i\\tilde\\alpha_i^{min}` in s) and
     ``work_conserving`` (True: a job that does not fit is skipped; False: it blocks the
     queue). Ties go to the earlier submission.
+
+    Parameters
+    ----------
+    predictor
+        Iteration predictor: ``forest`` (the paper's), ``mean``, ``median`` or ``oracle``.
+    select
+        Server selection before Heavy-Edge: ``fewest`` (default), ``most`` or ``least``
+        (see the module docstring).
+    rng
+        Seeds the random forest.
     """
 
     name: ClassVar[str]
@@ -45,9 +73,14 @@ class PredictedOrderPolicy:
     needs_predictor = True
 
     def __init__(
-        self, *, predictor: str = "forest", rng: np.random.Generator | None = None
+        self,
+        *,
+        predictor: str = "forest",
+        select: str = "fewest",
+        rng: np.random.Generator | None = None,
     ) -> None:
         self.predictor = check_predictor(self.name, predictor)
+        self.select = check_select(self.name, select)
         self.seed = int(rng.integers(2**31)) if rng is not None else 0
 
     def prepare(self, jobs: Any, cluster: Any) -> None:
@@ -60,4 +93,5 @@ class PredictedOrderPolicy:
         q = view.queued  # submission order, so the stable sort breaks ties by it
         order = q[np.argsort(self.key[q], kind="stable")]  # smallest predicted key first
         blocking = not self.work_conserving
-        return Decision(actions=start_in_order(view, self.pj, order, blocking=blocking))
+        actions = start_in_order(view, self.pj, order, blocking=blocking, select=self.select)
+        return Decision(actions=actions)

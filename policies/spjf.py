@@ -11,8 +11,9 @@ random forest, "All other baselines use random forest regression", Sec. V-B 2-d,
 ideal per-iteration time). Non-preemptive, as every policy of the paper.
 Choices (the paper gives no more detail): the queue is served in strict order, so the
 first job that does not fit blocks the rest; this is what distinguishes SPJF from the
-work-conserving WCS-Duration (baseline 3), which skips it. Servers with the most idle
-GPUs first (consolidation), then Heavy-Edge. Ties: earlier submission.
+work-conserving WCS-Duration (baseline 3), which skips it. Servers: ``-p select=fewest``
+(default: the fewest servers, best fit; the paper does not say, see
+:mod:`gpusched.predicted`), ``most`` or ``least``; then Heavy-Edge. Ties: earlier submission.
 """
 
 from __future__ import annotations

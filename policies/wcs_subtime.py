@@ -6,7 +6,8 @@ arXiv:2501.05563, Sec. V-A 1-d: "WCS-SubTime: Variant of (3), arranged by submis
 time"; "All baselines adopt the Heavy-Edge algorithm".
 
 FIFO with backfilling: non-preemptive, a job that does not fit is skipped. Needs no
-prediction. Servers with the most idle GPUs first, then Heavy-Edge.
+prediction. Servers: ``-p select=fewest`` (default: the fewest servers, best fit; the
+paper does not say, see :mod:`gpusched.predicted`), ``most`` or ``least``, then Heavy-Edge.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 
 from gpusched.pipeline_job import PipelineJobs, start_in_order
 from gpusched.policy import Decision
+from gpusched.predicted import check_select
 
 
 class WCSSubTimePolicy:
@@ -25,12 +27,13 @@ class WCSSubTimePolicy:
     needs_predictor = False
     work_conserving = True
 
-    def __init__(self, *, rng: np.random.Generator | None = None) -> None:
-        pass
+    def __init__(self, *, select: str = "fewest", rng: np.random.Generator | None = None) -> None:
+        self.select = check_select(self.name, select)
 
     def prepare(self, jobs, cluster) -> None:
         self.pj = PipelineJobs(jobs, cluster)
 
     def decide(self, view, now: float) -> Decision:
         # view.queued is in submission order (job index = submission order)
-        return Decision(actions=start_in_order(view, self.pj, view.queued, blocking=False))
+        actions = start_in_order(view, self.pj, view.queued, blocking=False, select=self.select)
+        return Decision(actions=actions)

@@ -6,8 +6,9 @@ arXiv:2501.05563, Sec. V-A 1-d: "WCS-Workload: Variant of (3), sequencing by pre
 workload"; "All baselines adopt the Heavy-Edge algorithm".
 
 Key :math:`g_i\\tilde n_i\\tilde\\alpha_i^{min}` (as SPWF's). Non-preemptive; a job that does
-not fit is skipped. Servers with the most idle GPUs first, then Heavy-Edge; ties to the
-earlier submission.
+not fit is skipped. Servers by ``-p select=fewest`` (default: the fewest servers, best fit;
+the paper does not say, see :mod:`gpusched.predicted`), ``most`` or ``least``, then
+Heavy-Edge; ties to the earlier submission.
 """
 
 from __future__ import annotations

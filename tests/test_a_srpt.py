@@ -175,6 +175,36 @@ def test_baselines_orders_by_hand():
     np.testing.assert_allclose(starts["wcs-duration"], [0, 12, 10, 12])
 
 
+@pytest.mark.parametrize("policy", ["wcs-subtime", "wcs-duration", "spjf"])
+def test_baselines_server_selection_by_hand(policy):
+    # 2 servers x 4 GPUs, unannotated: j0 (3 GPUs) at 0, j1 (1 GPU) at 1, j2 (4 GPUs) at 2,
+    # all long. j0 takes server 0 (both empty: lower index).
+    #   select=fewest: j1 best fit -> server 0 (1 free); j2 gets the whole of server 1.
+    #   select=most:   j1 -> server 1 (4 free); j2 is spread 1 + 3 over both servers.
+    trace = _trace([(0, 3, 100), (1, 1, 100), (2, 4, 100)])
+    cl = _cluster(2, 4)
+    servers = {}
+    for select in ("fewest", "most"):
+        params = [f"select={select}"] + ([] if policy == "wcs-subtime" else ["predictor=oracle"])
+        cls = load_policy_class(policy)
+        pol = make_policy(cls, parse_params(cls, params), 0)
+        jobs = prepare_jobs(trace, cl)
+        eng = Engine(jobs, cl, pol, mode="python", until_s=5.0, perf=PipelinePerf(jobs, cl, CAT))
+        eng.run()
+        gpu_job = eng.state.gpu_job[:, 0]
+        servers[select] = [sorted(set(np.flatnonzero(gpu_job == j) // 4)) for j in range(3)]
+    assert servers["fewest"] == [[0], [0], [1]]
+    assert servers["most"] == [[0], [1], [0, 1]]
+
+
+def test_baselines_reject_unknown_select():
+    from gpusched.errors import ParamError
+
+    cls = load_policy_class("wcs-subtime")
+    with pytest.raises(ParamError, match="select must be one of fewest, most, least"):
+        make_policy(cls, parse_params(cls, ["select=best"]), 0)
+
+
 @st.composite
 def pipeline_workloads(draw):
     servers = draw(st.integers(1, 3))
@@ -188,18 +218,21 @@ def pipeline_workloads(draw):
         rows.append((t, g, d))
     seed = draw(st.integers(0, 2**16))
     slot = draw(st.sampled_from([1.0, 5.0]))
-    return servers, gpus, rows, seed, slot
+    select = draw(st.sampled_from(["fewest", "most", "least"]))  # the baselines' rule
+    return servers, gpus, rows, seed, slot, select
 
 
 @pytest.mark.parametrize("policy", A_SRPT_FAMILY)
 @settings(max_examples=12, deadline=None)
 @given(w=pipeline_workloads())
 def test_pipeline_invariants(policy, w):
-    servers, gpus, rows, seed, slot = w
+    servers, gpus, rows, seed, slot, select = w
     trace, _ = annotate_trace(_trace(rows), seed, CAT)
     cluster = _cluster(servers, gpus)
     cls = load_policy_class(policy)
     params = [] if policy in ("a-srpt-perfect", "wcs-subtime") else ["predictor=mean"]
+    if not policy.startswith("a-srpt"):
+        params.append(f"select={select}")
     pol = make_policy(cls, parse_params(cls, params), seed)
     jobs = prepare_jobs(trace, cluster)
     eng = Engine(

@@ -64,6 +64,10 @@ def test_select_servers():
     free = np.array([2, 8, 0, 5, 1])
     assert select_servers(free, 10, "most").tolist() == [0, 8, 0, 2, 0]
     assert select_servers(free, 4, "least").tolist() == [2, 0, 0, 1, 1]
+    # fewest: best fit on one server (5 free beats 8), else the most available first
+    assert select_servers(free, 4, "fewest").tolist() == [0, 0, 0, 4, 0]
+    assert select_servers(free, 1, "fewest").tolist() == [0, 0, 0, 0, 1]
+    assert select_servers(free, 10, "fewest").tolist() == [0, 8, 0, 2, 0]
     with pytest.raises(ValueError):
         select_servers(free, 17)
 
