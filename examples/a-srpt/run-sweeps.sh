@@ -6,12 +6,12 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-res}
 mkdir -p "$OUT"
-for s in fig6-jobs fig7-single-gpu fig7-single-gpu-load1 fig8-nic fig9-predictors load; do
+for s in fig6-jobs fig7-single-gpu fig7-single-gpu-load1 fig8-nic fig9-predictors load ablation; do
   start=$(date +%s)
   gpusched sweep "$HERE/$s.toml" -o "$OUT/$s" --workers 2
   echo "$s rc=$? wall=$(( $(date +%s) - start )) s" | tee -a "$OUT/walltimes.txt"
 done
 python "$HERE/aggregate.py" "$OUT/fig8-nic/results.csv" cluster > "$OUT/fig8-nic.md"
-for s in fig6-jobs fig7-single-gpu fig7-single-gpu-load1 fig9-predictors load; do
+for s in fig6-jobs fig7-single-gpu fig7-single-gpu-load1 fig9-predictors load ablation; do
   python "$HERE/aggregate.py" "$OUT/$s/results.csv" > "$OUT/$s.md"
 done
