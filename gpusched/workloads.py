@@ -22,10 +22,19 @@ def _synth_default(seed: int, jobs: int | None = None) -> Trace:
     return synth_trace(jobs or 500, seed, load=0.8, n_gpus_cluster=load_cluster("default").n_gpus)
 
 
-def _a_srpt(seed: int, jobs: int | None = None, **options: Any) -> Trace:
-    """A-SRPT paper (Sec. V-A): consecutive Philly jobs annotated with Table I models and configurations."""
+def _a_srpt(
+    seed: int, jobs: int | None = None, cluster: str | None = None, **options: Any
+) -> Trace:
+    """A-SRPT paper (Sec. V-A): consecutive Philly jobs annotated with Table I models and configurations.
+
+    ``cluster`` (a bundled name or TOML path) sets the GPUs that ``load`` refers to.
+    """
     from gpusched.workloads_asrpt import a_srpt_workload
 
+    if cluster is not None:
+        from gpusched.cluster import load_cluster
+
+        options["n_gpus_cluster"] = load_cluster(cluster).n_gpus
     return a_srpt_workload(seed, jobs, **options)
 
 

@@ -318,6 +318,25 @@ def test_a_srpt_workload_annotate_and_replay(tmp_path):
     assert r.exit_code == 2 and "does not take load" in r.output
 
 
+def test_a_srpt_workload_load_on_a_given_cluster(tmp_path):
+    from gpusched.synth import offered_load
+    from gpusched.trace import read_trace
+
+    loads = {}
+    for cluster, n_gpus in (("testbed-4x4", 16), (None, 2000)):
+        w = tmp_path / f"{cluster}.csv"
+        extra = ["-c", cluster] if cluster else []
+        r = invoke("workload", "a-srpt", "--jobs", "60", "--load", "0.5", *extra, "-o", w)
+        assert r.exit_code == 0, r.output
+        loads[cluster] = offered_load(read_trace(w), n_gpus)
+    assert loads["testbed-4x4"] == pytest.approx(0.5, rel=1e-6)
+    assert loads[None] == pytest.approx(0.5, rel=1e-6)  # default: a-srpt-250x8's 2,000 GPUs
+    r = invoke("workload", "a-srpt", "-c", "nope", "-o", tmp_path / "x.csv")
+    assert r.exit_code == 2 and "unknown cluster 'nope'" in r.output
+    r = invoke("workload", "synth-default", "-c", "default", "-o", tmp_path / "x.csv")
+    assert r.exit_code == 2 and "does not take cluster" in r.output
+
+
 def test_compare_plot(tmp_path):
     r = invoke("compare", "tiny", "-P", "fifo", "-P", "srtf", "-o", tmp_path / "c", "--plot")
     assert r.exit_code == 0, r.output

@@ -5,8 +5,8 @@
 # up next to the spec first, then in the current folder). Each file takes < 1 s; the CSVs
 # are deterministic in the seed and are not committed.
 #
-# --load is the offered load on 2,000 GPUs (the paper's 250 x 8 cluster; `gpusched workload`
-# has no option to change that). On a-srpt-32x8 (256 GPUs) the offered load is
+# --load is the offered load on 2,000 GPUs (the paper's 250 x 8 cluster, the default of
+# `gpusched workload a-srpt --cluster`; these files were made before that option existed). On a-srpt-32x8 (256 GPUs) the offered load is
 # --load x 2000/256: 0.128 -> 1.0, 0.256 -> 2.0, 0.512 -> 4.0, 1.024 -> 8.0.
 set -euo pipefail
 OUT=${1:-wl}

@@ -43,7 +43,19 @@ def workload_cmd(
         typer.Option("--single-gpu-fraction", help="a-srpt: share of single-GPU jobs (0 to 1)"),
     ] = None,
     load: Annotated[
-        float | None, typer.Option("--load", help="a-srpt: rescale arrivals to this offered load")
+        float | None,
+        typer.Option(
+            "--load", help="a-srpt: rescale arrivals to this offered load on the --cluster"
+        ),
+    ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster",
+            "-c",
+            help="a-srpt: the cluster (bundled name or TOML path) whose GPUs --load refers to;"
+            " default a-srpt-250x8 (2,000 GPUs)",
+        ),
     ] = None,
     source: Annotated[
         Path | None, typer.Option("--source", help="a-srpt: a Philly trace to sample from")
@@ -54,7 +66,13 @@ def workload_cmd(
     from gpusched.workloads import build_workload
 
     trace = build_workload(
-        name, seed, jobs, single_gpu_fraction=single_gpu_fraction, load=load, path=source
+        name,
+        seed,
+        jobs,
+        single_gpu_fraction=single_gpu_fraction,
+        load=load,
+        path=source,
+        cluster=cluster,
     )
     write_trace(trace, output)
     typer.echo(f"wrote {len(trace)} jobs to {output}")
