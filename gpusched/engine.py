@@ -29,7 +29,6 @@ from gpusched.state import (
     F_NOW,
     F_WAKE,
     FINISHED,
-    I_FREE_GPUS,
     I_N_DECISIONS,
     I_N_FINISHED,
     I_N_QUEUE,
@@ -49,6 +48,16 @@ from gpusched.state import (
 from gpusched.view import View
 
 _CHUNK = 8192  # decision points per kernel call in fused mode (progress granularity)
+
+
+def _timeline_buffers(size: int) -> tuple[np.ndarray, ...]:
+    """Empty timeline columns for ``size`` rows: time (s), busy GPUs, queued, holding jobs."""
+    return (
+        np.empty(size, np.float64),
+        np.empty(size, np.int32),
+        np.empty(size, np.int32),
+        np.empty(size, np.int32),
+    )
 
 
 @dataclass(slots=True)
@@ -170,7 +179,9 @@ class Engine:
         if prepare is not None:
             prepare(jobs, cluster)
         self._done_buf = np.zeros(max(len(jobs), 1), dtype=np.int32)
-        self._tl: list[tuple[np.ndarray, ...]] = []
+        self._tl: list[tuple[np.ndarray, ...]] = []  # full timeline chunks
+        self._tl_buf = _timeline_buffers(0)  # the python path's chunk being filled
+        self._tl_rows = 0
         self._delays: list[float] = []
         self._code = kernel.LIMIT
         self._wall = 0.0
@@ -232,12 +243,7 @@ class Engine:
         st = self.state
         while n > 0 and not self.finished:
             size = min(n, _CHUNK)
-            buf = (
-                np.empty(size, np.float64),
-                np.empty(size, np.int32),
-                np.empty(size, np.int32),
-                np.empty(size, np.int32),
-            )
+            buf = _timeline_buffers(size)
             rows, code = kernel.run_fused(st, self.cfg, *buf, size)
             self._tl.append(tuple(b[:rows] for b in buf))
             n -= max(rows, 1)
@@ -276,14 +282,13 @@ class Engine:
             w = wake(self.view, now)
             if w is not None:
                 self._set_wake(float(w), now)
-        self._tl.append(
-            (
-                np.array([now]),
-                np.array([st.gpu_n_jobs.shape[0] - st.sim_i[I_FREE_GPUS]], dtype=np.int32),
-                np.array([st.sim_i[I_N_QUEUE]], dtype=np.int32),
-                np.array([st.sim_i[I_N_RUN]], dtype=np.int32),
-            )
-        )
+        if self._tl_rows == len(self._tl_buf[0]):
+            if self._tl_rows:
+                self._tl.append(self._tl_buf)
+            self._tl_buf = _timeline_buffers(_CHUNK)
+            self._tl_rows = 0
+        kernel.record(st, self._tl_rows, *self._tl_buf)
+        self._tl_rows += 1
 
     # --- applying a decision -----------------------------------------------------------
 
@@ -294,10 +299,12 @@ class Engine:
     def _check_job(self, j: Any, now: float) -> int:
         if isinstance(j, bool) or not isinstance(j, int | np.integer):
             raise self._fail(None, now, f"job index must be an integer, got {j!r}")
-        j = int(j)
-        if not 0 <= j < len(self.jobs):
-            raise self._fail(None, now, f"unknown job index {j} (there are {len(self.jobs)} jobs)")
-        return j
+        idx = int(j)
+        if not 0 <= idx < len(self.jobs):
+            raise self._fail(
+                None, now, f"unknown job index {idx} (there are {len(self.jobs)} jobs)"
+            )
+        return idx
 
     def _status_problem(self, j: int, now: float, allowed: tuple[int, ...]) -> PolicyError | None:
         status = int(self.state.job_status[j])
@@ -421,9 +428,8 @@ class Engine:
     def timeline(self) -> dict[str, np.ndarray]:
         """The timeline so far: time (s), busy GPUs, queued jobs, jobs holding GPUs."""
         names = ("time_s", "busy_gpus", "queued", "running")
-        if not self._tl:
-            return {k: np.empty(0) for k in names}
-        return {k: np.concatenate([c[i] for c in self._tl]) for i, k in enumerate(names)}
+        chunks = self._tl + [tuple(b[: self._tl_rows] for b in self._tl_buf)]
+        return {k: np.concatenate([c[i] for c in chunks]) for i, k in enumerate(names)}
 
     def sync(self) -> None:
         """Bring every running job's accounting (remaining, executed, attained) up to now."""
