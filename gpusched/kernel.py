@@ -530,28 +530,68 @@ def compact_queue(st):
 
 
 @njit(**_JIT)
-def fill(st, cfg, c, m, blocking, preemptive, rebuild_queue):
+def _repack_capacity(st):
+    """GPUs a preemptive re-pack can hand out: all but those held by saving jobs."""
+    cap = st.gpu_n_jobs.shape[0]
+    for i in range(st.sim_i[I_N_RUN]):
+        j = st.run[i]
+        if st.job_status[j] == SAVING:
+            cap -= st.job_n_gpus[j]
+    return cap
+
+
+@njit(**_JIT)
+def _apply_selection(st, cfg, n_sel, now):
+    """The end of a preemptive re-pack: act on the selection ``st.order[:n_sel]``.
+
+    Every holder (running or loading) not marked in ``st.job_mark`` is preempted; then the
+    selected queued jobs are placed in selection order and the marks cleared. The
+    holders afterwards are written to ``cand`` in that order (``I_N_HELD``), which the
+    fused re-pack reads at the next decision. Returns how many jobs started.
+    """
+    i = 0
+    while i < st.sim_i[I_N_RUN]:
+        j = st.run[i]
+        s = st.job_status[j]
+        if (s == RUNNING or s == LOADING) and st.job_mark[j] == 0:
+            preempt(st, j, now)
+            if st.job_status[j] == QUEUED:
+                continue  # swap-removed from run: position i holds another job
+        i += 1
+    started = 0
+    held = 0
+    for i in range(n_sel):
+        j = st.order[i]
+        st.job_mark[j] = 0
+        if st.job_status[j] == QUEUED and place_consolidated(st, j, cfg.allow_spread):
+            start_job(st, j, now)
+            started += 1
+        s = st.job_status[j]
+        if s == RUNNING or s == LOADING:
+            st.cand[held] = j  # the holders, in this decision's order
+            held += 1
+    st.sim_i[I_N_HELD] = held
+    return started
+
+
+@njit(**_JIT)
+def fill(st, cfg, c, m, blocking, preemptive):
     """Give GPUs to the jobs in ``c[:m]`` in that order; return how many started.
 
     Non-preemptive: each queued job in order is placed if it fits (``blocking``:
     stop at the first that does not). Preemptive (the Tiresias simulator's
     re-pack): walk the order accumulating GPU demand against the cluster's
     capacity, select every job that fits in what is left, preempt the running
-    jobs not selected, then place the selected queued jobs in order.
-    ``rebuild_queue``: ``c[:m]`` holds every queued job, so the queue is rebuilt
-    in this order (kept sorted for the next decision); otherwise it is compacted.
-    ``c`` may be the queue itself (non-preemptive, no rebuild).
+    jobs not selected, then place the selected queued jobs in order
+    (:func:`_apply_selection`). The queue is then compacted. ``c`` may be the queue
+    itself (non-preemptive) or ``cand``.
     """
     now = st.sim_f[F_NOW]
     started = 0
     if preemptive:
-        # capacity left for the order: all GPUs but those held by saving jobs
-        cap = st.gpu_n_jobs.shape[0]
-        for i in range(st.sim_i[I_N_RUN]):
-            j = st.run[i]
-            if st.job_status[j] == SAVING:
-                cap -= st.job_n_gpus[j]
+        cap = _repack_capacity(st)
         # select: \sum_{selected} g_j <= cap, greedily in order
+        n_sel = 0
         for i in range(m):
             j = c[i]
             s = st.job_status[j]
@@ -560,25 +600,12 @@ def fill(st, cfg, c, m, blocking, preemptive, rebuild_queue):
             g = st.job_n_gpus[j]
             if g <= cap:
                 st.job_mark[j] = 1
+                st.order[n_sel] = j
+                n_sel += 1
                 cap -= g
             elif blocking:
                 break
-        i = 0
-        while i < st.sim_i[I_N_RUN]:
-            j = st.run[i]
-            s = st.job_status[j]
-            if (s == RUNNING or s == LOADING) and st.job_mark[j] == 0:
-                preempt(st, j, now)
-                if st.job_status[j] == QUEUED:
-                    continue  # swap-removed from run: position i holds another job
-            i += 1
-        for i in range(m):
-            j = c[i]
-            if st.job_mark[j] == 1:
-                st.job_mark[j] = 0
-                if st.job_status[j] == QUEUED and place_consolidated(st, j, cfg.allow_spread):
-                    start_job(st, j, now)
-                    started += 1
+        started = _apply_selection(st, cfg, n_sel, now)
     else:
         for i in range(m):
             free = st.sim_i[I_FREE_GPUS]
@@ -593,17 +620,7 @@ def fill(st, cfg, c, m, blocking, preemptive, rebuild_queue):
             elif blocking:
                 break
     # the queue keeps only jobs still QUEUED
-    if started == 0 and not preemptive:
-        return 0
-    if rebuild_queue:
-        nq = 0
-        for i in range(m):
-            j = c[i]
-            if st.job_status[j] == QUEUED:
-                st.queue[nq] = j
-                nq += 1
-        st.sim_i[I_N_QUEUE] = nq
-    else:
+    if started > 0 or preemptive:
         compact_queue(st)
     return started
 
@@ -614,7 +631,7 @@ def fill_order(st, cfg, order, blocking, preemptive):
     m = order.shape[0]
     for i in range(m):
         st.cand[i] = order[i]
-    return fill(st, cfg, st.cand, m, blocking, preemptive, False)
+    return fill(st, cfg, st.cand, m, blocking, preemptive)
 
 
 @njit(**_JIT)
@@ -637,8 +654,9 @@ def _repack(st, cfg):
     """The preemptive re-pack of :func:`fill`, merging two sorted lists instead of one big one.
 
     Holders (running or loading) are kept in ``cand`` in the order of the last
-    selection, re-keyed and re-sorted (near-linear); the queue is kept sorted. The merge walk selects jobs while \\sum g_j <= cap and stops as soon as
-    nothing more can fit, so a long queue behind a full cluster costs nothing.
+    selection, re-keyed and re-sorted (near-linear); the queue is kept sorted. The merge
+    walk selects jobs while \\sum g_j <= cap and stops as soon as nothing more can fit,
+    so a long queue behind a full cluster costs nothing.
     Selection, preemptions and placements are those of ``fill`` on the merged order.
     """
     now = st.sim_f[F_NOW]
@@ -646,11 +664,7 @@ def _repack(st, cfg):
     if nq == 0:
         # nothing waits: every holder still fits where it is; the re-pack changes nothing
         return 0
-    cap = st.gpu_n_jobs.shape[0]
-    for i in range(st.sim_i[I_N_RUN]):
-        j = st.run[i]
-        if st.job_status[j] == SAVING:
-            cap -= st.job_n_gpus[j]
+    cap = _repack_capacity(st)
     # in fused mode jobs start only here, so the last selection's holders are all of them
     h = 0
     for i in range(st.sim_i[I_N_HELD]):
@@ -679,23 +693,7 @@ def _repack(st, cfg):
             n_sel += 1
         elif cfg.blocking:
             break
-    for i in range(h):
-        j = st.cand[i]
-        if st.job_mark[j] == 0:
-            preempt(st, j, now)  # requeued jobs are appended after the sorted prefix
-    started = 0
-    held = 0
-    for i in range(n_sel):
-        j = st.order[i]
-        st.job_mark[j] = 0
-        if st.job_status[j] == QUEUED and place_consolidated(st, j, cfg.allow_spread):
-            start_job(st, j, now)
-            started += 1
-        s = st.job_status[j]
-        if s == RUNNING or s == LOADING:
-            st.cand[held] = j  # the holders, in this decision's order
-            held += 1
-    st.sim_i[I_N_HELD] = held
+    started = _apply_selection(st, cfg, n_sel, now)  # requeued jobs go after the sorted prefix
     # compact: the survivors of the sorted prefix stay sorted, appended ones follow
     kept = 0
     sorted_kept = 0
@@ -723,7 +721,7 @@ def _decide_fused(st, cfg):
     nq = _sort_queue(st, cfg)
     if st.sim_i[I_FREE_GPUS] == 0 or nq == 0:
         return 0
-    started = fill(st, cfg, st.queue, nq, cfg.blocking, False, False)
+    started = fill(st, cfg, st.queue, nq, cfg.blocking, False)
     st.sim_i[I_N_SORTED] = st.sim_i[I_N_QUEUE]
     return started
 
