@@ -6,6 +6,8 @@ check: lint test
 lint:
 	ruff format --check gpusched policies tests bench
 	ruff check gpusched policies tests bench
+	mypy gpusched/
+	lint-imports --no-logo
 
 test:
 	python -m pytest

@@ -118,7 +118,7 @@ def synth_groups(
     (groups, p, achieved)
         Integer group per job, the new-group probability chosen, the share achieved.
     """
-    n = keys.shape[0]
+    n: int = keys.shape[0]
     u_new, u_pick = rng.random(n), rng.random(n)
     lo, hi = 0.0, 1.0  # share decreases as p grows
     best = (_simon(keys, 0.0, u_new, u_pick), 0.0)

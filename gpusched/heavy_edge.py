@@ -87,7 +87,8 @@ class GpuMapping:
     @property
     def gpus_per_server(self) -> np.ndarray:
         """``(M,)`` GPUs the job uses on each server."""
-        return self.alloc.sum(axis=1)
+        per_server: np.ndarray = self.alloc.sum(axis=1)
+        return per_server
 
 
 @dataclass(frozen=True, slots=True)

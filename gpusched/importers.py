@@ -207,11 +207,13 @@ _NONNEG = "a finite number of seconds >= 0"
 
 
 def _nonneg(a: np.ndarray) -> np.ndarray:
-    return np.isfinite(a) & (a >= 0)
+    ok: np.ndarray = np.isfinite(a) & (a >= 0)
+    return ok
 
 
 def _positive(a: np.ndarray) -> np.ndarray:
-    return np.isfinite(a) & (a > 0)
+    ok: np.ndarray = np.isfinite(a) & (a > 0)
+    return ok
 
 
 def _rebase(t: np.ndarray) -> np.ndarray:

@@ -118,12 +118,14 @@ class PipelineSpec:
     @property
     def p_f(self) -> np.ndarray:
         """:math:`p_s^f`: forward time of one replica's share of a mini-batch, seconds."""
-        return self.fwd_s / self.replicas
+        p: np.ndarray = self.fwd_s / self.replicas
+        return p
 
     @property
     def p_b(self) -> np.ndarray:
         """:math:`p_s^b`: backward time of one replica's share of a mini-batch, seconds."""
-        return self.bwd_s / self.replicas
+        p: np.ndarray = self.bwd_s / self.replicas
+        return p
 
     @property
     def d_in(self) -> np.ndarray:
@@ -195,9 +197,10 @@ def pipeline_spec(
     for a in arrs:
         if not np.isfinite(a).all() or (a < 0).any():
             raise ValueError("pipeline_spec: times and byte counts must be finite and >= 0")
-    for a in (*arrs, k):
-        a.setflags(write=False)
-    return PipelineSpec(*arrs, replicas=k)
+    for arr in (*arrs, k):
+        arr.setflags(write=False)
+    fwd, bwd, act, par = arrs
+    return PipelineSpec(fwd, bwd, act, par, replicas=k)
 
 
 def spec_from_stages(stages: Sequence[StageLike], replicas: Sequence[int]) -> PipelineSpec:

@@ -264,9 +264,11 @@ def _terminal(chart: _Chart, width: int, height: int, color: bool) -> str:
             plt.xscale("log")
         if chart.xticks:
             plt.xticks(*chart.xticks)
-        text = plt.build()
+        text: str = plt.build()
         plt.clear_figure()
-        return text if color else plt.uncolorize(text)
+        if not color:
+            text = plt.uncolorize(text)
+        return text
     fig = plt.figure
     fig.clear()
     fig.plot_size(width, height)

@@ -155,7 +155,7 @@ def fused_spec(policy: Any) -> Fused | None:
 _SCALARS = {bool, int, float, str}
 
 
-def policy_params(cls: type) -> dict[str, tuple[type, Any]]:
+def policy_params(cls: type[Any]) -> dict[str, tuple[type, Any]]:
     """The hyperparameters a policy class declares: name -> (type, default).
 
     They are the keyword-only arguments of ``__init__`` other than ``rng``.

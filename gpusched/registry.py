@@ -127,7 +127,7 @@ def load_policy_class(spec: str) -> type:
         raise PolicyError(f"policy '{spec}' ({origin}) failed to load: {exc}") from exc
 
 
-def make_policy(cls: type, params: dict[str, Any], seed: int) -> Any:
+def make_policy(cls: type[Any], params: dict[str, Any], seed: int) -> Any:
     """Instantiate a policy class with validated parameters and its own RNG."""
     import numpy as np
 

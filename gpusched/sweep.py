@@ -631,9 +631,10 @@ def write_table(
 
 def _read_summary(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(path.read_text())
+        summary: dict[str, Any] = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    return summary
 
 
 ProgressFn = Callable[[int, int, Cell, dict[str, Any]], None]

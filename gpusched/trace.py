@@ -34,7 +34,7 @@ import gc
 import gzip
 import hashlib
 import io
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import methodcaller
 from pathlib import Path
@@ -342,7 +342,9 @@ def _split_csv(
     return header, columns, np.asarray(line_list, dtype=np.int64), errors
 
 
-def _bad_rows(col: Sequence[str], convert: Callable[[str], Any], ok: Callable[[Any], bool]):
+def _bad_rows(
+    col: Sequence[str], convert: Callable[[str], Any], ok: Callable[[Any], bool]
+) -> Iterator[tuple[int, str]]:
     """Yield ``(row_index, value)`` for each field that ``convert`` rejects or ``ok`` fails."""
     for i, v in enumerate(col):
         try:

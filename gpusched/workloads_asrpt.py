@@ -108,7 +108,9 @@ def a_srpt_workload(
     else:
         b = min(BLOCK, n_src)
         gaps = np.diff(src.submit_time)
-        parts, submits, ids = [], [], []
+        parts: list[Trace] = []
+        submits: list[np.ndarray] = []
+        ids: list[np.ndarray] = []
         t0, k = 0.0, 0
         while sum(len(p) for p in parts) < n:
             m = min(b, n - sum(len(p) for p in parts))

@@ -159,8 +159,6 @@ class GpuschedApp(App[dict[str, Any] | None]):
         self._update_side()
 
     def _update_side(self) -> None:
-        if not self.is_mounted:
-            return
         try:
             cluster = self.query_one(ClusterView)
         except Exception:

@@ -187,7 +187,7 @@ class Driver:
     def loop(
         self,
         cancelled: Callable[[], bool],
-        post: Callable[[Frame], None],
+        post: Callable[[Frame], object],
         finish: Callable[[Frame], None],
     ) -> None:
         """Run until the simulation ends or ``cancelled()``; ``post`` frames, ``finish`` once."""
@@ -348,6 +348,8 @@ class Driver:
             np.int8
         )
         done = np.flatnonzero(st.job_status == FINISHED)
+        avg: float | None
+        p95: float | None
         if done.size:
             jct = st.job_finish[done] - st.job_submit[done]
             avg, p95 = float(jct.mean()), float(np.percentile(jct, 95))

@@ -111,7 +111,7 @@ class ClusterView(CachedStyles, ScrollView, can_focus=True):
         self._pos: dict[int, tuple[int, int]] = {}  # item -> (row, index in row)
         self._init_styles()
         self._strips: dict[int, tuple[Any, Strip]] = {}
-        self._cells: tuple[np.ndarray, np.ndarray] | None = None
+        self._cells: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._agg: dict[str, np.ndarray] = {}
 
     # --- layout ----------------------------------------------------------------------------
