@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run every A-SRPT sweep of docs/a-srpt-results.md from a scratch folder holding wl/
 # (bash examples/a-srpt/gen-workloads.sh wl). Usage: bash examples/a-srpt/run-sweeps.sh [OUT]
-# Wall times on 2 shared cores, --workers 2: 26 s to 111 s per sweep, ~7 min in all.
+# Wall times on 2 shared cores, --workers 2: 19 s to 114 s per sweep, ~8 min in all.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-res}
