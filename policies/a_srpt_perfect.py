@@ -41,7 +41,7 @@ class ASRPTPerfectPolicy(_ASRPT):  # type: ignore[misc, valid-type]
     def __init__(
         self,
         *,
-        tau: float = 1.0,
+        tau: float = 256.0,
         comm_heavy: float = 1.5,
         rng: np.random.Generator | None = None,
     ) -> None:

@@ -109,7 +109,7 @@ def _delay_trace():
 
 
 def test_golden_delay_of_communication_heavy_job():
-    # 2 x 4 GPUs, oracle. Sizes in A~1: b0 3/8*8 = 3, b1 2/8*20 = 5, X 4/8*40 = 20.
+    # 2 x 4 GPUs, oracle, tau = 1. Sizes in A~1: b0 3/8*8 = 3, b1 2/8*20 = 5, X 4/8*40 = 20.
     # A~1: b0 0-3; X 3-4 (19 left); b1 arrives at 4 (5 < 19) 4-9; X 9-28.
     # Real:
     #   t=3  b0 starts on server 0 (GPUs 0-2), runs 3-11        idle per server [1, 4]
@@ -120,7 +120,7 @@ def test_golden_delay_of_communication_heavy_job():
     #   t=29 b1 done, idle [4, 4]: X on one server, alpha = alpha_min < kappa -> starts
     #        (line 19), runs 40 s at rate 1: 29-69
     trace = _delay_trace()
-    res = _engine(trace, _cluster(), "a-srpt", ["predictor=oracle"]).run()
+    res = _engine(trace, _cluster(), "a-srpt", ["predictor=oracle", "tau=1"]).run()
     # job index = submission order: 0 = b0, 1 = X (submitted at 0), 2 = b1 (at 4)
     np.testing.assert_allclose(res.state.job_first_start, [3, 29, 9])
     np.testing.assert_allclose(res.state.job_finish, [11, 69, 29])
