@@ -48,7 +48,7 @@ print("| setting | a-srpt variant | a-srpt mean (10^6 s) | best baseline (by mea
 print("|---|---|---|---|---|---|---|")
 # baseline variants present: a paper baseline with any parameters (e.g. "wcs-subtime (select=most)")
 base = [p for p in order_p if p.split(" (")[0] in BASE]
-for s in order_s:
+for s in order_s if base else []:  # a sweep without baselines (e.g. tau.toml) has no comparison
     bm = {b: mean(float(v["total_jct_s"]) for v in data[(s, b)].values()) for b in base if (s, b) in data}
     best = min(bm, key=bm.get)
     for a in asrpt:
