@@ -518,15 +518,23 @@ def _compute_keys(st, cfg, c, lo, m):
 
 
 @njit(**_JIT)
-def compact_queue(st):
-    """Drop from the queue the jobs that are no longer queued (after explicit starts)."""
+def compact_queue(st, n_sorted=0):
+    """Drop from the queue the jobs that are no longer queued (after starts), keeping order.
+
+    Returns how many survivors came from ``queue[:n_sorted]`` (a sorted prefix stays a
+    sorted prefix of that length).
+    """
     nq = 0
+    sorted_kept = 0
     for i in range(st.sim_i[I_N_QUEUE]):
         j = st.queue[i]
         if st.job_status[j] == QUEUED:
             st.queue[nq] = j
             nq += 1
+            if i < n_sorted:
+                sorted_kept += 1
     st.sim_i[I_N_QUEUE] = nq
+    return sorted_kept
 
 
 @njit(**_JIT)
@@ -694,18 +702,8 @@ def _repack(st, cfg):
         elif cfg.blocking:
             break
     started = _apply_selection(st, cfg, n_sel, now)  # requeued jobs go after the sorted prefix
-    # compact: the survivors of the sorted prefix stay sorted, appended ones follow
-    kept = 0
-    sorted_kept = 0
-    for i in range(st.sim_i[I_N_QUEUE]):
-        j = st.queue[i]
-        if st.job_status[j] == QUEUED:
-            st.queue[kept] = j
-            kept += 1
-            if i < nq:
-                sorted_kept += 1
-    st.sim_i[I_N_QUEUE] = kept
-    st.sim_i[I_N_SORTED] = sorted_kept
+    # the survivors of the sorted prefix stay sorted, appended ones follow
+    st.sim_i[I_N_SORTED] = compact_queue(st, nq)
     return started
 
 
