@@ -14,16 +14,27 @@ from gpusched.registry import available_policies, load_policy_class, make_policy
 from gpusched.trace import Trace
 
 
-def make_trace(rows: list[tuple[float, int, float]], source: str = "test") -> Trace:
-    """A trace from (submit s, GPUs, duration s) rows; job ids are j0, j1, ..."""
+def make_trace(
+    rows: list[tuple[float, int, float]],
+    source: str = "test",
+    *,
+    models: list[str] | None = None,
+    iterations: np.ndarray | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Trace:
+    """A trace from (submit s, GPUs, duration s) rows; job ids are j0, j1, ...
+
+    ``models``, ``iterations`` and ``extra`` columns default to empty / NaN / none.
+    """
     n = len(rows)
     return Trace(
         job_id=[f"j{i}" for i in range(n)],
         submit_time=[r[0] for r in rows],
         num_gpus=[r[1] for r in rows],
         duration=[r[2] for r in rows],
-        iterations=np.full(n, np.nan),
-        model=[""] * n,
+        iterations=iterations if iterations is not None else np.full(n, np.nan),
+        model=models or [""] * n,
+        extra=extra or {},
         source=source,
     )
 

@@ -18,6 +18,7 @@ from gpusched.policy import parse_params
 from gpusched.registry import load_policy_class, make_policy
 from gpusched.state import FINISHED
 from gpusched.trace import Trace
+from tests.helpers import make_trace
 
 A_SRPT_FAMILY = [
     "a-srpt",
@@ -64,17 +65,8 @@ def test_virtual_srpt_order_by_hand():
 
 
 def _trace(rows, models=None, configs=None, iterations=None) -> Trace:
-    n = len(rows)
-    return Trace(
-        job_id=[f"j{i}" for i in range(n)],
-        submit_time=[r[0] for r in rows],
-        num_gpus=[r[1] for r in rows],
-        duration=[r[2] for r in rows],
-        iterations=iterations if iterations is not None else np.full(n, np.nan),
-        model=models or [""] * n,
-        extra={"config": configs or [""] * n},
-        source="test",
-    )
+    configs = configs or [""] * len(rows)
+    return make_trace(rows, models=models, iterations=iterations, extra={"config": configs})
 
 
 def test_golden_unannotated_order():
