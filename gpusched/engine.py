@@ -13,8 +13,10 @@ The engine never imports the TUI; :meth:`Engine.snapshot` hands out copies.
 
 from __future__ import annotations
 
+import numbers
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +26,7 @@ from gpusched import kernel
 from gpusched.cluster import ClusterSpec
 from gpusched.errors import InvariantError, PolicyError
 from gpusched.jobs import JobTable
-from gpusched.policy import Decision, Preempt, Start, fused_spec
+from gpusched.policy import Decision, Fused, Preempt, Start, call_policy, fused_spec
 from gpusched.state import (
     F_NOW,
     F_WAKE,
@@ -34,6 +36,7 @@ from gpusched.state import (
     I_N_QUEUE,
     I_N_RUN,
     I_NEXT_ARRIVAL,
+    KEY_LAS,
     KEY_NONE,
     LOADING,
     PENDING,
@@ -48,6 +51,9 @@ from gpusched.state import (
 from gpusched.view import View
 
 _CHUNK = 8192  # decision points per kernel call in fused mode (progress granularity)
+#: consecutive decision points at which a policy starts nothing while every job has
+#: arrived, none holds a GPU and some wait: past this the run can make no progress
+MAX_IDLE_DECISIONS = 10_000
 
 
 def _timeline_buffers(size: int) -> tuple[np.ndarray, ...]:
@@ -119,6 +125,9 @@ class Engine:
         just given, e.g. slower when a pipeline job is spread over servers. The
         engine applies it at every (re)start. Needs the Python path, since the fused
         kernel runs every job at its static rate.
+    notice
+        Optional context-manager factory wrapped around loading the kernels of the
+        chosen path (the CLI's "compiling simulation kernels" note on a first run).
     """
 
     def __init__(
@@ -133,6 +142,7 @@ class Engine:
         params: dict[str, Any] | None = None,
         seed: int = 0,
         perf: Any = None,
+        notice: Callable[[], AbstractContextManager[Any]] | None = None,
     ) -> None:
         if not slot_s > 0 or not np.isfinite(slot_s):
             raise ValueError(f"slot must be a positive number of seconds, got {slot_s}")
@@ -143,7 +153,12 @@ class Engine:
         self.params = dict(params or {})
         self.seed = seed
         self.slot_s = float(slot_s)
-        fused = fused_spec(policy)
+        fused = call_policy(self.name, "fused", None, fused_spec, policy)
+        if fused is not None and not isinstance(fused, Fused):
+            raise PolicyError(
+                f"policy '{self.name}': fused() must return a Fused or None, "
+                f"got {type(fused).__name__}"
+            )
         if mode == "fused" and fused is None:
             raise PolicyError(f"policy '{self.name}' has no fused kernel path for these parameters")
         if mode not in ("auto", "fused", "python"):
@@ -168,6 +183,8 @@ class Engine:
             allow_spread=bool(cluster.allow_spread),
             thresholds=np.asarray(fused.thresholds if fused else (), dtype=np.float64),
         )
+        with notice() if notice is not None else nullcontext():
+            warm_up(self.mode)  # no-op when loaded (and in the warm-up's own engines)
         self.view = View(
             self.state,
             cluster,
@@ -177,13 +194,14 @@ class Engine:
         )
         prepare = getattr(policy, "prepare", None)
         if prepare is not None:
-            prepare(jobs, cluster)
+            call_policy(self.name, "prepare", None, prepare, jobs, cluster)
         self._done_buf = np.zeros(max(len(jobs), 1), dtype=np.int32)
         self._tl: list[tuple[np.ndarray, ...]] = []  # full timeline chunks
         self._tl_buf = _timeline_buffers(0)  # the python path's chunk being filled
         self._tl_rows = 0
         self._delays: list[float] = []
         self._code = kernel.LIMIT
+        self._idle = 0  # consecutive decisions that could make no progress (see _check_progress)
         self._wall = 0.0
         #: the policy's last Decision (python path), for viewers
         self.last_decision: Decision | None = None
@@ -271,7 +289,7 @@ class Engine:
         self.view.refresh(arrived, self._done_buf[:n_done].copy())
         now = self.now
         t0 = time.perf_counter()
-        decision = self.policy.decide(self.view, now)
+        decision = call_policy(self.name, "decide", now, self.policy.decide, self.view, now)
         self._delays.append(time.perf_counter() - t0)
         self.last_decision = decision
         st.sim_f[F_WAKE] = np.inf
@@ -279,9 +297,10 @@ class Engine:
         wake = getattr(self.policy, "wake", None)
         if wake is not None:
             self.view.refresh(arrived, self.view.finished)
-            w = wake(self.view, now)
+            w = call_policy(self.name, "wake", now, wake, self.view, now)
             if w is not None:
-                self._set_wake(float(w), now)
+                self._set_wake(self._as_time(w, "wake() returned", now), now)
+        self._check_progress(now)
         if self._tl_rows == len(self._tl_buf[0]):
             if self._tl_rows:
                 self._tl.append(self._tl_buf)
@@ -306,6 +325,38 @@ class Engine:
             )
         return idx
 
+    def _as_time(self, value: Any, what: str, now: float) -> float:
+        """A policy's time value as a float (s), or a PolicyError naming what was wrong."""
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise self._fail(None, now, f"{what} {value!r}: expected a time in s (a number)")
+        t = float(value)
+        if np.isnan(t):
+            raise self._fail(None, now, f"{what} NaN: expected a time in s")
+        return t
+
+    def _check_progress(self, now: float) -> None:
+        """Stop a policy that keeps waking up while the run can make no progress.
+
+        With every job arrived, no job holding GPUs and jobs waiting, only the policy
+        can move the run on; a policy that answers wake-up after wake-up without
+        starting anything would loop forever, its timeline growing.
+        """
+        st = self.state
+        stalled = (
+            st.sim_i[I_N_RUN] == 0
+            and st.sim_i[I_N_QUEUE] > 0
+            and st.sim_i[I_NEXT_ARRIVAL] == len(self.jobs)
+        )
+        self._idle = self._idle + 1 if stalled else 0
+        if self._idle > MAX_IDLE_DECISIONS:
+            raise self._fail(
+                None,
+                now,
+                f"made no progress over {MAX_IDLE_DECISIONS:,} decisions: "
+                f"{int(st.sim_i[I_N_QUEUE])} job(s) wait, nothing runs, no job is left to "
+                "arrive, and the policy keeps asking to be woken without starting any",
+            )
+
     def _status_problem(self, j: int, now: float, allowed: tuple[int, ...]) -> PolicyError | None:
         status = int(self.state.job_status[j])
         if status in allowed:
@@ -324,6 +375,20 @@ class Engine:
             raise self._fail(
                 None, now, f"decide() must return a Decision, got {type(decision).__name__}"
             )
+        if not isinstance(decision.actions, list | tuple):
+            raise self._fail(
+                None,
+                now,
+                f"Decision.actions must be a list of Start/Preempt, got "
+                f"{type(decision.actions).__name__}",
+            )
+        for flag in ("preemptive", "blocking"):
+            if not isinstance(getattr(decision, flag), bool | np.bool_):
+                raise self._fail(
+                    None,
+                    now,
+                    f"Decision.{flag} must be True or False, got {getattr(decision, flag)!r}",
+                )
         for action in decision.actions:
             if isinstance(action, Start):
                 self._apply_start(action, now)
@@ -338,7 +403,10 @@ class Engine:
         if decision.actions:
             kernel.compact_queue(st)  # once: drop the jobs the Starts took out of the queue
         if decision.order is not None:
-            order = np.asarray(decision.order)
+            try:
+                order = np.asarray(decision.order)
+            except (ValueError, TypeError):
+                order = np.asarray([[None]], dtype=object)
             if order.ndim != 1 or (order.size and not np.issubdtype(order.dtype, np.integer)):
                 raise self._fail(None, now, "order must be a 1-D array of job indices")
             order = order.astype(np.int32)
@@ -359,7 +427,7 @@ class Engine:
                 st, self.cfg, order, bool(decision.blocking), bool(decision.preemptive)
             )
         if decision.wake_at is not None:
-            self._set_wake(float(decision.wake_at), now)
+            self._set_wake(self._as_time(decision.wake_at, "Decision.wake_at", now), now)
         if self.perf is not None:
             self._apply_perf(now)
 
@@ -394,9 +462,12 @@ class Engine:
                 raise self._fail(j, now, f"needs {g} GPUs but only {self.view.free_gpus} are idle")
             kernel.start_job(st, j, now)
             return
-        gpus = np.asarray(action.gpus)
+        try:
+            gpus = np.asarray(action.gpus)
+        except (ValueError, TypeError):
+            gpus = np.asarray([None], dtype=object)
         if gpus.ndim != 1 or gpus.size != g or not np.issubdtype(gpus.dtype, np.integer):
-            raise self._fail(j, now, f"needs exactly {g} GPU indices, got {gpus.tolist()}")
+            raise self._fail(j, now, f"needs exactly {g} GPU indices, got {action.gpus!r}")
         n_gpus = st.gpu_n_jobs.shape[0]
         if ((gpus < 0) | (gpus >= n_gpus)).any():
             raise self._fail(j, now, f"unknown GPU index in {gpus.tolist()} (cluster has {n_gpus})")
@@ -521,3 +592,63 @@ def check_invariants(
     started = ~np.isnan(st.job_first_start)
     if (st.job_first_start[started] < st.job_submit[started] - 1e-9).any():
         raise InvariantError("a job started before it was submitted")
+
+
+class _WarmUpPolicy:
+    """A throw-away policy that makes the Python path call every kernel entry point once."""
+
+    name = "warm-up"
+    knows_duration = False
+    work_conserving = False
+    needs_predictor = False
+
+    def decide(self, view: View, now: float) -> Decision:
+        queued = view.queued
+        if view.running.size:
+            return Decision(actions=[Preempt(int(view.running[0]))], wake_at=now + 1.0)
+        if queued.size > 1:
+            free = np.flatnonzero(view.gpu_n_jobs == 0)[:1]
+            return Decision(actions=[Start(int(queued[0]), free.astype(np.int32))])
+        return Decision(order=np.asarray(queued), preemptive=True)
+
+
+_warm: set[str] = set()
+
+
+def warm_up(mode: str = "python") -> None:
+    """Load the kernels of one engine path now (compiling them on the first run after install).
+
+    Numba loads (or compiles) a kernel at its first call; without this, the first run
+    of a process would pay that inside its ``wall_s`` (about a second from the cache,
+    tens of seconds on a first run). Runs a tiny simulation on the ``"fused"`` or
+    ``"python"`` path; later calls for the same path return at once.
+    """
+    if mode in _warm:
+        return
+    from gpusched.cluster import ClusterSpec
+
+    _warm.add(mode)
+    cluster = ClusterSpec.homogeneous(1, 2, name="warm-up")
+    table = JobTable(
+        job_id=np.array(["a", "b", "c"], dtype=object),
+        submit_s=np.array([0.0, 0.0, 1.0]),
+        n_gpus=np.array([1, 1, 2], dtype=np.int32),
+        work_s=np.array([2.0, 3.0, 1.0]),
+        row=np.arange(3),
+    )
+    if mode == "fused":
+        Engine(table, cluster, _WarmUpFused(), mode="fused").run()
+    else:
+        Engine(table, cluster, _WarmUpPolicy(), mode="python", perf=_UnitRate()).run()
+
+
+class _WarmUpFused(_WarmUpPolicy):
+    def fused(self) -> Fused:
+        return Fused(KEY_LAS, preemptive=True, thresholds=(1.0,))
+
+
+class _UnitRate:
+    """A performance model that keeps every job at rate 1 (exercises ``set_rate``)."""
+
+    def rate(self, job: int, gpus: np.ndarray) -> float:
+        return 1.0

@@ -6,6 +6,8 @@ message on one line and exits non-zero, never a traceback.
 
 from __future__ import annotations
 
+import os
+
 
 class GpuschedError(Exception):
     """Base class of every error the CLI reports as a one-line message."""
@@ -48,3 +50,19 @@ class ParamError(PolicyError):
 
 class InvariantError(GpuschedError):
     """The engine found a broken invariant (a bug in gpusched, not in the input)."""
+
+
+def show_path(path: str | os.PathLike[str] | bytes | None) -> str:
+    """A file name as one line of an error message.
+
+    Names are shown as given, unless they hold a character that would break the line
+    or hide itself (a newline, a tab, another control character), or are empty: then
+    they are quoted with Python's escapes (``'runs\\nA'``), so every error stays on
+    one line and says exactly which file it means.
+    """
+    if isinstance(path, bytes):
+        return repr(path)
+    text = os.fspath(path) if path is not None else ""
+    if text and text.isprintable():
+        return text
+    return repr(text)

@@ -24,13 +24,14 @@ Python. ``decide`` stays the readable reference; tests check both paths agree.
 from __future__ import annotations
 
 import inspect
+import re
 import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from gpusched.errors import ParamError
+from gpusched.errors import GpuschedError, ParamError, PolicyError
 from gpusched.state import KEY_FIFO, KEY_LAS, KEY_SJF, KEY_SRTF
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "Policy",
     "Preempt",
     "Start",
+    "call_policy",
     "parse_params",
     "policy_params",
 ]
@@ -146,6 +148,28 @@ class Policy(Protocol):
     # time a running job crosses a service threshold).
 
 
+def call_policy(
+    policy_name: str, hook: str, now: float | None, fn: Any, *args: Any, **kwargs: Any
+) -> Any:
+    """Call a policy's ``hook`` and turn anything it raises into a :class:`PolicyError`.
+
+    A policy is user code: an exception inside it (even ``SystemExit``) must not end
+    gpusched with a traceback or, worse, a silent exit 0. The error names the policy,
+    the hook and the simulated time; the policy's own traceback is the ``__cause__``
+    (shown with ``gpusched --debug``). gpusched's own errors pass through unchanged.
+    """
+    try:
+        return fn(*args, **kwargs)
+    except GpuschedError:
+        raise
+    except (Exception, SystemExit) as exc:
+        at = f" at t={now + 0.0:.6g} s" if now is not None and np.isfinite(now) else ""
+        what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise PolicyError(
+            f"policy '{policy_name}' failed in {hook}(){at}: {what} (--debug shows its traceback)"
+        ) from exc
+
+
 def fused_spec(policy: Any) -> Fused | None:
     """The policy's fused fast path, if it declares one for its current parameters."""
     fn = getattr(policy, "fused", None)
@@ -173,25 +197,32 @@ def policy_params(cls: type[Any]) -> dict[str, tuple[type, Any]]:
     return out
 
 
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?inf(inity)?", re.I)
+
+
 def _convert(policy: str, key: str, raw: str, tp: type) -> Any:
+    """Parse one ``-p`` value strictly: no NaN, no ``1_000``, no silent coercion."""
     text = raw.strip()
-    try:
-        if tp is bool:
-            low = text.lower()
-            if low in ("1", "true", "yes", "on"):
-                return True
-            if low in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        if tp is int:
-            return int(text)
-        if tp is float:
-            return float(text)
-        return text
-    except ValueError:
+    ok = True
+    value: Any = text
+    if tp is bool:
+        low = text.lower()
+        ok = low in ("1", "true", "yes", "on", "0", "false", "no", "off")
+        value = low in ("1", "true", "yes", "on")
+    elif tp is int:
+        ok = _INT.fullmatch(text) is not None
+        value = int(text) if ok else None
+    elif tp is float:
+        ok = _FLOAT.fullmatch(text) is not None
+        value = float(text) if ok else None
+    if not ok:
+        expected = {bool: "true or false", int: "an integer", float: "a number (NaN is not one)"}
         raise ParamError(
-            f"policy '{policy}': parameter '{key}' expects {tp.__name__}, got '{raw}'"
-        ) from None
+            f"policy '{policy}': parameter '{key}' expects {expected.get(tp, tp.__name__)}, "
+            f"got '{raw}'"
+        )
+    return value
 
 
 def parse_params(cls: type, pairs: list[str] | dict[str, str]) -> dict[str, Any]:
@@ -224,8 +255,14 @@ def parse_params(cls: type, pairs: list[str] | dict[str, str]) -> dict[str, Any]
             items.append((key.strip(), value))
     out: dict[str, Any] = {}
     for key, value in items:
+        if key in out:
+            raise ParamError(f"policy '{name}': parameter '{key}' is given twice; give it once")
         if key not in declared:
+            import difflib
+
             known = ", ".join(sorted(declared)) or "none"
-            raise ParamError(f"policy '{name}' has no parameter '{key}' (it takes: {known})")
+            close = difflib.get_close_matches(key, list(declared), n=1, cutoff=0.6)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ParamError(f"policy '{name}' has no parameter '{key}'{hint} (it takes: {known})")
         out[key] = _convert(name, key, value, declared[key][0])
     return out

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from gpusched.errors import PolicyError
+from gpusched.errors import PolicyError, show_path
 from gpusched.resources import bundled_dir
 
 GROUP = "gpusched.policies"
@@ -71,7 +71,7 @@ def _module_from_path(path: Path, module_name: str) -> ModuleType:
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # a user's file: report, don't trace back
+    except (Exception, SystemExit) as exc:  # a user's file: report, don't trace back
         sys.modules.pop(module_name, None)
         raise PolicyError(f"{path}: policy module failed to import: {exc}") from exc
     return module
@@ -107,13 +107,17 @@ def load_policy_class(spec: str) -> type:
     if spec.endswith(".py") or "/" in spec:
         path = Path(spec)
         if not path.is_file():
-            raise PolicyError(f"policy file not found: {spec}")
+            raise PolicyError(f"policy file not found: {show_path(spec)}")
         mod_name = f"gpusched_user_policies.{path.stem}"
         return _policy_class(_module_from_path(path.resolve(), mod_name), str(path))
     known = available_policies()
     if spec not in known:
+        import difflib
+
+        close = difflib.get_close_matches(spec, list(known), n=1, cutoff=0.6)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
         raise PolicyError(
-            f"unknown policy '{spec}' (known: {', '.join(known) or 'none'}; "
+            f"unknown policy '{spec}'{hint} (known: {', '.join(known) or 'none'}; "
             "or give a path to a .py file)"
         )
     origin = known[spec].origin
@@ -131,7 +135,10 @@ def make_policy(cls: type[Any], params: dict[str, Any], seed: int) -> Any:
     """Instantiate a policy class with validated parameters and its own RNG."""
     import numpy as np
 
+    from gpusched.policy import call_policy
+
     kwargs = dict(params)
     if "rng" in inspect.signature(cls.__init__).parameters:
         kwargs["rng"] = np.random.default_rng(seed)
-    return cls(**kwargs)
+    name = str(getattr(cls, "name", cls.__name__))
+    return call_policy(name, "__init__", None, cls, **kwargs)

@@ -6,16 +6,31 @@ The CLI commands are thin wrappers over these (weasel's ``project_pull_cli`` ->
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import difflib
+import math
+import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpusched.errors import GpuschedError
+from gpusched.errors import GpuschedError, show_path
 from gpusched.resources import bundled_dir
 
-DEFAULT_TRACE = "synth-500"
+#: the bundled default trace: 2,000 real Philly jobs, on which the policies differ clearly
+DEFAULT_TRACE = "philly-2000"
 DEFAULT_CLUSTER = "default"
+ENGINE_MODES = ("auto", "fused", "python")
+#: finest slot, s: below it slot boundaries of a long trace are not exactly representable
+MIN_SLOT_S = 1e-6
+#: the files a run folder holds
+RUN_FILES = ("jobs.csv", "timeline.csv", "summary.json", "manifest.json")
+
+
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` when a choice is close to ``word``, else an empty string."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def resolve_trace(spec: str | None) -> Path:
@@ -24,12 +39,73 @@ def resolve_trace(spec: str | None) -> Path:
     path = Path(spec)
     if path.is_file():
         return path
+    if path.is_dir():
+        raise GpuschedError(f"trace {show_path(spec)} is a folder, expected a CSV file")
     for suffix in ("", ".csv", ".csv.gz"):
         bundled = bundled_dir("traces") / f"{spec}{suffix}"
         if bundled.is_file():
             return bundled
     names = sorted(p.name.split(".")[0] for p in bundled_dir("traces").glob("*.csv*"))
-    raise GpuschedError(f"trace not found: {spec} (bundled traces: {', '.join(names)})")
+    raise GpuschedError(
+        f"trace not found: {show_path(spec)}{did_you_mean(spec, names)} "
+        f"(bundled traces: {', '.join(names)})"
+    )
+
+
+def check_run_options(
+    *, slot_s: float, seed: int, until_s: float | None, mode: str = "auto"
+) -> None:
+    """Reject run options no simulation can honour, before any work is done.
+
+    Raises
+    ------
+    GpuschedError
+        A slot that is not a number of seconds in [MIN_SLOT_S, inf), a negative seed,
+        an ``until`` that is negative or not a number, an unknown engine mode.
+    """
+    if not (math.isfinite(slot_s) and slot_s >= MIN_SLOT_S):
+        raise GpuschedError(
+            f"--slot must be a finite number of seconds >= {MIN_SLOT_S:g}, got {slot_s}"
+        )
+    if seed < 0:
+        raise GpuschedError(f"--seed must be an integer >= 0, got {seed}")
+    if until_s is not None and not (until_s >= 0):
+        raise GpuschedError(f"--until must be a time >= 0 s (or inf), got {until_s}")
+    if mode not in ENGINE_MODES:
+        raise GpuschedError(
+            f"--engine must be one of {', '.join(ENGINE_MODES)}, got '{mode}'"
+            f"{did_you_mean(mode, ENGINE_MODES)}"
+        )
+
+
+def prepare_out_dir(out: str | Path, names: Sequence[str] = RUN_FILES) -> Path:
+    """Create the output folder ``out`` and check that ``names`` can be written in it.
+
+    Called before a simulation, so that a bad ``--out`` fails at once instead of after
+    the whole run.
+
+    Raises
+    ------
+    GpuschedError
+        An empty name, a path that is a file, or an output name that is a folder.
+    OSError
+        The folder cannot be created or written (permissions, a name too long, ...).
+    """
+    text = str(out)
+    if not text.strip():
+        raise GpuschedError("--out must name a folder, got an empty string")
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise GpuschedError(f"--out {show_path(text)} is a file, expected a folder")
+    path.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        target = path / name
+        if target.is_dir():
+            raise GpuschedError(f"cannot write {show_path(str(target))}: it is a folder")
+    probe = path / ".gpusched-write-test"
+    probe.write_bytes(b"")
+    probe.unlink()
+    return path
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +118,14 @@ class PolicySpec:
 
     @classmethod
     def parse(cls, text: str, extra: list[str] | None = None) -> PolicySpec:
+        """Split ``NAME:key=value,...`` and add ``extra`` (``-p``) pairs.
+
+        Raises
+        ------
+        GpuschedError
+            A key given both in ``NAME:key=value`` and by ``-p`` (the label would
+            name one value and the run use the other).
+        """
         name, _, rest = text.partition(":")
         pairs: list[str] = []
         for piece in rest.split(",") if rest else []:
@@ -49,7 +133,26 @@ class PolicySpec:
                 pairs[-1] += "," + piece  # a comma inside a value: thresholds=3250,7200
             elif piece.strip():
                 pairs.append(piece)
+        inline = {p.partition("=")[0].strip() for p in pairs}
+        for pair in extra or ():
+            key = pair.partition("=")[0].strip()
+            if key in inline:
+                raise GpuschedError(
+                    f"policy '{name.strip()}': parameter '{key}' is given twice "
+                    f"('{text}' and -p {pair}); give it once"
+                )
         return cls(text, name.strip(), tuple(pairs) + tuple(extra or ()))
+
+    @property
+    def is_file(self) -> bool:
+        """The policy is a path to a ``.py`` file rather than a registered name."""
+        return self.name.endswith(".py") or "/" in self.name
+
+    def label(self, policy_name: str) -> str:
+        """How results name this policy: as given, but a file by its policy's ``name``."""
+        if not self.is_file:
+            return self.text
+        return policy_name + ("" if not self.params else ":" + ",".join(self.params))
 
 
 def build_engine(
@@ -63,14 +166,15 @@ def build_engine(
     until_s: float | None = None,
     drop_oversized: bool = False,
     mode: str = "auto",
+    notice: Callable[[], Any] | None = None,
 ) -> tuple[Any, Path]:
     """Resolve the inputs and build an :class:`~gpusched.engine.Engine`; also return the trace path.
 
-    Parameters are those of :func:`replay`. Annotated pipeline traces (a ``config``
+    Parameters are those of :func:`replay`, plus ``notice``: a context-manager
+    factory wrapped around loading the simulation kernels (see
+    :class:`~gpusched.engine.Engine`). Annotated pipeline traces (a ``config``
     column) get the placement-aware :class:`~gpusched.pipeline_job.PipelinePerf`.
     """
-    import math
-
     from gpusched.cluster import load_cluster
     from gpusched.engine import Engine
     from gpusched.jobs import prepare_jobs
@@ -78,8 +182,7 @@ def build_engine(
     from gpusched.registry import load_policy_class, make_policy
     from gpusched.trace import read_trace
 
-    if not (slot_s > 0 and math.isfinite(slot_s)):
-        raise GpuschedError(f"--slot must be a positive number of seconds, got {slot_s}")
+    check_run_options(slot_s=slot_s, seed=seed, until_s=until_s, mode=mode)
     spec = PolicySpec.parse(policy, params)
     cls = load_policy_class(spec.name)
     kwargs = parse_params(cls, list(spec.params))
@@ -87,6 +190,16 @@ def build_engine(
     spec_cluster = load_cluster(cluster)
     path = resolve_trace(trace)
     jobs = prepare_jobs(read_trace(path), spec_cluster, drop_oversized=drop_oversized)
+    if len(jobs):
+        # slot boundaries k * slot must stay exact floats over the whole run: an upper
+        # bound of the horizon is the last arrival plus every job run back to back
+        horizon = float(jobs.submit_s[-1]) + float(jobs.work_s.sum())
+        if horizon / slot_s > 2.0**50:
+            raise GpuschedError(
+                f"--slot {slot_s:g} s is too fine for this trace (it may run to "
+                f"{horizon:.3g} s, {horizon / slot_s:.2g} slots; at most 2^50 are exact): "
+                "use a coarser slot"
+            )
     perf = None
     if "config" in jobs.extra:
         # annotated pipeline jobs: speed depends on placement (A-SRPT eq. 4-7)
@@ -103,6 +216,7 @@ def build_engine(
         params=kwargs,
         seed=seed,
         perf=perf,
+        notice=notice,
     )
     return engine, path
 
@@ -124,7 +238,8 @@ def replay(
     policy
         ``NAME[:key=value,...]`` or a path to a policy file.
     out
-        Folder for jobs.csv, timeline.csv, summary.json, manifest.json.
+        Folder for jobs.csv, timeline.csv, summary.json, manifest.json; checked
+        (created, writable) before the simulation starts.
     progress
         Called now and then with (simulated time s, jobs finished, jobs total).
     **kwargs
@@ -139,6 +254,8 @@ def replay(
     from gpusched.metrics import summarize, write_results
 
     engine, path = build_engine(trace, policy, **kwargs)
+    if out is not None:
+        prepare_out_dir(out)
     result = engine.run(progress=progress)
     if out is not None:
         summary = write_results(result, out, str(path))
@@ -147,33 +264,84 @@ def replay(
     return summary, result
 
 
+def _policy_label(text: str, params: list[str] | None) -> str:
+    """Check a policy spec (name, file, parameters) without running it; return its label."""
+    from gpusched.policy import parse_params
+    from gpusched.registry import load_policy_class
+
+    spec = PolicySpec.parse(text, params)
+    cls = load_policy_class(spec.name)
+    parse_params(cls, list(spec.params))
+    return spec.label(str(getattr(cls, "name", cls.__name__)))
+
+
+def _is_compare_output(path: Path) -> bool:
+    """A folder entry that ``compare`` writes: comparison.csv or a run folder."""
+    if path.name == "comparison.csv":
+        return True
+    return path.is_dir() and (path / "manifest.json").is_file()
+
+
+def prepare_compare_dir(out: str | Path, *, force: bool) -> Path:
+    """Make ``out`` ready for a comparison: refuse (or, with ``force``, clear) old results.
+
+    Runs left from an earlier comparison would sit beside the new ones, and ``plot``
+    would draw them all, so a folder holding any is refused. ``force`` removes only what
+    ``compare`` writes (comparison.csv and run folders with a manifest.json); other
+    files are left alone.
+    """
+    path = prepare_out_dir(out, ("comparison.csv",))
+    old = sorted(p for p in path.iterdir() if _is_compare_output(p))
+    if old and not force:
+        raise GpuschedError(
+            f"--out {show_path(str(out))} already holds results ({len(old)} entries, e.g. "
+            f"{show_path(old[0].name)}): choose another folder, or pass --force to replace them"
+        )
+    for entry in old:
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    return path
+
+
 def compare(
     trace: str | None,
     policies: list[str],
     *,
     out: str | Path | None = None,
+    force: bool = False,
     progress: Callable[[str], None] | None = None,
+    first_result: Callable[[Any, dict[str, Any]], Any] | None = None,
     **kwargs: Any,
 ) -> list[dict[str, Any]]:
     """Replay one trace under several policy specs; write comparison.csv to ``out``.
 
-    Each row is ``{"policy": spec as given, **summary}``; each run's own outputs go
-    to ``out/<index>-<name>/``.
+    Every policy spec is checked before the first run. Each row is
+    ``{"policy": label, **summary}`` (the spec as given; a policy file by its ``name``);
+    each run's own outputs go to ``out/<index>-<label>/``. An ``out`` that already holds
+    results is refused unless ``force`` (see :func:`prepare_compare_dir`).
+    ``first_result(result, summary)`` is called after the first run (the CLI prints
+    the trace and cluster line from it).
     """
     import csv
 
+    labels = [_policy_label(text, kwargs.get("params")) for text in policies]
+    if out is not None:
+        prepare_compare_dir(out, force=force)
     rows: list[dict[str, Any]] = []
-    for i, text in enumerate(policies):
+    for i, (text, label) in enumerate(zip(policies, labels, strict=True)):
         if progress:
-            progress(text)
+            progress(label)
         sub = None
         if out is not None:
-            safe = "".join(ch if ch.isalnum() or ch in "-_=." else "_" for ch in text)
+            safe = "".join(ch if ch.isalnum() or ch in "-_=." else "_" for ch in label)
             sub = Path(out) / f"{i:02d}-{safe}"
-        summary, _ = replay(trace, text, out=sub, **kwargs)
-        rows.append({"policy": text, **summary})
+        summary, result = replay(trace, text, out=sub, **kwargs)
+        if i == 0 and first_result is not None:
+            first_result(result, summary)
+        rows.append({"policy": label, **summary})
     if out is not None and rows:
-        Path(out).mkdir(parents=True, exist_ok=True)
         with (Path(out) / "comparison.csv").open("w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=list(rows[0]))
             w.writeheader()

@@ -14,9 +14,19 @@ if TYPE_CHECKING:
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
-    v = a.view()
-    v.flags.writeable = False
-    return v
+    """A live view of ``a`` on read-only memory: a policy cannot re-enable writing.
+
+    ``a.view()`` with ``flags.writeable = False`` would not do: a policy can set the flag
+    back to True and rewrite the engine's state. An array built on a read-only buffer
+    cannot be made writeable (numpy refuses), and it still shares ``a``'s memory, so it
+    costs nothing and shows the state as it changes.
+    """
+    if a.size == 0:
+        out = np.empty(a.shape, dtype=a.dtype)
+        out.flags.writeable = False
+        return out
+    buf = memoryview(np.ascontiguousarray(a)).toreadonly()  # type: ignore[arg-type]
+    return np.frombuffer(buf, dtype=a.dtype).reshape(a.shape)
 
 
 class View:

@@ -31,7 +31,7 @@ def test_replay_default_writes_all_outputs(tmp_path):
     out = tmp_path / "run"
     r = invoke("replay", "--policy", "srtf", "--out", out)
     assert r.exit_code == 0, r.output
-    assert "synth-500" in r.output and "srtf" in r.output
+    assert "philly-2000" in r.output and "srtf" in r.output
     for name in ("jobs.csv", "timeline.csv", "summary.json", "manifest.json"):
         assert (out / name).stat().st_size > 0
     summary = json.loads((out / "summary.json").read_text())
@@ -52,7 +52,7 @@ def test_replay_default_writes_all_outputs(tmp_path):
         "wall_s",
     ):
         assert key in summary
-    assert summary["n_jobs"] == summary["n_finished"] == 500
+    assert summary["n_jobs"] == summary["n_finished"] == 2000
     manifest = json.loads((out / "manifest.json").read_text())
     assert len(manifest["trace_sha256"]) == 64 and manifest["policy"] == "srtf"
     assert manifest["cluster"]["cluster"]["name"] == "default"
@@ -229,7 +229,7 @@ def test_gz_trace(tmp_path):
         (["replay", "tiny", "-c", "nosuch"], "nosuch"),
         (["replay", "tiny", "-c", "missing/dir/c.toml"], "c.toml"),
         (["replay", "no/such/trace.csv"], "trace not found"),
-        (["replay", "tiny", "-P", "fifo", "-p", "backfill=maybe"], "expects bool"),
+        (["replay", "tiny", "-P", "fifo", "-p", "backfill=maybe"], "expects true or false"),
         (["replay", "tiny", "-P", "fifo", "-p", "nokey=1"], "has no parameter 'nokey'"),
         (["replay", "tiny", "-P", "fifo", "-p", "novalue"], "key=value"),
         (["replay", "tiny", "-P", "tiresias:thresholds=9,3"], "increasing"),

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from gpusched import __version__
-from gpusched.cli import listing, replay, sweep, trace
+from gpusched.cli import _common, listing, replay, sweep, trace
 from gpusched.cli._common import user_errors
 
 app = typer.Typer(
@@ -17,6 +17,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.command("replay")(replay.replay_cmd)
 app.command("compare")(replay.compare_cmd)
@@ -92,5 +93,13 @@ def main(
             "--version", callback=_version, is_eager=True, help="Show the version and exit"
         ),
     ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            help="On an error, also print the traceback behind it (e.g. raised inside your policy)",
+        ),
+    ] = False,
 ) -> None:
     """gpusched: replay GPU-cluster traces under FIFO, SJF, SRTF, Tiresias and more."""
+    _common.DEBUG = debug

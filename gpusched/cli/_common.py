@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import sys
+import threading
 import time
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
 
-from gpusched.errors import GpuschedError
+from gpusched.errors import GpuschedError, show_path
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -28,27 +33,123 @@ SHOWN = (
 )
 
 
+#: set by ``gpusched --debug``: print the traceback behind a user error (e.g. a policy's own)
+DEBUG = False
+
+
+def os_error_message(exc: OSError) -> str:
+    """One line for an operating-system error on a file the user named."""
+    what = {
+        errno.ENOENT: "file not found",
+        errno.EISDIR: "is a folder, expected a file",
+        errno.ENOTDIR: "a part of the path is not a folder",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+        errno.ENAMETOOLONG: "file name too long",
+        errno.ENOSPC: "no space left on the device",
+        errno.EROFS: "read-only file system",
+        errno.EEXIST: "already exists",
+    }.get(exc.errno or -1, exc.strerror or type(exc).__name__)
+    name = exc.filename if exc.filename is not None else None
+    return f"{what}: {show_path(name)}" if name is not None else what
+
+
 def user_errors(fn: F) -> F:
-    """Turn a :class:`GpuschedError` into ``error: message`` on stderr and exit code 2."""
+    """Turn a user-caused failure into ``error: message`` on stderr and exit code 2.
+
+    Handled: every :class:`GpuschedError` (bad input, a policy's failure) and every
+    operating-system error (files the user named: missing, unreadable, a folder where a
+    file is expected, names too long, a full disk). With ``--debug`` the traceback
+    behind the error (for example, the one raised inside a user's policy) is printed too.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except GpuschedError as exc:
+            _debug_trace(exc)
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
-        except FileNotFoundError as exc:
-            typer.echo(f"error: file not found: {exc.filename}", err=True)
+        except OSError as exc:
+            _debug_trace(exc)
+            typer.echo(f"error: {os_error_message(exc)}", err=True)
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
 
 
-def fmt(value: Any) -> str:
-    """A compact human rendering of a summary value."""
+def _debug_trace(exc: BaseException) -> None:
+    if not DEBUG:
+        return
+    cause = exc.__cause__ or exc
+    typer.echo("".join(traceback.format_exception(cause)).rstrip(), err=True)
+
+
+@contextmanager
+def compile_notice(delay_s: float = 1.0) -> Iterator[None]:
+    """Say on stderr that kernels are compiling when loading them takes more than ``delay_s``.
+
+    The first run after an install (an empty Numba cache) compiles the simulation
+    kernels for tens of seconds; without a word it looks like a hang.
+    """
+    timer = threading.Timer(
+        delay_s,
+        lambda: print(
+            "compiling simulation kernels (first run only, up to a minute)...",
+            file=sys.stderr,
+            flush=True,
+        ),
+    )
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def require_terminal(flag: str) -> None:
+    """Refuse ``flag`` (e.g. ``--tui``) when standard output is not a terminal."""
+    if not sys.stdout.isatty():
+        raise GpuschedError(f"{flag} needs a terminal: standard output is not one")
+
+
+def print_run_header(result: Any, summary: dict[str, Any], *, engine: bool = True) -> None:
+    """The line above a results table: trace, cluster, jobs, slot (and engine), then notes.
+
+    Notes include the trace's own (e.g. "0 jobs") and an early stop (``--until``, or
+    quitting the TUI), with how many jobs were left unfinished.
+    """
+    from gpusched.resources import bundled_dir
+
+    cluster = result.cluster
+    mode = f", engine {result.mode}" if engine else ""
+    source = Path(result.jobs.source)
+    if source.parent == bundled_dir("traces"):
+        trace = f"{source.name.split('.')[0]} (bundled)"
+    else:
+        trace = show_path(result.jobs.source)
+    typer.echo(
+        f"{trace} on {cluster.name} ({cluster.n_gpus} GPUs), "
+        f"{summary['n_jobs']} jobs, slot {result.slot_s:g} s{mode}"
+    )
+    for note in result.jobs.notes:
+        typer.echo(f"note: {note}")
+    if result.stopped_at is not None:
+        typer.echo(
+            f"note: stopped early at t={result.stopped_at:,.6g} s: "
+            f"{summary['n_unfinished']} of {summary['n_jobs']} jobs unfinished "
+            "(JCT and waiting cover finished jobs only)"
+        )
+
+
+def fmt(value: Any, key: str = "") -> str:
+    """A compact human rendering of a summary value (``wall_s`` always with 2 decimals)."""
     if value is None:
         return "-"
+    if key == "wall_s" and isinstance(value, float):
+        return f"{value:.2f}"
     if isinstance(value, float):
         if abs(value) >= 1e5:
             return f"{value:,.0f}"
@@ -58,8 +159,11 @@ def fmt(value: Any) -> str:
 
 def print_table(rows: list[dict[str, Any]], first: str) -> None:
     """Print ``rows`` (policy x metrics) as an aligned table."""
-    head = [first] + [label for _, label in SHOWN]
-    body = [[str(r[first])] + [fmt(r.get(k)) for k, _ in SHOWN] for r in rows]
+    shown = list(SHOWN)
+    if any(r.get("n_unfinished") for r in rows):
+        shown.insert(1, ("n_unfinished", "unfinished"))
+    head = [first] + [label for _, label in shown]
+    body = [[str(r[first])] + [fmt(r.get(k), k) for k, _ in shown] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
     line = "  ".join(
         h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths, strict=True))
@@ -100,3 +204,4 @@ class Progress:
         if self.shown:
             sys.stderr.write("\n")
             sys.stderr.flush()
+            self.shown = False

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from gpusched.cli._common import Progress, print_table, user_errors
+from gpusched.cli._common import (
+    Progress,
+    compile_notice,
+    print_run_header,
+    print_table,
+    require_terminal,
+    user_errors,
+)
 from gpusched.run import DEFAULT_CLUSTER, DEFAULT_TRACE
 
 TraceArg = Annotated[
@@ -29,7 +36,7 @@ SlotOpt = Annotated[
     float,
     typer.Option("--slot", help="Slot length in seconds; decisions happen at slot boundaries"),
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for the policy's random numbers")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed (>= 0) for the policy's random numbers")]
 UntilOpt = Annotated[
     float | None,
     typer.Option(
@@ -45,7 +52,9 @@ DropOpt = Annotated[
 EngineOpt = Annotated[
     str,
     typer.Option(
-        "--engine", help="auto | fused (built-in policies in the kernel) | python (policy.decide)"
+        "--engine",
+        help="auto (fused when the policy has it) | fused (built-in policies run inside the "
+        "kernel) | python (the policy's readable decide(); same results)",
     ),
 ]
 
@@ -67,9 +76,11 @@ def replay_cmd(
     slot: SlotOpt = 1.0,
     seed: SeedOpt = 0,
     out: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
-            "--out", "-o", help="Write jobs.csv, timeline.csv, summary.json, manifest.json here"
+            "--out",
+            "-o",
+            help="Write jobs.csv, timeline.csv, summary.json, manifest.json to this folder",
         ),
     ] = None,
     until: UntilOpt = None,
@@ -84,11 +95,19 @@ def replay_cmd(
     ] = False,
 ) -> None:
     """Replay a trace on a cluster under one policy and print the summary."""
-    from gpusched.run import replay
+    from gpusched.engine import warm_up
+    from gpusched.run import check_run_options, prepare_out_dir, replay
 
+    check_run_options(slot_s=slot, seed=seed, until_s=until, mode=engine)
     if tui:
+        require_terminal("--tui")
+        if out is not None:
+            prepare_out_dir(out)
         from gpusched.tui import run_tui
 
+        with compile_notice():
+            warm_up("fused")
+            warm_up("python")
         summary = run_tui(
             trace,
             policy,
@@ -99,7 +118,7 @@ def replay_cmd(
             until_s=until,
             drop_oversized=drop_oversized,
             mode=engine,
-            out=out,
+            out=None if out is None else Path(out),
         )
         if as_json:
             typer.echo(json.dumps(summary, indent=2))
@@ -121,19 +140,18 @@ def replay_cmd(
             mode=engine,
             out=out,
             progress=bar,
+            notice=compile_notice,
         )
     finally:
         bar.close()
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
-    typer.echo(
-        f"{result.jobs.source} on {result.cluster.name} ({result.cluster.n_gpus} GPUs), "
-        f"{summary['n_jobs']} jobs, slot {slot:g} s, engine {result.mode}"
-    )
-    for note in result.jobs.notes:
-        typer.echo(f"note: {note}")
-    print_table([{"policy": policy, **summary}], "policy")
+    from gpusched.run import PolicySpec
+
+    print_run_header(result, summary)
+    label = PolicySpec.parse(policy, param).label(result.policy_name)
+    print_table([{"policy": label, **summary}], "policy")
     if out is not None:
         typer.echo(f"results in {out}/")
 
@@ -151,8 +169,10 @@ def compare_cmd(
     slot: SlotOpt = 1.0,
     seed: SeedOpt = 0,
     out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Write comparison.csv and one folder per policy here"),
+        str | None,
+        typer.Option(
+            "--out", "-o", help="Write comparison.csv and one folder per policy to this folder"
+        ),
     ] = None,
     until: UntilOpt = None,
     drop_oversized: DropOpt = False,
@@ -162,27 +182,44 @@ def compare_cmd(
             "--plot", help="Draw JCT CDFs, queue length and utilisation of the runs (needs --out)"
         ),
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace the results of an earlier comparison in --out (by default such a "
+            "folder is refused, so old runs never mix with new ones)",
+        ),
+    ] = False,
 ) -> None:
     """Replay one trace under several policies and print one table (policies x metrics)."""
     from gpusched.errors import GpuschedError
-    from gpusched.run import compare
+    from gpusched.run import check_run_options, compare
 
     if not policy:
         raise GpuschedError("give at least one --policy (e.g. --policy fifo --policy srtf)")
     if plot and out is None:
         raise GpuschedError("--plot draws from the run folders: give --out DIR too")
+    check_run_options(slot_s=slot, seed=seed, until_s=until)
     bar = Progress("compare")
+
+    def header(result: Any, summary: dict[str, Any]) -> None:
+        bar.close()
+        print_run_header(result, summary, engine=False)
+
     try:
         rows = compare(
             trace,
             policy,
             out=out,
+            force=force,
             cluster=cluster,
             slot_s=slot,
             seed=seed,
             until_s=until,
             drop_oversized=drop_oversized,
+            notice=compile_notice,
             progress=lambda text: setattr(bar, "label", text),
+            first_result=header,
         )
     finally:
         bar.close()

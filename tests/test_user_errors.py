@@ -1,0 +1,296 @@
+"""What gpusched does with user mistakes and hostile input at the command line.
+
+Every case must end in one line ``error: ...`` on stderr and exit code 2, never a
+traceback, and never after a whole simulation has run for nothing. See the section
+"What gpusched promises on bad input" in docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from gpusched.cli import app
+from gpusched.cli._common import compile_notice
+from gpusched.view import _ro
+
+runner = CliRunner()
+GOOD = "job_id,submit_time,num_gpus,duration\na,0,1,10\nb,5,2,20\nc,6,4,5\n"
+
+
+def invoke(*args: object):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def one_line_error(r, *needles: str) -> str:
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output
+    line = r.output.strip()
+    assert line.startswith("error: ") and len(line.splitlines()) == 1, line
+    for needle in needles:
+        assert needle in line, line
+    return line
+
+
+def policy_file(tmp_path: Path, body: str, name: str = "mine") -> Path:
+    """A user policy file whose decide() (and more) is ``body`` (indented 4 spaces)."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(
+        "import numpy as np\n"
+        "from gpusched.policy import Decision, Start, Preempt\n\n"
+        "class Mine:\n"
+        f"    name = '{name}'\n"
+        "    knows_duration = False\n"
+        "    work_conserving = False\n"
+        "    needs_predictor = False\n\n" + body
+    )
+    return path
+
+
+# --- outputs are checked before the simulation ---------------------------------------
+
+
+def test_out_is_a_file(tmp_path):
+    target = tmp_path / "f.txt"
+    target.write_text("x")
+    one_line_error(invoke("replay", "tiny", "-o", target), "f.txt", "is a file")
+
+
+def test_out_empty_string():
+    one_line_error(invoke("replay", "tiny", "-o", ""), "--out must name a folder")
+
+
+def test_output_name_is_a_folder(tmp_path):
+    (tmp_path / "run" / "jobs.csv").mkdir(parents=True)
+    one_line_error(invoke("replay", "tiny", "-o", tmp_path / "run"), "jobs.csv", "is a folder")
+
+
+def test_out_name_too_long(tmp_path):
+    one_line_error(invoke("replay", "tiny", "-o", tmp_path / ("x" * 300)), "file name too long")
+
+
+def test_out_checked_before_the_run(tmp_path, monkeypatch):
+    ran = []
+    monkeypatch.setattr("gpusched.engine.Engine.run", lambda self, **kw: ran.append(1))
+    target = tmp_path / "f.txt"
+    target.write_text("x")
+    one_line_error(invoke("replay", "tiny", "-o", target), "is a file")
+    assert ran == []
+
+
+def test_file_name_with_newline_stays_on_one_line(tmp_path):
+    one_line_error(invoke("replay", str(tmp_path / "a\nb.csv")), "trace not found", "\\n")
+
+
+# --- options -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["--seed", "-1"], ["--seed", ">= 0"]),
+        (["--engine", "gpu"], ["--engine", "auto, fused, python", "'gpu'"]),
+        (["--engine", "pyhton"], ["did you mean 'python'"]),
+        (["--until", "-5"], ["--until", ">= 0"]),
+        (["--until", "nan"], ["--until"]),
+        (["--slot", "1e-300"], ["--slot"]),
+        (["--slot", "nan"], ["--slot"]),
+        (["--slot", "inf"], ["--slot"]),
+        (["-P", "tiresia"], ["did you mean 'tiresias'"]),
+        (["-P", "fifo", "-p", "backfil=true"], ["did you mean 'backfill'"]),
+        (["-P", "tiresias", "-p", "starve=nan"], ["starve", "NaN is not one"]),
+        (["-P", "tiresias", "-p", "starve=1_0"], ["starve", "'1_0'"]),
+        (["-P", "tiresias", "-p", "starve=1", "-p", "starve=2"], ["given twice"]),
+        (["-P", "tiresias:starve=1", "-p", "starve=2"], ["given twice"]),
+    ],
+)
+def test_bad_options(args, needles):
+    one_line_error(invoke("replay", "tiny", *args), *needles)
+
+
+def test_slot_too_fine_for_the_trace(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,submit_time,num_gpus,duration\na,0,1,10\nb,1e10,1,10\n")
+    one_line_error(invoke("replay", trace, "--slot", "1e-6"), "too fine")
+
+
+def test_short_help_flag():
+    r = invoke("replay", "-h")
+    assert r.exit_code == 0 and "--policy" in r.output
+    assert invoke("-h").exit_code == 0
+    assert invoke("trace", "import", "-h").exit_code == 0
+
+
+def test_tui_needs_a_terminal():
+    one_line_error(invoke("replay", "tiny", "--tui"), "--tui needs a terminal")
+
+
+# --- user policy code ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "hook"),
+    [
+        (
+            "    def __init__(self):\n        raise RuntimeError('boom')\n"
+            "    def decide(self, view, now):\n        return Decision()\n",
+            "__init__",
+        ),
+        (
+            "    def prepare(self, jobs, cluster):\n        raise KeyError('k')\n"
+            "    def decide(self, view, now):\n        return Decision()\n",
+            "prepare",
+        ),
+        ("    def decide(self, view, now):\n        return 1 / 0\n", "decide"),
+        (
+            "    def decide(self, view, now):\n        return Decision(order=view.queued)\n"
+            "    def wake(self, view, now):\n        raise ValueError('w')\n",
+            "wake",
+        ),
+        ("    def decide(self, view, now):\n        raise SystemExit(0)\n", "decide"),
+    ],
+)
+def test_policy_exception_names_policy_and_hook(tmp_path, body, hook):
+    r = invoke("replay", "tiny", "-P", policy_file(tmp_path, body))
+    line = one_line_error(r, "policy 'mine'", f"in {hook}()")
+    if hook in ("decide", "wake"):
+        assert "at t=" in line
+
+
+def test_debug_shows_the_policy_traceback(tmp_path):
+    body = "    def decide(self, view, now):\n        return 1 / 0\n"
+    r = invoke("--debug", "replay", "tiny", "-P", policy_file(tmp_path, body))
+    assert r.exit_code == 2
+    assert "ZeroDivisionError" in r.output and "Traceback" in r.output
+    assert r.output.strip().splitlines()[-1].startswith("error: ")
+
+
+@pytest.mark.parametrize(
+    ("decision", "needle"),
+    [
+        ("Decision(wake_at='soon')", "wake_at 'soon'"),
+        ("Decision(wake_at=float('nan'))", "NaN"),
+        ("Decision(actions=None)", "Decision.actions"),
+        ("Decision(actions=[Start(int(view.queued[0]), 'x')] if view.queued.size else [])", "GPU"),
+        ("Decision(order=[[1, 2], [3]])", "order"),
+        ("Decision(order=view.queued, blocking='yes')", "Decision.blocking"),
+        ("Decision(actions=['start'])", "unknown action"),
+        ("'not a decision'", "must return a Decision"),
+    ],
+)
+def test_decision_fields_of_the_wrong_type(tmp_path, decision, needle):
+    body = f"    def decide(self, view, now):\n        return {decision}\n"
+    one_line_error(invoke("replay", "tiny", "-P", policy_file(tmp_path, body)), needle)
+
+
+def test_policy_that_only_wakes_is_stopped(tmp_path):
+    body = "    def decide(self, view, now):\n        return Decision(wake_at=now + 1)\n"
+    one_line_error(invoke("replay", "tiny", "-P", policy_file(tmp_path, body)), "made no progress")
+
+
+def test_view_memory_cannot_be_made_writeable():
+    state = np.arange(4)
+    view = _ro(state)
+    with pytest.raises(ValueError):
+        view.flags.writeable = True
+    state[0] = 9
+    assert view[0] == 9  # a live view, not a copy
+
+
+def test_policy_rewriting_the_view_fails(tmp_path):
+    body = (
+        "    def decide(self, view, now):\n"
+        "        view.job_n_gpus.flags.writeable = True\n"
+        "        view.job_n_gpus[:] = 1\n"
+        "        return Decision(order=view.queued)\n"
+    )
+    one_line_error(invoke("replay", "tiny", "-P", policy_file(tmp_path, body)), "in decide()")
+
+
+def test_custom_policy_labelled_by_its_name(tmp_path):
+    body = "    def decide(self, view, now):\n        return Decision(order=view.queued)\n"
+    path = policy_file(tmp_path, body, name="greedy")
+    r = invoke("replay", "tiny", "-P", path)
+    assert r.exit_code == 0, r.output
+    table_row = r.output.splitlines()[-1]
+    assert table_row.startswith("greedy ") and str(path) not in r.output
+    out = tmp_path / "cmp"
+    assert invoke("compare", "tiny", "-P", path, "-P", "fifo", "-o", out).exit_code == 0
+    rows = list(csv.DictReader((out / "comparison.csv").open()))
+    assert [row["policy"] for row in rows] == ["greedy", "fifo"]
+
+
+# --- compare ----------------------------------------------------------------------------
+
+
+def test_compare_refuses_old_results_unless_forced(tmp_path):
+    out = tmp_path / "cmp"
+    assert invoke("compare", "tiny", "-P", "fifo", "-P", "sjf", "-o", out).exit_code == 0
+    (out / "notes.txt").write_text("mine")
+    one_line_error(invoke("compare", "tiny", "-P", "srtf", "-o", out), "already holds results")
+    r = invoke("compare", "tiny", "-P", "srtf", "-o", out, "--force")
+    assert r.exit_code == 0, r.output
+    runs = sorted(p.name for p in out.iterdir() if p.is_dir())
+    assert runs == ["00-srtf"]
+    assert (out / "notes.txt").read_text() == "mine"  # not ours: left alone
+
+
+def test_compare_checks_every_policy_before_running(tmp_path, monkeypatch):
+    ran = []
+    monkeypatch.setattr("gpusched.run.replay", lambda *a, **k: ran.append(1))
+    one_line_error(invoke("compare", "tiny", "-P", "fifo", "-P", "srft"), "did you mean 'srtf'")
+    assert ran == []
+
+
+def test_compare_prints_the_run_header():
+    r = invoke("compare", "tiny", "-P", "fifo", "-P", "srtf")
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines()[0].startswith("tiny (bundled) on default (32 GPUs), 6 jobs")
+
+
+def test_early_stop_is_shown(tmp_path):
+    r = invoke("replay", "philly-2000", "-P", "fifo", "--until", "50000")
+    assert r.exit_code == 0, r.output
+    assert "note: stopped early at t=50,000 s" in r.output
+    head = next(line for line in r.output.splitlines() if line.startswith("policy"))
+    assert "unfinished" in head
+
+
+def test_wall_seconds_have_one_format():
+    r = invoke("compare", "tiny", "-P", "fifo", "-P", "srtf", "-P", "tiresias")
+    assert r.exit_code == 0, r.output
+    rows = [line for line in r.output.splitlines() if line.split()[0] in ("fifo", "srtf")]
+    for row in rows:
+        wall = row.split()[-1]
+        assert len(wall.split(".")[1]) == 2, row
+
+
+def test_default_demo_shows_policies_differ():
+    """The README's first commands run the bundled default: policies must differ there."""
+    jct = {}
+    for policy in ("fifo", "srtf"):
+        r = invoke("replay", "-P", policy, "--json")
+        assert r.exit_code == 0, r.output
+        summary = json.loads(r.output)
+        jct[policy] = summary["avg_jct_s"]
+        assert summary["gpu_utilization"] > 0.5  # a loaded cluster, not an idle one
+    assert jct["fifo"] > 3 * jct["srtf"]
+
+
+# --- the first-run note -------------------------------------------------------------------
+
+
+def test_compile_notice_only_when_slow(capsys):
+    with compile_notice(delay_s=0.05):
+        pass
+    time.sleep(0.1)
+    assert capsys.readouterr().err == ""
+    with compile_notice(delay_s=0.01):
+        time.sleep(0.2)
+    assert "compiling simulation kernels" in capsys.readouterr().err
