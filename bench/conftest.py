@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,11 @@ from gpusched.synth import synth_trace
 
 #: 32 x 8 = 256 GPUs; the synthetic traces are generated at 0.8 offered load for it
 BENCH_CLUSTER = ClusterSpec.homogeneous(32, 8, name="bench-32x8")
-PHILLY = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "traces"
-    / "philly-pollux"
-    / "philly_jobs.csv.gz"
+#: the full Philly trace (82,247 jobs, released with Pollux): $GPUSCHED_PHILLY, else the
+#: shared traces folder beside the repository
+PHILLY = Path(
+    os.environ.get("GPUSCHED_PHILLY")
+    or Path(__file__).resolve().parents[2] / "shared/traces/philly-pollux/philly_jobs.csv.gz"
 )
 
 
