@@ -46,7 +46,9 @@ from gpusched.state import (
     STATUS_NAMES,
     KernelConfig,
     SimState,
+    Timeline,
     new_state,
+    new_timeline,
 )
 from gpusched.view import View
 
@@ -54,16 +56,6 @@ _CHUNK = 8192  # decision points per kernel call in fused mode (progress granula
 #: consecutive decision points at which a policy starts nothing while every job has
 #: arrived, none holds a GPU and some wait: past this the run can make no progress
 MAX_IDLE_DECISIONS = 10_000
-
-
-def _timeline_buffers(size: int) -> tuple[np.ndarray, ...]:
-    """Empty timeline columns for ``size`` rows: time (s), busy GPUs, queued, holding jobs."""
-    return (
-        np.empty(size, np.float64),
-        np.empty(size, np.int32),
-        np.empty(size, np.int32),
-        np.empty(size, np.int32),
-    )
 
 
 @dataclass(slots=True)
@@ -125,6 +117,9 @@ class Engine:
         just given, e.g. slower when a pipeline job is spread over servers. The
         engine applies it at every (re)start. Needs the Python path, since the fused
         kernel runs every job at its static rate.
+    load_s, save_s
+        Optional per-job load time after each start and pause-and-save time after each
+        preemption, s (default 0): the job holds its GPUs meanwhile and makes no progress.
     notice
         Optional context-manager factory wrapped around loading the kernels of the
         chosen path (the CLI's "compiling simulation kernels" note on a first run).
@@ -142,6 +137,8 @@ class Engine:
         params: dict[str, Any] | None = None,
         seed: int = 0,
         perf: Any = None,
+        load_s: np.ndarray | None = None,
+        save_s: np.ndarray | None = None,
         notice: Callable[[], AbstractContextManager[Any]] | None = None,
     ) -> None:
         if not slot_s > 0 or not np.isfinite(slot_s):
@@ -173,7 +170,14 @@ class Engine:
             jobs.work_s,
             cluster.server_gpus(),
             gpu_capacity=cluster.gpu_capacity,
+            load_s=load_s,
+            save_s=save_s,
         )
+        st = self.state
+        if not (np.isfinite(st.job_load_s).all() and np.isfinite(st.job_save_s).all()):
+            raise ValueError("load and save times must be finite")
+        if (st.job_load_s < 0).any() or (st.job_save_s < 0).any():
+            raise ValueError("load and save times must be >= 0")
         self.cfg = KernelConfig(
             slot_s=self.slot_s,
             until_s=float(until_s),
@@ -182,6 +186,7 @@ class Engine:
             blocking=bool(fused.blocking) if fused else False,
             allow_spread=bool(cluster.allow_spread),
             thresholds=np.asarray(fused.thresholds if fused else (), dtype=np.float64),
+            phases=bool((st.job_load_s > 0).any() or (st.job_save_s > 0).any()),
         )
         with notice() if notice is not None else nullcontext():
             warm_up(self.mode)  # no-op when loaded (and in the warm-up's own engines)
@@ -196,8 +201,8 @@ class Engine:
         if prepare is not None:
             call_policy(self.name, "prepare", None, prepare, jobs, cluster)
         self._done_buf = np.zeros(max(len(jobs), 1), dtype=np.int32)
-        self._tl: list[tuple[np.ndarray, ...]] = []  # full timeline chunks
-        self._tl_buf = _timeline_buffers(0)  # the python path's chunk being filled
+        self._tl: list[Timeline] = []  # full timeline chunks
+        self._tl_buf = new_timeline(0)  # the python path's chunk being filled
         self._tl_rows = 0
         self._delays: list[float] = []
         self._code = kernel.LIMIT
@@ -261,9 +266,9 @@ class Engine:
         st = self.state
         while n > 0 and not self.finished:
             size = min(n, _CHUNK)
-            buf = _timeline_buffers(size)
-            rows, code = kernel.run_fused(st, self.cfg, *buf, size)
-            self._tl.append(tuple(b[:rows] for b in buf))
+            buf = new_timeline(size)
+            rows, code = kernel.run_fused(st, self.cfg, buf, size)
+            self._tl.append(Timeline(*(b[:rows] for b in buf)))
             n -= max(rows, 1)
             self._set_code(code)
 
@@ -301,12 +306,12 @@ class Engine:
             if w is not None:
                 self._set_wake(self._as_time(w, "wake() returned", now), now)
         self._check_progress(now)
-        if self._tl_rows == len(self._tl_buf[0]):
+        if self._tl_rows == len(self._tl_buf.time_s):
             if self._tl_rows:
                 self._tl.append(self._tl_buf)
-            self._tl_buf = _timeline_buffers(_CHUNK)
+            self._tl_buf = new_timeline(_CHUNK)
             self._tl_rows = 0
-        kernel.record(st, self._tl_rows, *self._tl_buf)
+        kernel.record(st, self.cfg, self._tl_rows, self._tl_buf)
         self._tl_rows += 1
 
     # --- applying a decision -----------------------------------------------------------
@@ -497,10 +502,10 @@ class Engine:
             self._code = kernel.UNTIL
 
     def timeline(self) -> dict[str, np.ndarray]:
-        """The timeline so far: time (s), busy GPUs, queued jobs, jobs holding GPUs."""
-        names = ("time_s", "busy_gpus", "queued", "running")
-        chunks = self._tl + [tuple(b[: self._tl_rows] for b in self._tl_buf)]
-        return {k: np.concatenate([c[i] for c in chunks]) for i, k in enumerate(names)}
+        """The timeline so far: time (s), busy GPUs, queued jobs, jobs holding GPUs, and
+        GPUs held by loading and by saving jobs."""
+        chunks = self._tl + [Timeline(*(b[: self._tl_rows] for b in self._tl_buf))]
+        return {k: np.concatenate([getattr(c, k) for c in chunks]) for k in Timeline._fields}
 
     def sync(self) -> None:
         """Bring every running job's accounting (remaining, executed, attained) up to now."""
@@ -566,7 +571,8 @@ def check_invariants(
     Checked: no GPU over its job capacity and none counted busy beyond the cluster,
     time strictly increasing, every job finished unless the run was stopped early,
     work conserved (a finished job has no work left and, when every job keeps a
-    constant rate, ran exactly work / rate), JCT >= run time, starts after submission.
+    constant rate, ran exactly work / rate), JCT = wait + load + train + save for every
+    finished job, JCT >= run time, starts after submission.
     """
     n_gpus = st.gpu_n_jobs.shape[0]
     if st.gpu_n_jobs.size and (st.gpu_n_jobs.max() > capacity or st.gpu_n_jobs.min() < 0):
@@ -587,6 +593,18 @@ def check_invariants(
     ):
         raise InvariantError("work not conserved: a finished job ran more or less than its work")
     jct = st.job_finish[done] - st.job_submit[done]
+    parts = (
+        st.job_wait_s[done]
+        + st.job_load_spent_s[done]
+        + st.job_executed[done]
+        + st.job_save_spent_s[done]
+    )
+    if not np.allclose(parts, jct, rtol=1e-9, atol=1e-6):
+        bad = int(np.flatnonzero(~np.isclose(parts, jct, rtol=1e-9, atol=1e-6))[0])
+        raise InvariantError(
+            f"a job's wait + load + train + save ({float(parts[bad])!r} s) is not its JCT "
+            f"({float(jct[bad])!r} s)"
+        )
     if (jct < st.job_executed[done] - 1e-6).any():
         raise InvariantError("a job finished sooner than its run time after submission")
     started = ~np.isnan(st.job_first_start)

@@ -198,19 +198,19 @@ def _sync(st, j, t):
     if status == LOADING:
         end = st.job_phase_end[j]
         if end <= t + EPS:
-            st.job_overhead[j] += end - s0
+            st.job_load_spent_s[j] += end - s0
             s0 = end
             status = RUNNING
             st.job_status[j] = RUNNING
         else:
-            st.job_overhead[j] += t - s0
+            st.job_load_spent_s[j] += t - s0
     if status == RUNNING:
         dt = t - s0
         st.job_executed[j] += dt
         st.job_attained[j] += dt * st.job_n_gpus[j]
         st.job_remaining[j] -= dt * st.job_rate[j]
     elif status == SAVING:
-        st.job_overhead[j] += t - s0
+        st.job_save_spent_s[j] += t - s0
     st.job_seg_start[j] = t
 
 
@@ -242,7 +242,11 @@ def set_rate(st, j, rate):
 
 @njit(**_JIT)
 def start_job(st, j, now):
-    """Mark job ``j`` (its GPUs already assigned) as started at ``now``."""
+    """Mark job ``j`` (its GPUs already assigned) as started at ``now``.
+
+    It loads for ``job_load_s`` (holding its GPUs, making no progress), then trains.
+    """
+    st.job_wait_s[j] += now - st.job_enqueued[j]
     begin = now
     if st.job_load_s[j] > 0.0:
         st.job_status[j] = LOADING
@@ -250,6 +254,7 @@ def start_job(st, j, now):
         begin = st.job_phase_end[j]
     else:
         st.job_status[j] = RUNNING
+        st.job_phase_end[j] = now  # training begins at once
     if np.isnan(st.job_first_start[j]):
         st.job_first_start[j] = now
     st.job_last_start[j] = now
@@ -270,15 +275,25 @@ def start_on(st, j, gpus, now):
 
 @njit(**_JIT)
 def preempt(st, j, now):
-    """Preempt job ``j``: it saves (keeping its GPUs) if it has a save time, else requeues."""
+    """Preempt job ``j``: it pauses and saves (keeping its GPUs) for ``job_save_s``, then requeues.
+
+    A *futile* preemption (Lazer paper, Sec. 3.2, eq. 2): a job preempted before it
+    trained any work since its last start has nothing new to checkpoint, so it releases
+    its GPUs at once and pays no save; the load time it had spent is wasted (futile
+    time, counted when it had a load time at all).
+    """
     _sync(st, j, now)
     st.job_n_preempt[j] += 1
     st.sim_i[I_N_PREEMPT] += 1
-    if st.job_status[j] == LOADING:
-        # eq. 2 of the Lazer paper: a job preempted while loading wastes its load so far
-        st.job_n_futile[j] += 1
-        st.job_futile_s[j] += now - st.job_last_start[j]
-    if st.job_save_s[j] > 0.0:
+    trained = st.job_status[j] == RUNNING and now > st.job_phase_end[j] + EPS
+    if not trained:
+        if st.job_load_s[j] > 0.0:
+            st.job_n_futile[j] += 1
+            st.job_futile_s[j] += now - st.job_last_start[j]
+        _release(st, j)
+        _run_remove(st, j)
+        _queue_push(st, j, now)
+    elif st.job_save_s[j] > 0.0:
         st.job_status[j] = SAVING
         st.job_phase_end[j] = now + st.job_save_s[j]
         pos = st.job_run_pos[j]
@@ -725,29 +740,48 @@ def _decide_fused(st, cfg):
 
 
 @njit(**_JIT)
-def record(st, k, tl_t, tl_busy, tl_queue, tl_run):
-    """Write timeline row ``k``: time, busy GPUs, queued jobs, jobs holding GPUs."""
-    tl_t[k] = st.sim_f[F_NOW]
-    tl_busy[k] = st.gpu_n_jobs.shape[0] - st.sim_i[I_FREE_GPUS]
-    tl_queue[k] = st.sim_i[I_N_QUEUE]
-    tl_run[k] = st.sim_i[I_N_RUN]
+def record(st, cfg, k, tl):
+    """Write timeline row ``k`` into the columns of ``tl``.
+
+    Columns: time, busy GPUs, queued jobs, jobs holding GPUs, GPUs held by loading jobs,
+    GPUs held by saving jobs (the last two counted only when jobs have load or save
+    times, ``cfg.phases``; zero otherwise).
+    """
+    now = st.sim_f[F_NOW]
+    tl.time_s[k] = now
+    tl.busy_gpus[k] = st.gpu_n_jobs.shape[0] - st.sim_i[I_FREE_GPUS]
+    tl.queued[k] = st.sim_i[I_N_QUEUE]
+    tl.running[k] = st.sim_i[I_N_RUN]
+    loading = 0
+    saving = 0
+    if cfg.phases:
+        for i in range(st.sim_i[I_N_RUN]):
+            j = st.run[i]
+            s = st.job_status[j]
+            if s == SAVING:
+                saving += st.job_n_gpus[j]
+            elif s == LOADING and st.job_phase_end[j] > now + EPS:
+                loading += st.job_n_gpus[j]
+    tl.loading_gpus[k] = loading
+    tl.saving_gpus[k] = saving
 
 
 @njit(**_JIT)
-def run_fused(st, cfg, tl_t, tl_busy, tl_queue, tl_run, max_steps):
+def run_fused(st, cfg, tl, max_steps):
     """Run a built-in priority policy (``cfg.key``) for up to ``max_steps`` decisions.
 
-    Returns ``(rows, code)``: timeline rows written from index 0, and a return code
-    (LIMIT: call again to continue).
+    Returns ``(rows, code)``: timeline rows written to ``tl`` (a
+    :class:`~gpusched.state.Timeline`) from index 0, and a return code (LIMIT: call
+    again to continue).
     """
     dummy = st.cand[:0]  # no completions wanted; kernels allocate nothing (see _JIT)
     rows = 0
-    limit = min(max_steps, tl_t.shape[0])
+    limit = min(max_steps, tl.time_s.shape[0])
     while rows < limit:
         code, _, _ = step(st, cfg, dummy)
         if code != LIMIT:
             return rows, code
         _decide_fused(st, cfg)
-        record(st, rows, tl_t, tl_busy, tl_queue, tl_run)
+        record(st, cfg, rows, tl)
         rows += 1
     return rows, LIMIT

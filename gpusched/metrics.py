@@ -3,9 +3,15 @@
 Definitions (all in seconds of simulated time):
 
 * JCT = finish - submit;
-* wait = JCT - time holding GPUs (running, loading or saving): the total time the
-  job spent queued, before its first start and after every preemption (the
-  Tiresias simulator's ``pending_time`` for preemptive policies);
+* JCT = W + L + T + P (the Lazer paper's eq. 1), each measured on its own by the kernel:
+  W (``wait_s``) the time queued, before the first start and after every preemption
+  (the Tiresias simulator's ``pending_time``); L (``load_s``) the time loading after
+  each start, futile loads included; T (``train_s``) the time training; P
+  (``save_s``) the time pausing and saving after preemptions. The engine checks the
+  identity for every finished job;
+* futile time (``futile_s``): load time wasted by a preemption that came before the
+  job trained anything since its last start (eq. 2); ``futile_gpu_s`` weighs it by the
+  job's GPUs;
 * makespan = last finish - first submission;
 * GPU utilisation = \\sum_j g_j x (time holding GPUs) / (G x makespan);
 * total JCT = \\sum_j JCT_j (total flow time).
@@ -46,6 +52,13 @@ SUMMARY_KEYS = (
     "n_preemptions",
     "n_futile_preemptions",
     "futile_preemption_s",
+    "p50_futile_s",
+    "p95_futile_s",
+    "futile_gpu_s",
+    "total_wait_s",
+    "total_load_s",
+    "total_train_s",
+    "total_save_s",
     "n_decisions",
     "sched_delay_ms_avg",
     "sched_delay_ms_p95",
@@ -54,9 +67,13 @@ SUMMARY_KEYS = (
 
 
 def job_records(res: RunResult) -> dict[str, np.ndarray]:
-    """Per-job columns of jobs.csv, in submission order."""
+    """Per-job columns of jobs.csv, in submission order.
+
+    A finished job's JCT splits into waiting, loading, training and pause-and-save time
+    (Lazer paper, eq. 1: JCT = W + L + T + P): ``wait_s + load_s + train_s + save_s``;
+    ``futile_s`` is the part of ``load_s`` wasted by futile preemptions (``n_futile``).
+    """
     st = res.state
-    holding = st.job_executed + st.job_overhead
     done = st.job_status == FINISHED
     jct = np.where(done, st.job_finish - st.job_submit, np.nan)
     return {
@@ -65,12 +82,15 @@ def job_records(res: RunResult) -> dict[str, np.ndarray]:
         "first_start": st.job_first_start,
         "finish": st.job_finish,
         "jct": jct,
-        "wait": np.where(done, jct - holding, np.nan),
+        "wait_s": np.where(done, st.job_wait_s, np.nan),
         "gpus": st.job_n_gpus,
         "duration": st.job_work,
         "preemptions": st.job_n_preempt,
-        "load_save_s": st.job_overhead,
+        "load_s": st.job_load_spent_s,
+        "train_s": st.job_executed,
+        "save_s": st.job_save_spent_s,
         "futile_s": st.job_futile_s,
+        "n_futile": st.job_n_futile,
     }
 
 
@@ -88,7 +108,8 @@ def summarize(res: RunResult) -> dict[str, Any]:
     rec = job_records(res)
     done = st.job_status == FINISHED
     jct = rec["jct"][done]
-    wait = rec["wait"][done]
+    wait = rec["wait_s"][done]
+    futile = st.job_futile_s[done]
     n = len(res.jobs)
     if n:
         end = float(np.nanmax(st.job_finish)) if done.any() else float(st.sim_f[0])
@@ -97,7 +118,8 @@ def summarize(res: RunResult) -> dict[str, Any]:
         makespan = max(end - float(st.job_submit[0]), 0.0)
     else:
         makespan = 0.0
-    busy_gpu_s = float(((st.job_executed + st.job_overhead) * st.job_n_gpus).sum())
+    holding = st.job_executed + st.job_load_spent_s + st.job_save_spent_s
+    busy_gpu_s = float((holding * st.job_n_gpus).sum())
     util = busy_gpu_s / (res.cluster.n_gpus * makespan) if makespan > 0 else 0.0
     delays = res.sched_delay_s
     return {
@@ -117,6 +139,13 @@ def summarize(res: RunResult) -> dict[str, Any]:
         "n_preemptions": int(st.job_n_preempt.sum()),
         "n_futile_preemptions": int(st.job_n_futile.sum()),
         "futile_preemption_s": float(st.job_futile_s.sum()),
+        "p50_futile_s": _pct(futile, 50),
+        "p95_futile_s": _pct(futile, 95),
+        "futile_gpu_s": float((st.job_futile_s * st.job_n_gpus).sum()),
+        "total_wait_s": float(wait.sum()),
+        "total_load_s": float(st.job_load_spent_s[done].sum()),
+        "total_train_s": float(st.job_executed[done].sum()),
+        "total_save_s": float(st.job_save_spent_s[done].sum()),
         "n_decisions": int(res.extra.get("n_decisions", 0)),
         "sched_delay_ms_avg": _mean(delays * 1e3) if delays is not None else None,
         "sched_delay_ms_p95": _pct(delays * 1e3, 95) if delays is not None else None,

@@ -12,10 +12,13 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusched.errors import GpuschedError, show_path
 from gpusched.resources import bundled_dir
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: the bundled default trace: 2,000 real Philly jobs, on which the policies differ clearly
 DEFAULT_TRACE = "philly-2000"
@@ -166,11 +169,15 @@ def build_engine(
     until_s: float | None = None,
     drop_oversized: bool = False,
     mode: str = "auto",
+    load_s: float = 0.0,
+    save_s: float = 0.0,
     notice: Callable[[], Any] | None = None,
 ) -> tuple[Any, Path]:
     """Resolve the inputs and build an :class:`~gpusched.engine.Engine`; also return the trace path.
 
-    Parameters are those of :func:`replay`, plus ``notice``: a context-manager
+    Parameters are those of :func:`replay`; ``load_s`` and ``save_s`` are the run's
+    default load and pause-and-save times (s) for jobs whose trace gives none (see
+    :func:`phase_times`); ``notice`` is a context-manager
     factory wrapped around loading the simulation kernels (see
     :class:`~gpusched.engine.Engine`). Annotated pipeline traces (a ``config``
     column) get the placement-aware :class:`~gpusched.pipeline_job.PipelinePerf`.
@@ -183,6 +190,9 @@ def build_engine(
     from gpusched.trace import read_trace
 
     check_run_options(slot_s=slot_s, seed=seed, until_s=until_s, mode=mode)
+    for flag, value in (("--load-s", load_s), ("--save-s", save_s)):
+        if not (math.isfinite(value) and value >= 0):
+            raise GpuschedError(f"{flag} must be a finite number of seconds >= 0, got {value}")
     spec = PolicySpec.parse(policy, params)
     cls = load_policy_class(spec.name)
     kwargs = parse_params(cls, list(spec.params))
@@ -216,9 +226,35 @@ def build_engine(
         params=kwargs,
         seed=seed,
         perf=perf,
+        load_s=phase_times(jobs, "load_s", load_s),
+        save_s=phase_times(jobs, "save_s", save_s),
         notice=notice,
     )
     return engine, path
+
+
+def phase_times(jobs: Any, column: str, default_s: float) -> np.ndarray:
+    """Per-job load (or save) time, s: the trace's ``load_s`` (``save_s``) column where a
+    row gives one, else the run's default (``--load-s``/``--save-s``, 0 unless set).
+
+    Parameters
+    ----------
+    jobs
+        The job table; ``jobs.load_s``/``jobs.save_s`` hold the trace's values (NaN where
+        a row gives none), when the trace has the column.
+    column
+        ``"load_s"`` or ``"save_s"``.
+    default_s
+        The run-level default, s.
+    """
+    import numpy as np
+
+    given = getattr(jobs, column, None)
+    out = np.full(len(jobs), float(default_s))
+    if given is not None and len(given):
+        values = np.asarray(given, dtype=np.float64)
+        out = np.where(np.isnan(values), out, values)
+    return out
 
 
 def replay(

@@ -6,7 +6,8 @@ field per column (pynndescent's heap tuple is the model). The jitted kernel
 read-only views of it (:mod:`gpusched.view`).
 
 Accounting is lazy: while a job holds GPUs its ``job_remaining``, ``job_executed``,
-``job_attained`` and ``job_overhead`` are current as of ``job_seg_start`` only; the
+``job_attained``, ``job_load_spent_s`` and ``job_save_spent_s`` are current as of
+``job_seg_start`` only; the
 kernel brings them up to date (``sync``) when it needs them and before any Python code
 reads the state, so the per-decision cost does not grow with every running job's
 bookkeeping.
@@ -75,11 +76,14 @@ class SimState(NamedTuple):
     job_finish: np.ndarray  # float64, s (nan until finished)
     job_executed: np.ndarray  # float64, s spent RUNNING
     job_attained: np.ndarray  # float64, GPU-s of RUNNING service (Tiresias' attained service)
-    job_overhead: np.ndarray  # float64, s spent LOADING or SAVING
+    job_wait_s: np.ndarray  # float64, s spent QUEUED after submission (W of W + L + T + P)
+    job_load_spent_s: np.ndarray  # float64, s spent LOADING, futile loads included (L)
+    job_save_spent_s: np.ndarray  # float64, s spent SAVING (P); T is job_executed
     job_n_preempt: np.ndarray  # int32
-    job_n_futile: np.ndarray  # int32, preemptions while still loading
+    job_n_futile: np.ndarray  # int32, preemptions before any training since the last load
     job_futile_s: np.ndarray  # float64, load time wasted by futile preemptions
-    job_phase_end: np.ndarray  # float64, s at which LOADING/SAVING ends
+    job_phase_end: np.ndarray  # float64, s at which LOADING/SAVING ends (LOADING: the start
+    # itself when the job has no load time, so training began at job_phase_end either way)
     job_run_pos: np.ndarray  # int32, position in ``run`` (-1 if absent)
     job_seg_start: np.ndarray  # float64, s up to which a holder's accounting is current
     job_enqueued: np.ndarray  # float64, s at which the job last entered the queue
@@ -174,7 +178,9 @@ def new_state(
         job_finish=nan.copy(),
         job_executed=np.zeros(n),
         job_attained=np.zeros(n),
-        job_overhead=np.zeros(n),
+        job_wait_s=np.zeros(n),
+        job_load_spent_s=np.zeros(n),
+        job_save_spent_s=np.zeros(n),
         job_n_preempt=np.zeros(n, dtype=np.int32),
         job_n_futile=np.zeros(n, dtype=np.int32),
         job_futile_s=np.zeros(n),
@@ -210,6 +216,30 @@ KEY_SRTF = 2  #: remaining work, shortest first
 KEY_LAS = 3  #: discretized least-attained-service (Tiresias 2D-LAS): level, running first, start
 
 
+class Timeline(NamedTuple):
+    """Preallocated timeline columns, one row per decision point (the kernel fills them)."""
+
+    time_s: np.ndarray  # float64, s
+    busy_gpus: np.ndarray  # int32, GPUs holding at least one job
+    queued: np.ndarray  # int32, jobs waiting
+    running: np.ndarray  # int32, jobs holding GPUs (loading, training or saving)
+    loading_gpus: np.ndarray  # int32, GPUs held by loading jobs
+    saving_gpus: np.ndarray  # int32, GPUs held by saving jobs
+
+
+def new_timeline(size: int) -> Timeline:
+    """Empty timeline columns for ``size`` rows."""
+    i32 = np.int32
+    return Timeline(
+        np.empty(size, np.float64),
+        np.empty(size, i32),
+        np.empty(size, i32),
+        np.empty(size, i32),
+        np.empty(size, i32),
+        np.empty(size, i32),
+    )
+
+
 class KernelConfig(NamedTuple):
     """Scalars and small arrays that steer the kernel for one run.
 
@@ -230,6 +260,8 @@ class KernelConfig(NamedTuple):
         A gang job may span servers when no single server has room.
     thresholds
         KEY_LAS queue thresholds on attained service, GPU-s, ascending.
+    phases
+        Some job has a load or save time: the timeline counts loading and saving GPUs.
     """
 
     slot_s: float
@@ -239,3 +271,4 @@ class KernelConfig(NamedTuple):
     blocking: bool
     allow_spread: bool
     thresholds: np.ndarray
+    phases: bool = False

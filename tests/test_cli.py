@@ -64,7 +64,7 @@ def test_replay_default_writes_all_outputs(tmp_path):
         "first_start",
         "finish",
         "jct",
-        "wait",
+        "wait_s",
         "gpus",
         "duration",
     ]

@@ -70,7 +70,7 @@ if plain_total != s["total_jct_s"]:
     sys.exit(f"instrumented copy of decide() drifted from policies/a_srpt.py: total JCT "
              f"{s['total_jct_s']:.6g} s vs {plain_total:.6g} s without instrumentation")
 print(f"total_jct {s['total_jct_s']/1e6:.2f} x10^6 s; G={G} (same as the plain policy)")
-sub = rec["submit"]; fs = rec["first_start"]; wait = rec["wait"]; run = rec["jct"] - wait; d = rec["duration"]
+sub = rec["submit"]; fs = rec["first_start"]; wait = rec["wait_s"]; run = rec["jct"] - wait; d = rec["duration"]
 n = len(sub)
 held = np.array([info[j]["release"] - sub[j] for j in range(n)])
 pend = np.array([fs[j] - info[j]["release"] for j in range(n)])

@@ -13,8 +13,8 @@ for r in csv.DictReader(open(out / "results.csv")):
     lab = r["policy"] + (f" ({r['params']})" if r["params"] else "")
     wait = ideal = extra = 0.0; n_slow = 0
     for j in csv.DictReader(open(out / "cells" / r["cell"] / "jobs.csv")):
-        run = float(j["jct"]) - float(j["wait"]); d = float(j["duration"])
-        wait += float(j["wait"]); ideal += min(run, d); extra += max(run - d, 0.0)
+        run = float(j["jct"]) - float(j["wait_s"]); d = float(j["duration"])
+        wait += float(j["wait_s"]); ideal += min(run, d); extra += max(run - d, 0.0)
         n_slow += run > 2 * d
     for k, v in (("wait", wait), ("ideal", ideal), ("extra", extra), ("n_slow", n_slow)):
         acc[lab][k].append(v)

@@ -49,6 +49,22 @@ DropOpt = Annotated[
         "--drop-oversized", help="Skip (and count) jobs needing more GPUs than the cluster has"
     ),
 ]
+LoadOpt = Annotated[
+    float,
+    typer.Option(
+        "--load-s",
+        help="Seconds a job loads (holding its GPUs, not training) after each start, for jobs "
+        "whose trace gives no load_s",
+    ),
+]
+SaveOpt = Annotated[
+    float,
+    typer.Option(
+        "--save-s",
+        help="Seconds a job pauses and saves (holding its GPUs) after each preemption, for jobs "
+        "whose trace gives no save_s",
+    ),
+]
 EngineOpt = Annotated[
     str,
     typer.Option(
@@ -85,6 +101,8 @@ def replay_cmd(
     ] = None,
     until: UntilOpt = None,
     drop_oversized: DropOpt = False,
+    load_s: LoadOpt = 0.0,
+    save_s: SaveOpt = 0.0,
     engine: EngineOpt = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON")] = False,
     tui: Annotated[
@@ -117,6 +135,8 @@ def replay_cmd(
             seed=seed,
             until_s=until,
             drop_oversized=drop_oversized,
+            load_s=load_s,
+            save_s=save_s,
             mode=engine,
             out=None if out is None else Path(out),
         )
@@ -137,6 +157,8 @@ def replay_cmd(
             seed=seed,
             until_s=until,
             drop_oversized=drop_oversized,
+            load_s=load_s,
+            save_s=save_s,
             mode=engine,
             out=out,
             progress=bar,
@@ -176,6 +198,8 @@ def compare_cmd(
     ] = None,
     until: UntilOpt = None,
     drop_oversized: DropOpt = False,
+    load_s: LoadOpt = 0.0,
+    save_s: SaveOpt = 0.0,
     plot: Annotated[
         bool,
         typer.Option(
@@ -217,6 +241,8 @@ def compare_cmd(
             seed=seed,
             until_s=until,
             drop_oversized=drop_oversized,
+            load_s=load_s,
+            save_s=save_s,
             notice=compile_notice,
             progress=lambda text: setattr(bar, "label", text),
             first_result=header,

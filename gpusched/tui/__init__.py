@@ -25,12 +25,14 @@ def run_tui(
     drop_oversized: bool,
     mode: str,
     out: Path | None,
+    load_s: float = 0.0,
+    save_s: float = 0.0,
 ) -> dict[str, Any]:
     """Replay a trace live in the terminal; return the summary when the app exits.
 
     Parameters
     ----------
-    trace, policy, cluster, params, seed, drop_oversized, mode
+    trace, policy, cluster, params, seed, drop_oversized, mode, load_s, save_s
         As for :func:`gpusched.run.replay`.
     slot_s
         Slot length, s.
@@ -62,6 +64,8 @@ def run_tui(
         until_s=until_s,
         drop_oversized=drop_oversized,
         mode=mode,
+        load_s=load_s,
+        save_s=save_s,
     )
     app = GpuschedApp(engine, trace_name=trace_label(path))
     app.run()
