@@ -50,6 +50,10 @@ class View:
         Submission time (s), gang size, status code, s spent running, GPU-s of
         attained service, first start (s, nan if never), time the job last
         entered the queue (s), preemptions.
+    job_load_s, job_save_s, job_phase_end
+        Load time after each start and pause-and-save time after each preemption (s),
+        and for a job holding GPUs the end of its current load or save (s; a loading
+        job starts training then).
     server_free, gpu_n_jobs, gpu_job, gpu_server
         Idle GPUs per server, jobs per GPU, the jobs on each GPU, server of each GPU.
     cluster
@@ -78,6 +82,9 @@ class View:
         self.job_first_start = _ro(st.job_first_start)
         self.job_enqueued = _ro(st.job_enqueued)
         self.job_n_preempt = _ro(st.job_n_preempt)
+        self.job_load_s = _ro(st.job_load_s)
+        self.job_save_s = _ro(st.job_save_s)
+        self.job_phase_end = _ro(st.job_phase_end)
         self.server_free = _ro(st.server_free)
         self.gpu_n_jobs = _ro(st.gpu_n_jobs)
         self.gpu_job = _ro(st.gpu_job)

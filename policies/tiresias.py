@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusched.policy import KEY_LAS, Decision, Fused
-from gpusched.state import QUEUED, RUNNING, SAVING
+from gpusched.state import QUEUED, SAVING
 
 
 class TiresiasPolicy:
@@ -103,7 +103,8 @@ class TiresiasPolicy:
         return Decision(order=active[np.lexsort((active, since, key))], preemptive=True)
 
     def wake(self, view, now: float) -> float | None:
-        """Next level crossing of a running job, now + (T_q - a_j) / g_j, or starvation due time.
+        """Next level crossing of a holder, b_j + (T_q - a_j) / g_j (b_j: now, or the end of
+        its load), or starvation due time.
 
         Only while some job waits: with an empty queue a crossing cannot change the
         allocation (the re-pack would select every holder again).
@@ -111,13 +112,15 @@ class TiresiasPolicy:
         if view.queued.size == 0:
             return None
         wake = np.inf
-        run = view.running[view.job_status[view.running] == RUNNING]
+        run = view.running[view.job_status[view.running] != SAVING]
         a = self._service(view, run)
         level = self._level(a)
         below = level < self.thresholds.size
         if below.any():
             gap = self.thresholds[level[below]] - a[below]
-            wake = float((now + gap / view.job_n_gpus[run[below]]).min())
+            # a loading job gains service only once its load ends
+            begin = np.maximum(now, view.job_phase_end[run[below]])
+            wake = float((begin + gap / view.job_n_gpus[run[below]]).min())
         if self.starve > 0:
             q = view.queued
             a = self._service(view, q)

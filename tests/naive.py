@@ -8,8 +8,14 @@ against it. The model, in short:
   jobs to now (a job whose remaining work r fits in the elapsed time finishes at the
   exact time t_prev + r), (2) admit arrivals, (3) let the policy decide, (4) jump to the
   slot boundary ceil(e / L) * L of the earliest future event e;
-* jobs are gangs of g GPUs that progress at rate 1 while they hold GPUs;
-* fifo / sjf never preempt; srtf / tiresias re-pack every unfinished job each time.
+* jobs are gangs of g GPUs that progress at rate 1 while they hold GPUs and train;
+* after each start a job loads for its load time, holding its GPUs without progress;
+  after each preemption it pauses and saves for its save time, holding its GPUs, then
+  waits in the queue again; a job preempted before it trained anything since its last
+  start (still loading, or at the very moment its load ended) releases its GPUs at once,
+  pays no save, and the load time it spent is futile;
+* fifo / sjf never preempt; srtf / tiresias re-pack every unfinished job each time, over
+  the GPUs not held by saving jobs.
 """
 
 from __future__ import annotations
@@ -57,10 +63,15 @@ def simulate(
     thresholds: tuple[float, ...] = (3250.0, 7200.0, 18000.0),
     backfill: bool = False,
     log: list | None = None,
+    load: list[float] | None = None,
+    save: list[float] | None = None,
 ) -> list[dict]:
     """Replay ``jobs`` = [(submit s, n_gpus, work s), ...] (sorted by submit).
 
-    Returns one dict per job: ``first_start``, ``finish`` (s) and ``n_preempt``.
+    ``load`` and ``save`` give each job's load and save time (s, default 0).
+    Returns one dict per job: ``first_start``, ``finish`` (s), ``n_preempt``, and the
+    parts of its JCT: ``wait``, ``load``, ``train``, ``save`` (s), ``futile`` (s of
+    load wasted) and ``n_futile``.
     If ``log`` is a list, ``(t, owner)`` is appended after every decision, where
     ``owner[gpu]`` is the job on that GPU or -1.
     """
@@ -74,8 +85,16 @@ def simulate(
     for s, count in enumerate(server_gpus):
         server_of += [s] * count
 
+    load_s = [float(x) for x in load] if load is not None else [0.0] * n
+    save_s = [float(x) for x in save] if save is not None else [0.0] * n
     remaining = list(work)
     attained = [0.0] * n  # GPU-seconds of service (Tiresias)
+    phase: dict[int, str] = {}  # holder -> "load", "run" or "save"
+    phase_end: dict[int, float] = {}  # holder -> end of its load (training began) or save
+    last_start = [0.0] * n
+    enqueued = list(submit)  # when each job last entered the queue
+    spent = {k: [0.0] * n for k in ("wait", "load", "train", "save", "futile")}
+    n_futile = [0] * n
     first_start: list[float | None] = [None] * n
     finish: list[float | None] = [None] * n
     n_preempt = [0] * n
@@ -101,11 +120,65 @@ def simulate(
         queued.remove(j)
         if first_start[j] is None:
             first_start[j] = t
+        spent["wait"][j] += t - enqueued[j]
+        last_start[j] = t
+        phase[j] = "load" if load_s[j] > 0 else "run"
+        phase_end[j] = t + load_s[j]
         return True
 
     def release(j: int) -> None:
         for gpu in held.pop(j):
             owner[gpu] = -1
+        del phase[j], phase_end[j]
+
+    def requeue(j: int, t: float) -> None:
+        release(j)
+        queued.append(j)
+        enqueued[j] = t
+
+    def preempt(j: int, t: float) -> None:
+        n_preempt[j] += 1
+        if phase[j] == "load" or t <= phase_end[j] + EPS_T:  # trained nothing since its start
+            if load_s[j] > 0:
+                n_futile[j] += 1
+                spent["futile"][j] += t - last_start[j]
+            requeue(j, t)
+        elif save_s[j] > 0:
+            phase[j] = "save"
+            phase_end[j] = t + save_s[j]
+        else:
+            requeue(j, t)
+
+    def advance(j: int, t0: float, t1: float) -> bool:
+        """Holder j from t0 to t1: load, then train; or save, then back to the queue.
+
+        Returns True if the job finished.
+        """
+        if phase[j] == "save":
+            end = min(phase_end[j], t1)
+            spent["save"][j] += end - t0
+            if phase_end[j] <= t1 + EPS_T:
+                requeue(j, phase_end[j])
+            return False
+        if phase[j] == "load":
+            end = min(phase_end[j], t1)
+            spent["load"][j] += end - t0
+            if phase_end[j] > t1 + EPS_T:
+                return False
+            phase[j] = "run"
+            t0 = phase_end[j]
+        dt = max(t1 - t0, 0.0)
+        if remaining[j] <= dt + EPS_T:
+            finish[j] = t0 + remaining[j]
+            attained[j] += gpus[j] * remaining[j]
+            spent["train"][j] += remaining[j]
+            remaining[j] = 0.0
+            release(j)
+            return True
+        remaining[j] -= dt
+        attained[j] += gpus[j] * dt
+        spent["train"][j] += dt
+        return False
 
     def priority(j: int) -> tuple:
         """Sort key of job j under the policy (smaller goes first)."""
@@ -130,35 +203,42 @@ def simulate(
                 if not start(j, t) and policy == "fifo" and not backfill:
                     break  # head-of-line blocking
             return
-        # Preemptive re-pack: choose greedily under the cluster's GPU count...
-        order = sorted(queued + list(held), key=priority)
-        cap = total_gpus
+        # Preemptive re-pack: choose greedily under the GPUs no saving job holds...
+        active = [j for j in held if phase[j] != "save"]
+        order = sorted(queued + active, key=priority)
+        cap = total_gpus - sum(gpus[j] for j in held if phase[j] == "save")
         selected = set()
         for j in order:
             if gpus[j] <= cap:
                 selected.add(j)
                 cap -= gpus[j]
-        # ...preempt running jobs left out (they keep their progress)...
-        for j in sorted(held):
+        # ...preempt loading and running jobs left out (they keep their progress)...
+        for j in sorted(active):
             if j not in selected:
-                release(j)
-                queued.append(j)
-                n_preempt[j] += 1
-        # ...and start the selected waiting jobs, in priority order.
+                preempt(j, t)
+        # ...and start the selected waiting jobs, in priority order; one that finds no
+        # room (jobs preempted just now still save on their GPUs) waits for the next try.
+        saving = any(phase[j] == "save" for j in held)
         for j in order:
             if j in selected and j not in held:
                 placed = start(j, t)
-                assert placed, "a selected job must fit (sum of gangs <= cluster)"
+                assert placed or saving, "a selected job must fit (sum of gangs <= cluster)"
 
     def next_event(t: float) -> float:
-        events = [t + remaining[j] for j in held]
+        events = []
+        for j in held:
+            if phase[j] == "save":
+                events.append(phase_end[j])
+            else:
+                events.append(max(t, phase_end[j]) + remaining[j])
         if next_arrival < n:
             events.append(submit[next_arrival])
         if policy == "tiresias":
             for j in held:
                 q = level(attained[j], thresholds)
-                if q < len(thresholds):
-                    events.append(t + (thresholds[q] - attained[j]) / gpus[j])
+                if q < len(thresholds) and phase[j] != "save":
+                    begin = max(t, phase_end[j])
+                    events.append(begin + (thresholds[q] - attained[j]) / gpus[j])
         return min(events) if events else math.inf
 
     def boundary(e: float) -> float:
@@ -173,18 +253,9 @@ def simulate(
     t_prev = t
     done = 0
     while done < n:
-        # (1) progress running jobs from t_prev to t
-        dt = t - t_prev
-        for j in sorted(held):
-            if remaining[j] <= dt + EPS_T:
-                finish[j] = t_prev + remaining[j]
-                attained[j] += gpus[j] * remaining[j]
-                remaining[j] = 0.0
-                release(j)
-                done += 1
-            else:
-                remaining[j] -= dt
-                attained[j] += gpus[j] * dt
+        # (1) progress every holder from t_prev to t (each on its own: no decision
+        # happens inside a slot)
+        done += sum(advance(j, t_prev, t) for j in sorted(held))
         # (2) admit arrivals
         while next_arrival < n and submit[next_arrival] <= t + EPS_T:
             queued.append(next_arrival)
@@ -203,6 +274,12 @@ def simulate(
             nxt = (math.floor(t / slot + 0.5) + 1) * slot
         t_prev, t = t, nxt
     return [
-        {"first_start": first_start[j], "finish": finish[j], "n_preempt": n_preempt[j]}
+        {
+            "first_start": first_start[j],
+            "finish": finish[j],
+            "n_preempt": n_preempt[j],
+            "n_futile": n_futile[j],
+            **{k: v[j] for k, v in spent.items()},
+        }
         for j in range(n)
     ]

@@ -42,8 +42,11 @@ POLICIES = {
 }
 
 
-def _engine(jobs, server_gpus, policy, params, slot, mode):
-    """An Engine for ``jobs`` = [(submit, gpus, work), ...] on equal servers."""
+def _engine(jobs, server_gpus, policy, params, slot, mode, load=None, save=None):
+    """An Engine for ``jobs`` = [(submit, gpus, work), ...] on equal servers.
+
+    ``load`` and ``save`` are per-job load and save times, s (default none).
+    """
     n = len(jobs)
     trace = Trace(
         job_id=[f"j{i}" for i in range(n)],
@@ -59,15 +62,29 @@ def _engine(jobs, server_gpus, policy, params, slot, mode):
     table = prepare_jobs(trace, cluster)
     cls = load_policy_class(policy.split("-")[0])
     pol = make_policy(cls, parse_params(cls, list(params)), 0)
-    return Engine(table, cluster, pol, slot_s=slot, mode=mode)
+    arrays = {
+        k: None if v is None else np.asarray(v, float)
+        for k, v in (("load_s", load), ("save_s", save))
+    }
+    return Engine(table, cluster, pol, slot_s=slot, mode=mode, **arrays)
 
 
-def run_engine(jobs, server_gpus, policy, params, slot, mode):
-    """Per-job (first_start, finish, n_preempt) from the engine, in submission order."""
-    s = _engine(jobs, server_gpus, policy, params, slot, mode).run().state
+def run_engine(jobs, server_gpus, policy, params, slot, mode, load=None, save=None):
+    """Per-job first start, finish, preemptions and JCT parts from the engine."""
+    s = _engine(jobs, server_gpus, policy, params, slot, mode, load, save).run().state
     return [
-        {"first_start": float(a), "finish": float(b), "n_preempt": int(c)}
-        for a, b, c in zip(s.job_first_start, s.job_finish, s.job_n_preempt, strict=True)
+        {
+            "first_start": float(s.job_first_start[j]),
+            "finish": float(s.job_finish[j]),
+            "n_preempt": int(s.job_n_preempt[j]),
+            "n_futile": int(s.job_n_futile[j]),
+            "wait": float(s.job_wait_s[j]),
+            "load": float(s.job_load_spent_s[j]),
+            "train": float(s.job_executed[j]),
+            "save": float(s.job_save_spent_s[j]),
+            "futile": float(s.job_futile_s[j]),
+        }
+        for j in range(len(jobs))
     ]
 
 
@@ -76,20 +93,24 @@ def assert_same(got, want, context=""):
     assert len(got) == len(want)
     bad = []
     for j, (g, w) in enumerate(zip(got, want, strict=True)):
-        ok = g["n_preempt"] == w["n_preempt"]
-        for k in ("first_start", "finish"):
+        ok = g["n_preempt"] == w["n_preempt"] and g["n_futile"] == w["n_futile"]
+        for k in ("first_start", "finish", "wait", "load", "train", "save", "futile"):
             ok &= w[k] is not None and abs(g[k] - w[k]) <= TOL
         if not ok:
             bad.append(f"  job {j}: engine {g} != naive {w}")
     assert not bad, f"{context}\n" + "\n".join(bad)
 
 
-def check(jobs, server_gpus, policy, slot):
-    jobs = sorted(jobs, key=lambda j: j[0])  # stable, as prepare_jobs sorts
+def check(jobs, server_gpus, policy, slot, load=None, save=None):
+    """Both engine modes against naive.py; ``load``/``save`` per job (in ``jobs``' order)."""
+    order = sorted(range(len(jobs)), key=lambda i: jobs[i][0])  # stable, as prepare_jobs
+    jobs = [jobs[i] for i in order]
+    load = None if load is None else [load[i] for i in order]
+    save = None if save is None else [save[i] for i in order]
     params, kwargs = POLICIES[policy]
-    want = simulate(jobs, server_gpus, policy.split("-")[0], slot, **kwargs)
+    want = simulate(jobs, server_gpus, policy.split("-")[0], slot, load=load, save=save, **kwargs)
     for mode in MODES:
-        got = run_engine(jobs, server_gpus, policy, params, slot, mode)
+        got = run_engine(jobs, server_gpus, policy, params, slot, mode, load, save)
         ctx = f"policy={policy} mode={mode} slot={slot} servers={server_gpus}\njobs={jobs}"
         assert_same(got, want, ctx)
     return want
@@ -150,6 +171,39 @@ def test_tiresias_demotion_and_skip():
     #       ends at 46. t=46: A restarts with r=18 and ends at 64.
     res = check([(0, 2, 30), (12, 2, 4), (13, 1, 30)], [2], "tiresias-20-60", 1.0)
     expect(res, [(0.0, 64.0, 1), (12.0, 16.0, 0), (16.0, 46.0, 0)])
+
+
+def test_futile_preemption_hand_scenario():
+    # Lazer paper, Sec. 3.2: j1 runs; j2 (shorter) arrives and starts loading; j3 (shorter
+    # still) arrives during j2's load. 1 server x 1 GPU, slot 1, srtf, every job loads for
+    # 10 s after a start and saves for 5 s after a preemption.
+    # j1 = (0, 1 GPU, 100 s), j2 = (20, 1, 50), j3 = (25, 1, 10).
+    # t=0: j1 starts, loads 0-10, trains from 10. Next: arrival 20.
+    # t=20: j1 has r=90 (trained 10 s); j2 (r=50) selected, j1 preempted: it trained, so
+    #       it pauses and saves 20-25 on the GPU; j2 cannot be placed yet. Next: 25.
+    # t=25: j1's save ends, j1 back in the queue; j3 arrives (r=10). Order j3, j2, j1:
+    #       j3 starts (loads 25-35, trains 35-45). j2 never loaded: no futile preemption.
+    # So here srtf's deferral by the save hides the futile case. Make j1 save-free so
+    # that j2 starts loading at 20 and j3 preempts it mid-load (below, second run).
+    res = check(
+        [(0, 1, 100), (20, 1, 50), (25, 1, 10)], [1], "srtf", 1.0, load=[10, 10, 10], save=[5, 5, 5]
+    )
+    assert [r["n_futile"] for r in res] == [0, 0, 0]
+    assert res[2]["first_start"] == 25.0 and res[2]["finish"] == 45.0
+    # Without a save for j1: t=20 j1 preempted (requeued at once), j2 starts loading
+    # 20-30. t=25: j3 arrives (r=10 < j2's 50): j2 is preempted mid-load, before training
+    # anything: a futile preemption wasting exactly its 5 s of load; it pays no save and
+    # its GPU goes to j3 at once (loads 25-35, trains 35-45).
+    # t=45: j3 done; j2 (r=50) before j1 (r=90): j2 loads 45-55, trains 55-105.
+    # t=105: j1 loads 105-115, trains its last 90 s: done at 205.
+    res = check(
+        [(0, 1, 100), (20, 1, 50), (25, 1, 10)], [1], "srtf", 1.0, load=[10, 10, 10], save=[0, 5, 5]
+    )
+    assert [r["n_futile"] for r in res] == [0, 1, 0]
+    assert res[1]["futile"] == 5.0 and res[1]["save"] == 0.0
+    expect(res, [(0.0, 205.0, 1), (20.0, 105.0, 1), (25.0, 45.0, 0)])
+    # JCT = W + L + T + P, e.g. j2: waited 25-45, loaded 20-25 and 45-55, trained 55-105
+    assert (res[1]["wait"], res[1]["load"], res[1]["train"]) == (20.0, 15.0, 50.0)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -242,3 +296,21 @@ def test_random_tiresias_default_thresholds_long_jobs(case):
     # jobs of up to 400 s on up to 32 GPUs reach the default 3250 GPU-s threshold
     jobs, servers, slot = case
     check(jobs, servers, "tiresias", slot)
+
+
+@st.composite
+def phased_workloads(draw):
+    """A random workload plus per-job load and save times (some zero)."""
+    jobs, servers, slot = draw(workloads())
+    times = st.one_of(st.just(0.0), _time(0.25, 40.0))
+    load = [draw(times) for _ in jobs]
+    save = [draw(times) for _ in jobs]
+    return jobs, servers, slot, load, save
+
+
+@pytest.mark.parametrize("policy", ["fifo", "sjf", "srtf", "tiresias-20-60"])
+@_SETTINGS
+@given(case=phased_workloads())
+def test_random_workloads_with_load_and_save(policy, case):
+    jobs, servers, slot, load, save = case
+    check(jobs, servers, policy, slot, load, save)

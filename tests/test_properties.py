@@ -39,11 +39,22 @@ def workloads(draw):
     return servers, gpus, rows, slot
 
 
-def _engine(policy, servers, gpus, rows, slot, mode, seed=0):
+def _engine(policy, servers, gpus, rows, slot, mode, seed=0, phases=None):
     cluster = ClusterSpec.homogeneous(servers, gpus)
     jobs = prepare_jobs(make_trace(rows), cluster)
     pol = make_policy(load_policy_class(policy), {}, seed)
-    return Engine(jobs, cluster, pol, slot_s=slot, mode=mode), pol
+    load, save = (None, None) if phases is None else phases
+    engine = Engine(jobs, cluster, pol, slot_s=slot, mode=mode, load_s=load, save_s=save)
+    return engine, pol
+
+
+@st.composite
+def phases(draw, n_max: int = 18):
+    """Per-job load and save times, s (some zero), for up to ``n_max`` jobs."""
+    times = st.one_of(st.just(0.0), st.floats(0.1, 60, allow_nan=False))
+    load = draw(st.lists(times, min_size=n_max, max_size=n_max))
+    save = draw(st.lists(times, min_size=n_max, max_size=n_max))
+    return np.array(load), np.array(save)
 
 
 @pytest.mark.parametrize("mode", ["auto", "python"])
@@ -105,3 +116,27 @@ def test_slot_length_moves_average_jct_by_at_most_a_slot():
     for slot in (10.0, 60.0):
         s, _ = replay("synth-500", "srtf", slot_s=slot)
         assert abs(s["avg_jct_s"] - base["avg_jct_s"]) <= slot
+
+
+@pytest.mark.parametrize("mode", ["auto", "python"])
+@pytest.mark.parametrize("policy", ALL_POLICIES)
+@settings(max_examples=25, deadline=None)
+@given(w=workloads(), ph=phases())
+def test_jct_is_wait_load_train_save(policy, mode, w, ph):
+    """Lazer eq. 1 for every job under every policy, with load and save phases:
+    JCT = W + L + T + P, futile time within load time, no save after a futile preemption."""
+    servers, gpus, rows, slot = w
+    n = len(rows)
+    # rows are in submission order already (times accumulate), so job i has phases[i]
+    engine, _ = _engine(policy, servers, gpus, rows, slot, mode, phases=(ph[0][:n], ph[1][:n]))
+    res = engine.run()
+    s = res.state
+    jct = s.job_finish - s.job_submit
+    parts = s.job_wait_s + s.job_load_spent_s + s.job_executed + s.job_save_spent_s
+    assert np.allclose(parts, jct, rtol=1e-9, atol=1e-6)
+    assert (s.job_futile_s <= s.job_load_spent_s + 1e-9).all()
+    assert (s.job_n_futile <= s.job_n_preempt).all()
+    # a job is charged a save only for preemptions after it trained something
+    saves = s.job_n_preempt - s.job_n_futile
+    assert (s.job_save_spent_s <= saves * s.job_save_s + 1e-6).all()
+    assert np.allclose(s.job_executed * s.job_rate, s.job_work, rtol=1e-9, atol=1e-6)
