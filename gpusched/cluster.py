@@ -477,7 +477,7 @@ def _size_problem(n_servers: int, n_gpus: int, capacity: int) -> str:
 def _shown(path: str | Path) -> str:
     """A path for a one-line message (quoted when it holds control characters)."""
     text = str(path)
-    return repr(text) if _bad_char(text) else text
+    return repr(text) if control_char(text) else text
 
 
 def _stat(path: Path) -> os.stat_result | None:
@@ -519,10 +519,10 @@ def resolve_cluster(name_or_path: str | Path) -> Path:
         or "\\" in text
     )
     candidate = bundled_dir("clusters") / f"{text}.toml"
-    if not is_path and st is not None and (_bad_char(text) or _stat(candidate) is None):
+    if not is_path and st is not None and (control_char(text) or _stat(candidate) is None):
         is_path = True  # "." or a folder or device that is no bundled name: report what it is
     if not is_path:
-        if _bad_char(text) or _stat(candidate) is None:
+        if control_char(text) or _stat(candidate) is None:
             names = ", ".join(_bundled_names()) or "(none)"
             raise ClusterError(
                 f"unknown cluster {text!r}: expected a .toml path or a bundled name ({names})"
@@ -624,8 +624,13 @@ def _is_number(v: object) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _bad_char(text: str) -> str:
-    """The first control, format or line-separator character of ``text``, or ``""``."""
+def control_char(text: str) -> str:
+    """The first control, format or line-separator character of ``text``, or ``""``.
+
+    Such characters (NUL, newline, tab, a right-to-left override, ...) would break a
+    one-line message or a table, or make a name look like another; names, labels and
+    descriptions may not hold them. Letters of any script are fine.
+    """
     for ch in text:
         if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
             return ch
@@ -721,7 +726,7 @@ class _Validator:
             raise self.fail(f"{where}.{key}", f"expected {what}, {self.got(value)}")
         if len(value) > max_chars:
             raise self.fail(f"{where}.{key}", f"expected {what}, got {len(value):,} characters")
-        bad = _bad_char(value)
+        bad = control_char(value)
         if bad:
             raise self.fail(
                 f"{where}.{key}",

@@ -1,11 +1,14 @@
 """Sweeps: spec parsing, the grid, a 2 x 2 x 2 sweep on a Dask LocalCluster, resuming,
-failing cells, an existing scheduler address, and the ``sweep`` command."""
+failing cells, an existing scheduler address, and the ``sweep`` command; then the hostile
+cases: stale inputs, half-written cells, two sweeps into one folder, a sweep killed with
+kill -9, and bad specs and output folders."""
 
 from __future__ import annotations
 
 import csv
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -170,11 +173,11 @@ def test_sweep_2x2x2_on_local_cluster(tmp_path: Path, small_trace: Path) -> None
     for r in rows:
         assert int(r["n_finished"]) == int(r["n_jobs"]) > 0
         folder = result.out / "cells" / r["cell"]
-        assert OUTPUT_FILES <= {p.name for p in folder.iterdir()}
+        assert {p.name for p in folder.iterdir()} == OUTPUT_FILES | {"cell.json"}
         assert json.loads((folder / "summary.json").read_text())["avg_jct_s"] == float(
             r["avg_jct_s"]
         )
-    assert not (result.out / ".staging").exists()
+    assert not (result.out / ".staging").exists() and not (result.out / ".lock").exists()
     if result.results_parquet is not None:
         pq = pytest.importorskip("pyarrow.parquet")
         assert pq.read_table(result.results_parquet).num_rows == 8
@@ -190,20 +193,33 @@ def test_sweep_2x2x2_on_local_cluster(tmp_path: Path, small_trace: Path) -> None
     assert left == []
 
 
-def test_resume_runs_only_missing_cells(tmp_path: Path, small_trace: Path) -> None:
+def test_resume_runs_only_unfinished_cells(tmp_path: Path, small_trace: Path) -> None:
     spec = parse_spec(grid_text(small_trace))
     out = tmp_path / "out"
     grid = cells(spec)
     first = run_sweep(spec, out=out, n_workers=2, processes=False)
     assert first.n_ran == 8
-    # an interrupted sweep: only the first three cells finished (summary.json is the
-    # marker), and one cell is half-written (some files there, no summary.json)
-    for c in grid[3:]:
-        (cell_dir(out, c) / "summary.json").unlink()
-    half = cell_dir(out, grid[5])
-    (half / "manifest.json").unlink()
-    kept = {c.cell_id: (cell_dir(out, c) / "summary.json").stat().st_mtime_ns for c in grid[:3]}
-    assert [done for _, done in plan(spec, out)] == [True] * 3 + [False] * 5
+    assert [st.state for _, st in plan(spec, out)] == ["done"] * 8
+    # an interrupted or damaged sweep: three cells are intact, five are not
+    shutil.rmtree(cell_dir(out, grid[3]))  # never published
+    (cell_dir(out, grid[4]) / "cell.json").unlink()  # killed before its record
+    (cell_dir(out, grid[5]) / "manifest.json").unlink()  # a listed output is missing
+    timeline = cell_dir(out, grid[6]) / "timeline.csv"
+    timeline.write_bytes(timeline.read_bytes()[:-10])  # truncated
+    summary = cell_dir(out, grid[7]) / "summary.json"
+    summary.write_text(summary.read_text().replace('"n_jobs"', '"n_jobX"'))  # same size, edited
+    kept = {c.cell_id: folder_bytes(cell_dir(out, c)) for c in grid[:3]}
+    mtimes = {c.cell_id: (cell_dir(out, c) / "summary.json").stat().st_mtime_ns for c in grid[:3]}
+    statuses = [st for _, st in plan(spec, out)]
+    assert [st.finished for st in statuses] == [True] * 3 + [False] * 5
+    assert [st.reason for st in statuses[3:]] == [
+        "not run yet",
+        "incomplete: no readable cell.json",
+        "incomplete: manifest.json is missing",
+        f"incomplete: timeline.csv has {timeline.stat().st_size} bytes, "
+        f"not {timeline.stat().st_size + 10}",
+        "incomplete: summary.json differs from the recorded one",
+    ]
 
     ran: list[str] = []
     second = run_sweep(
@@ -215,30 +231,40 @@ def test_resume_runs_only_missing_cells(tmp_path: Path, small_trace: Path) -> No
     )
     assert (second.n_ran, second.n_skipped, second.failed) == (5, 3, [])
     assert sorted(ran) == sorted(c.cell_id for c in grid[3:])
-    for cid, mtime in kept.items():
-        assert (out / "cells" / cid / "summary.json").stat().st_mtime_ns == mtime
-    assert OUTPUT_FILES <= {p.name for p in half.iterdir()}
+    for c in grid[:3]:
+        assert folder_bytes(cell_dir(out, c)) == kept[c.cell_id]
+        assert (cell_dir(out, c) / "summary.json").stat().st_mtime_ns == mtimes[c.cell_id]
+    assert [st.state for _, st in plan(spec, out)] == ["done"] * 8
     assert len(read_rows(second.results_csv)) == 8
 
-    # everything finished: nothing runs and no cluster is started
+    # everything finished: nothing runs, no cluster is started, and the table is rebuilt
+    # from the cell folders byte for byte
+    table = second.results_csv.read_bytes()
     third = run_sweep(spec, out=out, scheduler="tcp://127.0.0.1:1")  # would fail to connect
     assert (third.n_ran, third.n_skipped) == (0, 8)
-    assert [r["avg_jct_s"] for r in third.rows] == [r["avg_jct_s"] for r in second.rows]
+    assert third.results_csv.read_bytes() == table
 
 
-def test_failing_cell_is_reported_and_others_complete(tmp_path: Path, small_trace: Path) -> None:
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+BAD_TRACE = "job_id,submit_time,num_gpus,duration\nj1,0,two,60\n"
+
+
+def test_failing_cell_is_reported_and_others_complete(tmp_path: Path) -> None:
     tiny_cluster = tmp_path / "two-gpus.toml"
     tiny_cluster.write_text(
         '[cluster]\nname = "two-gpus"\n\n[[servers]]\ncount = 1\ngpus = 2\ngpu_type = "V100"\n'
     )
+    bad_trace = tmp_path / "bad.csv"
+    bad_trace.write_text(BAD_TRACE)
     spec = parse_spec(
         f"""
-traces = ["tiny"]
+traces = ["tiny", "{bad_trace}"]
 clusters = ["default", "{tiny_cluster}"]
 policies = ["fifo"]
 seeds = [0]
-[params.fifo]
-backfill = [true, "maybe"]
 """
     )
     failures: list[str] = []
@@ -249,21 +275,22 @@ backfill = [true, "maybe"]
         processes=False,
         progress=lambda d, t, c, r: r["status"] == "failed" and failures.append(c.describe()),
     )
-    # backfill=maybe fails on both clusters; the 2-GPU cluster is too small for tiny's 8-GPU jobs
+    # bad.csv fails on both clusters; the 2-GPU cluster is too small for tiny's 8-GPU jobs
     assert result.n_ran == 4 and len(result.failed) == 3 and len(failures) == 3
-    messages = {(c.cluster, c.params_text): err for c, err in result.failed}
-    assert "expects bool, got 'maybe'" in messages[("default", "backfill=maybe")]
-    assert ("default", "backfill=true") not in messages
-    too_small = messages[(str(tiny_cluster), "backfill=true")]
+    messages = {(c.trace, c.cluster): err for c, err in result.failed}
+    assert "bad.csv" in messages[(str(bad_trace), "default")]
+    assert ("tiny", "default") not in messages
+    too_small = messages[("tiny", str(tiny_cluster))]
     assert too_small and "\n" not in too_small
-    rows = {(r["cluster"], r["params"]): r for r in read_rows(result.results_csv)}
-    ok = rows[("default", "backfill=true")]
+    rows = {(r["trace"], r["cluster"]): r for r in read_rows(result.results_csv)}
+    ok = rows[("tiny", "default")]
     assert ok["status"] == "ok" and ok["error"] == "" and float(ok["avg_jct_s"]) > 0
-    bad = rows[("default", "backfill=maybe")]
-    assert bad["status"] == "failed" and "maybe" in bad["error"] and bad["avg_jct_s"] == ""
-    err_file = result.out / "cells" / bad["cell"] / "error.txt"
-    assert "backfill=maybe" in err_file.read_text()
-    assert not (result.out / "cells" / bad["cell"] / "summary.json").exists()
+    bad = rows[(str(bad_trace), "default")]
+    assert bad["status"] == "failed" and "bad.csv" in bad["error"] and bad["avg_jct_s"] == ""
+    folder = result.out / "cells" / bad["cell"]
+    assert {p.name for p in folder.iterdir()} == {"error.txt"}
+    assert "trace=" + str(bad_trace) in (folder / "error.txt").read_text()
+    assert [st.state for _, st in plan(spec, result.out)].count("failed") == 3
 
     # a re-run retries only the failed cells
     again = run_sweep(spec, out=tmp_path / "out", n_workers=1, processes=False)
@@ -340,19 +367,20 @@ def test_sweep_cmd_passes_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_sweep_cmd_runs_reports_failures_and_dry_run(tmp_path: Path) -> None:
     spec_file = tmp_path / "s.toml"
     out = tmp_path / "o"
-    spec_file.write_text(
-        f'traces = ["tiny"]\npolicies = ["fifo"]\nout = "{out}"\n'
-        '[params.fifo]\nbackfill = [true, "maybe"]\n'
-    )
+    (tmp_path / "bad.csv").write_text(BAD_TRACE)
+    spec_file.write_text(f'traces = ["tiny", "bad.csv"]\npolicies = ["fifo"]\nout = "{out}"\n')
     runner = CliRunner()
     res = runner.invoke(make_app(), ["sweep", str(spec_file), "--dry-run"])
     assert res.exit_code == 0 and "2 cells, 0 finished, 2 to run" in res.output
+    assert not out.exists()  # a dry run writes nothing
     res = runner.invoke(make_app(), ["sweep", str(spec_file), "-j", "1"])
     assert res.exit_code == 1
-    assert "failed: trace=tiny cluster=default policy=fifo backfill=maybe seed=0:" in res.output
+    assert "failed: trace=bad.csv cluster=default policy=fifo seed=0:" in res.output
     assert "2 cells: 2 ran, 0 already finished, 1 failed" in res.output
     res = runner.invoke(make_app(), ["sweep", str(spec_file), "--dry-run"])
     assert "2 cells, 1 finished, 1 to run" in res.output
+    assert "done   trace=tiny cluster=default policy=fifo seed=0" in res.output
+    assert "failed trace=bad.csv cluster=default policy=fifo seed=0  (" in res.output
     res = runner.invoke(make_app(), ["sweep", str(tmp_path / "missing.toml")])
     assert res.exit_code == 2 and "error: sweep spec not found" in res.output
 
