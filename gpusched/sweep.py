@@ -866,16 +866,19 @@ def keyed_cells(spec: SweepSpec) -> list[tuple[Cell, CellKey]]:
     digests: dict[tuple[str, str], str] = {}
     real: dict[tuple[str, str], str] = {}  # the file each trace and cluster entry reads
 
-    def fetch(kind: str, entry: str, what: Callable[[str], tuple[str, str]]) -> str:
+    def fetch(
+        kind: str, entry: str, what: Callable[[str], tuple[str, str]], as_written: str
+    ) -> str:
         if (kind, entry) not in digests:
             label = {"trace": "'traces'", "cluster": "'clusters'"}.get(kind, "'policies'")
+            entry_shown = as_written
             try:
                 digests[(kind, entry)], real[(kind, entry)] = what(entry)
             except GpuschedError as exc:
-                raise GpuschedError(f"{src}: {label} entry {entry!r}: {exc}") from None
+                raise GpuschedError(f"{src}: {label} entry {entry_shown!r}: {exc}") from None
             except OSError as exc:
                 raise GpuschedError(
-                    f"{src}: {label} entry {entry!r}: cannot read {exc.filename}: "
+                    f"{src}: {label} entry {entry_shown!r}: cannot read {exc.filename}: "
                     f"{exc.strerror or type(exc).__name__}"
                 ) from None
         return digests[(kind, entry)]
@@ -896,9 +899,9 @@ def keyed_cells(spec: SweepSpec) -> list[tuple[Cell, CellKey]]:
     same_run: dict[tuple[str, str, str, int], Cell] = {}
     for c in all_cells:
         d = {
-            "trace": fetch("trace", c.trace_input, trace_of),
-            "cluster": fetch("cluster", c.cluster_input, cluster_of),
-            "policy": fetch("policy", c.policy_input, policy_of),
+            "trace": fetch("trace", c.trace_input, trace_of, c.trace),
+            "cluster": fetch("cluster", c.cluster_input, cluster_of, c.cluster),
+            "policy": fetch("policy", c.policy_input, policy_of, c.policy),
         }
         run = (
             real[("trace", c.trace_input)],
@@ -1182,7 +1185,8 @@ def output_dir(spec: SweepSpec, out: str | Path | None = None) -> Path:
     ------
     GpuschedError
         An empty path or one with control characters, a path that is a file (or under
-        a file), or a folder whose ``cells``/``.staging`` is a file or whose
+        a file), or a folder whose ``cells``/``.staging`` is a file, whose ``.staging``
+        is a symbolic link (the sweep deletes what it holds), or whose
         ``results.csv``/``results.parquet`` is a folder.
     """
     raw = out if out is not None else (spec.out or "sweep-out")
@@ -1198,8 +1202,8 @@ def output_dir(spec: SweepSpec, out: str | Path | None = None) -> Path:
     for parent in [path, *path.parents]:
         try:
             st = parent.stat()
-        except FileNotFoundError:
-            continue
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # look further up (NotADirectoryError: a parent is a file)
         except OSError as exc:
             raise GpuschedError(f"output folder {path}: {exc.strerror}") from None
         if not stat.S_ISDIR(st.st_mode):
@@ -1210,6 +1214,8 @@ def output_dir(spec: SweepSpec, out: str | Path | None = None) -> Path:
         sub = path / name
         if sub.exists() and not sub.is_dir():
             raise GpuschedError(f"{sub} is a file; a sweep folder keeps its cells in a folder")
+    if (path / STAGING_DIR).is_symlink():  # its contents are deleted: never follow a link
+        raise GpuschedError(f"{path / STAGING_DIR} is a symbolic link; remove it")
     for name in (RESULTS_CSV, RESULTS_PARQUET):
         if (path / name).is_dir():
             raise GpuschedError(f"{path / name} is a folder; the sweep writes a file there")
