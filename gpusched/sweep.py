@@ -705,7 +705,8 @@ class CellKey:
     """What a cell's result depends on, as canonical JSON; :attr:`digest` is its SHA-256.
 
     The record holds the SHA-256 of the trace, the cluster file and the policy file
-    (:func:`input_digests`), the parameters as passed to the policy, the seed, slot,
+    (:func:`input_digests`), the parameters as passed to the policy (those written in
+    the policy entry, ``NAME:key=value``, and those of ``[params.X]``), the seed, slot,
     until and drop_oversized, the gpusched version and :data:`KEY_FORMAT`. Two runs with
     the same key give the same results (wall-clock times aside).
     """
@@ -716,11 +717,13 @@ class CellKey:
     def of(cls, cell: Cell, digests: dict[str, str]) -> CellKey:
         """The key of ``cell`` given its :func:`input_digests`."""
         from gpusched import __version__
+        from gpusched.run import PolicySpec
 
         record = {
             "format": KEY_FORMAT,
             "gpusched": __version__,
             **digests,
+            "policy_params": list(PolicySpec.parse(cell.policy_input).params),
             "params": cell.param_pairs,
             "seed": cell.seed,
             "slot_s": cell.slot_s,
@@ -747,6 +750,7 @@ _KEY_WORDS = {
     "policy": "policy file",
     "gpusched": "gpusched version",
     "format": "sweep format",
+    "policy_params": "parameters",
 }
 
 

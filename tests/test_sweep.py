@@ -656,6 +656,23 @@ def test_changed_inputs_make_cells_stale(tmp_path: Path, monkeypatch: pytest.Mon
     assert state == "stale" and reason.endswith(" -> 9.9.9")
 
 
+def test_key_covers_everything_a_result_depends_on() -> None:
+    spec = parse_spec(
+        'traces = ["tiny"]\npolicies = ["fifo:backfill=true", "fifo:backfill=false", "srtf"]\n'
+        "seeds = [0, 1]\n"
+    )
+    keys = [k for _, k in keyed_cells(spec)]
+    assert len({k.digest for k in keys}) == 6
+    assert keys[0].record["policy_params"] == ["backfill=true"]
+    for changed in ("slot = 2.0", "until = 100.0", "drop_oversized = true"):
+        other = keyed_cells(parse_spec(spec_text_with(changed)))[0][1]
+        assert other.digest != keyed_cells(parse_spec(spec_text_with("")))[0][1].digest, changed
+
+
+def spec_text_with(extra: str) -> str:
+    return f'traces = ["tiny"]\npolicies = ["fifo"]\n{extra}\n'
+
+
 def test_run_cell_refuses_inputs_that_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
