@@ -50,6 +50,7 @@ import re
 import shutil
 import socket
 import stat
+import threading
 import time
 import tomllib
 import traceback
@@ -1092,6 +1093,13 @@ def _check_inputs(cell: Cell, key: CellKey, when: str) -> None:
         raise GpuschedError(f"{what} changed {when}; run the sweep again")
 
 
+#: Cells of one process replay one at a time. Worker processes (the default) run one cell
+#: each anyway; thread workers (``processes=False``) share one interpreter, where loading
+#: a policy compiles Python source, which CPython 3.11 does not do safely in two threads
+#: at once ("SystemError: AST constructor recursion depth mismatch").
+_REPLAY_LOCK = threading.Lock()
+
+
 def run_cell(cell: Cell, key: CellKey, out: str) -> dict[str, Any]:
     """Replay one cell into ``OUT/cells/<cell id>/``; never raise.
 
@@ -1128,17 +1136,18 @@ def run_cell(cell: Cell, key: CellKey, out: str) -> dict[str, Any]:
                 "install the same version everywhere"
             )
         _check_inputs(cell, key, "since the sweep started")
-        summary, _ = replay(
-            cell.trace_input,
-            cell.policy_input,
-            cluster=cell.cluster_input,
-            params=cell.param_pairs,
-            slot_s=cell.slot_s,
-            seed=cell.seed,
-            until_s=cell.until_s,
-            drop_oversized=cell.drop_oversized,
-            out=staging,
-        )
+        with _REPLAY_LOCK:
+            summary, _ = replay(
+                cell.trace_input,
+                cell.policy_input,
+                cluster=cell.cluster_input,
+                params=cell.param_pairs,
+                slot_s=cell.slot_s,
+                seed=cell.seed,
+                until_s=cell.until_s,
+                drop_oversized=cell.drop_oversized,
+                out=staging,
+            )
         _check_inputs(cell, key, "while the cell ran")
         record = {
             "format": KEY_FORMAT,

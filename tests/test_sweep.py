@@ -673,6 +673,75 @@ def spec_text_with(extra: str) -> str:
     return f'traces = ["tiny"]\npolicies = ["fifo"]\n{extra}\n'
 
 
+def test_cell_status_of_forged_or_damaged_folders(tmp_path: Path) -> None:
+    """Whatever a cell folder holds, only a complete record of the current key is done."""
+    import hashlib
+
+    ((cell, key),) = keyed_cells(parse_spec(BASE))
+    out = tmp_path / "out"
+    folder = cell_dir(out, cell)
+    folder.mkdir(parents=True)
+    import gpusched.sweep as sweep_mod
+
+    outputs = dict.fromkeys(sweep_mod.OUTPUT_FILES, b"x" * 10)
+    outputs["summary.json"] = b'{"n_jobs": 6}'
+    for name, data in outputs.items():
+        (folder / name).write_bytes(data)
+
+    def files(**changes: object) -> dict[str, object]:
+        table: dict[str, object] = {
+            name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+            for name, data in outputs.items()
+        }
+        table.update(changes)
+        return table
+
+    def status_with(record: object) -> tuple[str, str]:
+        text = record if isinstance(record, str) else json.dumps(record)
+        (folder / "cell.json").write_text(text)
+        st = cell_status(out, cell, key)
+        return st.state, st.reason
+
+    good = {"key": key.digest, "inputs": key.record, "files": files()}
+    assert status_with(good) == ("done", "")
+    assert cell_status(out, cell, key).summary == {"n_jobs": 6}
+    assert status_with("{not json")[0] == "todo"
+    assert status_with([1, 2])[0] == "todo"
+    assert status_with({**good, "files": []})[0] == "todo"
+    assert status_with({**good, "key": 5})[0] == "todo"
+    assert status_with({**good, "key": "0" * 64}) == ("stale", "changed since it ran: key")
+    other = {**key.record, "seed": 7}
+    assert status_with({**good, "key": "0" * 64, "inputs": other}) == (
+        "stale",
+        "changed since it ran: seed",
+    )
+    no_manifest = files()
+    del no_manifest["manifest.json"]
+    assert status_with({**good, "files": no_manifest}) == (
+        "todo",
+        "incomplete: manifest.json is not recorded",
+    )
+    assert status_with({**good, "files": files(**{"../../etc/passwd": {"bytes": 1}})}) == (
+        "todo",
+        "incomplete: cell.json lists '../../etc/passwd'",
+    )
+    assert status_with({**good, "files": files(**{"jobs.csv": "big"})})[0] == "todo"
+    assert status_with({**good, "files": files(**{"summary.json": {"bytes": 13}})}) == (
+        "todo",
+        "incomplete: summary.json differs from the recorded one",
+    )
+    (folder / "summary.json").write_bytes(b"[1, 2, 3, 4, 5]")  # same size, not an object
+    outputs["summary.json"] = b"[1, 2, 3, 4, 5]"
+    assert status_with({**good, "files": files()}) == (
+        "todo",
+        "incomplete: summary.json is not a JSON object",
+    )
+    shutil.rmtree(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.write_text("a file where the folder should be")
+    assert cell_status(out, cell, key).state == "todo"
+
+
 def test_run_cell_refuses_inputs_that_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
