@@ -39,14 +39,29 @@ evaluation settings (10 Gbps NIC, 300 GB/s NVLink of V100 servers).
 
 Every mistake raises :class:`~gpusched.errors.ClusterError` with a one-line
 message naming the file, the key path (``servers[2].gpus``, 0-based) and what
-was expected.
+was expected. Nothing is coerced: a boolean is not a number, ``2.0`` is not an
+integer, and ``nan``/``inf`` are not numbers.
+
+Limits (checked before anything is allocated, so that an absurd file fails at
+once instead of allocating gigabytes or wrapping around in the simulator's
+fixed-width arrays): at most :data:`MAX_SERVERS` servers and :data:`MAX_GPUS`
+GPUs in total, at most :data:`MAX_GPU_CAPACITY` jobs per GPU and
+:data:`MAX_GPU_SLOTS` GPUs x ``gpu_capacity`` (the state's per-GPU job table),
+bandwidths within :data:`BANDWIDTH_RANGE`, sizes (GB) at most :data:`MAX_SIZE_GB`,
+``delay_s`` at most :data:`MAX_DELAY_S`, names and labels at most
+:data:`MAX_NAME_CHARS` characters (descriptions :data:`MAX_DESCRIPTION_CHARS`)
+without control characters, and files at most :data:`MAX_FILE_BYTES` bytes of
+UTF-8 TOML.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
+import os
+import stat
 import tomllib
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,12 +72,18 @@ from gpusched.errors import ClusterError
 from gpusched.resources import bundled_dir
 
 __all__ = [
+    "BANDWIDTH_RANGE",
+    "MAX_GPUS",
+    "MAX_GPU_CAPACITY",
+    "MAX_GPU_SLOTS",
+    "MAX_SERVERS",
     "TIERS",
     "ClusterSpec",
     "ServerGroup",
     "bundled_clusters",
     "load_cluster",
     "parse_cluster",
+    "resolve_cluster",
 ]
 
 #: Allowed values of :attr:`ServerGroup.tier`.
@@ -71,6 +92,30 @@ TIERS: tuple[str, ...] = ("edge", "cloud")
 DEFAULT_GPU_TYPE = "generic"
 DEFAULT_NIC_GBPS = 10.0
 DEFAULT_INTRA_GBYTE_S = 300.0
+
+#: Most GPUs in one cluster (GPU indices are int32; 10 million keeps the per-GPU
+#: arrays of the state under a few hundred MB).
+MAX_GPUS = 10_000_000
+#: Most servers in one cluster (CPU-only servers included).
+MAX_SERVERS = 1_000_000
+#: Most jobs one GPU may hold at once (the per-GPU job counter is int8).
+MAX_GPU_CAPACITY = 64
+#: Most GPUs x ``gpu_capacity``: the state's ``gpu_job`` table has that many int32 cells.
+MAX_GPU_SLOTS = 100_000_000
+#: ``(lowest, highest)`` ``nic_gbps`` (Gbit/s) and ``intra_gbyte_s`` (GByte/s).
+BANDWIDTH_RANGE = (1e-3, 1e6)
+#: Largest ``gpu_mem_gb``, ``mem_gb`` and ``storage_gb``, GB.
+MAX_SIZE_GB = 1e9
+#: Largest ``delay_s``, s.
+MAX_DELAY_S = 1e6
+#: Most CPU cores per server.
+MAX_CPUS = 1_000_000
+#: Longest ``name``, ``gpu_type`` and ``rack``, in characters.
+MAX_NAME_CHARS = 64
+#: Longest ``description``, in characters.
+MAX_DESCRIPTION_CHARS = 500
+#: Largest cluster file, bytes.
+MAX_FILE_BYTES = 16 * 2**20
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -119,14 +164,26 @@ class ServerGroup:
 
     def __post_init__(self) -> None:
         # Backstop for specs built in code; the loader reports file and key first.
-        if not _is_int(self.count) or self.count < 1:
-            raise ClusterError(f"ServerGroup.count: expected an integer >= 1, got {self.count!r}")
-        if not _is_int(self.gpus) or self.gpus < 0:
-            raise ClusterError(f"ServerGroup.gpus: expected an integer >= 0, got {self.gpus!r}")
+        if not _is_int(self.count) or not 1 <= self.count <= MAX_SERVERS:
+            raise ClusterError(
+                f"ServerGroup.count: expected an integer >= 1 and <= {MAX_SERVERS:,}, "
+                f"got {self.count!r}"
+            )
+        if not _is_int(self.gpus) or not 0 <= self.gpus <= MAX_GPUS:
+            raise ClusterError(
+                f"ServerGroup.gpus: expected an integer >= 0 and <= {MAX_GPUS:,}, got {self.gpus!r}"
+            )
+        if not isinstance(self.gpu_type, str) or not self.gpu_type.strip():
+            raise ClusterError(
+                f"ServerGroup.gpu_type: expected a non-empty string, got {self.gpu_type!r}"
+            )
         if self.tier not in TIERS:
             raise ClusterError(f"ServerGroup.tier: expected one of {TIERS}, got {self.tier!r}")
-        if not (isinstance(self.delay_s, int | float) and self.delay_s >= 0):
-            raise ClusterError(f"ServerGroup.delay_s: expected a number >= 0, got {self.delay_s!r}")
+        if not (_is_number(self.delay_s) and 0 <= self.delay_s <= MAX_DELAY_S):
+            raise ClusterError(
+                f"ServerGroup.delay_s: expected a number >= 0 and <= {MAX_DELAY_S:g}, "
+                f"got {self.delay_s!r}"
+            )
 
     @property
     def n_gpus(self) -> int:
@@ -191,22 +248,38 @@ class ClusterSpec:
         where = self.source
         if not groups:
             raise ClusterError(f"{where}: cluster {self.name!r} has no servers")
-        if not _is_int(self.gpu_capacity) or self.gpu_capacity < 1:
+        if not all(isinstance(g, ServerGroup) for g in groups):
+            raise ClusterError(f"{where}: cluster {self.name!r}: groups must be ServerGroups")
+        if not _is_int(self.gpu_capacity) or not 1 <= self.gpu_capacity <= MAX_GPU_CAPACITY:
             raise ClusterError(
-                f"{where}: cluster.gpu_capacity: expected an integer >= 1, "
-                f"got {self.gpu_capacity!r}"
+                f"{where}: cluster.gpu_capacity: expected an integer >= 1 and "
+                f"<= {MAX_GPU_CAPACITY}, got {self.gpu_capacity!r}"
             )
-        counts = np.array([g.count for g in groups], dtype=np.int64)
-        per = np.array([g.gpus for g in groups], dtype=np.int64)
-        n_servers = int(counts.sum())
-        n_gpus = int((counts * per).sum())
+        lo, hi = BANDWIDTH_RANGE
+        for key in ("nic_gbps", "intra_gbyte_s"):
+            value = getattr(self, key)
+            if not (_is_number(value) and lo <= value <= hi):
+                raise ClusterError(
+                    f"{where}: cluster.{key}: expected a number >= {lo:g} and <= {hi:g}, "
+                    f"got {value!r}"
+                )
+        if not isinstance(self.allow_spread, bool):
+            raise ClusterError(
+                f"{where}: cluster.allow_spread: expected true or false, got {self.allow_spread!r}"
+            )
+        # Totals in Python integers first: numpy int64 products would wrap around.
+        n_servers = sum(g.count for g in groups)
+        n_gpus = sum(g.count * g.gpus for g in groups)
         if n_gpus <= 0:
             raise ClusterError(
                 f"{where}: cluster {self.name!r} has 0 GPUs in total: "
                 "expected at least one server group with gpus >= 1"
             )
-        if n_gpus > np.iinfo(np.int32).max or n_servers > np.iinfo(np.int32).max:
-            raise ClusterError(f"{where}: cluster {self.name!r} is too large ({n_gpus} GPUs)")
+        problem = _size_problem(n_servers, n_gpus, self.gpu_capacity)
+        if problem:
+            raise ClusterError(f"{where}: cluster {self.name!r}: {problem}")
+        counts = np.array([g.count for g in groups], dtype=np.int64)
+        per = np.array([g.gpus for g in groups], dtype=np.int64)
         server_group = np.repeat(np.arange(len(groups), dtype=np.int32), counts)
         server_gpus = per[server_group].astype(np.int32)
         server_start = np.zeros(n_servers + 1, dtype=np.int64)
@@ -387,6 +460,88 @@ def _bundled_names() -> list[str]:
     return sorted(p.stem for p in bundled_dir("clusters").glob("*.toml"))
 
 
+def _size_problem(n_servers: int, n_gpus: int, capacity: int) -> str:
+    """Why a cluster of this size is refused, or ``""`` (Python integers: no wrap-around)."""
+    if n_servers > MAX_SERVERS:
+        return f"{n_servers:,} servers in total; at most {MAX_SERVERS:,} are allowed"
+    if n_gpus > MAX_GPUS:
+        return f"{n_gpus:,} GPUs in total; at most {MAX_GPUS:,} are allowed"
+    if n_gpus * capacity > MAX_GPU_SLOTS:
+        return (
+            f"{n_gpus:,} GPUs x gpu_capacity {capacity} = {n_gpus * capacity:,} GPU slots; "
+            f"at most {MAX_GPU_SLOTS:,} are allowed"
+        )
+    return ""
+
+
+def _shown(path: str | Path) -> str:
+    """A path for a one-line message (quoted when it holds control characters)."""
+    text = str(path)
+    return repr(text) if control_char(text) else text
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    """``os.stat`` that answers None for a missing or unusable name (too long, NUL byte)."""
+    try:
+        return path.stat()
+    except (OSError, ValueError):
+        return None
+
+
+def resolve_cluster(name_or_path: str | Path) -> Path:
+    """The cluster file a name or path stands for, checked to be a readable-sized regular file.
+
+    Parameters
+    ----------
+    name_or_path
+        A path to a ``.toml`` file, or the name of a bundled spec (see
+        :func:`load_cluster` for how the two are told apart).
+
+    Returns
+    -------
+    Path
+        The file (as given for a path, in the bundled folder for a name).
+
+    Raises
+    ------
+    ClusterError
+        Unknown bundled name, or a path that is missing, a folder, not a regular
+        file, or larger than :data:`MAX_FILE_BYTES`.
+    """
+    text = str(name_or_path)
+    path = Path(name_or_path)
+    st = _stat(path)
+    is_path = (
+        isinstance(name_or_path, Path)
+        or (st is not None and stat.S_ISREG(st.st_mode))
+        or path.suffix == ".toml"
+        or "/" in text
+        or "\\" in text
+    )
+    candidate = bundled_dir("clusters") / f"{text}.toml"
+    if not is_path and st is not None and (control_char(text) or _stat(candidate) is None):
+        is_path = True  # "." or a folder or device that is no bundled name: report what it is
+    if not is_path:
+        if control_char(text) or _stat(candidate) is None:
+            names = ", ".join(_bundled_names()) or "(none)"
+            raise ClusterError(
+                f"unknown cluster {text!r}: expected a .toml path or a bundled name ({names})"
+            )
+        path, st = candidate, _stat(candidate)
+    where = _shown(path)
+    if st is None:
+        raise ClusterError(f"{where}: cluster file not found")
+    if stat.S_ISDIR(st.st_mode):
+        raise ClusterError(f"{where}: is a folder; expected a cluster .toml file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ClusterError(f"{where}: not a regular file; expected a cluster .toml file")
+    if st.st_size > MAX_FILE_BYTES:
+        raise ClusterError(
+            f"{where}: {st.st_size:,} bytes; a cluster file may be at most {MAX_FILE_BYTES:,} bytes"
+        )
+    return path
+
+
 def load_cluster(name_or_path: str | Path) -> ClusterSpec:
     """Load and validate a cluster spec.
 
@@ -405,34 +560,30 @@ def load_cluster(name_or_path: str | Path) -> ClusterSpec:
     Raises
     ------
     ClusterError
-        Unknown bundled name (the message lists the bundled names), missing or
-        unreadable file, malformed TOML (with line and column), or an invalid spec
-        (the message names the file and key path).
+        Unknown bundled name (the message lists the bundled names), missing,
+        unreadable or oversized file, a folder, text that is not UTF-8, malformed
+        TOML (with line and column), or an invalid spec (the message names the
+        file and key path).
     """
-    text = str(name_or_path)
-    path = Path(name_or_path)
-    is_path = (
-        isinstance(name_or_path, Path)
-        or path.is_file()
-        or path.suffix == ".toml"
-        or "/" in text
-        or "\\" in text
-    )
-    if not is_path:
-        candidate = bundled_dir("clusters") / f"{text}.toml"
-        if not candidate.is_file():
-            names = ", ".join(_bundled_names()) or "(none)"
-            raise ClusterError(
-                f"unknown cluster {text!r}: expected a .toml path or a bundled name ({names})"
-            )
-        path = candidate
-    if not path.is_file():
-        raise ClusterError(f"{path}: cluster file not found")
+    path = resolve_cluster(name_or_path)
+    where = _shown(path)
     try:
-        raw = path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ClusterError(f"{path}: cannot read cluster file: {exc}") from None
-    return parse_cluster(raw, source=str(path))
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ClusterError(
+            f"{where}: cannot read cluster file: {exc.strerror or type(exc).__name__}"
+        ) from None
+    if len(raw) > MAX_FILE_BYTES:  # grew after the check
+        raise ClusterError(f"{where}: a cluster file may be at most {MAX_FILE_BYTES:,} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ClusterError(
+            f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "expected a TOML file"
+        ) from None
+    return parse_cluster(text, source=str(path))
 
 
 def parse_cluster(text: str, source: str = "<string>") -> ClusterSpec:
@@ -455,10 +606,13 @@ def parse_cluster(text: str, source: str = "<string>") -> ClusterSpec:
     ClusterError
         Malformed TOML or an invalid spec; the message names ``source`` and the key path.
     """
+    where = _shown(source)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ClusterError(f"{source}: invalid TOML: {exc}") from None
+        raise ClusterError(f"{where}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ClusterError(f"{where}: invalid TOML: arrays or tables nested too deeply") from None
     return _Validator(source).spec(doc)
 
 
@@ -467,7 +621,20 @@ def _is_int(v: object) -> bool:
 
 
 def _is_number(v: object) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def control_char(text: str) -> str:
+    """The first control, format or line-separator character of ``text``, or ``""``.
+
+    Such characters (NUL, newline, tab, a right-to-left override, ...) would break a
+    one-line message or a table, or make a name look like another; names, labels and
+    descriptions may not hold them. Letters of any script are fine.
+    """
+    for ch in text:
+        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            return ch
+    return ""
 
 
 def _type_name(v: object) -> str:
@@ -488,7 +655,7 @@ class _Validator:
         self.source = source
 
     def fail(self, key: str, message: str) -> ClusterError:
-        return ClusterError(f"{self.source}: {key}: {message}")
+        return ClusterError(f"{_shown(self.source)}: {key}: {message}")
 
     def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
         for key in table:
@@ -497,38 +664,74 @@ class _Validator:
                 did = f" (did you mean {hint[0]!r}?)" if hint else ""
                 keypath = f"{where}.{key}" if where else key
                 raise self.fail(
-                    keypath,
+                    _shown(keypath),
                     f"unknown key{did}; expected one of: {', '.join(allowed)}",
                 )
 
     def got(self, value: object) -> str:
-        return f"got {_type_name(value)} {value!r}"
+        text = repr(value)
+        if len(text) > 60:
+            text = text[:57] + "..."
+        return f"got {_type_name(value)} {text}"
 
-    def integer(self, table: dict[str, Any], key: str, where: str, *, minimum: int) -> int:
+    def integer(
+        self, table: dict[str, Any], key: str, where: str, *, minimum: int, maximum: int
+    ) -> int:
         value = table[key]
-        if not _is_int(value) or value < minimum:
+        if not _is_int(value) or not minimum <= value <= maximum:
             raise self.fail(
-                f"{where}.{key}", f"expected an integer >= {minimum}, {self.got(value)}"
+                f"{where}.{key}",
+                f"expected an integer >= {minimum} and <= {maximum:,}, {self.got(value)}",
             )
         return int(value)
 
     def number(
-        self, table: dict[str, Any], key: str, where: str, *, positive: bool = True
+        self,
+        table: dict[str, Any],
+        key: str,
+        where: str,
+        *,
+        minimum: float = 0.0,
+        maximum: float,
+        positive: bool = True,
     ) -> float:
+        """A finite number in ``[minimum, maximum]`` (``> minimum`` when ``positive`` and 0)."""
         value = table[key]
-        bound = "> 0" if positive else ">= 0"
-        ok = _is_number(value) and math.isfinite(value) and (value > 0 if positive else value >= 0)
+        if positive and minimum == 0:
+            bound = "> 0"
+            ok = _is_number(value) and 0 < value <= maximum
+        else:
+            bound = f">= {minimum:g}"
+            ok = _is_number(value) and minimum <= value <= maximum
         if not ok:
             raise self.fail(
-                f"{where}.{key}", f"expected a finite number {bound}, {self.got(value)}"
+                f"{where}.{key}",
+                f"expected a finite number {bound} and <= {maximum:g}, {self.got(value)}",
             )
         return float(value)
 
-    def string(self, table: dict[str, Any], key: str, where: str, *, empty: bool = False) -> str:
+    def string(
+        self,
+        table: dict[str, Any],
+        key: str,
+        where: str,
+        *,
+        empty: bool = False,
+        max_chars: int = MAX_NAME_CHARS,
+    ) -> str:
         value = table[key]
+        what = "a string" if empty else "a non-empty string"
+        what += f" of at most {max_chars} characters"
         if not isinstance(value, str) or (not empty and not value.strip()):
-            what = "a string" if empty else "a non-empty string"
             raise self.fail(f"{where}.{key}", f"expected {what}, {self.got(value)}")
+        if len(value) > max_chars:
+            raise self.fail(f"{where}.{key}", f"expected {what}, got {len(value):,} characters")
+        bad = control_char(value)
+        if bad:
+            raise self.fail(
+                f"{where}.{key}",
+                f"expected {what} without control characters, got U+{ord(bad):04X} in {value!r}",
+            )
         return value
 
     def spec(self, doc: dict[str, Any]) -> ClusterSpec:
@@ -549,25 +752,32 @@ class _Validator:
             raise self.fail("cluster.name", "missing; expected a non-empty string")
         name = self.string(cluster, "name", "cluster")
         description = (
-            self.string(cluster, "description", "cluster", empty=True)
+            self.string(
+                cluster, "description", "cluster", empty=True, max_chars=MAX_DESCRIPTION_CHARS
+            )
             if "description" in cluster
             else ""
         )
-        nic = self.number(cluster, "nic_gbps", "cluster") if "nic_gbps" in cluster else None
+        lo, hi = BANDWIDTH_RANGE
+        nic = (
+            self.number(cluster, "nic_gbps", "cluster", minimum=lo, maximum=hi)
+            if "nic_gbps" in cluster
+            else None
+        )
         intra = (
-            self.number(cluster, "intra_gbyte_s", "cluster") if "intra_gbyte_s" in cluster else None
+            self.number(cluster, "intra_gbyte_s", "cluster", minimum=lo, maximum=hi)
+            if "intra_gbyte_s" in cluster
+            else None
         )
         capacity = (
-            self.integer(cluster, "gpu_capacity", "cluster", minimum=1)
+            self.integer(cluster, "gpu_capacity", "cluster", minimum=1, maximum=MAX_GPU_CAPACITY)
             if "gpu_capacity" in cluster
             else 1
         )
         spread = cluster.get("allow_spread", True)
         if not isinstance(spread, bool):
             raise self.fail("cluster.allow_spread", f"expected true or false, {self.got(spread)}")
-        if sum(g.count * g.gpus for g in groups) <= 0:
-            where = "servers" if full else "cluster.gpus_per_server"
-            raise self.fail(where, "the cluster has 0 GPUs in total; expected at least 1")
+        self.check_size(groups, capacity, full)
         return ClusterSpec(
             name=name,
             description=description,
@@ -579,6 +789,23 @@ class _Validator:
             source=self.source,
         )
 
+    def check_size(self, groups: tuple[ServerGroup, ...], capacity: int, full: bool) -> None:
+        """Refuse 0 GPUs, and totals beyond the limits, naming the group that crosses one."""
+        n_servers = n_gpus = 0
+        for i, g in enumerate(groups):
+            n_servers += g.count
+            n_gpus += g.count * g.gpus
+            where = f"servers[{i}]" if full else "cluster.servers x cluster.gpus_per_server"
+            problem = _size_problem(n_servers, n_gpus, 1)
+            if problem:
+                raise self.fail(where, f"the cluster would have {problem}")
+        if n_gpus <= 0:
+            where = "servers" if full else "cluster.gpus_per_server"
+            raise self.fail(where, "the cluster has 0 GPUs in total; expected at least 1")
+        problem = _size_problem(n_servers, n_gpus, capacity)
+        if problem:
+            raise self.fail("cluster.gpu_capacity", f"the cluster would have {problem}")
+
     def minimal_group(self, cluster: dict[str, Any]) -> tuple[ServerGroup, ...]:
         for key in ("servers", "gpus_per_server"):
             if key not in cluster:
@@ -587,20 +814,28 @@ class _Validator:
                     "missing; a spec needs either cluster.servers and cluster.gpus_per_server"
                     " or a [[servers]] array of tables",
                 )
-        count = self.integer(cluster, "servers", "cluster", minimum=1)
-        gpus = self.integer(cluster, "gpus_per_server", "cluster", minimum=0)
+        count = self.integer(cluster, "servers", "cluster", minimum=1, maximum=MAX_SERVERS)
+        gpus = self.integer(cluster, "gpus_per_server", "cluster", minimum=0, maximum=MAX_GPUS)
         gpu_type = (
             self.string(cluster, "gpu_type", "cluster")
             if "gpu_type" in cluster
             else DEFAULT_GPU_TYPE
         )
-        mem = self.number(cluster, "gpu_mem_gb", "cluster") if "gpu_mem_gb" in cluster else None
+        mem = (
+            self.number(cluster, "gpu_mem_gb", "cluster", maximum=MAX_SIZE_GB)
+            if "gpu_mem_gb" in cluster
+            else None
+        )
         return (ServerGroup(count=count, gpus=gpus, gpu_type=gpu_type, gpu_mem_gb=mem),)
 
     def groups(self, servers: object) -> tuple[ServerGroup, ...]:
         if not isinstance(servers, list) or not servers:
             raise self.fail(
                 "servers", f"expected a non-empty [[servers]] array of tables, {self.got(servers)}"
+            )
+        if len(servers) > MAX_SERVERS:
+            raise self.fail(
+                "servers", f"{len(servers):,} groups; at most {MAX_SERVERS:,} servers are allowed"
             )
         return tuple(self.group(entry, f"servers[{i}]") for i, entry in enumerate(servers))
 
@@ -611,14 +846,18 @@ class _Validator:
         for key in ("count", "gpus", "gpu_type"):
             if key not in entry:
                 raise self.fail(f"{where}.{key}", "missing; required in every [[servers]] entry")
-        count = self.integer(entry, "count", where, minimum=1)
-        gpus = self.integer(entry, "gpus", where, minimum=0)
+        count = self.integer(entry, "count", where, minimum=1, maximum=MAX_SERVERS)
+        gpus = self.integer(entry, "gpus", where, minimum=0, maximum=MAX_GPUS)
         gpu_type = self.string(entry, "gpu_type", where)
 
-        def opt_number(key: str) -> float | None:
-            return self.number(entry, key, where) if key in entry else None
+        def opt_size(key: str) -> float | None:
+            return self.number(entry, key, where, maximum=MAX_SIZE_GB) if key in entry else None
 
-        cpus = self.integer(entry, "cpus", where, minimum=1) if "cpus" in entry else None
+        cpus = (
+            self.integer(entry, "cpus", where, minimum=1, maximum=MAX_CPUS)
+            if "cpus" in entry
+            else None
+        )
         rack = self.string(entry, "rack", where) if "rack" in entry else None
         tier = "cloud"
         if "tier" in entry:
@@ -628,15 +867,19 @@ class _Validator:
                     f"{where}.tier",
                     f"expected one of {', '.join(map(repr, TIERS))}, {self.got(tier)}",
                 )
-        delay = self.number(entry, "delay_s", where, positive=False) if "delay_s" in entry else 0.0
+        delay = (
+            self.number(entry, "delay_s", where, positive=False, maximum=MAX_DELAY_S)
+            if "delay_s" in entry
+            else 0.0
+        )
         return ServerGroup(
             count=count,
             gpus=gpus,
             gpu_type=gpu_type,
-            gpu_mem_gb=opt_number("gpu_mem_gb"),
+            gpu_mem_gb=opt_size("gpu_mem_gb"),
             cpus=cpus,
-            mem_gb=opt_number("mem_gb"),
-            storage_gb=opt_number("storage_gb"),
+            mem_gb=opt_size("mem_gb"),
+            storage_gb=opt_size("storage_gb"),
             rack=rack,
             tier=tier,
             delay_s=delay,

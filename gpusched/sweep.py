@@ -12,15 +12,27 @@ A sweep is described by a TOML spec (see ``docs/sweeps.md`` and ``examples/sweep
     [params.fifo]
     backfill = [false, true]
 
-Every combination is one *cell*, run as one Dask task by :func:`run_cell`, which calls
-:func:`gpusched.run.replay` with ``out=`` a staging folder and then moves the files into
-``OUT/cells/<cell id>/``, ``summary.json`` last with an atomic :func:`os.replace`. A cell is
-finished when its ``summary.json`` exists, so a re-run skips finished cells and runs only
-the missing or failed ones. A failing cell is recorded with its error (``error.txt`` in its
-folder and the ``error`` column of the table) and does not stop the others. At the end the
-rows of every cell, finished before or now, are gathered into ``OUT/results.csv`` (and
-``OUT/results.parquet`` when pyarrow is installed): one row per cell, its parameters plus
-every summary metric.
+Every combination is one *cell*. Before anything runs, :func:`keyed_cells` checks the
+inputs (every trace and cluster file exists, every cluster file is valid, every policy
+accepts its parameters, no two cells are the same run) and gives each cell a
+:class:`CellKey`: the SHA-256 of what its result depends on (the trace's bytes, the
+cluster file's bytes, the policy file's bytes, parameters, seed, slot, until,
+drop_oversized and the gpusched version).
+
+Each cell runs as one Dask task, :func:`run_cell`, which re-hashes the inputs, calls
+:func:`gpusched.run.replay` with ``out=`` a staging folder, writes ``cell.json`` (the key
+plus the size of every output file and the SHA-256 of summary.json) and renames the whole
+folder to ``OUT/cells/<cell id>/`` in one step. :func:`cell_status` is the one test of
+"finished" used by resuming and by ``--dry-run``: ``cell.json`` is readable, its key is
+the cell's current key, and every output it lists is there with its size (summary.json
+with its hash). A cell whose key differs (an input changed) is *stale* and runs again.
+A failing cell gets a folder holding only ``error.txt`` and does not stop the others. At
+the end every cell's row is read back from its folder into ``OUT/results.csv`` (and
+``OUT/results.parquet`` when pyarrow is installed): one row per cell, its parameters
+plus every summary metric.
+
+One sweep at a time writes an output folder: :class:`SweepLock` holds ``OUT/.lock``
+(created with ``O_CREAT | O_EXCL``, holding pid and host) while it runs.
 
 Dask and pyarrow are imported inside the functions that need them, so importing this
 module (and ``gpusched --help``) stays fast.
@@ -28,6 +40,7 @@ module (and ``gpusched --help``) stays fast.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -35,12 +48,16 @@ import math
 import os
 import re
 import shutil
+import socket
+import stat
+import threading
 import time
 import tomllib
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +65,21 @@ from gpusched.errors import GpuschedError
 
 __all__ = [
     "Cell",
+    "CellKey",
+    "CellStatus",
+    "SweepLock",
     "SweepResult",
     "SweepSpec",
+    "cell_status",
     "cells",
+    "check_scheduler",
+    "input_digests",
+    "keyed_cells",
     "load_spec",
+    "output_dir",
     "parse_spec",
     "plan",
+    "read_lock",
     "run_cell",
     "run_sweep",
     "write_table",
@@ -65,8 +91,34 @@ RESULTS_CSV = "results.csv"
 RESULTS_PARQUET = "results.parquet"
 CELLS_DIR = "cells"
 STAGING_DIR = ".staging"
+#: a finished cell's record: its key, and the size of each output (written last)
+CELL_FILE = "cell.json"
+#: a failed cell's record: its parameters and the error
+ERROR_FILE = "error.txt"
+#: the output folder's lock: pid, host, start time of the sweep writing it
+LOCK_FILE = ".lock"
+#: the files ``replay --out`` writes; a finished cell has every one
+OUTPUT_FILES = ("jobs.csv", "timeline.csv", "manifest.json", "summary.json")
+#: version of the cell.json layout (part of the key: a new layout re-runs every cell)
+KEY_FORMAT = 1
 #: seconds to wait for a ``--scheduler`` address to answer
 CONNECT_TIMEOUT_S = 10.0
+
+# Limits of a spec: beyond them a value is a mistake, not a setting.
+#: most cells in one sweep
+MAX_CELLS = 100_000
+#: largest seed (seeds are 0 .. 2**32 - 1, what every NumPy generator accepts)
+MAX_SEED = 2**32 - 1
+#: ``(shortest, longest)`` slot, s
+SLOT_RANGE_S = (1e-3, 1e6)
+#: latest ``until``, s (about 31,700 years)
+MAX_UNTIL_S = 1e12
+#: largest magnitude of a numeric parameter (beyond it a float no longer holds every integer)
+MAX_PARAM = 1e15
+#: longest entry or string parameter, characters
+MAX_ENTRY_CHARS = 4096
+#: largest spec file, bytes
+MAX_SPEC_BYTES = 2**20
 
 _TOP_KEYS = {
     "traces",
@@ -79,6 +131,8 @@ _TOP_KEYS = {
     "until",
     "drop_oversized",
 }
+_PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SCHEDULER = re.compile(r"(?:(tcp|tls|ucx|ws|wss)://)?(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]@]+):(\d{1,5})")
 Scalar = str | int | float | bool
 
 
@@ -95,19 +149,21 @@ class SweepSpec:
         Entries as written in the spec (trace names or paths, cluster names or paths,
         policy specs ``NAME[:key=value,...]`` or ``.py`` paths).
     seeds
-        Seeds for the policies' random numbers.
+        Seeds for the policies' random numbers (0 .. :data:`MAX_SEED`).
     params
         ``{policy entry: {parameter: [values]}}``; every combination is a cell.
     slot_s
-        Slot length in seconds.
+        Slot length in seconds (within :data:`SLOT_RANGE_S`).
     out
         Output folder from the spec, or None.
     until_s
-        Stop every replay at this simulated time (s), or None.
+        Stop every replay at this simulated time (s, at most :data:`MAX_UNTIL_S`), or None.
     drop_oversized
         Skip jobs needing more GPUs than the cluster has instead of failing the cell.
     base_dir
         Folder that relative input paths are looked up in first (the spec file's folder).
+    source
+        The spec file (or ``"<string>"``), named in error messages.
     """
 
     traces: tuple[str, ...]
@@ -120,6 +176,26 @@ class SweepSpec:
     until_s: float | None = None
     drop_oversized: bool = False
     base_dir: str | None = None
+    source: str = "<string>"
+
+
+def _control_char(text: str) -> str:
+    from gpusched.cluster import control_char
+
+    return control_char(text)
+
+
+def _check_text(text: str, what: str, source: str) -> None:
+    """Refuse control characters and over-long text in an entry or string value."""
+    bad = _control_char(text)
+    if bad:
+        raise GpuschedError(
+            f"{source}: {what} must not hold control characters, got U+{ord(bad):04X} in {text!r}"
+        )
+    if len(text) > MAX_ENTRY_CHARS:
+        raise GpuschedError(
+            f"{source}: {what} must be at most {MAX_ENTRY_CHARS} characters, got {len(text):,}"
+        )
 
 
 def _str_list(
@@ -132,15 +208,147 @@ def _str_list(
     value = data[key]
     if isinstance(value, str):
         value = [value]
-    if (
-        not isinstance(value, list)
-        or not value
-        or not all(isinstance(v, str) and v.strip() for v in value)
-    ):
+    if not isinstance(value, list) or not value:
         raise GpuschedError(f"{source}: '{key}' must be a non-empty list of strings, got {value!r}")
-    if len(set(value)) != len(value):
-        raise GpuschedError(f"{source}: '{key}' lists an entry twice: {value!r}")
-    return tuple(v.strip() for v in value)
+    entries: list[str] = []
+    for i, v in enumerate(value):
+        if not isinstance(v, str) or not v.strip():
+            raise GpuschedError(
+                f"{source}: '{key}'[{i}] must be a non-empty string, got {_shown_value(v)}"
+            )
+        _check_text(v, f"'{key}'[{i}]", source)
+        entry = v.strip()
+        if entry in entries:
+            raise GpuschedError(f"{source}: '{key}' lists {entry!r} twice")
+        entries.append(entry)
+    return tuple(entries)
+
+
+def _shown_value(v: object) -> str:
+    """A value for an error message: its type when that is the problem, and at most 60 chars."""
+    text = repr(v)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    names: dict[type, str] = {
+        bool: "boolean",
+        int: "integer",
+        float: "float",
+        str: "string",
+        list: "array",
+        dict: "table",
+    }
+    return f"{names.get(type(v), type(v).__name__)} {text}"
+
+
+def _seeds(data: dict[str, Any], source: str) -> tuple[int, ...]:
+    raw = data.get("seeds", [0])
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw:
+        raise GpuschedError(f"{source}: 'seeds' must be a non-empty list of integers, got {raw!r}")
+    for i, s in enumerate(raw):
+        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= MAX_SEED:
+            raise GpuschedError(
+                f"{source}: 'seeds'[{i}] must be an integer from 0 to {MAX_SEED}, "
+                f"got {_shown_value(s)}"
+            )
+    if len(set(raw)) != len(raw):
+        dup = next(s for s in raw if raw.count(s) > 1)
+        raise GpuschedError(f"{source}: 'seeds' lists the seed {dup} twice")
+    return tuple(raw)
+
+
+def _param_value(v: object, what: str, source: str) -> Scalar:
+    """One parameter value: a string, a boolean, or a finite number of sane magnitude."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int | float):
+        if not (math.isfinite(v) and abs(v) <= MAX_PARAM):
+            raise GpuschedError(
+                f"{source}: {what} must be a finite number of magnitude at most {MAX_PARAM:g}, "
+                f"got {v!r}"
+            )
+        return v
+    if isinstance(v, str):
+        _check_text(v, what, source)
+        return v
+    raise GpuschedError(
+        f"{source}: {what} must be a string, number or boolean, got {_shown_value(v)}"
+    )
+
+
+def _params(
+    data: dict[str, Any], source: str, policies: tuple[str, ...]
+) -> dict[str, dict[str, tuple[Scalar, ...]]]:
+    raw = data.get("params", {})
+    if not isinstance(raw, dict):
+        raise GpuschedError(f"{source}: 'params' must be tables [params.<policy>], got {raw!r}")
+    params: dict[str, dict[str, tuple[Scalar, ...]]] = {}
+    for pol, table in raw.items():
+        if pol not in policies:
+            raise GpuschedError(
+                f"{source}: [params.{pol}] names a policy that 'policies' does not list "
+                f"({', '.join(policies)})"
+            )
+        if not isinstance(table, dict):
+            raise GpuschedError(f"{source}: [params.{pol}] must be a table of parameter lists")
+        grid: dict[str, tuple[Scalar, ...]] = {}
+        for key, values in table.items():
+            where = f"[params.{pol}] {key}"
+            if not _PARAM_NAME.fullmatch(key):
+                raise GpuschedError(
+                    f"{source}: [params.{pol}] {key!r} is not a parameter name "
+                    "(letters, digits and _, not starting with a digit)"
+                )
+            if not isinstance(values, list):
+                values = [values]
+            if not values:
+                raise GpuschedError(
+                    f"{source}: {where} must be a non-empty list of strings, numbers or "
+                    "booleans, got []"
+                )
+            checked = [_param_value(v, f"{where}[{i}]", source) for i, v in enumerate(values)]
+            texts = [_param_text(v) for v in checked]
+            for i, text in enumerate(texts):
+                if text in texts[:i]:
+                    raise GpuschedError(f"{source}: {where} lists the value {text} twice")
+            grid[key] = tuple(checked)
+        params[pol] = grid
+    return params
+
+
+def _number(
+    data: dict[str, Any], key: str, source: str, lo: float, hi: float, *, lo_open: bool = False
+) -> float | None:
+    """An optional number of seconds within ``[lo, hi]`` (``(lo, hi]`` when ``lo_open``)."""
+    if key not in data:
+        return None
+    value = data[key]
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and (lo < value if lo_open else lo <= value)
+        and value <= hi
+    )
+    if not ok:
+        low = f"> {lo:g}" if lo_open else f">= {lo:g}"
+        raise GpuschedError(
+            f"{source}: '{key}' must be a number of seconds {low} and <= {hi:g}, "
+            f"got {_shown_value(value)}"
+        )
+    return float(value)
+
+
+def _n_cells(
+    traces: tuple[str, ...],
+    clusters: tuple[str, ...],
+    policies: tuple[str, ...],
+    params: dict[str, dict[str, tuple[Scalar, ...]]],
+    seeds: tuple[int, ...],
+) -> int:
+    per_policy = sum(math.prod(len(v) for v in params.get(p, {}).values()) for p in policies)
+    return len(traces) * len(clusters) * per_policy * len(seeds)
 
 
 def parse_spec(
@@ -160,90 +368,94 @@ def parse_spec(
     Raises
     ------
     GpuschedError
-        Malformed TOML, an unknown key, a missing list, a value of the wrong type, or
-        ``[params.X]`` for an ``X`` that ``policies`` does not list.
+        Malformed TOML, an unknown key, a missing or empty list, a duplicate entry, seed
+        or parameter value, a value of the wrong type, NaN, an infinity or a value out of
+        range (seeds 0 .. :data:`MAX_SEED`, slot within :data:`SLOT_RANGE_S`, until in
+        (0, :data:`MAX_UNTIL_S`], numeric parameters of magnitude at most
+        :data:`MAX_PARAM`), control characters in an entry, ``[params.X]`` for an ``X``
+        that ``policies`` does not list, or more than :data:`MAX_CELLS` cells. The
+        message starts with ``source`` and names the key.
     """
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise GpuschedError(f"{source}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise GpuschedError(f"{source}: invalid TOML: arrays or tables nested too deeply") from None
     unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
         raise GpuschedError(
-            f"{source}: unknown key(s) {', '.join(unknown)} "
+            f"{source}: unknown key(s) {', '.join(map(str, unknown))} "
             f"(allowed: {', '.join(sorted(_TOP_KEYS))})"
         )
     traces = _str_list(data, "traces", source, None)
     clusters = _str_list(data, "clusters", source, ("default",))
     policies = _str_list(data, "policies", source, None)
-    seeds_raw = data.get("seeds", [0])
-    if isinstance(seeds_raw, int) and not isinstance(seeds_raw, bool):
-        seeds_raw = [seeds_raw]
-    if (
-        not isinstance(seeds_raw, list)
-        or not seeds_raw
-        or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds_raw)
-    ):
-        raise GpuschedError(
-            f"{source}: 'seeds' must be a non-empty list of integers, got {seeds_raw!r}"
-        )
-    if len(set(seeds_raw)) != len(seeds_raw):
-        raise GpuschedError(f"{source}: 'seeds' lists a seed twice: {seeds_raw!r}")
-
-    params_raw = data.get("params", {})
-    if not isinstance(params_raw, dict):
-        raise GpuschedError(
-            f"{source}: 'params' must be tables [params.<policy>], got {params_raw!r}"
-        )
-    params: dict[str, dict[str, tuple[Scalar, ...]]] = {}
-    for pol, table in params_raw.items():
-        if pol not in policies:
-            raise GpuschedError(
-                f"{source}: [params.{pol}] names a policy that 'policies' does not list "
-                f"({', '.join(policies)})"
-            )
-        if not isinstance(table, dict):
-            raise GpuschedError(f"{source}: [params.{pol}] must be a table of parameter lists")
-        grid: dict[str, tuple[Scalar, ...]] = {}
-        for key, values in table.items():
-            if not isinstance(values, list):
-                values = [values]
-            if not values or not all(isinstance(v, str | int | float | bool) for v in values):
-                raise GpuschedError(
-                    f"{source}: [params.{pol}] {key} must be a non-empty list of strings, "
-                    f"numbers or booleans, got {values!r}"
-                )
-            grid[key] = tuple(values)
-        params[pol] = grid
-
-    slot = data.get("slot", 1.0)
-    if (
-        isinstance(slot, bool)
-        or not isinstance(slot, int | float)
-        or not (slot > 0 and math.isfinite(slot))
-    ):
-        raise GpuschedError(f"{source}: 'slot' must be a positive number of seconds, got {slot!r}")
+    seeds = _seeds(data, source)
+    params = _params(data, source, policies)
+    slot = _number(data, "slot", source, *SLOT_RANGE_S)
+    until = _number(data, "until", source, 0.0, MAX_UNTIL_S, lo_open=True)
     out = data.get("out")
     if out is not None and (not isinstance(out, str) or not out.strip()):
         raise GpuschedError(f"{source}: 'out' must be a folder path, got {out!r}")
-    until = data.get("until")
-    if until is not None and (isinstance(until, bool) or not isinstance(until, int | float)):
-        raise GpuschedError(f"{source}: 'until' must be a number of seconds, got {until!r}")
+    if out is not None:
+        _check_text(out, "'out'", source)
     drop = data.get("drop_oversized", False)
     if not isinstance(drop, bool):
-        raise GpuschedError(f"{source}: 'drop_oversized' must be true or false, got {drop!r}")
+        raise GpuschedError(
+            f"{source}: 'drop_oversized' must be true or false, got {_shown_value(drop)}"
+        )
+    n = _n_cells(traces, clusters, policies, params, seeds)
+    if n > MAX_CELLS:
+        raise GpuschedError(
+            f"{source}: the grid has {n:,} cells; at most {MAX_CELLS:,} are allowed "
+            "(split it into several sweeps)"
+        )
     return SweepSpec(
         traces=traces,
         clusters=clusters,
         policies=policies,
-        seeds=tuple(seeds_raw),
+        seeds=seeds,
         params=params,
-        slot_s=float(slot),
+        slot_s=1.0 if slot is None else slot,
         out=out,
-        until_s=None if until is None else float(until),
+        until_s=until,
         drop_oversized=drop,
         base_dir=None if base_dir is None else str(Path(base_dir).resolve()),
+        source=source,
     )
+
+
+def _read_text_file(path: Path, what: str, max_bytes: int) -> str:
+    """A small UTF-8 text file, or a one-line GpuschedError saying why it cannot be read."""
+    try:
+        st = path.stat()
+    except (OSError, ValueError):
+        raise GpuschedError(f"{what} not found: {path}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise GpuschedError(f"{path}: is a folder; expected a {what} (a TOML file)")
+    if not stat.S_ISREG(st.st_mode):
+        raise GpuschedError(f"{path}: not a regular file; expected a {what} (a TOML file)")
+    if st.st_size > max_bytes:
+        raise GpuschedError(
+            f"{path}: {st.st_size:,} bytes; a {what} may be at most {max_bytes:,} bytes"
+        )
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise GpuschedError(
+            f"{path}: cannot read {what}: {exc.strerror or type(exc).__name__}"
+        ) from None
+    if len(raw) > max_bytes:
+        raise GpuschedError(f"{path}: a {what} may be at most {max_bytes:,} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GpuschedError(
+            f"{path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            f"expected a {what} (a TOML file)"
+        ) from None
 
 
 def load_spec(path: str | Path) -> SweepSpec:
@@ -252,12 +464,13 @@ def load_spec(path: str | Path) -> SweepSpec:
     Raises
     ------
     GpuschedError
-        The file is missing or the spec is invalid (see :func:`parse_spec`).
+        The file is missing, a folder, not a regular file, larger than
+        :data:`MAX_SPEC_BYTES`, unreadable or not UTF-8, or the spec is invalid (see
+        :func:`parse_spec`).
     """
     p = Path(path)
-    if not p.is_file():
-        raise GpuschedError(f"sweep spec not found: {path}")
-    return parse_spec(p.read_text(), str(path), p.parent)
+    text = _read_text_file(p, "sweep spec", MAX_SPEC_BYTES)
+    return parse_spec(text, str(path), p.parent)
 
 
 # --- cells ------------------------------------------------------------------------------
@@ -270,12 +483,20 @@ def _param_text(value: Scalar) -> str:
     return str(value)
 
 
+def _is_file(path: Path) -> bool:
+    """``Path.is_file`` that answers False for names the OS refuses (too long, NUL byte)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def _resolve_input(entry: str, base_dir: str | None) -> str:
     """An absolute path if ``entry`` names an existing file, else ``entry`` (a bundled name)."""
     candidates = [Path(base_dir) / entry] if base_dir else []
     candidates.append(Path(entry))
     for c in candidates:
-        if c.is_file():
+        if _is_file(c):
             return str(c.resolve())
     return entry
 
@@ -328,7 +549,11 @@ class Cell:
 
     @property
     def cell_id(self) -> str:
-        """A folder name: readable parts plus a hash of everything that shapes the result."""
+        """A folder name: readable parts plus a hash of the settings that name the cell.
+
+        The id depends on the spec's entries and settings, not on file contents: a cell
+        keeps its folder when its trace changes, and :class:`CellKey` tells the runs apart.
+        """
         key = json.dumps(
             [
                 self.trace,
@@ -362,7 +587,8 @@ def cells(spec: SweepSpec) -> list[Cell]:
     Raises
     ------
     GpuschedError
-        Two cells get the same id (duplicate entries in the spec).
+        Two cells get the same id (cannot happen for a spec from :func:`parse_spec`,
+        which refuses duplicate entries and values).
     """
     out: list[Cell] = []
     for trace, cluster, policy in itertools.product(spec.traces, spec.clusters, spec.policies):
@@ -388,9 +614,7 @@ def cells(spec: SweepSpec) -> list[Cell]:
                 )
     ids = [c.cell_id for c in out]
     if len(set(ids)) != len(ids):
-        raise GpuschedError(
-            "the sweep spec yields the same cell twice (a duplicate parameter value?)"
-        )
+        raise GpuschedError(f"{spec.source}: the sweep spec yields the same cell twice")
     return out
 
 
@@ -399,40 +623,494 @@ def cell_dir(out: str | Path, cell: Cell) -> Path:
     return Path(out) / CELLS_DIR / cell.cell_id
 
 
-def is_finished(out: str | Path, cell: Cell) -> bool:
-    """Whether the cell has run to the end (its summary.json exists)."""
-    return (cell_dir(out, cell) / "summary.json").is_file()
+# --- what a cell's result depends on ----------------------------------------------------
 
 
-def plan(spec: SweepSpec, out: str | Path) -> list[tuple[Cell, bool]]:
-    """Every cell with whether it is already finished in ``out``."""
-    return [(c, is_finished(out, c)) for c in cells(spec)]
+def _sha256_file(path: Path) -> str:
+    from gpusched.trace import trace_sha256
+
+    return trace_sha256(path)
+
+
+def _trace_file(entry: str) -> Path:
+    from gpusched.run import resolve_trace
+
+    try:
+        return resolve_trace(entry)
+    except OSError as exc:  # a name the OS refuses (too long, ...)
+        raise GpuschedError(f"trace not found: {entry} ({exc.strerror})") from None
+
+
+def _policy_name(policy_input: str) -> str:
+    return policy_input.partition(":")[0].strip()
+
+
+def _is_policy_path(name: str) -> bool:
+    return name.endswith(".py") or "/" in name
+
+
+def _policy_source(policy_input: str) -> str:
+    """The SHA-256 of the policy's file, or the entry point it is loaded from.
+
+    A path gives its file; a bundled name the bundled file; a third-party policy
+    registered by entry point gives ``"entry point module:attr"`` (its code is not
+    hashed: use a new ``--out`` after changing it). Looks names up as
+    :func:`gpusched.registry.available_policies` does, without parsing every policy
+    file (which is not thread-safe on Python 3.11).
+    """
+    from importlib.metadata import entry_points
+
+    from gpusched.errors import PolicyError
+    from gpusched.registry import GROUP
+    from gpusched.resources import bundled_dir
+
+    name = _policy_name(policy_input)
+    if _is_policy_path(name):
+        path = Path(name)
+        if not _is_file(path):
+            raise PolicyError(f"policy file not found: {name}")
+        return _sha256_file(path)
+    bundled = bundled_dir("policies") / f"{name.replace('-', '_')}.py"
+    if not bundled.name.startswith("_") and bundled.stem.replace("_", "-") == name:
+        if _is_file(bundled):
+            return _sha256_file(bundled)
+    for ep in entry_points(group=GROUP):
+        if ep.name == name:
+            return f"entry point {ep.value}"
+    raise PolicyError(f"unknown policy '{name}'")
+
+
+def input_digests(cell: Cell) -> dict[str, str]:
+    """Hash the files a cell reads: ``{"trace": sha256, "cluster": sha256, "policy": ...}``.
+
+    Raises
+    ------
+    GpuschedError
+        A trace, cluster or policy that cannot be found or read.
+    """
+    from gpusched.cluster import resolve_cluster
+
+    try:
+        cluster = _sha256_file(resolve_cluster(cell.cluster_input))
+        trace = _sha256_file(_trace_file(cell.trace_input))
+        policy = _policy_source(cell.policy_input)
+    except OSError as exc:
+        raise GpuschedError(
+            f"cannot read {exc.filename}: {exc.strerror or type(exc).__name__}"
+        ) from None
+    return {"trace": trace, "cluster": cluster, "policy": policy}
+
+
+@dataclass(frozen=True, slots=True)
+class CellKey:
+    """What a cell's result depends on, as canonical JSON; :attr:`digest` is its SHA-256.
+
+    The record holds the SHA-256 of the trace, the cluster file and the policy file
+    (:func:`input_digests`), the parameters as passed to the policy (those written in
+    the policy entry, ``NAME:key=value``, and those of ``[params.X]``), the seed, slot,
+    until and drop_oversized, the gpusched version and :data:`KEY_FORMAT`. Two runs with
+    the same key give the same results (wall-clock times aside).
+    """
+
+    text: str
+
+    @classmethod
+    def of(cls, cell: Cell, digests: dict[str, str]) -> CellKey:
+        """The key of ``cell`` given its :func:`input_digests`."""
+        from gpusched import __version__
+        from gpusched.run import PolicySpec
+
+        record = {
+            "format": KEY_FORMAT,
+            "gpusched": __version__,
+            **digests,
+            "policy_params": list(PolicySpec.parse(cell.policy_input).params),
+            "params": cell.param_pairs,
+            "seed": cell.seed,
+            "slot_s": cell.slot_s,
+            "until_s": cell.until_s,
+            "drop_oversized": cell.drop_oversized,
+        }
+        return cls(json.dumps(record, sort_keys=True, separators=(",", ":")))
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The key's fields."""
+        record: dict[str, Any] = json.loads(self.text)
+        return record
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 hex digest of :attr:`text`."""
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+_KEY_WORDS = {
+    "trace": "trace",
+    "cluster": "cluster file",
+    "policy": "policy file",
+    "gpusched": "gpusched version",
+    "format": "sweep format",
+    "policy_params": "parameters",
+}
+
+
+def _key_changes(old: object, new: dict[str, Any]) -> str:
+    """Which inputs differ between a stored key record and the current one, in words."""
+    if not isinstance(old, dict):
+        return "unknown inputs"
+    changed = [k for k in new if old.get(k) != new[k]]
+    words = [_KEY_WORDS.get(k, k) for k in changed]
+    if "gpusched" in changed:
+        words[changed.index("gpusched")] = f"gpusched {old.get('gpusched')} -> {new['gpusched']}"
+    return ", ".join(words) or "key"
+
+
+def _check_policies(spec: SweepSpec, all_cells: list[Cell]) -> dict[tuple[str, str], str]:
+    """Load every policy and try every parameter combination, before anything runs.
+
+    Returns ``{(policy entry, params text): canonical policy}`` (the class and its
+    converted parameters), used to find cells that are the same run.
+
+    Raises
+    ------
+    GpuschedError
+        Naming the spec file and the entry or ``[params.X] key``: an unknown policy, a
+        file that does not load, an unknown parameter, a value of the wrong type, NaN or
+        an infinity after conversion, a value the policy refuses, or a parameter given
+        both in the entry and in ``[params.X]``.
+    """
+    from gpusched.policy import parse_params
+    from gpusched.registry import load_policy_class, make_policy
+    from gpusched.run import PolicySpec
+
+    src = spec.source
+    canonical: dict[tuple[str, str], str] = {}
+    by_entry: dict[str, list[Cell]] = {}
+    for c in all_cells:
+        by_entry.setdefault(c.policy, []).append(c)
+    for entry, its_cells in by_entry.items():
+        where = f"{src}: 'policies' entry {entry!r}"
+        ps = PolicySpec.parse(its_cells[0].policy_input)
+        try:
+            cls = load_policy_class(ps.name)
+            inline = parse_params(cls, list(ps.params))
+        except GpuschedError as exc:
+            raise GpuschedError(f"{where}: {exc}") from None
+        inline_keys = [p.partition("=")[0].strip() for p in ps.params]
+        for key in inline_keys:
+            if inline_keys.count(key) > 1:
+                raise GpuschedError(f"{where}: sets '{key}' twice")
+        _check_finite(inline, where)
+        grid = spec.params.get(entry, {})
+        for key, values in grid.items():
+            if key in inline:
+                raise GpuschedError(
+                    f"{src}: [params.{entry}] {key}: also set in the policy entry {entry!r}; "
+                    "give it in one place"
+                )
+            for v in values:
+                what = f"{src}: [params.{entry}] {key} = {_param_text(v)}"
+                try:
+                    _check_finite(parse_params(cls, [f"{key}={_param_text(v)}"]), what)
+                except GpuschedError as exc:
+                    raise GpuschedError(f"{what}: {exc}") from None
+        for c in its_cells:
+            if (entry, c.params_text) in canonical:
+                continue
+            kwargs = parse_params(cls, [*ps.params, *c.param_pairs])
+            what = f"{src}: [params.{entry}] {c.params_text}" if c.params else where
+            try:
+                make_policy(cls, kwargs, c.seed)
+            except Exception as exc:  # a policy's own check (or a user's policy failing)
+                raise GpuschedError(f"{what}: {_one_line(exc)}") from None
+            identity = f"{cls.__module__}.{cls.__qualname__}"
+            if _is_policy_path(ps.name):
+                identity = str(Path(ps.name).resolve())
+            canonical[(entry, c.params_text)] = repr((identity, sorted(kwargs.items())))
+    return canonical
+
+
+def _check_finite(kwargs: dict[str, Any], where: str) -> None:
+    for key, value in kwargs.items():
+        if isinstance(value, float | int) and not isinstance(value, bool):
+            if not (math.isfinite(value) and abs(value) <= MAX_PARAM):
+                raise GpuschedError(
+                    f"{where}: parameter '{key}' must be a finite number of magnitude at most "
+                    f"{MAX_PARAM:g}, got {value!r}"
+                )
+
+
+def _one_line(exc: BaseException) -> str:
+    """``message`` of a GpuschedError, ``Type: message`` of anything else; first line only."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    if isinstance(exc, GpuschedError):
+        return text or type(exc).__name__
+    return f"{type(exc).__name__}: {text}".rstrip(": ")
+
+
+def keyed_cells(spec: SweepSpec) -> list[tuple[Cell, CellKey]]:
+    """Every cell of the grid with its key, after checking every input; nothing is written.
+
+    Each trace, cluster and policy file is read once here (cluster files are validated,
+    policies loaded and constructed with every parameter combination).
+
+    Raises
+    ------
+    GpuschedError
+        Naming the spec file and the entry: a trace, cluster or policy that cannot be
+        found or read, an invalid cluster file, parameters a policy refuses (see
+        :func:`_check_policies`), or two cells that are the same run (the same files,
+        the same converted parameters and seed, e.g. ``"tiny"`` and ``"traces/tiny.csv"``).
+    """
+    from gpusched.cluster import load_cluster, resolve_cluster
+
+    src = spec.source
+    all_cells = cells(spec)
+    canonical = _check_policies(spec, all_cells)
+    digests: dict[tuple[str, str], str] = {}
+    real: dict[tuple[str, str], str] = {}  # the file each trace and cluster entry reads
+
+    def fetch(
+        kind: str, entry: str, what: Callable[[str], tuple[str, str]], as_written: str
+    ) -> str:
+        if (kind, entry) not in digests:
+            label = {"trace": "'traces'", "cluster": "'clusters'"}.get(kind, "'policies'")
+            entry_shown = as_written
+            try:
+                digests[(kind, entry)], real[(kind, entry)] = what(entry)
+            except GpuschedError as exc:
+                raise GpuschedError(f"{src}: {label} entry {entry_shown!r}: {exc}") from None
+            except OSError as exc:
+                raise GpuschedError(
+                    f"{src}: {label} entry {entry_shown!r}: cannot read {exc.filename}: "
+                    f"{exc.strerror or type(exc).__name__}"
+                ) from None
+        return digests[(kind, entry)]
+
+    def trace_of(entry: str) -> tuple[str, str]:
+        path = _trace_file(entry)
+        return _sha256_file(path), str(path.resolve())
+
+    def cluster_of(entry: str) -> tuple[str, str]:
+        path = resolve_cluster(entry)
+        load_cluster(path)
+        return _sha256_file(path), str(path.resolve())
+
+    def policy_of(entry: str) -> tuple[str, str]:
+        return _policy_source(entry), entry
+
+    out: list[tuple[Cell, CellKey]] = []
+    same_run: dict[tuple[str, str, str, int], Cell] = {}
+    for c in all_cells:
+        d = {
+            "trace": fetch("trace", c.trace_input, trace_of, c.trace),
+            "cluster": fetch("cluster", c.cluster_input, cluster_of, c.cluster),
+            "policy": fetch("policy", c.policy_input, policy_of, c.policy),
+        }
+        run = (
+            real[("trace", c.trace_input)],
+            real[("cluster", c.cluster_input)],
+            canonical[(c.policy, c.params_text)],
+            c.seed,
+        )
+        if run in same_run:
+            raise GpuschedError(
+                f"{src}: two cells are the same run: {same_run[run].describe()} and "
+                f"{c.describe()} (the same files, parameters and seed)"
+            )
+        same_run[run] = c
+        out.append((c, CellKey.of(c, d)))
+    return out
+
+
+# --- finished or not: the one test ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CellStatus:
+    """Where a cell stands in an output folder (:func:`cell_status`).
+
+    Attributes
+    ----------
+    state
+        ``"done"`` (finished with the current key), ``"todo"`` (never run, or its
+        folder is incomplete), ``"stale"`` (finished, but an input changed since) or
+        ``"failed"`` (its last run failed).
+    reason
+        Why it is not done, in a few words (empty when done).
+    summary
+        The cell's summary.json when done, else None.
+    """
+
+    state: str
+    reason: str = ""
+    summary: dict[str, Any] | None = field(default=None, compare=False)
+
+    @property
+    def finished(self) -> bool:
+        """Whether the cell is done with its current inputs (it will not run again)."""
+        return self.state == "done"
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def _error_line(folder: Path) -> str:
+    """The error of a failed cell's error.txt (its second line), or ``""``."""
+    try:
+        lines = (folder / ERROR_FILE).read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return lines[1][:200] if len(lines) > 1 else "failed"
+
+
+def cell_status(out: str | Path, cell: Cell, key: CellKey) -> CellStatus:
+    """Whether ``cell`` is finished in ``out``: the one test resuming and ``--dry-run`` use.
+
+    A cell is done when ``cells/<id>/cell.json`` is readable, holds the cell's current
+    key, and lists every file of :data:`OUTPUT_FILES`, each present with the size it
+    had when the cell finished, and summary.json with the same SHA-256.
+    """
+    folder = cell_dir(out, cell)
+    try:
+        is_dir = folder.is_dir()
+    except OSError:
+        is_dir = False
+    if not is_dir:
+        return CellStatus("todo", "not run yet")
+    meta = _read_json(folder / CELL_FILE)
+    if meta is None:
+        error = _error_line(folder)
+        if error:
+            return CellStatus("failed", error)
+        return CellStatus("todo", f"incomplete: no readable {CELL_FILE}")
+    files = meta.get("files") if isinstance(meta, dict) else None
+    if not isinstance(files, dict) or not isinstance(meta.get("key"), str):
+        return CellStatus("todo", f"incomplete: {CELL_FILE} is not a cell record")
+    if meta["key"] != key.digest:
+        return CellStatus(
+            "stale", "changed since it ran: " + _key_changes(meta.get("inputs"), key.record)
+        )
+    for name in OUTPUT_FILES:
+        if name not in files:
+            return CellStatus("todo", f"incomplete: {name} is not recorded")
+    for name, info in files.items():
+        size = info.get("bytes") if isinstance(info, dict) else None
+        if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+            return CellStatus("todo", f"incomplete: {CELL_FILE} lists {name!r}")
+        try:
+            actual = (folder / name).stat().st_size
+        except OSError:
+            return CellStatus("todo", f"incomplete: {name} is missing")
+        if actual != size:
+            return CellStatus("todo", f"incomplete: {name} has {actual} bytes, not {size}")
+    raw = _read_bytes(folder / "summary.json")
+    summary = _loads_dict(raw)
+    if raw is None or hashlib.sha256(raw).hexdigest() != files["summary.json"].get("sha256"):
+        return CellStatus("todo", "incomplete: summary.json differs from the recorded one")
+    if summary is None:
+        return CellStatus("todo", "incomplete: summary.json is not a JSON object")
+    return CellStatus("done", "", summary)
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _loads_dict(raw: bytes | None) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw) if raw is not None else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def plan(spec: SweepSpec, out: str | Path) -> list[tuple[Cell, CellStatus]]:
+    """Every cell with its :func:`cell_status` in ``out`` (checks the inputs; writes nothing)."""
+    out_dir = output_dir(spec, out)
+    return [(c, cell_status(out_dir, c, k)) for c, k in keyed_cells(spec)]
 
 
 # --- one cell (runs on a Dask worker) ---------------------------------------------------
 
 
-def _publish(staging: Path, dest: Path) -> None:
-    """Move a finished run from ``staging`` into ``dest``, summary.json last and atomically."""
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest / "error.txt").unlink(missing_ok=True)
-    files = sorted(p for p in staging.iterdir() if p.name != "summary.json")
-    for p in files:
-        target = dest / p.name
-        if target.is_dir() and not p.is_dir():
-            shutil.rmtree(target)
-        os.replace(p, target)
-    os.replace(staging / "summary.json", dest / "summary.json")
-    shutil.rmtree(staging, ignore_errors=True)
+def _remove(path: Path) -> None:
+    """Delete a file, link or folder tree; nothing if it is gone."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
-def run_cell(cell: Cell, out: str) -> dict[str, Any]:
+def _swap_in(folder: Path, dest: Path, out: Path) -> None:
+    """Make ``folder`` the cell's folder ``dest`` with renames only.
+
+    An older ``dest`` is first renamed into the staging area, then ``folder`` is renamed
+    to ``dest``: at every instant ``dest`` is either absent or one complete attempt, never
+    a mix of two.
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    old = out / STAGING_DIR / f"old-{uuid.uuid4().hex[:12]}"
+    try:
+        os.rename(dest, old)
+    except FileNotFoundError:
+        old = Path()
+    try:
+        os.rename(folder, dest)
+    finally:
+        if old != Path():
+            _remove(old)
+
+
+def _file_table(folder: Path) -> dict[str, dict[str, Any]]:
+    """``{name: {"bytes": size, "sha256": hex}}`` of the files in ``folder``."""
+    table: dict[str, dict[str, Any]] = {}
+    for p in sorted(folder.iterdir()):
+        if p.is_file():
+            table[p.name] = {"bytes": p.stat().st_size, "sha256": _sha256_file(p)}
+    return table
+
+
+def _check_inputs(cell: Cell, key: CellKey, when: str) -> None:
+    """Refuse to run (or publish) a cell whose input files no longer match its key."""
+    record = key.record
+    now = input_digests(cell)
+    changed = [k for k in ("trace", "cluster", "policy") if now[k] != record.get(k)]
+    if changed:
+        names = {"trace": cell.trace_input, "cluster": cell.cluster_input}
+        what = ", ".join(f"{k} {names.get(k, _policy_name(cell.policy_input))}" for k in changed)
+        raise GpuschedError(f"{what} changed {when}; run the sweep again")
+
+
+#: Cells of one process replay one at a time. Worker processes (the default) run one cell
+#: each anyway; thread workers (``processes=False``) share one interpreter, where loading
+#: a policy compiles Python source, which CPython 3.11 does not do safely in two threads
+#: at once ("SystemError: AST constructor recursion depth mismatch").
+_REPLAY_LOCK = threading.Lock()
+
+
+def run_cell(cell: Cell, key: CellKey, out: str) -> dict[str, Any]:
     """Replay one cell into ``OUT/cells/<cell id>/``; never raise.
 
     Parameters
     ----------
     cell
         The grid point.
+    key
+        Its key from :func:`keyed_cells`. The cell fails, without running, when this
+        worker's gpusched version differs from the key's or an input file's hash no
+        longer matches; and without publishing when an input changed while it ran.
     out
         The sweep's output folder (on a filesystem the worker can write to).
 
@@ -443,24 +1121,44 @@ def run_cell(cell: Cell, out: str) -> dict[str, Any]:
         "wall_s": float}``. A :class:`~gpusched.errors.GpuschedError` gives its one-line
         message; any other exception ``Type: message`` (with the traceback in error.txt).
     """
+    from gpusched import __version__
     from gpusched.run import replay
 
     t0 = time.perf_counter()
-    dest = cell_dir(out, cell)
-    staging = Path(out) / STAGING_DIR / f"{cell.cell_id}-{uuid.uuid4().hex[:8]}"
+    out_dir = Path(out)
+    dest = cell_dir(out_dir, cell)
+    staging = out_dir / STAGING_DIR / f"{cell.cell_id}-{uuid.uuid4().hex[:8]}"
     try:
-        summary, _ = replay(
-            cell.trace_input,
-            cell.policy_input,
-            cluster=cell.cluster_input,
-            params=cell.param_pairs,
-            slot_s=cell.slot_s,
-            seed=cell.seed,
-            until_s=cell.until_s,
-            drop_oversized=cell.drop_oversized,
-            out=staging,
-        )
-        _publish(staging, dest)
+        wanted = key.record.get("gpusched")
+        if wanted != __version__:
+            raise GpuschedError(
+                f"this worker runs gpusched {__version__}, the sweep {wanted}: "
+                "install the same version everywhere"
+            )
+        _check_inputs(cell, key, "since the sweep started")
+        with _REPLAY_LOCK:
+            summary, _ = replay(
+                cell.trace_input,
+                cell.policy_input,
+                cluster=cell.cluster_input,
+                params=cell.param_pairs,
+                slot_s=cell.slot_s,
+                seed=cell.seed,
+                until_s=cell.until_s,
+                drop_oversized=cell.drop_oversized,
+                out=staging,
+            )
+        _check_inputs(cell, key, "while the cell ran")
+        record = {
+            "format": KEY_FORMAT,
+            "cell": cell.cell_id,
+            "describe": cell.describe(),
+            "key": key.digest,
+            "inputs": key.record,
+            "files": _file_table(staging),
+        }
+        (staging / CELL_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        _swap_in(staging, dest, out_dir)
         return {
             "cell": cell.cell_id,
             "status": "ok",
@@ -470,19 +1168,17 @@ def run_cell(cell: Cell, out: str) -> dict[str, Any]:
         }
     except Exception as exc:  # a failing cell must not stop the others
         shutil.rmtree(staging, ignore_errors=True)
+        message = _one_line(exc)
         if isinstance(exc, GpuschedError):
-            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             detail = message + "\n"
         else:
-            message = (
-                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
-            )
             detail = "".join(traceback.format_exception(exc))
         try:
-            dest.mkdir(parents=True, exist_ok=True)
-            (dest / "error.txt").write_text(f"{cell.describe()}\n{detail}")
+            staging.mkdir(parents=True)
+            (staging / ERROR_FILE).write_text(f"{cell.describe()}\n{detail}")
+            _swap_in(staging, dest, out_dir)
         except OSError:
-            pass
+            shutil.rmtree(staging, ignore_errors=True)
         return {
             "cell": cell.cell_id,
             "status": "failed",
@@ -490,6 +1186,216 @@ def run_cell(cell: Cell, out: str) -> dict[str, Any]:
             "error": message,
             "wall_s": time.perf_counter() - t0,
         }
+
+
+# --- the output folder and its lock -----------------------------------------------------
+
+
+def output_dir(spec: SweepSpec, out: str | Path | None = None) -> Path:
+    """The sweep's output folder (``out``, else the spec's, else ``sweep-out``), checked.
+
+    Raises
+    ------
+    GpuschedError
+        An empty path or one with control characters, a path that is a file (or under
+        a file), or a folder whose ``cells``/``.staging`` is a file, whose ``.staging``
+        is a symbolic link (the sweep deletes what it holds), or whose
+        ``results.csv``/``results.parquet`` is a folder.
+    """
+    raw = out if out is not None else (spec.out or "sweep-out")
+    text = str(raw)
+    if isinstance(raw, str) and not raw.strip():
+        raise GpuschedError(f"the output folder must be a path, got {raw!r}")
+    bad = _control_char(text)
+    if bad:
+        raise GpuschedError(
+            f"the output folder must not hold control characters, got U+{ord(bad):04X} in {text!r}"
+        )
+    path = Path(raw)
+    for parent in [path, *path.parents]:
+        try:
+            st = parent.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # look further up (NotADirectoryError: a parent is a file)
+        except OSError as exc:
+            raise GpuschedError(f"output folder {path}: {exc.strerror}") from None
+        if not stat.S_ISDIR(st.st_mode):
+            where = "is" if parent == path else f"is under {parent}, which is"
+            raise GpuschedError(f"output folder {path} {where} a file, not a folder")
+        break
+    for name in (CELLS_DIR, STAGING_DIR):
+        sub = path / name
+        if sub.exists() and not sub.is_dir():
+            raise GpuschedError(f"{sub} is a file; a sweep folder keeps its cells in a folder")
+    if (path / STAGING_DIR).is_symlink():  # its contents are deleted: never follow a link
+        raise GpuschedError(f"{path / STAGING_DIR} is a symbolic link; remove it")
+    for name in (RESULTS_CSV, RESULTS_PARQUET):
+        if (path / name).is_dir():
+            raise GpuschedError(f"{path / name} is a folder; the sweep writes a file there")
+    return path
+
+
+_HELD_LOCKS: set[str] = set()  # tokens of the locks this process holds
+
+
+def _pid_running(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this host (POSIX; elsewhere: assume it does)."""
+    if os.name != "posix":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    except OSError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def _guard(folder: Path) -> Iterator[None]:
+    """Serialise lock checks on one host: ``flock`` on the folder (released if we die)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+class SweepLock:
+    """``OUT/.lock``: only one sweep writes an output folder at a time.
+
+    The lock file is created with ``O_CREAT | O_EXCL`` and holds the pid, host, start
+    time and a random token of the sweep. A lock left by a process that no longer runs
+    on this host is taken over, with a note; any other lock is refused with a one-line
+    :class:`~gpusched.errors.GpuschedError` naming its holder.
+
+    Parameters
+    ----------
+    out
+        The output folder (created if missing).
+    note
+        Called with a one-line note when a stale lock is taken over.
+    """
+
+    def __init__(self, out: str | Path, note: Callable[[str], None] | None = None) -> None:
+        self.out = Path(out)
+        self.path = self.out / LOCK_FILE
+        self.note = note
+        self.token = uuid.uuid4().hex
+
+    def __enter__(self) -> SweepLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def acquire(self) -> None:
+        """Take the lock or raise :class:`~gpusched.errors.GpuschedError`."""
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise GpuschedError(
+                f"cannot create output folder {self.out}: {exc.strerror or exc}"
+            ) from None
+        mine = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": datetime.now(UTC).isoformat(timespec="seconds"),
+            "token": self.token,
+        }
+        with _guard(self.out):
+            for _ in range(2):
+                try:
+                    fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                except FileExistsError:
+                    holder = read_lock(self.out)
+                    if holder is None or not self._stale(holder):
+                        raise GpuschedError(self._refusal(holder)) from None
+                    if self.note is not None:
+                        self.note(
+                            f"taking over {self.path}: the sweep that held it (pid "
+                            f"{holder['pid']} on {holder['host']}, since "
+                            f"{holder.get('started', '?')}) is no longer running"
+                        )
+                    self.path.unlink(missing_ok=True)
+                    continue
+                except OSError as exc:
+                    raise GpuschedError(
+                        f"cannot create the lock file {self.path}: {exc.strerror or exc}"
+                    ) from None
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(json.dumps(mine) + "\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                _HELD_LOCKS.add(self.token)
+                return
+        raise GpuschedError(f"cannot take the lock {self.path}: it keeps reappearing")
+
+    def _stale(self, holder: dict[str, Any]) -> bool:
+        if holder["host"] != socket.gethostname():
+            return False  # another machine: its processes cannot be checked from here
+        if holder["pid"] == os.getpid():
+            # this process id: a lock of ours, or of an earlier process that had our pid
+            return holder.get("token") not in _HELD_LOCKS
+        return not _pid_running(holder["pid"])
+
+    def _refusal(self, holder: dict[str, Any] | None) -> str:
+        if holder is None:
+            return (
+                f"{self.out} is locked: {self.path} exists but names no process; "
+                "delete it if no sweep is writing this folder"
+            )
+        return (
+            f"{self.out} is in use by another sweep (pid {holder['pid']} on "
+            f"{holder['host']}, since {holder.get('started', '?')}); wait for it to end, "
+            f"or delete {self.path} if it is no longer running"
+        )
+
+    def release(self) -> None:
+        """Remove the lock file if it is still ours."""
+        _HELD_LOCKS.discard(self.token)
+        holder = read_lock(self.out)
+        if holder is not None and holder.get("token") == self.token:
+            self.path.unlink(missing_ok=True)
+
+
+def read_lock(out: str | Path) -> dict[str, Any] | None:
+    """The holder of ``OUT/.lock`` (``pid``, ``host``, ``started``, ``token``), or None.
+
+    None also when the file is missing or does not hold a pid and a host.
+    """
+    data = _read_json(Path(out) / LOCK_FILE)
+    if not isinstance(data, dict):
+        return None
+    pid, host = data.get("pid"), data.get("host")
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0 or not isinstance(host, str):
+        return None
+    return data
+
+
+def _clean_staging(out_dir: Path) -> None:
+    """Remove what killed sweeps left: staging folders and half-written tables."""
+    staging = out_dir / STAGING_DIR
+    if staging.is_dir():
+        for p in staging.iterdir():
+            _remove(p)
+    for pattern in (f".{RESULTS_CSV}.*", f".{RESULTS_PARQUET}.*"):
+        for p in out_dir.glob(pattern):
+            _remove(p)
 
 
 # --- the whole sweep --------------------------------------------------------------------
@@ -513,6 +1419,10 @@ class SweepResult:
         The table files (parquet is None without pyarrow).
     wall_s
         Wall-clock seconds of the whole sweep.
+    n_stale
+        Cells that ran again because an input changed since they finished.
+    notes
+        One-line notes (a stale lock taken over, stale cells re-run).
     """
 
     out: Path
@@ -524,6 +1434,8 @@ class SweepResult:
     results_csv: Path
     results_parquet: Path | None
     wall_s: float
+    n_stale: int = 0
+    notes: list[str] = field(default_factory=list)
 
 
 def default_workers() -> int:
@@ -629,12 +1541,24 @@ def write_table(
     return out / RESULTS_CSV, out / RESULTS_PARQUET
 
 
-def _read_summary(path: Path) -> dict[str, Any] | None:
-    try:
-        summary: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return summary
+def check_scheduler(address: str) -> str:
+    """``[SCHEME://]HOST:PORT`` of a Dask scheduler, checked before connecting.
+
+    Raises
+    ------
+    GpuschedError
+        Not of that form, an unknown scheme, or a port outside 1..65535.
+    """
+    text = address.strip()
+    if re.fullmatch(r"inproc://\S+", text):  # a scheduler in this process
+        return text
+    m = _SCHEDULER.fullmatch(text)
+    if m is None or not 1 <= int(m.group(3)) <= 65535:
+        raise GpuschedError(
+            f"--scheduler must be a Dask scheduler address tcp://HOST:PORT "
+            f"(or tls://, ws://, wss://, ucx://), got {address!r}"
+        )
+    return text
 
 
 ProgressFn = Callable[[int, int, Cell, dict[str, Any]], None]
@@ -649,8 +1573,15 @@ def run_sweep(
     processes: bool = True,
     client: Any = None,
     progress: ProgressFn | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> SweepResult:
     """Run every unfinished cell of ``spec`` on Dask and gather one results table.
+
+    Everything that can be checked is checked before anything is written: the output
+    folder (:func:`output_dir`), the worker count, the scheduler address and every
+    input (:func:`keyed_cells`). Then the folder is locked (:class:`SweepLock`), cells
+    that are not finished by :func:`cell_status` run (stale ones again), and the table
+    is built from the cell folders, read back by the same test.
 
     Parameters
     ----------
@@ -660,7 +1591,8 @@ def run_sweep(
         Output folder; overrides ``spec.out``. Default ``sweep-out``.
     scheduler
         Address of an existing Dask scheduler (``tcp://HOST:PORT``). Its workers need
-        gpusched installed and must see the same input files and ``out`` folder.
+        gpusched installed (the same version) and must see the same input files and
+        ``out`` folder.
     n_workers
         Workers of the LocalCluster started when no scheduler or client is given
         (default: one per core, capped at the number of cells to run).
@@ -671,50 +1603,94 @@ def run_sweep(
     progress
         Called after each cell that ran as ``progress(done, total, cell, outcome)``,
         ``outcome`` being :func:`run_cell`'s dictionary.
+    note
+        Called with each one-line note as it happens (also kept in ``result.notes``).
 
     Returns
     -------
     SweepResult
+
+    Raises
+    ------
+    GpuschedError
+        A bad output folder, worker count, scheduler address or input, or an output
+        folder another sweep is writing.
     """
     t0 = time.perf_counter()
-    out_dir = Path(out if out is not None else spec.out or "sweep-out")
-    all_cells = cells(spec)
-    outcomes: dict[str, dict[str, Any]] = {}
-    pending: list[Cell] = []
-    for c in all_cells:
-        summary = _read_summary(cell_dir(out_dir, c) / "summary.json")
-        if summary is None:
-            pending.append(c)
-        else:
-            outcomes[c.cell_id] = {"status": "ok", "summary": summary, "error": None}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    failed: list[tuple[Cell, str]] = []
-    if pending:
-        for res, c in _execute(pending, out_dir, scheduler, n_workers, processes, client, progress):
-            outcomes[c.cell_id] = res
-            if res["status"] != "ok":
-                failed.append((c, res["error"]))
-        staging = out_dir / STAGING_DIR
-        if staging.is_dir() and not any(staging.iterdir()):
-            staging.rmdir()
-    rows, columns = _rows(all_cells, outcomes)
-    csv_path, parquet_path = write_table(rows, columns, out_dir)
-    failed.sort(key=lambda f: f[0].index)
+    out_dir = output_dir(spec, out)
+    if n_workers is not None and n_workers < 1:
+        raise GpuschedError(f"--workers must be at least 1, got {n_workers}")
+    if scheduler is not None and client is None:
+        scheduler = check_scheduler(scheduler)
+    keyed = keyed_cells(spec)
+    notes: list[str] = []
+
+    def tell(message: str) -> None:
+        notes.append(message)
+        if note is not None:
+            note(message)
+
+    with SweepLock(out_dir, note=tell):
+        _clean_staging(out_dir)
+        before = {c.cell_id: cell_status(out_dir, c, k) for c, k in keyed}
+        pending = [(c, k) for c, k in keyed if not before[c.cell_id].finished]
+        stale = [c for c, _ in pending if before[c.cell_id].state == "stale"]
+        if stale:
+            tell(
+                f"{len(stale)} finished cell(s) run again because an input changed, e.g. "
+                f"{stale[0].describe()}: {before[stale[0].cell_id].reason}"
+            )
+        ran: dict[str, dict[str, Any]] = {}
+        if pending:
+            for res, c in _execute(
+                pending, out_dir, scheduler, n_workers, processes, client, progress
+            ):
+                ran[c.cell_id] = res
+        _clean_staging(out_dir)
+        with contextlib.suppress(OSError):
+            (out_dir / STAGING_DIR).rmdir()
+        outcomes, failed = _outcomes(out_dir, keyed, ran)
+        all_cells = [c for c, _ in keyed]
+        rows, columns = _rows(all_cells, outcomes)
+        csv_path, parquet_path = write_table(rows, columns, out_dir)
     return SweepResult(
         out=out_dir,
         rows=rows,
-        n_cells=len(all_cells),
+        n_cells=len(keyed),
         n_ran=len(pending),
-        n_skipped=len(all_cells) - len(pending),
+        n_skipped=len(keyed) - len(pending),
         failed=failed,
         results_csv=csv_path,
         results_parquet=parquet_path,
         wall_s=time.perf_counter() - t0,
+        n_stale=len(stale),
+        notes=notes,
     )
 
 
+def _outcomes(
+    out_dir: Path, keyed: list[tuple[Cell, CellKey]], ran: dict[str, dict[str, Any]]
+) -> tuple[dict[str, dict[str, Any]], list[tuple[Cell, str]]]:
+    """Each cell's row data, read back from its folder by :func:`cell_status`."""
+    outcomes: dict[str, dict[str, Any]] = {}
+    failed: list[tuple[Cell, str]] = []
+    for c, k in keyed:
+        status = cell_status(out_dir, c, k)
+        res = ran.get(c.cell_id)
+        if status.finished:
+            outcomes[c.cell_id] = {"status": "ok", "summary": status.summary, "error": None}
+            continue
+        if res is not None and res["status"] != "ok":
+            error = res["error"]
+        else:
+            error = f"outputs not complete after the run ({status.reason})"
+        outcomes[c.cell_id] = {"status": "failed", "summary": None, "error": error}
+        failed.append((c, error))
+    return outcomes, failed
+
+
 def _execute(
-    pending: list[Cell],
+    pending: list[tuple[Cell, CellKey]],
     out_dir: Path,
     scheduler: str | None,
     n_workers: int | None,
@@ -727,8 +1703,6 @@ def _execute(
 
     from dask.distributed import Client, LocalCluster, as_completed
 
-    if n_workers is not None and n_workers < 1:
-        raise GpuschedError(f"--workers must be at least 1, got {n_workers}")
     cluster = None
     own_client = None
     try:
@@ -736,7 +1710,7 @@ def _execute(
             if scheduler:
                 try:
                     own_client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
-                except (OSError, TimeoutError) as exc:
+                except (OSError, TimeoutError, ValueError) as exc:
                     raise GpuschedError(
                         f"cannot connect to Dask scheduler {scheduler}: {exc}"
                     ) from None
@@ -754,9 +1728,9 @@ def _execute(
         token = uuid.uuid4().hex[:8]
         out_text = str(out_dir.resolve())
         futures = {}
-        for c in pending:
+        for c, k in pending:
             fut = client.submit(
-                run_cell, c, out_text, key=f"gpusched-cell-{c.index}-{token}", pure=False
+                run_cell, c, k, out_text, key=f"gpusched-cell-{c.index}-{token}", pure=False
             )
             futures[fut.key] = (fut, c)
         results: list[tuple[dict[str, Any], Cell]] = []

@@ -6,6 +6,7 @@ comment at the top of each TOML file); nothing here reads ../shared.
 
 from __future__ import annotations
 
+import os
 import pickle
 from pathlib import Path
 
@@ -335,3 +336,227 @@ def test_direct_construction_is_validated() -> None:
         ServerGroup(1, 4, "V100", tier="fog")
     with pytest.raises(ClusterError, match="no servers"):
         ClusterSpec("x", "", ())
+
+
+# -- hostile files: limits, non-numbers, odd strings, odd files ------------------------
+
+MINIMAL = FULL_HEAD + "servers = 1\ngpus_per_server = 1\n"
+GROUP = "[[servers]]\ncount = {count}\ngpus = {gpus}\ngpu_type = 'a'\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        # integers beyond the state's dtypes: rejected with the key and the allowed range
+        (
+            FULL_HEAD + "servers = 9223372036854775807\ngpus_per_server = 8\n",
+            ["cluster.servers", "<= 1,000,000", "9223372036854775807"],
+        ),
+        (
+            FULL_HEAD + "servers = 99999999999999999999999\ngpus_per_server = 8\n",
+            ["cluster.servers", "<= 1,000,000"],
+        ),
+        (
+            FULL_HEAD + GROUP.format(count=1, gpus=2**31),
+            ["servers[0].gpus", "<= 10,000,000", str(2**31)],
+        ),
+        # count x gpus would wrap around in int64 (2**19 * 2**44 = 2**63): refused, not wrapped
+        (
+            FULL_HEAD + GROUP.format(count=2**19, gpus=2**44),
+            ["servers[0].gpus", "<= 10,000,000"],
+        ),
+        (FULL_HEAD + "gpu_capacity = 128\nservers = 1\ngpus_per_server = 1\n", ["<= 64", "128"]),
+        (FULL_HEAD + "gpu_capacity = 300\nservers = 1\ngpus_per_server = 1\n", ["<= 64"]),
+        (
+            FULL_HEAD + "[[servers]]\ncount=1\ngpus=1\ngpu_type='a'\ncpus=99999999999\n",
+            ["servers[0].cpus", "<= 1,000,000"],
+        ),
+        # absurd totals, named at the group that crosses the limit
+        (
+            FULL_HEAD + GROUP.format(count=1000, gpus=8) + GROUP.format(count=999_000, gpus=11),
+            ["servers[1]", "10,997,000 GPUs", "at most 10,000,000"],
+        ),
+        (
+            FULL_HEAD + GROUP.format(count=600_000, gpus=1) + GROUP.format(count=600_000, gpus=0),
+            ["servers[1]", "1,200,000 servers", "at most 1,000,000"],
+        ),
+        (
+            FULL_HEAD + "servers = 1000000\ngpus_per_server = 11\n",
+            ["cluster.servers x cluster.gpus_per_server", "11,000,000 GPUs"],
+        ),
+        (
+            FULL_HEAD + "gpu_capacity = 20\nservers = 1000000\ngpus_per_server = 10\n",
+            ["cluster.gpu_capacity", "200,000,000 GPU slots", "at most 100,000,000"],
+        ),
+        # NaN, infinities, huge and tiny floats
+        (FULL_HEAD + "nic_gbps = inf\nservers = 1\ngpus_per_server = 1\n", ["nic_gbps", "inf"]),
+        (FULL_HEAD + "nic_gbps = -inf\nservers = 1\ngpus_per_server = 1\n", ["nic_gbps"]),
+        (
+            FULL_HEAD + "intra_gbyte_s = nan\nservers = 1\ngpus_per_server = 1\n",
+            ["cluster.intra_gbyte_s", "finite", "nan"],
+        ),
+        (
+            FULL_HEAD + "nic_gbps = 1e300\nservers = 1\ngpus_per_server = 1\n",
+            ["cluster.nic_gbps", "<= 1e+06", "1e+300"],
+        ),
+        (
+            FULL_HEAD + "nic_gbps = 1e400\nservers = 1\ngpus_per_server = 1\n",  # TOML: inf
+            ["cluster.nic_gbps", "inf"],
+        ),
+        (
+            FULL_HEAD + "nic_gbps = 1e-300\nservers = 1\ngpus_per_server = 1\n",
+            ["cluster.nic_gbps", ">= 0.001"],
+        ),
+        (FULL_HEAD + "nic_gbps = 0\nservers = 1\ngpus_per_server = 1\n", ["cluster.nic_gbps"]),
+        (FULL_HEAD + "intra_gbyte_s = -300\nservers=1\ngpus_per_server=1\n", ["intra_gbyte_s"]),
+        (
+            FULL_HEAD + "[[servers]]\ncount=1\ngpus=1\ngpu_type='a'\nmem_gb=1e300\n",
+            ["servers[0].mem_gb", "<= 1e+09"],
+        ),
+        (
+            FULL_HEAD + "[[servers]]\ncount=1\ngpus=1\ngpu_type='a'\nstorage_gb=nan\n",
+            ["servers[0].storage_gb", "finite"],
+        ),
+        (
+            FULL_HEAD + "[[servers]]\ncount=1\ngpus=1\ngpu_type='a'\ndelay_s=inf\n",
+            ["servers[0].delay_s", "finite", "inf"],
+        ),
+        (
+            FULL_HEAD + "[[servers]]\ncount=1\ngpus=1\ngpu_type='a'\ngpu_mem_gb=0\n",
+            ["servers[0].gpu_mem_gb", "> 0"],
+        ),
+        # booleans are not numbers (bool is an int in Python)
+        (FULL_HEAD + "gpu_capacity = true\nservers=1\ngpus_per_server=1\n", ["boolean"]),
+        (FULL_HEAD + "nic_gbps = true\nservers = 1\ngpus_per_server = 1\n", ["nic_gbps", "bool"]),
+        (FULL_HEAD + "servers = 1\ngpus_per_server = false\n", ["gpus_per_server", "boolean"]),
+        (
+            FULL_HEAD + "[[servers]]\ncount=1\ngpus=1\ngpu_type='a'\ndelay_s=false\n",
+            ["servers[0].delay_s", "boolean"],
+        ),
+        (FULL_HEAD + "[[servers]]\ncount=1\ngpus=1\ngpu_type='a'\ncpus=true\n", ["cpus"]),
+        # strings: control characters, line breaks, over-long names, empty names
+        ('[cluster]\nname = "a\\u202eb"\nservers=1\ngpus_per_server=1\n', ["U+202E"]),
+        ('[cluster]\nname = "a\\u0000b"\nservers=1\ngpus_per_server=1\n', ["U+0000"]),
+        (
+            '[cluster]\nname = "x"\ndescription = """two\nlines"""\nservers=1\ngpus_per_server=1\n',
+            ["cluster.description", "control characters", "U+000A"],
+        ),
+        (
+            '[cluster]\nname = "' + "n" * 65 + '"\nservers=1\ngpus_per_server=1\n',
+            ["cluster.name", "at most 64 characters", "65"],
+        ),
+        ('[cluster]\nname = "  "\nservers=1\ngpus_per_server=1\n', ["cluster.name", "non-empty"]),
+        (
+            FULL_HEAD + '[[servers]]\ncount=1\ngpus=1\ngpu_type="a\\tb"\n',
+            ["servers[0].gpu_type", "U+0009"],
+        ),
+        (FULL_HEAD + "[[servers]]\ncount=1\ngpus=1\ngpu_type='a'\nrack=''\n", ["rack"]),
+        # TOML itself: a key given twice (groups have no names; a duplicate key is the
+        # nearest thing) and a table given twice
+        (FULL_HEAD + "servers = 1\nservers = 2\ngpus_per_server = 1\n", ["invalid TOML", "line 4"]),
+        (MINIMAL + '[cluster]\nname = "y"\n', ["invalid TOML"]),
+        # arrays nested deeper than the parser's recursion limit
+        ("a = " + "[" * 5000, ["invalid TOML", "nested too deeply"]),
+        # not TOML at all
+        ('{"cluster": {"name": "json"}}\n', ["invalid TOML", "line 1"]),
+    ],
+)
+def test_hostile_spec_is_one_line_error(tmp_path: Path, text: str, needles: list[str]) -> None:
+    message = error_of(tmp_path, text)
+    for needle in needles:
+        assert needle in message, (needle, message)
+
+
+def test_unicode_names_are_kept(tmp_path: Path) -> None:
+    text = (
+        '[cluster]\nname = "集群-α"\ndescription = "Größe: 2 × 4"\n'
+        '[[servers]]\ncount = 2\ngpus = 4\ngpu_type = "Ä100"\nrack = "ラック1"\n'
+    )
+    spec = load_cluster(write(tmp_path, text))
+    assert (spec.name, spec.description) == ("集群-α", "Größe: 2 × 4")
+    assert spec.server_gpu_type().tolist() == ["Ä100", "Ä100"]
+    assert spec.server_rack().tolist() == ["ラック1", "ラック1"]
+
+
+def test_limits_are_inclusive(tmp_path: Path) -> None:
+    from gpusched.cluster import MAX_GPU_CAPACITY, MAX_GPUS
+
+    big = load_cluster(write(tmp_path, FULL_HEAD + GROUP.format(count=1, gpus=MAX_GPUS)))
+    assert big.n_gpus == MAX_GPUS and big.gpu_server().dtype == np.int32
+    shared = load_cluster(
+        write(
+            tmp_path,
+            FULL_HEAD + f"gpu_capacity = {MAX_GPU_CAPACITY}\n" + GROUP.format(count=2, gpus=4),
+        )
+    )
+    assert shared.gpu_capacity == MAX_GPU_CAPACITY
+    over = error_of(tmp_path, FULL_HEAD + GROUP.format(count=1, gpus=MAX_GPUS + 1))
+    assert "servers[0].gpus" in over
+
+
+def test_folder_device_and_binary_files(tmp_path: Path) -> None:
+    folder = tmp_path / "d.toml"
+    folder.mkdir()
+    for spec in (folder, str(folder), str(tmp_path)):
+        with pytest.raises(ClusterError, match="is a folder; expected a cluster .toml file"):
+            load_cluster(spec)
+    fifo = tmp_path / "pipe.toml"
+    os.mkfifo(fifo)  # stat only: opening a FIFO would block
+    with pytest.raises(ClusterError, match="not a regular file"):
+        load_cluster(fifo)
+    binary = tmp_path / "bin.toml"
+    binary.write_bytes(b'[cluster]\nname = "\xff\xfe"\n')
+    with pytest.raises(ClusterError) as info:
+        load_cluster(binary)
+    assert str(info.value) == (
+        f"{binary}: not UTF-8 text (byte 0xff at offset 18); expected a TOML file"
+    )
+
+
+def test_odd_names_are_errors_not_tracebacks(tmp_path: Path) -> None:
+    for name in ("x" * 5000 + ".toml", "x\x00.toml", "nowhere/" + "y" * 300):
+        with pytest.raises(ClusterError, match="not found"):
+            load_cluster(name)
+    with pytest.raises(ClusterError) as info:
+        load_cluster("def\nault")
+    assert "\n" not in str(info.value) and "unknown cluster" in str(info.value)
+
+
+def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, MINIMAL)
+
+    def denied(self: Path, *args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "open", denied)
+    with pytest.raises(ClusterError) as info:
+        load_cluster(path)
+    assert str(info.value) == f"{path}: cannot read cluster file: Permission denied"
+
+
+def test_oversized_file_is_refused_before_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gpusched.cluster as cluster_mod
+
+    path = write(tmp_path, MINIMAL + "# " + "padding " * 40 + "\n")
+    monkeypatch.setattr(cluster_mod, "MAX_FILE_BYTES", 100)
+    with pytest.raises(ClusterError, match=r"a cluster file may be at most 100 bytes"):
+        load_cluster(path)
+
+
+def test_direct_construction_checks_limits() -> None:
+    from gpusched.cluster import MAX_GPUS
+
+    with pytest.raises(ClusterError, match="ServerGroup.count"):
+        ClusterSpec.homogeneous(2**40, 2**40)
+    with pytest.raises(ClusterError, match="GPUs in total"):
+        ClusterSpec("x", "", (ServerGroup(1, MAX_GPUS), ServerGroup(1, 1)))
+    with pytest.raises(ClusterError, match="gpu_capacity"):
+        ClusterSpec.homogeneous(1, 1, gpu_capacity=128)
+    with pytest.raises(ClusterError, match="gpu_capacity"):
+        ClusterSpec.homogeneous(1, 1, gpu_capacity=True)
+    with pytest.raises(ClusterError, match="nic_gbps"):
+        ClusterSpec.homogeneous(1, 1, nic_gbps=float("nan"))
+    with pytest.raises(ClusterError, match="delay_s"):
+        ServerGroup(1, 1, delay_s=float("inf"))

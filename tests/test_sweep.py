@@ -1,11 +1,15 @@
 """Sweeps: spec parsing, the grid, a 2 x 2 x 2 sweep on a Dask LocalCluster, resuming,
-failing cells, an existing scheduler address, and the ``sweep`` command."""
+failing cells, an existing scheduler address, and the ``sweep`` command; then the hostile
+cases: stale inputs, half-written cells, two sweeps into one folder, a sweep killed with
+kill -9, and bad specs and output folders."""
 
 from __future__ import annotations
 
 import csv
 import json
 import os
+import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -18,14 +22,16 @@ from gpusched.sweep import (
     FIXED_COLUMNS,
     SweepResult,
     cell_dir,
+    cell_status,
     cells,
+    keyed_cells,
     load_spec,
     parse_spec,
     plan,
     run_sweep,
 )
 from gpusched.synth import synth_trace
-from gpusched.trace import write_trace
+from gpusched.trace import trace_sha256, write_trace
 
 pytest.importorskip("distributed")
 
@@ -133,6 +139,10 @@ def test_example_spec_parses() -> None:
     grid = cells(spec)
     assert len(grid) == 28
     assert {c.policy for c in grid} == set(spec.policies)
+    # every input is found and every policy takes its parameters; 28 distinct keys
+    keyed = keyed_cells(spec)
+    assert [c for c, _ in keyed] == grid
+    assert len({k.digest for _, k in keyed}) == 28
 
 
 # --- running ----------------------------------------------------------------------------
@@ -170,11 +180,11 @@ def test_sweep_2x2x2_on_local_cluster(tmp_path: Path, small_trace: Path) -> None
     for r in rows:
         assert int(r["n_finished"]) == int(r["n_jobs"]) > 0
         folder = result.out / "cells" / r["cell"]
-        assert OUTPUT_FILES <= {p.name for p in folder.iterdir()}
+        assert {p.name for p in folder.iterdir()} == OUTPUT_FILES | {"cell.json"}
         assert json.loads((folder / "summary.json").read_text())["avg_jct_s"] == float(
             r["avg_jct_s"]
         )
-    assert not (result.out / ".staging").exists()
+    assert not (result.out / ".staging").exists() and not (result.out / ".lock").exists()
     if result.results_parquet is not None:
         pq = pytest.importorskip("pyarrow.parquet")
         assert pq.read_table(result.results_parquet).num_rows == 8
@@ -190,20 +200,33 @@ def test_sweep_2x2x2_on_local_cluster(tmp_path: Path, small_trace: Path) -> None
     assert left == []
 
 
-def test_resume_runs_only_missing_cells(tmp_path: Path, small_trace: Path) -> None:
+def test_resume_runs_only_unfinished_cells(tmp_path: Path, small_trace: Path) -> None:
     spec = parse_spec(grid_text(small_trace))
     out = tmp_path / "out"
     grid = cells(spec)
     first = run_sweep(spec, out=out, n_workers=2, processes=False)
     assert first.n_ran == 8
-    # an interrupted sweep: only the first three cells finished (summary.json is the
-    # marker), and one cell is half-written (some files there, no summary.json)
-    for c in grid[3:]:
-        (cell_dir(out, c) / "summary.json").unlink()
-    half = cell_dir(out, grid[5])
-    (half / "manifest.json").unlink()
-    kept = {c.cell_id: (cell_dir(out, c) / "summary.json").stat().st_mtime_ns for c in grid[:3]}
-    assert [done for _, done in plan(spec, out)] == [True] * 3 + [False] * 5
+    assert [st.state for _, st in plan(spec, out)] == ["done"] * 8
+    # an interrupted or damaged sweep: three cells are intact, five are not
+    shutil.rmtree(cell_dir(out, grid[3]))  # never published
+    (cell_dir(out, grid[4]) / "cell.json").unlink()  # killed before its record
+    (cell_dir(out, grid[5]) / "manifest.json").unlink()  # a listed output is missing
+    timeline = cell_dir(out, grid[6]) / "timeline.csv"
+    timeline.write_bytes(timeline.read_bytes()[:-10])  # truncated
+    summary = cell_dir(out, grid[7]) / "summary.json"
+    summary.write_text(summary.read_text().replace('"n_jobs"', '"n_jobX"'))  # same size, edited
+    kept = {c.cell_id: folder_bytes(cell_dir(out, c)) for c in grid[:3]}
+    mtimes = {c.cell_id: (cell_dir(out, c) / "summary.json").stat().st_mtime_ns for c in grid[:3]}
+    statuses = [st for _, st in plan(spec, out)]
+    assert [st.finished for st in statuses] == [True] * 3 + [False] * 5
+    assert [st.reason for st in statuses[3:]] == [
+        "not run yet",
+        "incomplete: no readable cell.json",
+        "incomplete: manifest.json is missing",
+        f"incomplete: timeline.csv has {timeline.stat().st_size} bytes, "
+        f"not {timeline.stat().st_size + 10}",
+        "incomplete: summary.json differs from the recorded one",
+    ]
 
     ran: list[str] = []
     second = run_sweep(
@@ -215,30 +238,40 @@ def test_resume_runs_only_missing_cells(tmp_path: Path, small_trace: Path) -> No
     )
     assert (second.n_ran, second.n_skipped, second.failed) == (5, 3, [])
     assert sorted(ran) == sorted(c.cell_id for c in grid[3:])
-    for cid, mtime in kept.items():
-        assert (out / "cells" / cid / "summary.json").stat().st_mtime_ns == mtime
-    assert OUTPUT_FILES <= {p.name for p in half.iterdir()}
+    for c in grid[:3]:
+        assert folder_bytes(cell_dir(out, c)) == kept[c.cell_id]
+        assert (cell_dir(out, c) / "summary.json").stat().st_mtime_ns == mtimes[c.cell_id]
+    assert [st.state for _, st in plan(spec, out)] == ["done"] * 8
     assert len(read_rows(second.results_csv)) == 8
 
-    # everything finished: nothing runs and no cluster is started
+    # everything finished: nothing runs, no cluster is started, and the table is rebuilt
+    # from the cell folders byte for byte
+    table = second.results_csv.read_bytes()
     third = run_sweep(spec, out=out, scheduler="tcp://127.0.0.1:1")  # would fail to connect
     assert (third.n_ran, third.n_skipped) == (0, 8)
-    assert [r["avg_jct_s"] for r in third.rows] == [r["avg_jct_s"] for r in second.rows]
+    assert third.results_csv.read_bytes() == table
 
 
-def test_failing_cell_is_reported_and_others_complete(tmp_path: Path, small_trace: Path) -> None:
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+BAD_TRACE = "job_id,submit_time,num_gpus,duration\nj1,0,two,60\n"
+
+
+def test_failing_cell_is_reported_and_others_complete(tmp_path: Path) -> None:
     tiny_cluster = tmp_path / "two-gpus.toml"
     tiny_cluster.write_text(
         '[cluster]\nname = "two-gpus"\n\n[[servers]]\ncount = 1\ngpus = 2\ngpu_type = "V100"\n'
     )
+    bad_trace = tmp_path / "bad.csv"
+    bad_trace.write_text(BAD_TRACE)
     spec = parse_spec(
         f"""
-traces = ["tiny"]
+traces = ["tiny", "{bad_trace}"]
 clusters = ["default", "{tiny_cluster}"]
 policies = ["fifo"]
 seeds = [0]
-[params.fifo]
-backfill = [true, "maybe"]
 """
     )
     failures: list[str] = []
@@ -249,21 +282,22 @@ backfill = [true, "maybe"]
         processes=False,
         progress=lambda d, t, c, r: r["status"] == "failed" and failures.append(c.describe()),
     )
-    # backfill=maybe fails on both clusters; the 2-GPU cluster is too small for tiny's 8-GPU jobs
+    # bad.csv fails on both clusters; the 2-GPU cluster is too small for tiny's 8-GPU jobs
     assert result.n_ran == 4 and len(result.failed) == 3 and len(failures) == 3
-    messages = {(c.cluster, c.params_text): err for c, err in result.failed}
-    assert "expects bool, got 'maybe'" in messages[("default", "backfill=maybe")]
-    assert ("default", "backfill=true") not in messages
-    too_small = messages[(str(tiny_cluster), "backfill=true")]
+    messages = {(c.trace, c.cluster): err for c, err in result.failed}
+    assert "bad.csv" in messages[(str(bad_trace), "default")]
+    assert ("tiny", "default") not in messages
+    too_small = messages[("tiny", str(tiny_cluster))]
     assert too_small and "\n" not in too_small
-    rows = {(r["cluster"], r["params"]): r for r in read_rows(result.results_csv)}
-    ok = rows[("default", "backfill=true")]
+    rows = {(r["trace"], r["cluster"]): r for r in read_rows(result.results_csv)}
+    ok = rows[("tiny", "default")]
     assert ok["status"] == "ok" and ok["error"] == "" and float(ok["avg_jct_s"]) > 0
-    bad = rows[("default", "backfill=maybe")]
-    assert bad["status"] == "failed" and "maybe" in bad["error"] and bad["avg_jct_s"] == ""
-    err_file = result.out / "cells" / bad["cell"] / "error.txt"
-    assert "backfill=maybe" in err_file.read_text()
-    assert not (result.out / "cells" / bad["cell"] / "summary.json").exists()
+    bad = rows[(str(bad_trace), "default")]
+    assert bad["status"] == "failed" and "bad.csv" in bad["error"] and bad["avg_jct_s"] == ""
+    folder = result.out / "cells" / bad["cell"]
+    assert {p.name for p in folder.iterdir()} == {"error.txt"}
+    assert "trace=" + str(bad_trace) in (folder / "error.txt").read_text()
+    assert [st.state for _, st in plan(spec, result.out)].count("failed") == 3
 
     # a re-run retries only the failed cells
     again = run_sweep(spec, out=tmp_path / "out", n_workers=1, processes=False)
@@ -340,19 +374,20 @@ def test_sweep_cmd_passes_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_sweep_cmd_runs_reports_failures_and_dry_run(tmp_path: Path) -> None:
     spec_file = tmp_path / "s.toml"
     out = tmp_path / "o"
-    spec_file.write_text(
-        f'traces = ["tiny"]\npolicies = ["fifo"]\nout = "{out}"\n'
-        '[params.fifo]\nbackfill = [true, "maybe"]\n'
-    )
+    (tmp_path / "bad.csv").write_text(BAD_TRACE)
+    spec_file.write_text(f'traces = ["tiny", "bad.csv"]\npolicies = ["fifo"]\nout = "{out}"\n')
     runner = CliRunner()
     res = runner.invoke(make_app(), ["sweep", str(spec_file), "--dry-run"])
     assert res.exit_code == 0 and "2 cells, 0 finished, 2 to run" in res.output
+    assert not out.exists()  # a dry run writes nothing
     res = runner.invoke(make_app(), ["sweep", str(spec_file), "-j", "1"])
     assert res.exit_code == 1
-    assert "failed: trace=tiny cluster=default policy=fifo backfill=maybe seed=0:" in res.output
+    assert "failed: trace=bad.csv cluster=default policy=fifo seed=0:" in res.output
     assert "2 cells: 2 ran, 0 already finished, 1 failed" in res.output
     res = runner.invoke(make_app(), ["sweep", str(spec_file), "--dry-run"])
     assert "2 cells, 1 finished, 1 to run" in res.output
+    assert "done   trace=tiny cluster=default policy=fifo seed=0" in res.output
+    assert "failed trace=bad.csv cluster=default policy=fifo seed=0  (" in res.output
     res = runner.invoke(make_app(), ["sweep", str(tmp_path / "missing.toml")])
     assert res.exit_code == 2 and "error: sweep spec not found" in res.output
 
@@ -370,3 +405,606 @@ def test_heavy_imports_stay_inside_commands() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     )
     assert out.stdout.strip() == "[]"
+
+
+# --- hostile specs ----------------------------------------------------------------------
+
+BASE = 'traces = ["tiny"]\npolicies = ["fifo"]\n'
+BIG_GRID = (
+    BASE
+    + "[params.fifo]\n"
+    + f"a = [{', '.join(map(str, range(400)))}]\n"
+    + f"b = [{', '.join(map(str, range(300)))}]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        # slot and until: NaN, infinities, negative, zero, absurd, wrong types
+        (BASE + "slot = nan", ["'slot'", "nan"]),
+        (BASE + "slot = inf", ["'slot'", "inf"]),
+        (BASE + "slot = -1", ["'slot'", ">= 0.001"]),
+        (BASE + "slot = 1e-9", ["'slot'", ">= 0.001"]),
+        (BASE + "slot = 1e300", ["'slot'", "<= 1e+06"]),
+        (BASE + "slot = true", ["'slot'", "boolean"]),
+        (BASE + "slot = '1'", ["'slot'", "string"]),
+        (BASE + "until = nan", ["'until'", "nan"]),
+        (BASE + "until = inf", ["'until'", "inf"]),
+        (BASE + "until = -5", ["'until'", "> 0"]),
+        (BASE + "until = 0", ["'until'", "> 0"]),
+        (BASE + "until = 1e300", ["'until'", "<= 1e+12"]),
+        (BASE + "until = false", ["'until'", "boolean"]),
+        # seeds
+        (BASE + "seeds = [-1]", ["'seeds'[0]", "from 0 to 4294967295", "-1"]),
+        (BASE + "seeds = [0, 4294967296]", ["'seeds'[1]", "4294967296"]),
+        (BASE + "seeds = [true]", ["'seeds'[0]", "boolean"]),
+        (BASE + "seeds = [nan]", ["'seeds'[0]", "float nan"]),
+        (BASE + "seeds = [1, 2, 1]", ["'seeds'", "1 twice"]),
+        (BASE + "seeds = []", ["'seeds'", "non-empty"]),
+        (BASE + "seeds = 1.5", ["'seeds'", "non-empty list of integers"]),
+        # entries: duplicates (also after stripping), wrong types, control characters
+        ('traces = ["tiny", " tiny"]\npolicies = ["fifo"]', ["'traces' lists 'tiny' twice"]),
+        ('traces = ["tiny"]\npolicies = ["fifo", "fifo"]', ["'policies' lists 'fifo' twice"]),
+        ('traces = ["tiny", 3]\npolicies = ["fifo"]', ["'traces'[1]", "integer 3"]),
+        ('traces = ["tiny"]\npolicies = [""]', ["'policies'[0]", "non-empty string"]),
+        ('traces = ["t\\u0000"]\npolicies = ["fifo"]', ["'traces'[0]", "U+0000"]),
+        ('traces = ["tiny"]\npolicies = ["fifo\\nsrtf"]', ["'policies'[0]", "U+000A"]),
+        ('traces = ["tiny"]\nclusters = []\npolicies = ["fifo"]', ["'clusters'", "non-empty"]),
+        # parameter values: NaN, infinities, absurd magnitudes, nested values, duplicates
+        (BASE + "[params.fifo]\nx = [nan]", ["[params.fifo] x[0]", "finite", "nan"]),
+        (BASE + "[params.fifo]\nx = [1.0, -inf]", ["[params.fifo] x[1]", "-inf"]),
+        (BASE + "[params.fifo]\nx = 1e300", ["[params.fifo] x[0]", "at most 1e+15"]),
+        (BASE + "[params.fifo]\nx = [-9223372036854775808]", ["x[0]", "at most 1e+15"]),
+        (BASE + "[params.fifo]\nx = [[1, 2]]", ["[params.fifo] x[0]", "array"]),
+        (BASE + "[params.fifo]\nx = [{a = 1}]", ["[params.fifo] x[0]", "table"]),
+        (BASE + "[params.fifo]\nx = [1979-05-27]", ["[params.fifo] x[0]", "date"]),
+        (BASE + "[params.fifo]\nx = []", ["[params.fifo] x", "non-empty"]),
+        (BASE + "[params.fifo]\nx = [1, 1]", ["[params.fifo] x", "value 1 twice"]),
+        (BASE + "[params.fifo]\nx = [true, 'true']", ["[params.fifo] x", "true twice"]),
+        (BASE + '[params.fifo]\nx = ["a\\u0000"]', ["[params.fifo] x[0]", "U+0000"]),
+        (BASE + '[params.fifo]\n"a-b" = [1]', ["'a-b' is not a parameter name"]),
+        (BASE + '[params.fifo]\n"a=b" = [1]', ["'a=b' is not a parameter name"]),
+        (BASE + "params = 3", ["'params' must be tables"]),
+        (BASE + "params = {fifo = 3}", ["[params.fifo] must be a table"]),
+        # the rest
+        (BASE + "out = ''", ["'out'"]),
+        (BASE + "out = 5", ["'out'"]),
+        (BASE + 'out = "a\\nb"', ["'out'", "U+000A"]),
+        (BASE + "drop_oversized = 'yes'", ["'drop_oversized'", "true or false"]),
+        (BASE + "drop_oversized = 1", ["'drop_oversized'", "integer"]),
+        (BASE + "Traces = ['x']", ["unknown key(s) Traces"]),
+        (BASE + "x = " + "[" * 5000, ["invalid TOML", "nested too deeply"]),
+        (BIG_GRID, ["120,000 cells", "at most 100,000"]),
+    ],
+)
+def test_hostile_spec_values(text: str, needles: list[str]) -> None:
+    with pytest.raises(GpuschedError) as info:
+        parse_spec(text, "spec.toml")
+    message = str(info.value)
+    assert message.startswith("spec.toml: ") and "\n" not in message
+    for needle in needles:
+        assert needle in message, (needle, message)
+
+
+def test_spec_file_problems(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gpusched.sweep as sweep_mod
+
+    folder = tmp_path / "folder.toml"
+    folder.mkdir()
+    with pytest.raises(GpuschedError, match="is a folder"):
+        load_spec(folder)
+    fifo = tmp_path / "pipe.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(GpuschedError, match="not a regular file"):
+        load_spec(fifo)
+    binary = tmp_path / "bin.toml"
+    binary.write_bytes(b'traces = ["\xff"]\n')
+    with pytest.raises(GpuschedError, match=r"not UTF-8 text \(byte 0xff at offset 11\)"):
+        load_spec(binary)
+    big = tmp_path / "big.toml"
+    big.write_text(BASE + "# " + "x" * 200 + "\n")
+    monkeypatch.setattr(sweep_mod, "MAX_SPEC_BYTES", 100)
+    with pytest.raises(GpuschedError, match="a sweep spec may be at most 100 bytes"):
+        load_spec(big)
+
+
+BAD_CLUSTER = '[cluster]\nname = "bad"\nservers = 0\ngpus_per_server = 4\n'
+
+
+def tiny_csv() -> Path:
+    from gpusched.resources import bundled_dir
+
+    return bundled_dir("traces") / "tiny.csv"
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ('traces = ["nope.csv"]\npolicies = ["fifo"]', ["'traces' entry 'nope.csv'", "not found"]),
+        ('traces = ["' + "x" * 300 + '"]\npolicies = ["fifo"]', ["'traces' entry", "not found"]),
+        (
+            'traces = ["tiny"]\nclusters = ["bad.toml"]\npolicies = ["fifo"]',
+            ["'clusters' entry 'bad.toml'", "cluster.servers", ">= 1"],
+        ),
+        (
+            'traces = ["tiny"]\nclusters = ["no-such"]\npolicies = ["fifo"]',
+            ["'clusters' entry 'no-such'", "unknown cluster"],
+        ),
+        ('traces = ["tiny"]\npolicies = ["nosuch"]', ["'policies' entry 'nosuch'", "unknown"]),
+        ('traces = ["tiny"]\npolicies = ["gone.py"]', ["'policies' entry 'gone.py'", "not found"]),
+        (
+            BASE + "[params.fifo]\nbackfill = [true, 'maybe']",
+            ["[params.fifo] backfill = maybe", "expects bool, got 'maybe'"],
+        ),
+        (BASE + "[params.fifo]\nnope = [1]", ["[params.fifo] nope = 1", "no parameter 'nope'"]),
+        (
+            'traces = ["tiny"]\npolicies = ["tiresias"]\n[params.tiresias]\nstarve = [0.0, -1.0]',
+            ["[params.tiresias] starve=-1.0", "starve must be >= 0"],
+        ),
+        (
+            'traces = ["tiny"]\npolicies = ["a-srpt"]\n[params.a-srpt]\ntau = ["nan"]',
+            ["[params.a-srpt] tau = nan", "parameter 'tau' must be a finite number"],
+        ),
+        (
+            'traces = ["tiny"]\npolicies = ["a-srpt:tau=inf"]',
+            ["'policies' entry 'a-srpt:tau=inf'", "finite"],
+        ),
+        (
+            'traces = ["tiny"]\npolicies = ["fifo:backfill=true"]\n'
+            '[params."fifo:backfill=true"]\nbackfill = [false]',
+            ["backfill: also set in the policy entry"],
+        ),
+        (
+            'traces = ["tiny"]\npolicies = ["fifo:backfill=true,backfill=false"]',
+            ["sets 'backfill' twice"],
+        ),
+        # the same run twice: a bundled name and its file; 1 and 1.0 for a float
+        (f'traces = ["tiny", "{tiny_csv()}"]\npolicies = ["fifo"]', ["two cells are the same run"]),
+        (
+            'traces = ["tiny"]\npolicies = ["tiresias"]\n[params.tiresias]\nstarve = [1, 1.0]',
+            ["two cells are the same run", "starve=1 ", "starve=1.0 "],
+        ),
+    ],
+)
+def test_inputs_and_parameters_are_checked_before_any_work(
+    tmp_path: Path, text: str, needles: list[str]
+) -> None:
+    (tmp_path / "bad.toml").write_text(BAD_CLUSTER)
+    spec_file = tmp_path / "spec.toml"
+    spec_file.write_text(text + "\n")
+    spec = load_spec(spec_file)
+    out = tmp_path / "out"
+    for attempt in (lambda: plan(spec, out), lambda: run_sweep(spec, out=out)):
+        with pytest.raises(GpuschedError) as info:
+            attempt()
+        message = str(info.value)
+        assert message.startswith(f"{spec_file}: ") and "\n" not in message
+        for needle in needles:
+            assert needle in message, (needle, message)
+    assert not out.exists()
+
+
+# --- stale inputs -----------------------------------------------------------------------
+
+NAP_POLICY = '''"""FIFO that sleeps in every decision (a slow policy for tests)."""
+
+import time
+
+from gpusched.policy import Decision
+
+
+class NapPolicy:
+    name = "nap"
+    knows_duration = False
+    needs_predictor = False
+    work_conserving = False
+
+    def __init__(self, *, nap: float = 0.0, rng=None) -> None:
+        self.nap = nap
+
+    def decide(self, view, now):
+        time.sleep(self.nap)
+        return Decision(order=view.queued, blocking=True)
+'''
+
+
+def test_changed_inputs_make_cells_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gpusched
+
+    trace = tmp_path / "t.csv"
+    write_trace(synth_trace(6, seed=1, n_gpus_cluster=8, load=0.9, max_duration_s=600.0), trace)
+    cluster = tmp_path / "c.toml"
+    cluster.write_text('[cluster]\nname = "c"\nservers = 2\ngpus_per_server = 4\n')
+    policy = tmp_path / "nap.py"
+    policy.write_text(NAP_POLICY)
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text('traces = ["t.csv"]\nclusters = ["c.toml"]\npolicies = ["nap.py"]\n')
+    spec = load_spec(spec_file)
+    out = tmp_path / "out"
+
+    def states() -> list[tuple[str, str]]:
+        return [(st.state, st.reason) for _, st in plan(spec, out)]
+
+    first = run_sweep(spec, out=out, n_workers=1, processes=False)
+    assert (first.n_ran, first.n_stale, first.failed) == (1, 0, [])
+    record = json.loads((cell_dir(out, cells(spec)[0]) / "cell.json").read_text())
+    assert record["inputs"]["trace"] == trace_sha256(trace)
+    jct = first.rows[0]["avg_jct_s"]
+
+    # the trace changes: the cell is stale, runs again, and its row changes with it
+    write_trace(synth_trace(6, seed=2, n_gpus_cluster=8, load=0.9, max_duration_s=600.0), trace)
+    assert states() == [("stale", "changed since it ran: trace")]
+    notes: list[str] = []
+    second = run_sweep(spec, out=out, n_workers=1, processes=False, note=notes.append)
+    assert (second.n_ran, second.n_skipped, second.n_stale) == (1, 0, 1)
+    assert notes == second.notes and "run again because an input changed" in notes[0]
+    assert second.rows[0]["avg_jct_s"] != jct
+    assert states() == [("done", "")]
+
+    # so does an edit of the cluster file or of the policy file (even a comment)
+    cluster.write_text(cluster.read_text() + "nic_gbps = 25\n")
+    assert states() == [("stale", "changed since it ran: cluster file")]
+    policy.write_text(NAP_POLICY + "# edited\n")
+    assert states() == [("stale", "changed since it ran: cluster file, policy file")]
+    assert run_sweep(spec, out=out, n_workers=1, processes=False).n_stale == 1
+    assert states() == [("done", "")]
+
+    # and a new gpusched version
+    monkeypatch.setattr(gpusched, "__version__", "9.9.9")
+    (((state, reason),)) = states()
+    assert state == "stale" and reason.endswith(" -> 9.9.9")
+
+
+def test_key_covers_everything_a_result_depends_on() -> None:
+    spec = parse_spec(
+        'traces = ["tiny"]\npolicies = ["fifo:backfill=true", "fifo:backfill=false", "srtf"]\n'
+        "seeds = [0, 1]\n"
+    )
+    keys = [k for _, k in keyed_cells(spec)]
+    assert len({k.digest for k in keys}) == 6
+    assert keys[0].record["policy_params"] == ["backfill=true"]
+    for changed in ("slot = 2.0", "until = 100.0", "drop_oversized = true"):
+        other = keyed_cells(parse_spec(spec_text_with(changed)))[0][1]
+        assert other.digest != keyed_cells(parse_spec(spec_text_with("")))[0][1].digest, changed
+
+
+def spec_text_with(extra: str) -> str:
+    return f'traces = ["tiny"]\npolicies = ["fifo"]\n{extra}\n'
+
+
+def test_cell_status_of_forged_or_damaged_folders(tmp_path: Path) -> None:
+    """Whatever a cell folder holds, only a complete record of the current key is done."""
+    import hashlib
+
+    ((cell, key),) = keyed_cells(parse_spec(BASE))
+    out = tmp_path / "out"
+    folder = cell_dir(out, cell)
+    folder.mkdir(parents=True)
+    import gpusched.sweep as sweep_mod
+
+    outputs = dict.fromkeys(sweep_mod.OUTPUT_FILES, b"x" * 10)
+    outputs["summary.json"] = b'{"n_jobs": 6}'
+    for name, data in outputs.items():
+        (folder / name).write_bytes(data)
+
+    def files(**changes: object) -> dict[str, object]:
+        table: dict[str, object] = {
+            name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+            for name, data in outputs.items()
+        }
+        table.update(changes)
+        return table
+
+    def status_with(record: object) -> tuple[str, str]:
+        text = record if isinstance(record, str) else json.dumps(record)
+        (folder / "cell.json").write_text(text)
+        st = cell_status(out, cell, key)
+        return st.state, st.reason
+
+    good = {"key": key.digest, "inputs": key.record, "files": files()}
+    assert status_with(good) == ("done", "")
+    assert cell_status(out, cell, key).summary == {"n_jobs": 6}
+    assert status_with("{not json")[0] == "todo"
+    assert status_with([1, 2])[0] == "todo"
+    assert status_with({**good, "files": []})[0] == "todo"
+    assert status_with({**good, "key": 5})[0] == "todo"
+    assert status_with({**good, "key": "0" * 64}) == ("stale", "changed since it ran: key")
+    other = {**key.record, "seed": 7}
+    assert status_with({**good, "key": "0" * 64, "inputs": other}) == (
+        "stale",
+        "changed since it ran: seed",
+    )
+    no_manifest = files()
+    del no_manifest["manifest.json"]
+    assert status_with({**good, "files": no_manifest}) == (
+        "todo",
+        "incomplete: manifest.json is not recorded",
+    )
+    assert status_with({**good, "files": files(**{"../../etc/passwd": {"bytes": 1}})}) == (
+        "todo",
+        "incomplete: cell.json lists '../../etc/passwd'",
+    )
+    assert status_with({**good, "files": files(**{"jobs.csv": "big"})})[0] == "todo"
+    assert status_with({**good, "files": files(**{"summary.json": {"bytes": 13}})}) == (
+        "todo",
+        "incomplete: summary.json differs from the recorded one",
+    )
+    (folder / "summary.json").write_bytes(b"[1, 2, 3, 4, 5]")  # same size, not an object
+    outputs["summary.json"] = b"[1, 2, 3, 4, 5]"
+    assert status_with({**good, "files": files()}) == (
+        "todo",
+        "incomplete: summary.json is not a JSON object",
+    )
+    shutil.rmtree(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.write_text("a file where the folder should be")
+    assert cell_status(out, cell, key).state == "todo"
+
+
+def test_run_cell_refuses_inputs_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gpusched
+    import gpusched.run as run_mod
+    from gpusched.sweep import run_cell
+
+    trace = tmp_path / "t.csv"
+    write_trace(synth_trace(6, seed=1, n_gpus_cluster=8, load=0.9, max_duration_s=600.0), trace)
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text('traces = ["t.csv"]\npolicies = ["fifo"]\n')
+    ((cell, key),) = keyed_cells(load_spec(spec_file))
+    out = tmp_path / "out"
+    folder = cell_dir(out, cell)
+
+    # changed between planning and running
+    original = trace.read_bytes()
+    write_trace(synth_trace(6, seed=2, n_gpus_cluster=8, load=0.9, max_duration_s=600.0), trace)
+    res = run_cell(cell, key, str(out))
+    assert res["status"] == "failed"
+    assert res["error"] == f"trace {trace} changed since the sweep started; run the sweep again"
+    assert {p.name for p in folder.iterdir()} == {"error.txt"}
+
+    # changed while the cell ran: nothing is published
+    trace.write_bytes(original)
+    real_replay = run_mod.replay
+
+    def replay_then_edit(*args, **kwargs):
+        result = real_replay(*args, **kwargs)
+        trace.write_bytes(original + b"j9,100,1,5\n")
+        return result
+
+    monkeypatch.setattr(run_mod, "replay", replay_then_edit)
+    res = run_cell(cell, key, str(out))
+    assert res["error"].endswith("changed while the cell ran; run the sweep again")
+    assert {p.name for p in folder.iterdir()} == {"error.txt"}
+    monkeypatch.setattr(run_mod, "replay", real_replay)
+    trace.write_bytes(original)
+
+    # a worker with another gpusched version
+    monkeypatch.setattr(gpusched, "__version__", "9.9.9")
+    res = run_cell(cell, key, str(out))
+    assert "this worker runs gpusched 9.9.9" in res["error"]
+    monkeypatch.undo()
+    assert run_cell(cell, key, str(out))["status"] == "ok"
+    assert cell_status(out, cell, key).finished
+    assert not (out / ".staging").exists() or not any((out / ".staging").iterdir())
+
+
+# --- the lock ---------------------------------------------------------------------------
+
+
+def write_lock(out: Path, **fields: object) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / ".lock").write_text(json.dumps(fields))
+
+
+def test_lock_refuses_a_live_or_foreign_holder(tmp_path: Path) -> None:
+    import socket
+
+    spec_file = write_spec(tmp_path)
+    host = socket.gethostname()
+    cases = [
+        ({"pid": os.getppid(), "host": host}, f"in use by another sweep (pid {os.getppid()} on"),
+        ({"pid": 4242, "host": "elsewhere.example"}, "(pid 4242 on elsewhere.example"),
+        ({"pid": True, "host": host}, "exists but names no process"),
+        ({"host": host}, "exists but names no process"),
+    ]
+    for i, (fields, needle) in enumerate(cases):
+        out = tmp_path / f"out{i}"
+        write_lock(out, **fields, started="2024-01-01T00:00:00+00:00")
+        with pytest.raises(GpuschedError) as info:
+            run_sweep(load_spec(spec_file), out=out, n_workers=1, processes=False)
+        assert needle in str(info.value) and str(out / ".lock") in str(info.value)
+        assert needle in refusal(spec_file, out)
+        assert sorted(p.name for p in out.iterdir()) == [".lock"]  # nothing else written
+    (tmp_path / "out0" / ".lock").write_text("")  # empty: killed between create and write
+    assert "names no process" in refusal(spec_file, tmp_path / "out0")
+
+
+def refusal(spec_file: Path, out: Path) -> str:
+    """The one-line error of ``gpusched sweep SPEC -o OUT`` (which must exit 2)."""
+    res = CliRunner().invoke(make_app(), ["sweep", str(spec_file), "-o", str(out), "-j", "1"])
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.output
+    return lines[0]
+
+
+def test_lock_of_a_dead_process_is_taken_over(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    from gpusched.sweep import SweepLock, read_lock
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    pid = int(dead.stdout)
+    out = tmp_path / "out"
+    write_lock(out, pid=pid, host=socket.gethostname(), started="2024-01-01T00:00:00+00:00")
+    notes: list[str] = []
+    result = run_sweep(parse_spec(BASE), out=out, processes=False, n_workers=1, note=notes.append)
+    assert result.failed == [] and result.n_ran == 1
+    assert len(notes) == 1 and f"pid {pid} on" in notes[0] and "no longer running" in notes[0]
+    assert notes[0].startswith(f"taking over {out / '.lock'}")
+    assert not (out / ".lock").exists()
+
+    # our own pid with a token we do not hold: an earlier process that had our pid
+    write_lock(out, pid=os.getpid(), host=socket.gethostname(), token="earlier")
+    again = run_sweep(parse_spec(BASE), out=out, processes=False)
+    assert again.n_ran == 0 and "no longer running" in again.notes[0]
+
+    # a lock this process holds: a second sweep into the folder is refused
+    with SweepLock(out) as held:
+        assert read_lock(out)["token"] == held.token
+        with pytest.raises(GpuschedError, match=f"in use by another sweep \\(pid {os.getpid()}"):
+            run_sweep(parse_spec(BASE), out=out, processes=False)
+        res = CliRunner().invoke(
+            make_app(), ["sweep", str(write_spec(tmp_path)), "-o", str(out), "--dry-run"]
+        )
+        assert res.exit_code == 0 and f"note: a sweep holds {out}/ (pid {os.getpid()}" in res.output
+    assert not (out / ".lock").exists()
+
+
+def write_spec(tmp_path: Path, text: str = BASE) -> Path:
+    path = tmp_path / "spec.toml"
+    path.write_text(text)
+    return path
+
+
+# --- output folders, worker counts, scheduler addresses ---------------------------------
+
+
+def test_bad_output_folders_are_refused_before_any_work(tmp_path: Path) -> None:
+    spec_file = write_spec(tmp_path)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    used = tmp_path / "used"
+    (used / "cells").parent.mkdir()
+    (used / "cells").write_text("x")
+    tabled = tmp_path / "tabled"
+    (tabled / "results.csv").mkdir(parents=True)
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "keep.txt").write_text("mine")
+    (linked / ".staging").symlink_to(precious)
+    cases = [
+        (["-o", ""], "the output folder must be a path, got ''"),
+        (["-o", "  "], "the output folder must be a path"),
+        (["-o", str(a_file)], f"output folder {a_file} is a file, not a folder"),
+        (["-o", str(a_file / "sub")], f"is under {a_file}, which is a file"),
+        (["-o", str(used)], f"{used / 'cells'} is a file"),
+        (["-o", str(tabled)], f"{tabled / 'results.csv'} is a folder"),
+        (["-o", "a\tb"], "control characters"),
+        (["-o", str(linked)], f"{linked / '.staging'} is a symbolic link"),
+        (["-o", str(tmp_path / "o"), "-j", "0"], "--workers must be at least 1, got 0"),
+        (["-o", str(tmp_path / "o"), "--scheduler", "garbage"], "--scheduler must be"),
+        (["-o", str(tmp_path / "o"), "--scheduler", "http://h:1"], "--scheduler must be"),
+        (["-o", str(tmp_path / "o"), "--scheduler", "tcp://h:99999"], "--scheduler must be"),
+    ]
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    for args, needle in cases:
+        for extra in ([], ["--dry-run"]):
+            if extra and ("-j" in args or "--scheduler" in args):
+                continue  # a dry run neither starts workers nor connects
+            res = CliRunner().invoke(make_app(), ["sweep", str(spec_file), *args, *extra])
+            assert res.exit_code == 2, (args, res.output)
+            lines = res.output.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], (
+                args,
+                res.output,
+            )
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+# --- kill -9 ----------------------------------------------------------------------------
+
+
+def test_sweep_killed_with_kill_9_resumes_to_the_same_results(tmp_path: Path) -> None:
+    """A sweep killed (SIGKILL) after its first cell: a second sweep into the folder is
+    refused while it runs; after the kill, the re-run takes the stale lock over, keeps the
+    finished cell byte for byte, runs the rest, and every cell's outputs equal those of an
+    uninterrupted sweep (results.csv too, but for the wall-clock columns)."""
+    import signal
+    import subprocess
+    import sys
+
+    psutil = pytest.importorskip("psutil")
+    (tmp_path / "nap.py").write_text(NAP_POLICY)
+    spec_file = write_spec(
+        tmp_path,
+        'traces = ["tiny"]\npolicies = ["nap.py"]\nseeds = [0, 1, 2]\n'
+        '[params."nap.py"]\nnap = 0.15\n',
+    )
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-c", "from gpusched.cli import app; app()", "sweep", str(spec_file)]
+    log = (tmp_path / "first.log").open("w")
+    first = subprocess.Popen(
+        [*cmd, "-o", str(out), "-j", "1"], stdout=log, stderr=log, env=os.environ
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while not list(out.glob("cells/*/cell.json")):
+            assert first.poll() is None, (tmp_path / "first.log").read_text()
+            assert time.monotonic() < deadline, "no cell finished in time"
+            time.sleep(0.05)
+        message = refusal(spec_file, out)
+        assert f"in use by another sweep (pid {first.pid} on" in message
+        workers = psutil.Process(first.pid).children(recursive=True)
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait()
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+        log.close()
+    wait_gone(psutil, workers)
+    done_before = {p.parent.name: folder_bytes(p.parent) for p in out.glob("cells/*/cell.json")}
+    assert 1 <= len(done_before) < 3
+
+    res = CliRunner().invoke(make_app(), ["sweep", str(spec_file), "-o", str(out), "-j", "1"])
+    assert res.exit_code == 0, res.output
+    assert "note: taking over" in res.output and f"pid {first.pid} on" in res.output
+    assert f"3 cells: {3 - len(done_before)} ran, {len(done_before)} already finished" in res.output
+    for name, files in done_before.items():
+        assert folder_bytes(out / "cells" / name) == files
+    # no lock, staging folder or half-written table is left behind
+    assert {p.name for p in out.iterdir()} <= {"cells", "results.csv", "results.parquet"}
+
+    reference = run_sweep(load_spec(spec_file), out=tmp_path / "ref", n_workers=1, processes=False)
+    for row in reference.rows:
+        mine = folder_bytes(out / "cells" / row["cell"])
+        theirs = folder_bytes(reference.out / "cells" / row["cell"])
+        for name in ("jobs.csv", "timeline.csv", "manifest.json"):
+            assert mine[name] == theirs[name], name
+    clock = {"wall_s", "sched_delay_ms_avg", "sched_delay_ms_p95"}
+    assert [without(r, clock) for r in read_rows(out / "results.csv")] == [
+        without(r, clock) for r in read_rows(reference.results_csv)
+    ]
+
+
+def without(row: dict[str, str], keys: set[str]) -> dict[str, str]:
+    return {k: v for k, v in row.items() if k not in keys}
+
+
+def wait_gone(psutil, procs, timeout_s: float = 30.0) -> None:
+    """Wait until the killed sweep's worker processes are gone (or zombies)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        alive = []
+        for p in procs:
+            try:
+                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(p)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive:
+            return
+        time.sleep(0.1)

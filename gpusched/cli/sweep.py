@@ -44,6 +44,13 @@ class SweepProgress:
             sys.stderr.write(f"failed: {cell.describe()}: {outcome['error']}\n")
         self._bar(done, total)
 
+    def note(self, message: str) -> None:
+        """Print ``note: message`` on stderr, above the bar."""
+        if self.shown:
+            sys.stderr.write("\r\x1b[K")
+        sys.stderr.write(f"note: {message}\n")
+        sys.stderr.flush()
+
     def close(self) -> None:
         if self.shown:
             sys.stderr.write("\n")
@@ -60,7 +67,7 @@ def sweep_cmd(
         ),
     ],
     out: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--out", "-o", help="Output folder (overrides the spec's 'out'; default sweep-out)"
         ),
@@ -79,39 +86,42 @@ def sweep_cmd(
         ),
     ] = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="List the cells and which are finished; run nothing")
+        bool,
+        typer.Option(
+            "--dry-run", help="Check the spec and inputs, list the cells and which are finished"
+        ),
     ] = False,
     plot: Annotated[
         bool, typer.Option("--plot", help="Draw avg JCT against the first varying parameter")
     ] = False,
 ) -> None:
     """Run a grid of traces x clusters x policies x parameters x seeds on Dask (resumable)."""
-    from gpusched.sweep import load_spec, plan, run_sweep
+    from gpusched.sweep import load_spec, output_dir, run_sweep
 
     sweep_spec = load_spec(spec)
-    out_dir = out if out is not None else Path(sweep_spec.out or "sweep-out")
+    out_dir = output_dir(sweep_spec, out)
     if dry_run:
-        cells = plan(sweep_spec, out_dir)
-        for cell, finished in cells:
-            typer.echo(f"{'done' if finished else 'todo'}  {cell.describe()}")
-        n_done = sum(f for _, f in cells)
-        typer.echo(
-            f"{len(cells)} cells, {n_done} finished, {len(cells) - n_done} to run, in {out_dir}/"
-        )
+        _dry_run(sweep_spec, out_dir)
         return
     bar = SweepProgress()
     try:
         result = run_sweep(
-            sweep_spec, out=out_dir, scheduler=scheduler, n_workers=workers, progress=bar
+            sweep_spec,
+            out=out_dir,
+            scheduler=scheduler,
+            n_workers=workers,
+            progress=bar,
+            note=bar.note,
         )
     finally:
         bar.close()
     ok = [r for r in result.rows if r["status"] == "ok"]
     if ok and len(result.rows) <= MAX_TABLE_ROWS:
         print_table([{**r, "cell": _short(r)} for r in ok], "cell")
+    stale = f" ({result.n_stale} of them again: inputs changed)" if result.n_stale else ""
     typer.echo(
-        f"{result.n_cells} cells: {result.n_ran} ran, {result.n_skipped} already finished, "
-        f"{len(result.failed)} failed ({result.wall_s:.1f} s)"
+        f"{result.n_cells} cells: {result.n_ran} ran{stale}, {result.n_skipped} already "
+        f"finished, {len(result.failed)} failed ({result.wall_s:.1f} s)"
     )
     for cell, error in result.failed:
         typer.echo(f"failed: {cell.describe()}: {error}", err=True)
@@ -125,6 +135,29 @@ def sweep_cmd(
         plot_sweep(result.results_csv)
     if result.failed:
         raise typer.Exit(1)
+
+
+def _dry_run(sweep_spec: Any, out_dir: Path) -> None:
+    """List every cell as done, todo, stale or failed (with why), by the test runs use."""
+    from gpusched.sweep import plan, read_lock
+
+    cells = plan(sweep_spec, out_dir)
+    for cell, status in cells:
+        why = f"  ({status.reason})" if status.reason and status.reason != "not run yet" else ""
+        typer.echo(f"{status.state:<6} {cell.describe()}{why}")
+    n_done = sum(status.finished for _, status in cells)
+    n_stale = sum(status.state == "stale" for _, status in cells)
+    stale = f" ({n_stale} because inputs changed)" if n_stale else ""
+    typer.echo(
+        f"{len(cells)} cells, {n_done} finished, {len(cells) - n_done} to run{stale}, in {out_dir}/"
+    )
+    holder = read_lock(out_dir)
+    if holder is not None:
+        typer.echo(
+            f"note: a sweep holds {out_dir}/ (pid {holder['pid']} on {holder['host']}, "
+            f"since {holder.get('started', '?')})",
+            err=True,
+        )
 
 
 def _short(row: dict[str, Any]) -> str:
