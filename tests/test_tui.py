@@ -17,10 +17,11 @@ import pytest
 
 from gpusched.metrics import job_records, summarize
 from gpusched.run import build_engine, replay
+from gpusched.state import FINISHED, LOADING, RUNNING, SAVING
 from gpusched.tui.app import GpuschedApp
 from gpusched.tui.screens import HelpScreen, SummaryScreen
-from gpusched.tui.session import Driver, partial_result
-from gpusched.tui.widgets import ClusterView, QueueView
+from gpusched.tui.session import Driver, fmt_s, partial_result
+from gpusched.tui.widgets import ClusterView, EventFeed, MetricsPanel, QueueView
 
 SIZE = (120, 40)
 TIMING_KEYS = {"wall_s", "sched_delay_ms_avg", "sched_delay_ms_p95"}
@@ -77,6 +78,24 @@ def strip_timing(s: dict) -> dict:
     return {k: v for k, v in s.items() if k not in TIMING_KEYS}
 
 
+def screen_text(app: GpuschedApp) -> list[str]:
+    """The terminal's lines as a person sees them (what an SVG screenshot shows)."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), record=True)
+    console.print(app.screen._compositor.render_update(full=True))
+    return console.export_text().splitlines()[:height]
+
+
+def line_with(lines: list[str], word: str) -> str:
+    hits = [line for line in lines if word in line]
+    assert hits, f"{word!r} is not on screen:\n" + "\n".join(lines)
+    return hits[0]
+
+
 def run_async(fn):
     """Run an ``async def`` test in its own event loop (no pytest asyncio plugin needed)."""
 
@@ -118,8 +137,6 @@ async def test_step_pause_resume_semantics():
         await pilot.press("n")
         f5 = await app.settle()
         assert f5.paused and f5.n_decisions >= f4.n_decisions + 1
-        await pilot.press("q")
-    assert app.return_value is None  # quit before the end: no final summary
 
 
 @run_async
@@ -287,6 +304,232 @@ async def test_queue_view_renders_only_visible_rows(tmp_path):
         assert (np.diff(dur) >= 0).all() and f.key_name == "dur"
 
 
+# --- layout: everything that matters on screen, at 80x24 too --------------------------------------
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+@run_async
+async def test_policy_status_line_is_on_screen(size):
+    app = GpuschedApp(make_engine(policy="a-srpt"), paused=True, speed=10.0)
+    async with app.run_test(size=size) as pilot:
+        for _ in range(2):
+            await pilot.press("n")
+        f = await app.settle()
+        await pilot.pause()
+        status = f.extra["status"]
+        assert status.startswith("A-SRPT pending")
+        line_with(screen_text(app), status)
+        panel = app.query_one(MetricsPanel)
+        assert panel.region.bottom <= app.query_one("#lists").region.y  # not covered
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (160, 50)])
+@run_async
+async def test_cluster_takes_only_its_rows_and_lists_the_rest(size):
+    app = make_app(trace="synth-500")
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("n")
+        await app.settle()
+        await pilot.pause()
+        view = app.query_one(ClusterView)
+        # default: 4 servers of 8 GPUs, one row each, and no empty rows below them
+        assert view.shown_level == "gpu" and len(view._lines) == 4
+        assert view.size.height == 4
+        queued, running = app.query_one("#queued"), app.query_one("#running")
+        assert queued.region.height == running.region.height
+        used = app.query_one("#top").region.height + queued.region.height
+        assert used == size[1] - 3  # header, event feed, footer
+
+
+@run_async
+async def test_lists_keep_their_columns_at_80x24():
+    app = make_app(trace="philly-2000")  # tiresias: the queue shows each job's level
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(40):
+            await pilot.press("n")
+        f = await app.settle()
+        await pilot.pause()
+        assert f.n_queued >= 3 and f.running.size >= 3 and f.key_name == "level"
+        lines = screen_text(app)
+        head = line_with(lines, "waited")
+        assert "level" in head and "GPUs" in head
+        assert "state" in line_with(lines, "servers")
+        for i in range(3):  # the first queued jobs: id, GPUs, waited and level all shown
+            j = int(f.queue[i])
+            row = line_with(lines, f"{i + 1:>4} ■{app.jobs.job_id[j]} ")
+            cells = row.split("│")[1].split()
+            assert cells[-2:] == [fmt_s(f.queue_waited[i]), f"{f.queue_key[i]:.0f}"]
+        for j in f.running[:3].tolist():
+            row = line_with(lines, f"■{app.jobs.job_id[j]} ")
+            assert "%" in row and "running" in row
+
+
+@run_async
+async def test_summary_fits_80x24():
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.settle()
+        await pilot.press("m", "space")
+        summary = await wait_summary(app)
+        await pilot.pause()
+        assert isinstance(app.screen, SummaryScreen)
+        text = "\n".join(screen_text(app))
+        from gpusched.tui.screens.summary import _LABELS
+
+        for key in summary:  # every figure's name and value are on screen
+            assert _LABELS[key] in text, key
+        for key in ("n_jobs", "n_finished", "avg_jct_s", "makespan_s", "gpu_utilization"):
+            assert f"{summary[key]:.6g}" in text, key
+        assert "q quit" in text
+        box = app.screen.query_one("#summary-box")
+        assert box.virtual_size.height <= box.size.height  # nothing to scroll to
+
+
+# --- quitting mid-run ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["auto", "python"])
+@run_async
+async def test_quit_mid_run_stops_like_until(mode):
+    app = make_app(trace="synth-500", mode=mode)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(30):
+            await pilot.press("n")
+        f = await app.settle()
+        await pilot.press("q")  # mid-run: stop there and show the summary
+        summary = await wait_summary(app)
+        await pilot.pause()
+        assert isinstance(app.screen, SummaryScreen)
+        text = "\n".join(screen_text(app))
+        assert "Stopped early" in text and f"{summary['n_unfinished']} of 500" in text
+        await pilot.press("q")  # then quit
+    assert app.return_value == summary
+    assert summary["stopped_at_s"] == f.engine_now
+    assert summary["n_unfinished"] == 500 - f.n_finished > 0
+    head, res = replay("synth-500", "tiresias", cluster="default", mode=mode, until_s=f.engine_now)
+    assert res.stopped_at == f.engine_now
+    same = {k: v for k, v in summary.items() if k != "stopped_at_s"}
+    assert same.keys() == head.keys()
+    assert strip_timing(same) == strip_timing(head)
+
+
+def test_run_tui_quit_mid_run_reports_unfinished(tmp_path, monkeypatch):
+    """run_tui's summary of a run quit early carries its stop time and the jobs left."""
+    import json
+
+    from gpusched.tui import run_tui
+
+    stopped = {}
+
+    def fake_run(self, *args, **kwargs):
+        async def drive():
+            async with self.run_test(size=(80, 24)) as pilot:
+                await pilot.press("space")  # the app starts playing: pause it
+                f = await self.settle()
+                for _ in range(5):
+                    await pilot.press("n")
+                f = await self.settle()
+                stopped["t"], stopped["done"] = f.engine_now, f.n_finished
+                await pilot.press("q")
+                await wait_summary(self)
+                await pilot.press("q")
+
+        asyncio.run(drive())
+        return self.return_value
+
+    monkeypatch.setattr(GpuschedApp, "run", fake_run)
+    kw = {"cluster": "default", "params": None, "slot_s": 1.0, "seed": 0}
+    kw |= {"until_s": None, "drop_oversized": False, "mode": "auto"}
+    summary = run_tui("synth-500", "tiresias", out=tmp_path / "out", **kw)
+    assert summary["stopped_at_s"] == stopped["t"]
+    assert summary["n_unfinished"] == 500 - stopped["done"] > 0
+    head, _ = replay("synth-500", "tiresias", cluster="default", until_s=stopped["t"])
+    assert set(summary) - {"stopped_at_s"} == set(head)
+    written = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert written["n_unfinished"] == summary["n_unfinished"]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["stopped_at_s"] == stopped["t"]
+
+
+# --- the event feed --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["auto", "python"])
+@run_async
+async def test_event_feed_names_what_a_step_did(mode):
+    app = make_app(mode=mode)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("n")
+        f = await app.settle()
+        await pilot.pause()
+        started = f.gpu_job[f.gpu_job >= 0]
+        assert f.events is not None and started.size
+        assert set(f.events.started.tolist()) == set(np.unique(started).tolist())
+        line = line_with(screen_text(app), "started")
+        assert f"t={f.engine_now:,.0f} s" in line
+        first = int(f.events.started[0])
+        assert str(app.jobs.job_id[first]) in line
+        assert str(app.query_one(EventFeed).render()).startswith(f"t={f.engine_now:,.0f} s")
+
+
+@pytest.mark.parametrize("mode", ["auto", "python"])
+def test_events_match_the_job_states(mode):
+    """Step by step, the feed's events are exactly the jobs' state changes, on both paths."""
+    engine = make_engine(trace="synth-500", mode=mode)
+    drv = Driver(engine, speed=10.0)
+    holding = (LOADING, RUNNING, SAVING)
+    before = engine.state.job_status.copy()
+    n_started = n_preempted = n_finished = 0
+    last = None
+    while not engine.finished:
+        engine.step(1)
+        ev = drv.frame().events
+        now = engine.state.job_status
+        if ev is last:  # the run ended without a decision: nothing changed
+            assert engine.finished and (now == before).all()
+            continue
+        last = ev
+        was_on, is_on = np.isin(before, holding), np.isin(now, holding)
+        assert ev.n_decisions == 1 and ev.t_to == engine.now
+        np.testing.assert_array_equal(ev.started, np.flatnonzero(is_on & ~was_on))
+        np.testing.assert_array_equal(
+            ev.finished, np.flatnonzero((now == FINISHED) & (before != FINISHED))
+        )
+        stop = (was_on & ~is_on & (now != FINISHED) & (before != SAVING)) | (
+            (now == SAVING) & was_on & (before != SAVING)
+        )
+        np.testing.assert_array_equal(ev.preempted, np.flatnonzero(stop))
+        assert (ev.n_finished, ev.n_preempted) == (ev.finished.size, ev.preempted.size)
+        assert ev.n_holding == (int(was_on.sum()), int(is_on.sum()))
+        n_started += ev.started.size
+        n_preempted += ev.preempted.size
+        n_finished += ev.finished.size
+        before = now.copy()
+    assert n_preempted == int(engine.state.job_n_preempt.sum()) > 0
+    assert n_started == 500 + n_preempted and n_finished == 500
+
+
+def test_event_counts_over_many_decisions_are_exact():
+    """Playing, a frame spans many decisions: its counts still add up to the run's."""
+    engine = make_engine(trace="synth-500", mode="auto")
+    drv = Driver(engine, speed=10.0)
+    totals = np.zeros(4, dtype=np.int64)
+    last = None
+    while not engine.finished:
+        engine.step(7)
+        ev = drv.frame().events
+        if ev is not last:
+            last = ev
+            totals += (ev.n_decisions, ev.n_arrived, ev.n_finished, ev.n_preempted)
+    st = engine.state
+    assert totals.tolist() == [
+        engine.result().extra["n_decisions"],
+        500,
+        500,
+        int(st.job_n_preempt.sum()),
+    ]
+
+
 # --- snapshots ------------------------------------------------------------------------------------
 
 
@@ -319,6 +562,20 @@ def test_snapshot_summary(snap_compare):
 
     app = make_app()
     assert snap_compare(app, terminal_size=(100, 34), run_before=to_end)
+
+
+def test_snapshot_stopped_summary_80x24(snap_compare):
+    async def stop(pilot) -> None:
+        app = pilot.app
+        await _three_steps(pilot)
+        await pilot.press("q")
+        summary = await wait_summary(app)
+        await pilot.pause()
+        app.pop_screen()  # as above: without the wall-clock time
+        app.push_screen(SummaryScreen({**summary, "wall_s": 0.0}, app.sub_title))
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=stop)
 
 
 BAD_POLICY = '''

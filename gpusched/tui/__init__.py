@@ -46,13 +46,14 @@ def run_tui(
     Returns
     -------
     dict
-        The summary of the finished run, or of the part run so far when the user quit
-        early (``n_unfinished`` counts the jobs left).
+        The summary of the finished run (summary.json's keys), or of the part run so far
+        when the user quit early or ``until_s`` cut it: then ``n_unfinished`` counts the
+        jobs left and ``stopped_at_s`` is the simulated time it stopped at, s.
     """
-    from gpusched.metrics import summarize, write_results
+    from gpusched.metrics import write_results
     from gpusched.run import build_engine
     from gpusched.tui.app import GpuschedApp, trace_label
-    from gpusched.tui.session import partial_result
+    from gpusched.tui.session import partial_result, run_summary
 
     engine, path = build_engine(
         trace,
@@ -77,5 +78,5 @@ def run_tui(
         raise error
     result = partial_result(engine)
     if out is not None:
-        return write_results(result, out, str(path))
-    return summarize(result)
+        return run_summary(result, write_results(result, out, str(path)))
+    return run_summary(result)

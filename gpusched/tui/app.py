@@ -5,6 +5,14 @@ engine through a :class:`~gpusched.tui.session.Driver`; the UI thread only sends
 commands and receives :class:`~gpusched.tui.session.Frame` copies as
 :class:`~gpusched.tui.messages.FrameReady` messages, which replace each other when they
 arrive faster than they are drawn.
+
+Layout: the cluster view (left) and the metrics (right) share the top and take only the
+rows they draw (the cluster view at most about half the screen, then it aggregates or
+scrolls); the queue and running lists share the rest; the event feed sits above the
+footer.
+
+Quitting mid-run (``q``) stops the run where it is, as ``--until`` would, and shows the
+summary of the part run (its stop time and the jobs left); ``q`` again quits.
 """
 
 from __future__ import annotations
@@ -18,14 +26,20 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.events import Resize
 from textual.reactive import var
 from textual.widgets import Footer, Header, Static
 from textual.worker import get_current_worker
 
 from gpusched.tui.messages import FrameReady, ServerSelected, SimFailed, SimFinished
 from gpusched.tui.screens import HelpScreen, SummaryScreen
-from gpusched.tui.session import MAX_SPEED, SPEEDS, Driver, Frame, default_speed
-from gpusched.tui.widgets import ClusterView, MetricsPanel, QueueView
+from gpusched.tui.session import MAX_SPEED, SPEEDS, Driver, Frame, default_speed, run_summary
+from gpusched.tui.widgets import ClusterView, EventFeed, Legend, MetricsPanel, QueueView
+
+#: Rows outside the panels: header, event feed, footer.
+CHROME_ROWS = 3
+#: Rows of the left column besides the cluster view: legend, the view's border, server info.
+LEFT_EXTRA_ROWS = 6
 
 
 class GpuschedApp(App[dict[str, Any] | None]):
@@ -80,7 +94,7 @@ class GpuschedApp(App[dict[str, Any] | None]):
         self.summary: dict[str, Any] | None = None
         self.error: BaseException | None = None
         self.frames_applied = 0
-        self._legend = ""
+        self.stopping = False  # q was pressed mid-run: the worker is stopping the engine
         self._info = ""
         self._issued = 0
         self.trace_name = trace_name
@@ -91,27 +105,48 @@ class GpuschedApp(App[dict[str, Any] | None]):
         )
 
     def compose(self) -> ComposeResult:
+        has_status = callable(getattr(self.engine.policy, "status_line", None))
         yield Header()
-        with Horizontal(id="main"):
+        with Horizontal(id="top"):
             with Vertical(id="left"):
-                yield Static(id="legend")
-                yield ClusterView(self.cluster, id="cluster").data_bind(GpuschedApp.frame)
+                view = ClusterView(self.cluster, id="cluster")
+                yield Legend(view, id="legend")
+                yield view.data_bind(GpuschedApp.frame)
                 yield Static(id="server-info")
-            with Vertical(id="right"):
-                yield MetricsPanel(self.cluster.n_gpus, id="metrics").data_bind(GpuschedApp.frame)
-                yield QueueView("queued", self.jobs, self.cluster, id="queued").data_bind(
-                    GpuschedApp.frame
-                )
-                yield QueueView("running", self.jobs, self.cluster, id="running").data_bind(
-                    GpuschedApp.frame
-                )
+            yield MetricsPanel(self.cluster.n_gpus, has_status=has_status, id="metrics").data_bind(
+                GpuschedApp.frame
+            )
+        with Horizontal(id="lists"):
+            yield QueueView("queued", self.jobs, self.cluster, id="queued").data_bind(
+                GpuschedApp.frame
+            )
+            yield QueueView("running", self.jobs, self.cluster, id="running").data_bind(
+                GpuschedApp.frame
+            )
+        yield EventFeed(self.jobs, id="feed").data_bind(GpuschedApp.frame)
         yield Footer()
+
+    def on_resize(self, event: Resize) -> None:
+        self._fit_cluster(event.size.height)
+        self.call_after_refresh(self._update_side)  # the level shown may have changed
+
+    def _fit_cluster(self, height: int) -> None:
+        """Let the cluster view have about half the screen, or the metrics' height if more."""
+        try:
+            view = self.query_one(ClusterView)
+            metrics = self.query_one(MetricsPanel)
+        except Exception:
+            return
+        half = (height - CHROME_ROWS) // 2 - LEFT_EXTRA_ROWS
+        beside = int(metrics.styles.height.value) - LEFT_EXTRA_ROWS if metrics.styles.height else 0
+        view.max_rows = max(half, beside, 3)
 
     def on_mount(self) -> None:
         cluster = self.query_one(ClusterView)
         cluster.border_title = f"Cluster · {self.cluster.name}"
         self.query_one(MetricsPanel).border_title = "Metrics"
         cluster.focus()
+        self._fit_cluster(self.size.height)
         self.simulate()
 
     # --- the worker -----------------------------------------------------------------------
@@ -125,10 +160,7 @@ class GpuschedApp(App[dict[str, Any] | None]):
             return worker.is_cancelled
 
         def finish(frame: Frame) -> None:
-            from gpusched.metrics import summarize
-
-            summary = summarize(self.engine.result())
-            self.post_message(SimFinished(frame, summary))
+            self.post_message(SimFinished(frame, run_summary(self.engine.result())))
 
         try:
             self.driver.loop(cancelled, lambda f: self.post_message(FrameReady(f)), finish)
@@ -163,11 +195,11 @@ class GpuschedApp(App[dict[str, Any] | None]):
             cluster = self.query_one(ClusterView)
         except Exception:
             return
-        # fixed-height statics, updated only on change: no layout pass per frame
-        legend = cluster.legend()
-        if legend.plain != self._legend:
-            self._legend = legend.plain
-            self.query_one("#legend", Static).update(legend, layout=False)
+        self._fit_cluster(self.size.height)  # the metrics may have grown a status row
+        # fixed-height widgets, updated only on change: no layout pass per frame
+        legend = self.query_one(Legend)
+        if legend.level != cluster.shown_level:
+            legend.refresh()
         info = cluster.describe(self.frame, self.jobs.job_id, self.jobs.n_gpus)
         if info.markup != self._info:
             self._info = info.markup
@@ -209,6 +241,7 @@ class GpuschedApp(App[dict[str, Any] | None]):
 
     def action_zoom(self) -> None:
         self.query_one(ClusterView).action_zoom()
+        self.call_after_refresh(self._update_side)  # the legend of the new level
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -219,6 +252,12 @@ class GpuschedApp(App[dict[str, Any] | None]):
             self.push_screen(SummaryScreen(self.summary, self.sub_title))
 
     async def action_quit(self) -> None:
+        """Quit; mid-run, first stop the run there and show its summary."""
+        running = self.driver.started and not self.driver.done.is_set()
+        if self.summary is None and self.error is None and running and not self.stopping:
+            self.stopping = True
+            self._send("stop")  # the worker ends the run; SimFinished shows the summary
+            return
         self.exit(self.summary)
 
     # --- for tests ------------------------------------------------------------------------

@@ -10,6 +10,13 @@ wall second; the driver steps the engine while the next decision point
 (:meth:`Engine.peek`) is at or before that clock. In max-speed mode it steps in chunks
 sized to take about 20 ms each. Frames are produced at most every ``frame_s``.
 
+Event feed: each frame carries the :class:`Events` since the previous frame in which the
+engine had advanced, found by comparing the jobs holding GPUs in the two frames (the same
+on the fused and the Python path, and it costs a set difference of the running lists).
+In step mode that is exactly what the last decision did. Over several decisions a job
+may start and stop in between, so the feed then counts from the run's counters instead
+(finishes, preemptions) and gives the jobs holding GPUs before and after.
+
 Queue order shown: for fused (kernel) policies the kernel's own priority key,
 re-evaluated in NumPy; for Python policies, the policy's ``priority_key(view, jobs)``
 method if it has one (lower first), else the order of its last decision.
@@ -40,6 +47,7 @@ from gpusched.state import (
     KEY_SJF,
     KEY_SRTF,
     QUEUED,
+    SAVING,
 )
 
 #: Simulated seconds per wall second offered by +/- (then max speed).
@@ -76,6 +84,31 @@ def partial_result(engine: Any) -> Any:
     return engine.result()
 
 
+def run_summary(result: Any, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The summary of ``result`` (summary.json's keys), plus ``stopped_at_s`` if it was cut.
+
+    Parameters
+    ----------
+    result
+        A :class:`~gpusched.engine.RunResult`.
+    summary
+        Its summary if already computed (e.g. by ``write_results``), else it is computed.
+
+    Returns
+    -------
+    dict
+        :func:`gpusched.metrics.summarize`'s dictionary; a run stopped before every job
+        finished (quit mid-run, or ``--until``) also carries ``stopped_at_s``, the
+        simulated time it was stopped at, s (``n_unfinished`` counts the jobs left).
+    """
+    from gpusched.metrics import summarize
+
+    out = dict(summarize(result) if summary is None else summary)
+    if result.stopped_at is not None:
+        out.setdefault("stopped_at_s", float(result.stopped_at))
+    return out
+
+
 def default_speed(engine: Any) -> float:
     """A starting speed that plays the arrivals of the trace in about two minutes."""
     sub = engine.jobs.submit_s
@@ -85,6 +118,28 @@ def default_speed(engine: Any) -> float:
         if s >= want:
             return float(s)
     return float(SPEEDS[-1])
+
+
+@dataclass(slots=True, eq=False)
+class Events:
+    """What changed between two frames: jobs that took or left GPUs, and arrivals.
+
+    ``t_from`` is the engine time of the earlier frame (-inf before the first decision
+    point), ``t_to`` that of the later one; ``n_decisions`` decision points lie between.
+    The job arrays compare the two frames only (exact for one decision); the counts
+    are exact over any number of decisions.
+    """
+
+    t_from: float
+    t_to: float
+    n_decisions: int
+    started: np.ndarray  # int32 jobs now holding GPUs that did not before
+    preempted: np.ndarray  # int32 jobs sent back to the queue (or to save)
+    finished: np.ndarray  # int32 jobs that finished
+    n_arrived: int  # jobs submitted in (t_from, t_to]
+    n_finished: int  # jobs finished in between
+    n_preempted: int  # preemptions in between
+    n_holding: tuple[int, int]  # jobs holding GPUs before and after
 
 
 @dataclass(slots=True, eq=False)
@@ -121,8 +176,14 @@ class Frame:
     hist_t: np.ndarray  # sample times, s
     hist_busy: np.ndarray  # busy GPUs at each sample
     hist_queue: np.ndarray  # queued jobs at each sample
+    events: Events | None = None  # since the previous frame in which the engine advanced
     wall_fps: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def stopped(self) -> bool:
+        """The run ended with jobs left (quit mid-run, or ``--until``)."""
+        return self.finished and self.n_finished < self.n_jobs
 
 
 class Driver:
@@ -163,6 +224,12 @@ class Driver:
         self._hn = 0
         self._key_name: str | None = None
         self._key_code = KEY_NONE
+        self._ev_run = np.empty(0, dtype=np.int32)  # jobs holding GPUs at the last change
+        self._ev_status = np.empty(0, dtype=np.int8)
+        self._ev_t = -math.inf
+        self._ev_decisions = 0
+        self._ev_counts = (0, 0)  # jobs finished, preemptions
+        self._events: Events | None = None
         if engine.mode == "fused":
             self._key_code = int(engine.cfg.key)
             self._key_name = {
@@ -178,7 +245,11 @@ class Driver:
     # --- commands (any thread) ------------------------------------------------------------
 
     def send(self, cmd: str, arg: Any = None) -> None:
-        """Queue a command: ``pause`` (bool, None toggles), ``speed`` (float), ``step`` (int)."""
+        """Queue a command.
+
+        ``pause`` (bool, None toggles), ``speed`` (float), ``step`` (int), or ``stop``
+        (end the run now, as ``--until`` would: the loop then finishes as usual).
+        """
         self._cmds.put((cmd, arg))
         self._wake.set()
 
@@ -255,6 +326,8 @@ class Driver:
                     if cancelled() or not self._step(1):
                         break
                     self.clock = self.engine.now
+            elif cmd == "stop":
+                self.engine.stop()
             self.seq += 1
 
     def _step(self, n: int) -> bool:
@@ -386,8 +459,50 @@ class Driver:
             hist_t=self._ht[:n].copy(),
             hist_busy=self._hb[:n].copy(),
             hist_queue=self._hq[:n].copy(),
+            events=self._diff(run),
             extra=self._policy_status(),
         )
+
+    def _diff(self, run: np.ndarray) -> Events | None:
+        """Events since the last frame in which the engine advanced (``run`` sorted)."""
+        st = self.engine.state
+        n_dec = int(st.sim_i[I_N_DECISIONS])
+        now = self.engine.now
+        if n_dec == self._ev_decisions and now == self._ev_t:
+            return self._events  # nothing happened since (the last run-down has no decision)
+        status = st.job_status[run]
+        prev, prev_status = self._ev_run, self._ev_status
+        started = np.setdiff1d(run, prev, assume_unique=True).astype(np.int32)
+        left = np.isin(prev, run, assume_unique=True, invert=True)
+        gone = prev[left]
+        done = st.job_status[gone] == FINISHED
+        # a preemption shows when the job stops running: it leaves the GPUs, or starts
+        # saving (then leaving after the save is not reported again)
+        kept = np.isin(run, prev, assume_unique=True)
+        to_save = run[kept & (status == SAVING)]
+        was = prev_status[np.isin(prev, to_save, assume_unique=True)]
+        preempted = np.concatenate(
+            [to_save[was != SAVING], gone[~done & (prev_status[left] != SAVING)]]
+        )
+        sub = self.engine.jobs.submit_s
+        lo = np.searchsorted(sub, self._ev_t, "right") if math.isfinite(self._ev_t) else 0
+        counts = (int(st.sim_i[I_N_FINISHED]), int(st.job_n_preempt.sum()))
+        self._events = Events(
+            t_from=self._ev_t,
+            t_to=now,
+            n_decisions=n_dec - self._ev_decisions,
+            started=started,
+            preempted=np.sort(preempted).astype(np.int32),
+            finished=gone[done].astype(np.int32),
+            n_arrived=int(np.searchsorted(sub, now, "right") - lo),
+            n_finished=counts[0] - self._ev_counts[0],
+            n_preempted=counts[1] - self._ev_counts[1],
+            n_holding=(int(prev.size), int(run.size)),
+        )
+        self._ev_counts = counts
+        self._ev_run, self._ev_status = run, status
+        self._ev_t, self._ev_decisions = now, n_dec
+        return self._events
 
     def _policy_status(self) -> dict[str, Any]:
         """The policy's optional ``status_line(view, now) -> str`` (shown in the metrics panel)."""
@@ -432,6 +547,14 @@ def fmt_s(x: float | None) -> str:
         return f"{h}h{m:02d}m"
     d, h = divmod(h, 24)
     return f"{d}d{h:02d}h"
+
+
+def fmt_t(t: float) -> str:
+    """A simulated time in s, exact and grouped (``12,345 s``, ``12,345.5 s``)."""
+    if not math.isfinite(t):
+        return "-"
+    t = float(t) + 0.0
+    return f"{t:,.0f} s" if t == round(t) else f"{t:,.1f} s"
 
 
 def fmt_speed(speed: float) -> str:

@@ -11,7 +11,7 @@ from textual.widgets import Static
 
 KEYS: tuple[tuple[str, str], ...] = (
     ("space", "pause / resume"),
-    ("n", "step to the next decision point (pauses)"),
+    ("n", "step to the next decision point (pauses; the bottom line says what it did)"),
     ("+ / -", "faster / slower (simulated seconds per wall second)"),
     ("m", "max speed on / off"),
     ("z", "cluster detail: auto, per GPU, per server, per group"),
@@ -20,7 +20,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("tab", "focus the next panel (scroll lists with arrows, PgUp/PgDn)"),
     ("s", "show the summary (once the run has ended)"),
     ("?", "this help"),
-    ("q", "quit"),
+    ("q", "quit (mid-run: stop there and show the summary, q again quits)"),
 )
 
 

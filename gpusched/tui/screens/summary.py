@@ -1,22 +1,36 @@
-"""The end-of-run screen: the same numbers as the headless summary.json."""
+"""The end-of-run screen: the same numbers as the headless summary.json.
+
+Laid out to fit the terminal: one table (name, summary.json value, readable value) when
+the screen is tall enough, else two tables side by side (jobs and JCT; the run and the
+scheduler), without the readable column if even that is too wide; the box scrolls if
+it still does not fit. A run stopped before the end says so first: its stop time and
+the jobs left.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from rich.console import RenderableType
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.events import Resize
+from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gpusched.tui.session import fmt_s
+from gpusched.tui.session import fmt_s, fmt_t
 
 _LABELS = {
     "n_jobs": "jobs",
     "n_finished": "finished",
     "n_unfinished": "unfinished",
+    "stopped_at_s": "stopped at",
     "avg_jct_s": "JCT avg",
     "p50_jct_s": "JCT P50",
     "p95_jct_s": "JCT P95",
@@ -35,6 +49,28 @@ _LABELS = {
     "sched_delay_ms_p95": "scheduling delay P95 (ms)",
     "wall_s": "engine wall time (s)",
 }
+#: Keys of the left table in the two-table layout (the rest go right).
+_JOB_KEYS = frozenset(
+    {
+        "n_jobs",
+        "n_finished",
+        "n_unfinished",
+        "avg_jct_s",
+        "p50_jct_s",
+        "p95_jct_s",
+        "p99_jct_s",
+        "avg_wait_s",
+        "p50_wait_s",
+        "p95_wait_s",
+        "total_jct_s",
+    }
+)
+#: Rows of the box besides the title and the table: border, hint and its padding.
+_BOX_ROWS = 4
+#: Columns of the box besides its content: border and padding.
+_BOX_COLS = 6
+#: The narrowest content of the box (the title wraps at this width).
+_MIN_WIDTH = 60
 
 
 def _value(key: str, v: Any) -> tuple[str, str]:
@@ -47,6 +83,66 @@ def _value(key: str, v: Any) -> tuple[str, str]:
     if isinstance(v, float):
         return f"{v:.6g}", ""
     return str(v), ""
+
+
+def _table(summary: dict[str, Any], keys: list[str], *, nice: bool) -> Table:
+    table = Table(box=None, padding=(0, 1), show_header=True, header_style="bold")
+    table.add_column("metric", style="cyan", no_wrap=True)
+    table.add_column("summary.json", justify="right", no_wrap=True)
+    if nice:
+        table.add_column("", style="dim", no_wrap=True)
+    for key in keys:
+        raw, readable = _value(key, summary[key])
+        cells = [_LABELS.get(key, key), raw] + ([readable] if nice else [])
+        table.add_row(*cells)
+    return table
+
+
+def stop_line(summary: dict[str, Any]) -> Text | None:
+    """``stopped at t=... s: N of M jobs unfinished`` for a run cut short, else None."""
+    at = summary.get("stopped_at_s")
+    if at is None:
+        return None
+    t = Text()
+    t.append("Stopped early", style="bold yellow")
+    t.append(f" at t={fmt_t(at)} ({fmt_s(at)}): ")
+    t.append(f"{summary.get('n_unfinished', '?')} of {summary.get('n_jobs', '?')}", style="bold")
+    t.append(" jobs unfinished (as with --until)")
+    return t
+
+
+def summary_layout(
+    summary: dict[str, Any], size: Size, measure: Any, title_rows: int
+) -> RenderableType:
+    """The tables of ``summary`` laid out for a screen of ``size``.
+
+    Parameters
+    ----------
+    summary
+        The summary dictionary.
+    size
+        The screen's size (cells).
+    measure
+        ``measure(renderable) -> int``: the width a renderable wants.
+    title_rows
+        Rows the title (and stop line) take above the tables.
+    """
+    keys = list(summary)
+    rows = size.height - _BOX_ROWS - title_rows
+    width = size.width - _BOX_COLS
+    one = _table(summary, keys, nice=True)
+    if len(keys) + 1 <= rows and measure(one) <= width:
+        return one
+    left = [k for k in keys if k in _JOB_KEYS]
+    right = [k for k in keys if k not in _JOB_KEYS]
+    best: RenderableType = one
+    for nice in (True, False):
+        grid = Table.grid(padding=(0, 3))
+        grid.add_row(_table(summary, left, nice=nice), _table(summary, right, nice=nice))
+        best = grid
+        if measure(grid) <= width:
+            break
+    return best
 
 
 class SummaryScreen(ModalScreen[None]):
@@ -63,17 +159,37 @@ class SummaryScreen(ModalScreen[None]):
         self.title_text = title
 
     def compose(self) -> ComposeResult:
-        table = Table(box=None, padding=(0, 2), show_header=True, header_style="bold")
-        table.add_column("metric", style="cyan", no_wrap=True)
-        table.add_column("summary.json", justify="right", no_wrap=True)
-        table.add_column("", style="dim", no_wrap=True)
-        for key, v in self.summary.items():
-            raw, nice = _value(key, v)
-            table.add_row(_LABELS.get(key, key), raw, nice)
+        stopped = stop_line(self.summary)
+        head = "Run stopped" if stopped is not None else "Run finished"
         with VerticalScroll(id="summary-box"):
-            yield Static(f"Run finished · {self.title_text}", id="summary-title")
-            yield Static(table, id="summary-table")
+            yield Static(f"{head} · {self.title_text}", id="summary-title")
+            if stopped is not None:
+                yield Static(stopped, id="summary-stop")
+            yield Static(id="summary-table")
             yield Static("q quit · escape back to the cluster view", classes="hint")
+
+    def on_mount(self) -> None:
+        self._fit(self.app.size)
+
+    def on_resize(self, event: Resize) -> None:
+        self._fit(event.size)
+
+    def _fit(self, size: Size) -> None:
+        console = self.app.console
+
+        def measure(renderable: RenderableType) -> int:
+            return Measurement.get(console, console.options, renderable).maximum
+
+        # the box is at least _MIN_WIDTH wide inside: count the title's rows at that width
+        width = max(min(size.width - _BOX_COLS, _MIN_WIDTH), 20)
+        stopped = stop_line(self.summary)
+        title_rows = math.ceil(len(f"Run finished · {self.title_text}") / width)
+        if stopped is not None:
+            title_rows += math.ceil(len(stopped.plain) / width)
+        layout = summary_layout(self.summary, size, measure, title_rows)
+        box = self.query_one("#summary-box")
+        box.styles.width = min(max(measure(layout), _MIN_WIDTH) + _BOX_COLS, size.width)
+        self.query_one("#summary-table", Static).update(layout)
 
     def action_dismiss(self) -> None:  # type: ignore[override]
         self.dismiss(None)

@@ -1,7 +1,9 @@
 """The TUI's widgets, one per module."""
 
 from gpusched.tui.widgets.cluster_view import ClusterView
+from gpusched.tui.widgets.event_feed import EventFeed
+from gpusched.tui.widgets.legend import Legend
 from gpusched.tui.widgets.metrics_panel import MetricsPanel
 from gpusched.tui.widgets.queue_view import QueueView
 
-__all__ = ["ClusterView", "MetricsPanel", "QueueView"]
+__all__ = ["ClusterView", "EventFeed", "Legend", "MetricsPanel", "QueueView"]

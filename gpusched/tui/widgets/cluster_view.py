@@ -1,7 +1,9 @@
 """The cluster view: one cell per GPU grouped by server, or aggregated when cells don't fit.
 
-Three levels of detail, chosen automatically from the size of the widget (``z`` cycles
-through them by hand):
+Three levels of detail, chosen automatically from the size of the widget, or, when the
+app sets :attr:`ClusterView.max_rows`, the most detailed level that fits in that many
+rows, and then the widget takes only the rows it draws (``z`` cycles through the levels
+by hand):
 
 * ``gpu``: one cell per GPU, coloured by job, with a glyph per state (running, loading,
   saving, shared, idle); one server per row when the servers fit, else packed;
@@ -80,6 +82,8 @@ class ClusterView(CachedStyles, ScrollView, can_focus=True):
     frame: reactive[Frame | None] = reactive(None, layout=False, repaint=False)
     level: var[str] = var("auto")
     cursor: var[int] = var(0)
+    #: rows the view may take (0: fill the height it is given); it takes only what it draws
+    max_rows: var[int] = var(0)
 
     def __init__(self, cluster: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -122,6 +126,9 @@ class ClusterView(CachedStyles, ScrollView, can_focus=True):
     def watch_level(self) -> None:
         self._relayout()
 
+    def watch_max_rows(self) -> None:
+        self._relayout()
+
     def _pack(
         self, width: int, cw: int, gap: int, *, one_cell: bool = False
     ) -> list[list[tuple[int, int]]]:
@@ -142,7 +149,7 @@ class ClusterView(CachedStyles, ScrollView, can_focus=True):
 
     def _relayout(self) -> None:
         width = max(self.size.width, 10)
-        height = max(self.size.height, 1)
+        height = max(self.max_rows if self.max_rows > 0 else self.size.height, 1)
         n = int(self.servers.size)
         want = self.level
         chosen: tuple[str, list[list[tuple[int, int]]], int, bool] | None = None
@@ -173,6 +180,10 @@ class ClusterView(CachedStyles, ScrollView, can_focus=True):
             for i, (item, _x) in enumerate(line):
                 self._pos[item] = (r, i)
         self.virtual_size = Size(width, len(self._lines))
+        if self.max_rows > 0:
+            tall = min(max(len(self._lines), 1), self.max_rows) + self.styles.gutter.height
+            if self.styles.height is None or self.styles.height.value != tall:
+                self.styles.height = tall
         n_items = self.n_groups if self.shown_level == "group" else n
         if n_items:
             self.cursor = min(self.cursor, n_items - 1)
@@ -383,29 +394,39 @@ class ClusterView(CachedStyles, ScrollView, can_focus=True):
 
     # --- legend and selection -----------------------------------------------------------------
 
-    def legend(self) -> Text:
-        """One line explaining the glyphs of the level shown."""
+    def legend(self, width: int = 0) -> Text:
+        """One line explaining the glyphs of the level shown (shorter if ``width`` is)."""
+        full = self._legend(short=False)
+        if width <= 0 or full.cell_len <= width:
+            return full
+        return self._legend(short=True)
+
+    def _legend(self, *, short: bool) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
+        gap = " " if short else "  "
         if self.shown_level == "gpu":
-            for glyph, name in (("█", "running"), ("▒", "loading"), ("░", "saving")):
+            names = ("run", "load", "save") if short else ("running", "loading", "saving")
+            for glyph, name in zip(("█", "▒", "░"), names, strict=True):
                 t.append(glyph, style=C_RUN)
-                t.append(f" {name}  ")
+                t.append(f" {name}{gap}")
             t.append(SHARED_GLYPH, style=f"{C_RUN} on {C_SHARED}")
-            t.append(" shared  ")
+            t.append(f" shared{gap}")
             t.append(IDLE_GLYPH, style=C_IDLE)
-            t.append(" idle   colour = job")
+            t.append(" idle" + (" colour=job" if short else "   colour = job"))
         elif self.shown_level == "server":
             t.append("▁▄█", style=C_RUN)
-            t.append(" busy fraction per server  ")
-            for col, name in ((C_LOAD, "loading"), (C_SAVE, "saving"), (C_SHARED, "shared")):
+            t.append(" busy share" if short else " busy fraction per server")
+            t.append(gap)
+            names = ("load", "save", "shared") if short else ("loading", "saving", "shared")
+            for col, name in zip((C_LOAD, C_SAVE, C_SHARED), names, strict=True):
                 t.append("■", style=col)
-                t.append(f" {name}  ")
+                t.append(f" {name}{gap}")
         else:
             for code, col in ((RUNNING, C_RUN), (LOADING, C_LOAD), (SAVING, C_SAVE)):
                 t.append(GLYPH[code], style=col)
-                t.append(f" {STATUS_NAMES[code]}  ")
+                t.append(f" {STATUS_NAMES[code]}{gap}")
             t.append(IDLE_GLYPH, style=C_IDLE)
-            t.append(" idle   per group")
+            t.append(" idle" + ("" if short else "   per group"))
         return t
 
     def selected_server(self) -> int | None:

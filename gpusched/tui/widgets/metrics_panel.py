@@ -1,8 +1,10 @@
-"""The metrics panel: clock, progress, JCT so far, and utilisation / queue sparklines."""
+"""The metrics panel: clock, progress, JCT so far, utilisation / queue sparklines, and the
+policy's status line (wrapped: the panel grows to show all of it)."""
 
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any
 
 from rich.text import Text
@@ -25,8 +27,22 @@ def sparkline(values: list[float], top: float) -> str:
     return "".join(out)
 
 
+#: Rows of the panel above the policy's status line.
+BASE_ROWS = 6
+#: At most this many rows of status line (a longer one ends in an ellipsis).
+MAX_STATUS_ROWS = 4
+
+
 class MetricsPanel(Widget):
-    """Numbers of the run so far, drawn from the latest frame."""
+    """Numbers of the run so far, drawn from the latest frame.
+
+    Parameters
+    ----------
+    n_gpus
+        GPUs of the cluster.
+    has_status
+        The policy has a ``status_line``: keep a row for it from the start.
+    """
 
     DEFAULT_CSS = """
     MetricsPanel { height: 8; }
@@ -34,9 +50,39 @@ class MetricsPanel(Widget):
 
     frame: reactive[Frame | None] = reactive(None, layout=False)
 
-    def __init__(self, n_gpus: int, **kwargs: Any) -> None:
+    def __init__(self, n_gpus: int, *, has_status: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.n_gpus = n_gpus
+        #: rows kept for the status line: they only grow, so the layout does not jump
+        self.status_rows = 1 if has_status else 0
+
+    def on_mount(self) -> None:
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def watch_frame(self, frame: Frame | None) -> None:
+        self._fit()
+
+    def _status_lines(self) -> list[str]:
+        f = self.frame
+        status = f.extra.get("status") if f is not None else None
+        if not status:
+            return []
+        width = max(self.size.width, 10)
+        lines = textwrap.wrap(str(status), width) or [""]
+        if len(lines) > MAX_STATUS_ROWS:
+            lines = lines[:MAX_STATUS_ROWS]
+            lines[-1] = lines[-1][: width - 1] + "…"
+        return lines
+
+    def _fit(self) -> None:
+        """Make the panel tall enough for its rows and every line of the status."""
+        self.status_rows = max(self.status_rows, len(self._status_lines()))
+        height = BASE_ROWS + self.status_rows + self.styles.gutter.height
+        if self.styles.height is None or self.styles.height.value != height:
+            self.styles.height = height
 
     def render(self) -> Text:
         f = self.frame
@@ -45,7 +91,7 @@ class MetricsPanel(Widget):
             t.append("starting…", style="dim")
             return t
         if f.finished:
-            mode = ("■ done", "bold")
+            mode = ("■ stopped", "bold yellow") if f.stopped else ("■ done", "bold")
         elif f.paused:
             mode = ("❚❚ paused", "bold yellow")
         else:
@@ -58,11 +104,13 @@ class MetricsPanel(Widget):
         if f.paused and math.isfinite(nxt):
             t.append(f"  next {fmt_s(nxt)}", style="dim")
         t.append("\n")
+        done, dec = f"{f.n_finished}/{f.n_jobs}", f"{f.n_decisions}"
+        short = len(f"jobs {done} done  {dec} decisions") > self.size.width
         t.append("jobs ", style="dim")
-        t.append(f"{f.n_finished}/{f.n_jobs}", style="bold")
-        t.append(" done  ", style="dim")
-        t.append(f"{f.n_decisions}", style="bold")
-        t.append(" decisions\n", style="dim")
+        t.append(done, style="bold")
+        t.append("  " if short else " done  ", style="dim")
+        t.append(dec, style="bold")
+        t.append(" dec.\n" if short else " decisions\n", style="dim")
         t.append("JCT avg ", style="dim")
         t.append(fmt_s(f.avg_jct_s), style="bold")
         t.append("  P95 ", style="dim")
@@ -83,8 +131,7 @@ class MetricsPanel(Widget):
         t.append("queue ", style="dim")
         top = max(que) if que else 1.0
         t.append(sparkline(que, top), style="#c4a000")
-        status = f.extra.get("status")
-        if status:
+        for line in self._status_lines():
             t.append("\n")
-            t.append(status, style="italic")
+            t.append(line, style="italic")
         return t

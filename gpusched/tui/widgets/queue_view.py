@@ -4,6 +4,10 @@ A Line-API :class:`~textual.scroll_view.ScrollView`: the header row stays put an
 :meth:`render_line` formats only the visible rows from the frame's arrays, so a queue of
 thousands of jobs costs no more per frame than a screenful (a DataTable rebuilt each
 frame manages ~4 frames/s at 1,000 rows on this machine).
+
+Columns fit the width: in a narrow list the job ids are shortened (down to 5 characters)
+and the running list's progress bar shrinks or goes (the percentage stays) before any
+other column is cut.
 """
 
 from __future__ import annotations
@@ -24,6 +28,15 @@ from gpusched.tui.widgets.cluster_view import C_LOAD, C_RUN, C_SAVE, C_SHARED, j
 from gpusched.tui.widgets.styled import CachedStyles
 
 _STATE_COLOR = {RUNNING: C_RUN, LOADING: C_LOAD, SAVING: C_SAVE}
+#: Shortest job-id column before other columns give way.
+MIN_ID_W = 5
+#: Widest progress bar, and the narrowest one worth drawing.
+BAR_W, MIN_BAR_W = 10, 4
+#: Columns other than the id and the bar: "#" (queue), GPUs, waited, key; and for the
+#: running list: colour mark, GPUs, servers, percentage, state ("running").
+_QUEUE_FIXED = 4 + 1 + 1 + 1 + 4 + 1 + 7
+_KEY_W = 8
+_RUN_FIXED = 1 + 1 + 4 + 1 + 9 + 1 + 5 + 7
 
 
 class QueueView(CachedStyles, ScrollView, can_focus=True):
@@ -43,7 +56,10 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         self.job_id = np.asarray(jobs.job_id)
         self.job_n_gpus = np.asarray(jobs.n_gpus)
         longest = max((len(str(x)) for x in self.job_id[:100000]), default=3)
-        self.id_w = min(max(longest, 3), 14)
+        #: the widest id column wanted; :meth:`_widths` fits it to the view
+        self.id_w_max = min(max(longest, 3), 14)
+        self.id_w = self.id_w_max
+        self.bar_w = BAR_W
         self.gpu_server = np.asarray(cluster.gpu_server())
         self._servers: dict[int, str] = {}
         self._index: tuple[Frame, np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -60,8 +76,22 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
     def on_resize(self) -> None:
         self.watch_frame(self.frame)
 
+    def _widths(self) -> None:
+        """Fit the id column (and the running list's bar) to the width of the view."""
+        width = self.size.width
+        if self.kind == "queued":
+            key = _KEY_W if self.frame is not None and self.frame.key_name else 0
+            room = width - _QUEUE_FIXED - key
+            self.id_w = min(self.id_w_max, max(room, MIN_ID_W))
+            return
+        room = width - _RUN_FIXED
+        self.id_w = min(self.id_w_max, max(room - MIN_BAR_W - 1, MIN_ID_W))
+        bar = room - self.id_w - 1
+        self.bar_w = min(bar, BAR_W) if bar >= MIN_BAR_W else 0
+
     def watch_frame(self, frame: Frame | None) -> None:
         self._servers.clear()
+        self._widths()
         # the virtual height grows in steps of 64 rows: a new size means a layout pass,
         # which would otherwise cost one per frame while the queue changes
         rows = self.n_rows + 1
@@ -101,7 +131,8 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         if self.kind == "queued":
             key = f" {f.key_name:>7}" if f is not None and f.key_name else ""
             return f"{'#':>4}  {'job':<{self.id_w}} {'GPUs':>4} {'waited':>7}{key}"
-        return f" {'job':<{self.id_w}} {'GPUs':>4} {'servers':<9} {'progress':<15} state"
+        prog = f"{'progress':<{self.bar_w + 5}}" if self.bar_w else "done"
+        return f" {'job':<{self.id_w}} {'GPUs':>4} {'servers':<9} {prog} state"
 
     def _gpus_of(self, j: int, f: Frame) -> np.ndarray:
         """GPUs job ``j`` holds in frame ``f`` (via a per-frame sorted index)."""
@@ -156,22 +187,30 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         j = int(f.running[i])
         status = int(f.run_status[i])
         p = float(f.run_progress[i])
-        full = int(p * 10)
-        bar = "█" * full + ("▌" if p * 10 - full >= 0.5 else "")
-        bar = bar.ljust(10, "·")
         shared = self._is_shared(j, f)
         state = STATUS_NAMES[status] + ("+shared" if shared else "")
-        return [
+        segs = [
             Segment("■", self._style(job_color(j))),
             Segment(
                 f"{str(self.job_id[j])[:w]:<{w}} {int(self.job_n_gpus[j]):>4} "
                 f"{self._servers_of(j, f):<9} ",
                 self._style("plain"),
             ),
-            Segment(bar, self._style(_STATE_COLOR.get(status, C_RUN))),
-            Segment(f" {p * 100:3.0f}% ", self._style("plain")),
-            Segment(state, self._style(C_SHARED if shared else _STATE_COLOR.get(status, C_RUN))),
         ]
+        if self.bar_w:
+            bw = self.bar_w
+            full = int(p * bw)
+            bar = "█" * full + ("▌" if p * bw - full >= 0.5 else "")
+            segs.append(
+                Segment(bar[:bw].ljust(bw, "·"), self._style(_STATE_COLOR.get(status, C_RUN)))
+            )
+            segs.append(Segment(f" {p * 100:3.0f}% ", self._style("plain")))
+        else:
+            segs.append(Segment(f"{p * 100:3.0f}% ", self._style("plain")))
+        segs.append(
+            Segment(state, self._style(C_SHARED if shared else _STATE_COLOR.get(status, C_RUN)))
+        )
+        return segs
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width

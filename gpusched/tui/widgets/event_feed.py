@@ -1,0 +1,110 @@
+"""The event feed: one line saying what the last decision (or the last few) did."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from gpusched.tui.session import Events, Frame, fmt_t
+from gpusched.tui.widgets.cluster_view import job_color
+
+#: Jobs named per kind before "+N more".
+NAMED = 3
+
+
+def _jobs(t: Text, jobs: np.ndarray, job_id: np.ndarray, n_gpus: np.ndarray | None) -> None:
+    """Append up to :data:`NAMED` jobs of ``jobs`` (with their GPUs if > 1), then ``+N``."""
+    for k, j in enumerate(jobs[:NAMED].tolist()):
+        if k:
+            t.append(", ")
+        t.append(str(job_id[j]), style=f"bold {job_color(j)}")
+        if n_gpus is not None and int(n_gpus[j]) > 1:
+            t.append(f" ({int(n_gpus[j])} GPUs)")
+    if jobs.size > NAMED:
+        t.append(f" +{jobs.size - NAMED} more", style="dim")
+
+
+def _named(t: Text, ev: Events, job_id: np.ndarray, n_gpus: np.ndarray) -> None:
+    """Append the jobs one decision started, preempted and finished, then the arrivals."""
+    parts = [
+        ("started", ev.started, n_gpus),
+        ("preempted", ev.preempted, None),
+        ("finished", ev.finished, None),
+    ]
+    first = True
+    for word, jobs, gpus in parts:
+        if not jobs.size:
+            continue
+        if not first:
+            t.append("; ")
+        first = False
+        t.append(f"{word} ", style="dim")
+        if jobs.size > NAMED:
+            t.append(f"{jobs.size}: ")
+        _jobs(t, jobs, job_id, gpus)
+    if first:
+        t.append("no job started, preempted or finished", style="dim")
+    if ev.n_arrived:
+        t.append(f"; {ev.n_arrived} arrived", style="dim")
+
+
+def feed_line(frame: Frame | None, job_id: np.ndarray, n_gpus: np.ndarray) -> Text:
+    """The feed for ``frame``: when, then started / preempted / finished jobs and arrivals.
+
+    The jobs of a single decision are named (up to :data:`NAMED` of each kind); over
+    several decisions (playing) they are counted, with the jobs on GPUs before and after.
+
+    Parameters
+    ----------
+    frame
+        The frame shown (its :attr:`~gpusched.tui.session.Frame.events`).
+    job_id, n_gpus
+        The trace's job ids and GPU counts, by job index.
+    """
+    t = Text(no_wrap=True, overflow="ellipsis")
+    ev = None if frame is None else frame.events
+    if frame is None or ev is None:
+        t.append("no decision yet: n steps one decision point, space plays", style="dim")
+        return t
+    if ev.n_decisions <= 1:  # 0: the run-down after the last decision
+        t.append(f"t={fmt_t(ev.t_to)}", style="bold")
+    else:
+        since = fmt_t(ev.t_from) if math.isfinite(ev.t_from) else "start"
+        t.append(f"t={since} → {fmt_t(ev.t_to)}", style="bold")
+        t.append(f" ({ev.n_decisions} decisions)", style="dim")
+    t.append("  ")
+    if ev.n_decisions <= 1:
+        _named(t, ev, job_id, n_gpus)
+    else:
+        t.append(f"{ev.n_arrived} arrived, {ev.n_finished} finished, ")
+        t.append(f"{ev.n_preempted} preempted; ")
+        before, after = ev.n_holding
+        t.append(f"{before} → {after} jobs on GPUs", style="dim")
+    if frame.finished:
+        t.append("  · stopped" if frame.stopped else "  · run ended", style="dim")
+    elif math.isfinite(frame.next_event):
+        t.append(f"  · next t={fmt_t(frame.next_event)}", style="dim")
+    return t
+
+
+class EventFeed(Widget):
+    """One line under the lists: the events of the last frame that advanced the engine."""
+
+    DEFAULT_CSS = """
+    EventFeed { height: 1; padding: 0 1; }
+    """
+
+    frame: reactive[Frame | None] = reactive(None, layout=False)
+
+    def __init__(self, jobs: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.job_id = np.asarray(jobs.job_id)
+        self.job_n_gpus = np.asarray(jobs.n_gpus)
+
+    def render(self) -> Text:
+        return feed_line(self.frame, self.job_id, self.job_n_gpus)
