@@ -20,6 +20,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
+import threading
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -38,13 +39,23 @@ class PolicyInfo:
 
     name: str
     origin: str  # a file path or "module:Class"
-    summary: str
+
+    @property
+    def summary(self) -> str:
+        """The first line of the policy module's docstring (read without importing it)."""
+        return _file_summary(Path(self.origin)) if self.origin.endswith(".py") else ""
+
+
+#: ast.parse is not thread-safe on every CPython 3.11 (sweeps on threads call this)
+_PARSE_LOCK = threading.Lock()
 
 
 def _file_summary(path: Path) -> str:
     try:
-        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
-    except (OSError, SyntaxError):
+        text = path.read_text(encoding="utf-8")
+        with _PARSE_LOCK:
+            doc = ast.get_docstring(ast.parse(text))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return ""
     return doc.strip().splitlines()[0] if doc else ""
 
@@ -56,10 +67,10 @@ def available_policies() -> dict[str, PolicyInfo]:
         if path.name.startswith("_"):
             continue
         name = path.stem.replace("_", "-")
-        found[name] = PolicyInfo(name, str(path), _file_summary(path))
+        found[name] = PolicyInfo(name, str(path))
     for ep in entry_points(group=GROUP):
         if ep.name not in found:
-            found[ep.name] = PolicyInfo(ep.name, ep.value, "")
+            found[ep.name] = PolicyInfo(ep.name, ep.value)
     return dict(sorted(found.items()))
 
 
