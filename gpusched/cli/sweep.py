@@ -178,22 +178,34 @@ def plot_cmd(
         ),
     ],
     metric: Annotated[
-        str, typer.Option("--metric", "-m", help="Sweep: the summary metric on the y axis")
-    ] = "avg_jct_s",
+        str | None,
+        typer.Option(
+            "--metric",
+            "-m",
+            help="Sweep: the summary metric on the y axis (avg_jct_s, p95_jct_s, ...)",
+            show_default="avg_jct_s",
+        ),
+    ] = None,
     x: Annotated[
         str | None,
         typer.Option(
-            "--x", help="Sweep: the parameter (or policy, cluster, trace, seed) on the x axis"
+            "--x",
+            help="Sweep: policy (a bar per policy and parameters), a parameter, cluster, "
+            "trace or seed on the x axis",
+            show_default="policy if several ran, else a parameter",
         ),
     ] = None,
     save: Annotated[
         Path | None,
         typer.Option(
-            "--save", "-s", help="Write FILE.png or FILE.svg (needs gpusched[plot]) instead"
+            "--save",
+            "-s",
+            help="Write FILE.png or FILE.svg instead (needs matplotlib: gpusched\\[plot])",
         ),
     ] = None,
 ) -> None:
-    """Plot runs (JCT CDF, queue length, utilisation over time) or a sweep (metric vs parameter)."""
+    """Plot runs (JCT CDF, queue length, utilisation over time) or a sweep (a metric per
+    policy, or against a parameter)."""
     from gpusched.errors import GpuschedError
     from gpusched.plot import is_sweep, plot_runs, plot_sweep
 
@@ -203,8 +215,15 @@ def plot_cmd(
             raise GpuschedError(
                 "plot one sweep at a time (a sweep folder or its results.csv), without run folders"
             )
-        written = plot_sweep(sweeps[0], metric=metric, x=x, save=save)
+        written = plot_sweep(sweeps[0], metric=metric or "avg_jct_s", x=x, save=save)
     else:
+        if metric is not None or x is not None:
+            option = "--metric" if metric is not None else "--x"
+            raise GpuschedError(
+                f"{option} applies to a sweep (a sweep folder or its results.csv); "
+                f"{runs[0]} is not one (runs are plotted as JCT CDF, queue length and "
+                "utilisation)"
+            )
         written = plot_runs(runs, save=save)
     if save is not None:
         typer.echo(f"wrote {written}")
