@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import gzip
+import json
 import re
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from gpusched.cli import app
 from gpusched.errors import GpuschedError, TraceError
 from gpusched.importers import (
     IMPORTERS,
@@ -19,6 +22,8 @@ from gpusched.importers import (
     import_trace_with_report,
 )
 from gpusched.trace import read_trace
+
+runner = CliRunner()
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 
@@ -232,3 +237,99 @@ def test_tiresias_missing_work_columns(tmp_path: Path) -> None:
     assert info.value.errors[0].startswith(
         f"{p}:1: missing required column 'duration' (or 'iterations' and 'model_name')"
     )
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def _cli(*args: object):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_cli_gavel_seed_options(tmp_path: Path) -> None:
+    src = FIX / "gavel_msr.csv"
+    out = tmp_path / "g.csv"
+    r = _cli("trace", "import", "gavel-msr-philly", src, "-o", out, "--all-seeds")
+    assert r.exit_code == 0, r.output
+    assert len(read_trace(out)) == 5 and "excluded" not in r.output
+    r = _cli("trace", "import", "gavel-msr-philly", src, "-o", out, "--seed", "1")
+    assert r.exit_code == 0 and read_trace(out).job_id.tolist() == ["0e4a51-0", "0e4a51-1"]
+    assert "excluded 3 rows: seed != 1 (keep every seed with --all-seeds" in r.output
+    r = _cli("trace", "import", "gavel-msr-philly", src, "-o", out, "--vc", "6214e9")
+    assert r.exit_code == 0 and read_trace(out).job_id.tolist() == ["6214e9-0"]
+
+
+def test_cli_openb_fractional(tmp_path: Path) -> None:
+    out = tmp_path / "o.csv"
+    r = _cli(
+        "trace", "import", "openb", FIX / "openb_pods.csv", "-o", out, "--fractional", "exclude"
+    )
+    assert r.exit_code == 0, r.output
+    assert len(read_trace(out)) == 2 and "fractional GPU share" in r.output
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (
+            ["philly-pollux", "philly_pollux.csv", "--seed", "1"],
+            "--seed applies to 'gavel-msr-philly'",
+        ),
+        (["tiresias", "tiresias_60job.csv", "--all-seeds"], "--all-seeds applies to"),
+        (["openb", "openb_pods.csv", "--vc", "x"], "--vc applies to"),
+        (
+            ["gavel-msr-philly", "gavel_msr.csv", "--fractional", "whole"],
+            "--fractional applies to 'openb'",
+        ),
+        (["gavel-msr-philly", "gavel_msr.csv", "--seed", "1", "--all-seeds"], "not both"),
+        (["openb", "openb_pods.csv", "--fractional", "round"], "fractional must be"),
+        (["philly-pollux", "philly_pollux.csv", "-o", "."], "cannot write"),
+    ],
+)
+def test_cli_import_misuse(tmp_path: Path, args: list[str], needle: str) -> None:
+    out = [] if "-o" in args else ["-o", tmp_path / "x.csv"]
+    r = _cli("trace", "import", args[0], FIX / args[1], *args[2:], *out)
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith("error: ") and needle in r.output and "Traceback" not in r.output
+
+
+def test_cli_import_directory_and_hostile_name(tmp_path: Path) -> None:
+    r = _cli("trace", "import", "openb", tmp_path, "-o", tmp_path / "x.csv")
+    assert r.exit_code == 2 and "cannot read: it is a directory" in r.output
+    name = tmp_path / "x\ny.csv"
+    r = _cli("trace", "import", "openb", name, "-o", tmp_path / "x.csv")
+    assert r.exit_code == 2 and r.output == f"error: file not found: {str(name)!r}\n"
+
+
+@pytest.mark.parametrize(
+    ("kind", "fixture"),
+    [
+        ("philly-pollux", "philly_pollux.csv"),
+        ("tiresias", "tiresias_replay.csv"),
+        ("openb", "openb_pods.csv"),
+    ],
+)
+def test_import_then_replay(tmp_path: Path, kind: str, fixture: str) -> None:
+    out = tmp_path / "t.csv.gz"
+    r = _cli("trace", "import", kind, FIX / fixture, "-o", out)
+    assert r.exit_code == 0, r.output
+    r = _cli("replay", out, "-P", "fifo", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["n_finished"] == len(read_trace(out))
+
+
+def test_gavel_import_then_replay_fails_cleanly(tmp_path: Path) -> None:
+    """Gavel's trace gives work (total_steps), not time, for models the catalogue lacks.
+
+    Until the catalogue holds Gavel's models (or the source gives a duration), replay of
+    the import names the line and the model it cannot time, in one clean error.
+    """
+    out = tmp_path / "g.csv"
+    r = _cli("trace", "import", "gavel-msr-philly", FIX / "gavel_msr.csv", "-o", out)
+    assert r.exit_code == 0 and "note: the source gives no duration" in r.output
+    r = _cli("trace", "stats", out)
+    assert r.exit_code == 0 and "duration_s  -  (not given by any job)" in r.output
+    r = _cli("replay", out, "-P", "fifo")
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.output.startswith(f"error: {out}:2: column 'model': ")
+    assert "unknown model 'Transformer'" in r.output
