@@ -435,9 +435,15 @@ def _decode(data: bytes, fname: str) -> str:
         head = data[:pos]
         line = head.count(b"\n") + head.count(b"\r") - head.count(b"\r\n") + 1
         col = pos - max(head.rfind(b"\n"), head.rfind(b"\r")) - (bom if line == 1 else 0)
+        if data.startswith(b"\x1f\x8b"):
+            fix = "the file is gzip-compressed: give it a name ending in .gz"
+        elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            fix = "the file is UTF-16: save it as UTF-8"
+        else:
+            fix = "save the file as UTF-8"
         raise TraceError(
             f"{fname}:{line}: byte {data[pos]:#04x} (byte {col} of the line) is not valid "
-            "UTF-8; save the file as UTF-8"
+            f"UTF-8; {fix}"
         ) from None
 
 

@@ -493,6 +493,10 @@ def test_line_after_non_utf8_byte(tmp_path: Path) -> None:
     )
     p.write_bytes(b"\xef\xbb\xbfjob\xe9_id,x\n")  # on the header line, after a BOM
     assert _one_error(p).startswith(f"{p}:1: byte 0xe9 (byte 4 of the line)")
+    p.write_bytes(gzip.compress(GOOD.encode()))  # gzip data in a file named .csv
+    assert _one_error(p).endswith("; the file is gzip-compressed: give it a name ending in .gz")
+    p.write_bytes(GOOD.encode("utf-16"))
+    assert _one_error(p).endswith("not valid UTF-8; the file is UTF-16: save it as UTF-8")
 
 
 @pytest.mark.parametrize(
