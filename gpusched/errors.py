@@ -1,16 +1,83 @@
 """Errors raised for user mistakes (bad input) and for broken invariants.
 
-Every user-facing error is a :class:`GpuschedError`; the CLI prints its
-message on one line and exits non-zero, never a traceback.
+Every user-facing error is a :class:`GpuschedError`; the CLI prints its message after
+``error:`` and exits non-zero, never a traceback. The first line of a message is a complete
+error on its own; a :class:`TraceError` with several problems lists a few more on the
+following lines, one ``file:line:`` each.
+
+:func:`show_name` and :func:`show_value` render a file name or a field value for a message:
+unchanged when printable, else escaped and quoted, so that a name holding a newline or a
+terminal escape sequence can neither split a one-line error nor drive the terminal.
 """
 
 from __future__ import annotations
 
-import os
+import re
+
+__all__ = [
+    "CatalogueError",
+    "ClusterError",
+    "GpuschedError",
+    "InvariantError",
+    "ParamError",
+    "PolicyError",
+    "TraceError",
+    "show_name",
+    "show_value",
+]
+
+#: C0 and C1 control characters, DEL and the Unicode line/paragraph separators
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _escape(text: str) -> str:
+    """``text`` with every control character written as a Python escape (``\\n``, ``\\x1b``)."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def show_name(name: object) -> str:
+    """Render a file name (or any source description) for a message.
+
+    Parameters
+    ----------
+    name
+        A path or string.
+
+    Returns
+    -------
+    str
+        ``str(name)`` if it is printable, else its :func:`repr` (quoted, with escapes),
+        e.g. ``'a\\nb.csv'`` for a name holding a newline.
+    """
+    text = str(name)
+    return text if text.isprintable() else repr(text)
+
+
+def show_value(value: str, limit: int = 60) -> str:
+    """Render a field value for a message: quoted, escaped, and cut after ``limit`` characters.
+
+    Parameters
+    ----------
+    value
+        The field as read.
+    limit
+        Characters shown before the value is cut (the total length is then given).
+
+    Returns
+    -------
+    str
+        ``'value'`` for a printable value (so ``' 5'`` shows its space), its :func:`repr`
+        otherwise (``'a\\nb'``); long values end in ``...' (N characters)``.
+    """
+    cut = value if len(value) <= limit else value[:limit]
+    shown = f"'{cut}'" if cut.isprintable() else repr(cut)
+    if len(value) > limit:
+        shown = f"{shown[:-1]}...{shown[-1]} ({len(value):,} characters)"
+    return shown
 
 
 class GpuschedError(Exception):
-    """Base class of every error the CLI reports as a one-line message."""
+    """Base class of every error the CLI reports as an ``error: ...`` message."""
 
 
 class TraceError(GpuschedError):
@@ -20,13 +87,25 @@ class TraceError(GpuschedError):
     ----------
     errors
         One message per bad row or field, each already prefixed ``file:line:``.
+
+    Notes
+    -----
+    ``str(error)`` is the first message on its own line, then up to :attr:`MAX_SHOWN` - 1
+    more, one per line, then ``(and N more problems)`` if some are left out. Control
+    characters inside a message are escaped, so each message stays on one line.
     """
 
+    MAX_SHOWN = 6
+    """Messages shown in ``str(error)``; all of them are in :attr:`errors`."""
+
     def __init__(self, errors: list[str] | str) -> None:
-        self.errors = [errors] if isinstance(errors, str) else list(errors)
-        head = self.errors[0] if self.errors else "invalid trace"
-        more = len(self.errors) - 1
-        super().__init__(head if more == 0 else f"{head} (and {more} more bad fields)")
+        raw = [errors] if isinstance(errors, str) else list(errors)
+        self.errors = [_escape(e) for e in raw] or ["invalid trace"]
+        lines = self.errors[: self.MAX_SHOWN]
+        more = len(self.errors) - len(lines)
+        if more:
+            lines.append(f"(and {more:,} more problem{'s' if more > 1 else ''})")
+        super().__init__("\n".join(lines))
 
 
 class ClusterError(GpuschedError):
@@ -50,19 +129,3 @@ class ParamError(PolicyError):
 
 class InvariantError(GpuschedError):
     """The engine found a broken invariant (a bug in gpusched, not in the input)."""
-
-
-def show_path(path: str | os.PathLike[str] | bytes | None) -> str:
-    """A file name as one line of an error message.
-
-    Names are shown as given, unless they hold a character that would break the line
-    or hide itself (a newline, a tab, another control character), or are empty: then
-    they are quoted with Python's escapes (``'runs\\nA'``), so every error stays on
-    one line and says exactly which file it means.
-    """
-    if isinstance(path, bytes):
-        return repr(path)
-    text = os.fspath(path) if path is not None else ""
-    if text and text.isprintable():
-        return text
-    return repr(text)

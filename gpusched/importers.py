@@ -21,15 +21,24 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gpusched.errors import GpuschedError, TraceError
-from gpusched.trace import Trace, read_csv_columns, write_trace
+from gpusched.errors import GpuschedError
+from gpusched.trace import (
+    MAX_GPUS,
+    MAX_ITERATIONS,
+    MAX_TIME_S,
+    MIN_DURATION_S,
+    CsvTable,
+    Trace,
+    validate_trace,
+    write_trace,
+)
 
 __all__ = [
     "IMPORTERS",
@@ -96,124 +105,32 @@ class ImportReport:
 
 # --------------------------------------------------------------------------- helpers
 
-
-class _Source:
-    """A source CSV split into text columns, with typed, line-reporting converters."""
-
-    def __init__(self, path: str | Path, required: Sequence[str]) -> None:
-        self.fname = str(path)
-        header, cols, lines, errors = read_csv_columns(path, self.fname)
-        self.lines = lines
-        self.errors: list[str] = list(errors)
-        self._bad: list[tuple[int, str]] = []
-        if not header:
-            raise TraceError(self.errors)
-        self.header = header
-        self.cols = {h: c for h, c in zip(header, cols, strict=True) if h}
-        missing = [c for c in required if c not in self.cols]
-        if missing:
-            raise TraceError(
-                [f"{self.fname}:1: missing required column '{c}'" for c in missing] + self.errors
-            )
-        self.n = len(lines)
-
-    def __len__(self) -> int:
-        return self.n
-
-    def bad(self, i: int, col: str, what: str, value: str) -> None:
-        ln = int(self.lines[i])
-        self._bad.append((ln, f"{self.fname}:{ln}: column '{col}': expected {what}, got '{value}'"))
-
-    def text(self, col: str) -> np.ndarray:
-        arr = np.empty(self.n, dtype=object)
-        arr[:] = self.cols[col]
-        return arr
-
-    def number(
-        self, col: str, what: str, ok: Callable[[np.ndarray], np.ndarray], *, optional: bool = False
-    ) -> np.ndarray:
-        """Column as float64 (NaN for empty if ``optional``); ``ok`` says which values pass."""
-        raw = self.cols[col]
-        try:
-            arr = np.array(raw, dtype=np.float64) if self.n else np.zeros(0)
-            if ok(arr).all():
-                return arr
-        except ValueError:
-            pass
-        out = np.full(self.n, np.nan)
-        for i, v in enumerate(raw):
-            if optional and not v.strip():
-                continue
-            try:
-                x = float(v)
-            except ValueError:
-                self.bad(i, col, what, v)
-                continue
-            if not ok(np.array([x]))[0]:
-                self.bad(i, col, what, v)
-                continue
-            out[i] = x
-        return out
-
-    def integer(self, col: str, what: str, lo: int) -> np.ndarray:
-        """Column as int64 of integers >= ``lo`` (bad fields become ``lo``)."""
-        raw = self.cols[col]
-        try:
-            arr = np.array(raw, dtype=np.int64) if self.n else np.zeros(0, np.int64)
-            if (arr >= lo).all():
-                return arr
-        except (ValueError, OverflowError):
-            pass
-        out = np.full(self.n, lo, dtype=np.int64)
-        for i, v in enumerate(raw):
-            try:
-                x = int(v)
-            except ValueError:
-                self.bad(i, col, what, v)
-                continue
-            if x < lo or x > 2**62:
-                self.bad(i, col, what, v)
-                continue
-            out[i] = x
-        return out
-
-    def unique_ids(self, ids: np.ndarray, col: str) -> None:
-        """Report empty and duplicate ids (``col`` names the source column)."""
-        if len(set(ids.tolist())) == self.n and "" not in ids:
-            return
-        first: dict[str, int] = {}
-        for i, v in enumerate(ids.tolist()):
-            ln = int(self.lines[i])
-            if v == "":
-                self.bad(i, col, "a non-empty id", v)
-            elif v in first:
-                self._bad.append(
-                    (
-                        ln,
-                        f"{self.fname}:{ln}: column '{col}': duplicate id '{v}' "
-                        f"(first on line {first[v]})",
-                    )
-                )
-            else:
-                first[v] = ln
-
-    def raise_if_bad(self) -> None:
-        if self.errors or self._bad:
-            self._bad.sort(key=lambda t: t[0])
-            raise TraceError(self.errors + [m for _, m in self._bad])
+# Source columns are read with the canonical bounds (gpusched.trace), so that a value the
+# engine cannot simulate exactly is reported against the source file's line and column.
+_TIME = f"a number of seconds in [0, {MAX_TIME_S:g}]"
+_DURATION = f"a number of seconds in [{MIN_DURATION_S:g}, {MAX_TIME_S:g}]"
+_COUNT = f"a number in (0, {MAX_ITERATIONS:.0f}]"
+_BIG = 2**53  # bound of integer columns that only label rows (seed, line, gpu_milli)
 
 
-_NONNEG = "a finite number of seconds >= 0"
-
-
-def _nonneg(a: np.ndarray) -> np.ndarray:
-    ok: np.ndarray = np.isfinite(a) & (a >= 0)
+def _time_ok(a: np.ndarray) -> np.ndarray:
+    ok: np.ndarray = (a >= 0) & (a <= MAX_TIME_S)
     return ok
 
 
-def _positive(a: np.ndarray) -> np.ndarray:
-    ok: np.ndarray = np.isfinite(a) & (a > 0)
+def _duration_ok(a: np.ndarray) -> np.ndarray:
+    ok: np.ndarray = (a >= MIN_DURATION_S) & (a <= MAX_TIME_S)
     return ok
+
+
+def _count_ok(a: np.ndarray) -> np.ndarray:
+    ok: np.ndarray = (a > 0) & (a <= MAX_ITERATIONS)
+    return ok
+
+
+def _gpus(src: CsvTable, col: str, lo: int) -> np.ndarray:
+    """A GPU-count column: an integer in [lo, MAX_GPUS] (0 allowed where rows are excluded)."""
+    return src.integers(col, f"an integer in [{lo}, {MAX_GPUS}]", lo, MAX_GPUS)
 
 
 def _rebase(t: np.ndarray) -> np.ndarray:
@@ -223,14 +140,19 @@ def _rebase(t: np.ndarray) -> np.ndarray:
 
 def _finish(
     kind: str,
-    src: _Source,
+    src: CsvTable,
     keep: np.ndarray,
     reasons: list[tuple[str, np.ndarray]],
     columns: dict[str, Any],
     extra: dict[str, np.ndarray],
     notes: list[str],
 ) -> tuple[Trace, ImportReport]:
-    """Build the trace of the kept rows and the report (``reasons``: first match wins)."""
+    """Build the trace of the kept rows and the report (``reasons``: first match wins).
+
+    The trace is checked with :func:`~gpusched.trace.validate_trace` (a backstop: the
+    importers already check their source columns), so an importer never returns a trace
+    that :func:`~gpusched.trace.read_trace` would reject once written.
+    """
     excluded: dict[str, int] = {}
     left = np.ones(src.n, dtype=bool)
     for why, mask in reasons:
@@ -250,9 +172,11 @@ def _finish(
         iterations=columns.get("iterations", np.full(src.n, np.nan))[idx],
         model=columns.get("model", np.full(src.n, "", dtype=object))[idx],
         extra={k: v[idx] for k, v in extra.items()},
-        source=f"{kind}:{src.fname}",
+        source=f"{kind}:{src.name}",
+        line=src.lines[idx],
     )
-    report = ImportReport(kind, src.fname, src.n, n_keep, excluded, tuple(notes))
+    validate_trace(trace)
+    report = ImportReport(kind, src.name, src.n, n_keep, excluded, tuple(notes))
     return trace, report
 
 
@@ -297,12 +221,13 @@ def read_philly_pollux(path: str | Path) -> tuple[Trace, ImportReport]:
         On a missing column or a malformed field (file, line and column named).
     """
     req = ("job_id", "submit_time", "submit_offset_s", "duration_s", "num_gpus", "vc")
-    src = _Source(path, req)
+    src = CsvTable(path)
+    src.require(req)
     ids = src.text("job_id")
     src.unique_ids(ids, "job_id")
-    submit = src.number("submit_offset_s", _NONNEG, _nonneg)
-    duration = src.number("duration_s", "a finite number of seconds > 0", _positive)
-    gpus = src.integer("num_gpus", "an integer >= 1", 1)
+    submit = src.floats("submit_offset_s", _TIME, _time_ok)
+    duration = src.floats("duration_s", _DURATION, _duration_ok)
+    gpus = _gpus(src, "num_gpus", 1)
     src.raise_if_bad()
     keep = np.ones(src.n, dtype=bool)
     cols = {"job_id": ids, "submit_time": submit, "num_gpus": gpus, "duration": duration}
@@ -335,9 +260,16 @@ def read_gavel_msr_philly(
       ``batch_size`` ``"64"`` (``CycleGAN`` and ``A3C`` have no batch size: ``''``); the
       original text is kept in extra ``job_type``;
     - ``vc`` -> ``user``; ``needs_data_dir`` and ``seed`` kept in extra;
-    - ``duration`` is NaN for every job (the catalogue derives time from iterations).
+    - ``duration`` is NaN for every job: the source gives none. (Its ``total_steps`` is a
+      Philly job's duration times a per-model throughput: the five seeds of one
+      ``(vc, line)`` give steps whose ratios depend only on the model, to 0.2 %, whatever
+      the scale factor. The throughputs themselves are not in the data, and those of
+      Gavel's ``oracle_throughputs_v2.json`` do not reproduce the ratios, so no duration
+      is derived here.) Replay times such jobs from the model catalogue, which does not
+      hold Gavel's models: ``gpusched replay`` reports the line and model it cannot time.
 
-    Rows of other seeds (and of other VCs when ``vc`` is given) are excluded and counted.
+    Rows of other seeds (and of other VCs when ``vc`` is given) are excluded and counted
+    (``gpusched trace import gavel-msr-philly SRC -o OUT --seed N | --all-seeds --vc VC``).
 
     Parameters
     ----------
@@ -359,13 +291,14 @@ def read_gavel_msr_philly(
         On a missing column or a malformed field.
     """
     req = ("seed", "vc", "line", "job_type", "total_steps", "arrival_time_s", "scale_factor")
-    src = _Source(path, req)
-    seeds = src.integer("seed", "an integer >= 0", 0)
-    lines = src.integer("line", "an integer >= 0", 0)
+    src = CsvTable(path)
+    src.require(req)
+    seeds = src.integers("seed", f"an integer in [0, {_BIG}]", 0, _BIG)
+    lines = src.integers("line", f"an integer in [0, {_BIG}]", 0, _BIG)
     vcs = src.text("vc")
-    steps = src.number("total_steps", "a finite number > 0", _positive)
-    submit = src.number("arrival_time_s", _NONNEG, _nonneg)
-    gpus = src.integer("scale_factor", "an integer >= 1", 1)
+    steps = src.floats("total_steps", _COUNT, _count_ok)
+    submit = src.floats("arrival_time_s", _TIME, _time_ok)
+    gpus = _gpus(src, "scale_factor", 1)
     job_type = src.text("job_type")
     model = np.empty(src.n, dtype=object)
     batch = np.empty(src.n, dtype=object)
@@ -402,7 +335,7 @@ def read_gavel_msr_philly(
                 seen[ids[i]] = int(src.lines[i])
     src.raise_if_bad()
     reasons = [
-        (f"seed != {seed} (pass seed=None to keep every seed)", other_seed),
+        (f"seed != {seed} (keep every seed with --all-seeds, or seed=None in Python)", other_seed),
         (f"vc != {vc!r}", other_vc),
     ]
     cols = {
@@ -415,7 +348,11 @@ def read_gavel_msr_philly(
     extra = {"user": vcs, "batch_size": batch, "job_type": job_type, "seed": seed_txt}
     if "needs_data_dir" in src.cols:
         extra["needs_data_dir"] = src.text("needs_data_dir")
-    notes = ["duration is not given: jobs are defined by iterations (total_steps) and model"]
+    notes = [
+        "the source gives no duration: each job is total_steps iterations of a Gavel model, "
+        "and replay derives a duration only for models in the model catalogue, which holds "
+        "none of Gavel's"
+    ]
     return _finish("gavel-msr-philly", src, keep, reasons, cols, extra, notes)
 
 
@@ -454,35 +391,19 @@ def read_tiresias(path: str | Path) -> tuple[Trace, ImportReport]:
         On a missing column, a malformed field, or a row with neither ``duration`` nor
         ``iterations`` + ``model_name``.
     """
-    src = _Source(path, ("job_id", "num_gpu", "submit_time"))
-    if "duration" not in src.cols and not {"iterations", "model_name"} <= set(src.cols):
-        raise TraceError(
-            [
-                f"{src.fname}:1: missing required column 'duration' "
-                "(or both 'iterations' and 'model_name')"
-            ]
-        )
+    src = CsvTable(path)
+    src.require(("job_id", "num_gpu", "submit_time"), (("duration",), ("iterations", "model_name")))
     ids = src.text("job_id")
     src.unique_ids(ids, "job_id")
-    submit = src.number("submit_time", _NONNEG, _nonneg)
-    gpus = src.integer("num_gpu", "an integer >= 0", 0)
-    nan = np.full(src.n, np.nan)
-    what = "a finite number > 0 or empty"
-    duration = (
-        src.number("duration", "a finite number of seconds > 0 or empty", _positive, optional=True)
-        if "duration" in src.cols
-        else nan
-    )
-    iters = (
-        src.number("iterations", what, _positive, optional=True)
-        if "iterations" in src.cols
-        else nan
-    )
-    model = src.text("model_name") if "model_name" in src.cols else np.full(src.n, "", object)
-    raw_d = src.cols.get("duration", ("",) * src.n)
-    raw_i = src.cols.get("iterations", ("",) * src.n)
+    submit = src.floats("submit_time", _TIME, _time_ok)
+    gpus = _gpus(src, "num_gpu", 0)
+    duration = src.floats("duration", _DURATION, _duration_ok, optional=True)
+    iters = src.floats("iterations", _COUNT, _count_ok, optional=True)
+    model = src.text("model_name")
+    raw_d = src.text("duration")
+    raw_i = src.text("iterations")
     for i in np.flatnonzero(np.isnan(duration) & (np.isnan(iters) | (model == ""))).tolist():
-        if raw_d[i].strip() or (raw_i[i].strip() and model[i]):
+        if raw_d[i] or (raw_i[i] and model[i]):
             continue  # malformed value, already reported
         src.bad(i, "duration", "a duration, or both iterations and model_name", raw_d[i])
     src.raise_if_bad()
@@ -557,14 +478,15 @@ def read_openb(path: str | Path, *, fractional: str = "whole") -> tuple[Trace, I
         "deletion_time",
         "scheduled_time",
     )
-    src = _Source(path, req)
+    src = CsvTable(path)
+    src.require(req)
     ids = src.text("name")
     src.unique_ids(ids, "name")
-    created = src.number("creation_time", _NONNEG, _nonneg)
-    deleted = src.number("deletion_time", _NONNEG, _nonneg)
-    sched = src.number("scheduled_time", f"{_NONNEG} or empty", _nonneg, optional=True)
-    gpus = src.integer("num_gpu", "an integer >= 0", 0)
-    milli = src.integer("gpu_milli", "an integer >= 0", 0)
+    created = src.floats("creation_time", _TIME, _time_ok)
+    deleted = src.floats("deletion_time", _TIME, _time_ok)
+    sched = src.floats("scheduled_time", _TIME, _time_ok, optional=True)
+    gpus = _gpus(src, "num_gpu", 0)
+    milli = src.integers("gpu_milli", f"an integer in [0, {_BIG}]", 0, _BIG)
     src.raise_if_bad()
     phase = src.text("pod_phase")
     cpu_only = gpus == 0
@@ -572,6 +494,14 @@ def read_openb(path: str | Path, *, fractional: str = "whole") -> tuple[Trace, I
     with np.errstate(invalid="ignore"):
         duration = deleted - sched
         no_time = ~never_ran & ~(duration > 0)
+        too_short = ~cpu_only & ~no_time & (duration < MIN_DURATION_S)
+    for i in np.flatnonzero(too_short).tolist():
+        src.report(
+            int(src.lines[i]),
+            f"column 'deletion_time': deletion_time - scheduled_time = {float(duration[i])!r} s, "
+            f"shorter than the shortest duration gpusched simulates ({MIN_DURATION_S:g} s)",
+        )
+    src.raise_if_bad()
     frac = (gpus == 1) & (milli < 1000)
     reasons = [
         ("CPU-only pod (num_gpu = 0)", cpu_only),

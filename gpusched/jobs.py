@@ -2,9 +2,14 @@
 
 Jobs are sorted stably by submission time; a row that gives ``iterations`` and
 ``model`` instead of ``duration`` gets ``duration = iterations * ideal iteration
-time`` from the model catalogue. Jobs that need more GPUs than the cluster can
-give one job are an error that counts them, unless ``drop_oversized`` is set, in
-which case they are skipped and counted in the report. Nothing is dropped silently.
+time`` from the model catalogue (a row with a ``duration`` never consults the
+catalogue, whatever its ``model`` says). The trace's values are checked against the
+bounds of :mod:`gpusched.trace` (:func:`~gpusched.trace.validate_trace`), and so is
+every derived duration, so the engine only sees what it simulates exactly. Jobs that
+need more GPUs than the cluster can give one job are an error that counts them, unless
+``drop_oversized`` is set, in which case they are skipped and counted in the report.
+Nothing is dropped silently; an empty trace gives an empty table with a note saying so.
+Messages name the physical line of the trace file (:attr:`Trace.line`).
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpusched.cluster import ClusterSpec
-from gpusched.errors import CatalogueError, TraceError
-from gpusched.trace import Trace
+from gpusched.errors import CatalogueError, TraceError, show_name, show_value
+from gpusched.trace import MAX_TIME_S, MIN_DURATION_S, Trace, validate_trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +39,16 @@ class JobTable:
         The trace's ``model`` and ``iterations`` columns and every other column
         (``user``, ``group``, ...), in submission order, for performance models,
         predictors and policies that read them.
+    load_s, save_s
+        The trace's ``load_s`` and ``save_s`` columns (s, float64), in submission
+        order; NaN where the trace does not give them.
     n_dropped
         Oversized jobs skipped with ``drop_oversized``.
     source
         Where the trace came from.
+    notes
+        Facts a user should see (printed by ``replay`` as ``note: ...``): jobs dropped,
+        durations derived from the catalogue, an empty trace.
     """
 
     job_id: np.ndarray
@@ -51,12 +62,15 @@ class JobTable:
     model: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
     iterations: np.ndarray = field(default_factory=lambda: np.empty(0))
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+    load_s: np.ndarray = field(default_factory=lambda: np.empty(0))
+    save_s: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     def __len__(self) -> int:
         return int(self.submit_s.shape[0])
 
 
 def _durations(trace: Trace) -> tuple[np.ndarray, list[str]]:
+    """Durations, derived from iterations and the catalogue where the trace gives none."""
     work = np.array(trace.duration, dtype=np.float64)
     need = np.isnan(work)
     notes: list[str] = []
@@ -65,18 +79,28 @@ def _durations(trace: Trace) -> tuple[np.ndarray, list[str]]:
     from gpusched.catalogue import load_catalogue
 
     cat = load_catalogue()
+    name = show_name(trace.source)
     errors: list[str] = []
     cache: dict[tuple[str, int], float] = {}
-    for i in np.flatnonzero(need):
+    for i in np.flatnonzero(need).tolist():
         key = (str(trace.model[i]), int(trace.num_gpus[i]))
+        where = f"{name}:{int(trace.line[i])}:"
         if key not in cache:
             try:
                 cache[key] = cat.ideal_iteration_s(*key)
             except CatalogueError as exc:
-                errors.append(f"{trace.source}:{i + 2}: column 'model': {exc}")
+                errors.append(f"{where} column 'model': {exc}")
                 cache[key] = np.nan
                 continue
+        if np.isnan(cache[key]):
+            continue  # unknown model, reported once
         work[i] = trace.iterations[i] * cache[key]
+        if not MIN_DURATION_S <= work[i] <= MAX_TIME_S:
+            errors.append(
+                f"{where} column 'iterations': {float(trace.iterations[i])!r} iterations of "
+                f"'{key[0]}' on {key[1]} GPU(s) take {float(work[i])!r} s; expected a duration in "
+                f"[{MIN_DURATION_S:g}, {MAX_TIME_S:g}] s"
+            )
     if errors:
         raise TraceError(errors)
     notes.append(
@@ -91,7 +115,7 @@ def prepare_jobs(trace: Trace, cluster: ClusterSpec, *, drop_oversized: bool = F
     Parameters
     ----------
     trace
-        A validated trace.
+        A trace (values are checked with :func:`~gpusched.trace.validate_trace`).
     cluster
         The cluster the jobs will run on.
     drop_oversized
@@ -101,26 +125,34 @@ def prepare_jobs(trace: Trace, cluster: ClusterSpec, *, drop_oversized: bool = F
     Raises
     ------
     TraceError
-        Oversized jobs without ``drop_oversized`` (the message counts them and
-        names the first), or ``model`` names the catalogue does not hold.
+        A value out of bounds; oversized jobs without ``drop_oversized`` (the message
+        counts them and names the first); ``model`` names the catalogue does not hold;
+        a derived duration out of bounds. Each names the line of the trace file.
     """
+    validate_trace(trace)
+    name = show_name(trace.source)
     max_gang = cluster.n_gpus if cluster.allow_spread else int(cluster.server_gpus().max())
     n_gpus = np.asarray(trace.num_gpus, dtype=np.int32)
     too_big = n_gpus > max_gang
     n_big = int(too_big.sum())
     notes: list[str] = []
+    if len(trace) == 0:
+        notes.append(f"0 jobs in {name}")
     keep = np.arange(len(trace))
     if n_big:
         first = int(np.flatnonzero(too_big)[0])
         where = "the cluster has" if cluster.allow_spread else "a server of this cluster has"
         if not drop_oversized:
             raise TraceError(
-                f"{trace.source}:{first + 2}: column 'num_gpus': {n_big} job(s) need more GPUs "
-                f"than {where} ({max_gang} on '{cluster.name}'), first '{trace.job_id[first]}' "
-                f"asks for {n_gpus[first]}; use --drop-oversized to skip them"
+                f"{name}:{int(trace.line[first])}: column 'num_gpus': {n_big} job(s) need more "
+                f"GPUs than {where} ({max_gang} on '{cluster.name}'), first "
+                f"{show_value(str(trace.job_id[first]))} asks for {n_gpus[first]}; use --drop-oversized to "
+                "skip them"
             )
         keep = np.flatnonzero(~too_big)
         notes.append(f"dropped {n_big} job(s) needing more than {max_gang} GPUs")
+        if keep.size == 0:
+            notes.append(f"0 jobs left in {name}")
         trace = trace.take(keep)
     work, more = _durations(trace)
     notes += more
@@ -138,4 +170,6 @@ def prepare_jobs(trace: Trace, cluster: ClusterSpec, *, drop_oversized: bool = F
         model=np.asarray(trace.model)[order],
         iterations=np.asarray(trace.iterations)[order],
         extra={k: np.asarray(v)[order] for k, v in trace.extra.items()},
+        load_s=trace.load_s[order],
+        save_s=trace.save_s[order],
     )

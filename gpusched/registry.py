@@ -27,7 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from gpusched.errors import PolicyError, show_path
+from gpusched.errors import PolicyError, show_name
 from gpusched.resources import bundled_dir
 
 GROUP = "gpusched.policies"
@@ -118,7 +118,7 @@ def load_policy_class(spec: str) -> type:
     if spec.endswith(".py") or "/" in spec:
         path = Path(spec)
         if not path.is_file():
-            raise PolicyError(f"policy file not found: {show_path(spec)}")
+            raise PolicyError(f"policy file not found: {show_name(spec)}")
         mod_name = f"gpusched_user_policies.{path.stem}"
         return _policy_class(_module_from_path(path.resolve(), mod_name), str(path))
     known = available_policies()

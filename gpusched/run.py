@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpusched.errors import GpuschedError, show_path
+from gpusched.errors import GpuschedError, show_name
 from gpusched.resources import bundled_dir
 
 if TYPE_CHECKING:
@@ -43,14 +43,14 @@ def resolve_trace(spec: str | None) -> Path:
     if path.is_file():
         return path
     if path.is_dir():
-        raise GpuschedError(f"trace {show_path(spec)} is a folder, expected a CSV file")
+        raise GpuschedError(f"trace {show_name(spec)} is a folder, expected a CSV file")
     for suffix in ("", ".csv", ".csv.gz"):
         bundled = bundled_dir("traces") / f"{spec}{suffix}"
         if bundled.is_file():
             return bundled
     names = sorted(p.name.split(".")[0] for p in bundled_dir("traces").glob("*.csv*"))
     raise GpuschedError(
-        f"trace not found: {show_path(spec)}{did_you_mean(spec, names)} "
+        f"trace not found: {show_name(spec)}{did_you_mean(spec, names)} "
         f"(bundled traces: {', '.join(names)})"
     )
 
@@ -99,12 +99,12 @@ def prepare_out_dir(out: str | Path, names: Sequence[str] = RUN_FILES) -> Path:
         raise GpuschedError("--out must name a folder, got an empty string")
     path = Path(out)
     if path.exists() and not path.is_dir():
-        raise GpuschedError(f"--out {show_path(text)} is a file, expected a folder")
+        raise GpuschedError(f"--out {show_name(text)} is a file, expected a folder")
     path.mkdir(parents=True, exist_ok=True)
     for name in names:
         target = path / name
         if target.is_dir():
-            raise GpuschedError(f"cannot write {show_path(str(target))}: it is a folder")
+            raise GpuschedError(f"cannot write {show_name(str(target))}: it is a folder")
     probe = path / ".gpusched-write-test"
     probe.write_bytes(b"")
     probe.unlink()
@@ -330,8 +330,8 @@ def prepare_compare_dir(out: str | Path, *, force: bool) -> Path:
     old = sorted(p for p in path.iterdir() if _is_compare_output(p))
     if old and not force:
         raise GpuschedError(
-            f"--out {show_path(str(out))} already holds results ({len(old)} entries, e.g. "
-            f"{show_path(old[0].name)}): choose another folder, or pass --force to replace them"
+            f"--out {show_name(str(out))} already holds results ({len(old)} entries, e.g. "
+            f"{show_name(old[0].name)}): choose another folder, or pass --force to replace them"
         )
     for entry in old:
         if entry.is_dir():

@@ -1,58 +1,120 @@
 """The canonical job trace: the :class:`Trace` data class, a validating reader and a writer.
 
-A trace is a CSV file (optionally gzip-compressed, ``.csv.gz``) with a header row and one
-row per job. Columns:
+A trace is a CSV file (optionally gzip-compressed, ``.csv.gz``) in UTF-8 with a header row
+and one row per job. Columns:
 
-========== ======== =====================================================================
-column     required meaning
-========== ======== =====================================================================
-job_id     yes      unique, non-empty job identifier (text)
-submit_time yes     submission time, seconds, finite and >= 0
-num_gpus   yes      GPUs requested, integer >= 1
-duration   (a)      exclusive run time at ideal placement, seconds, finite and > 0
-iterations (b)      training iterations to run, finite and > 0
-model      (b)      DNN model name (non-empty)
-...        no       anything else (``user``, ``group``, ``batch_size``, ``gpu_type``, ...)
-========== ======== =====================================================================
+=========== ======== ====================================================================
+column      required meaning
+=========== ======== ====================================================================
+job_id      yes      unique, non-empty job identifier (text)
+submit_time yes      submission time, seconds, in [0, ``MAX_TIME_S``]
+num_gpus    yes      GPUs requested, an integer in [1, ``MAX_GPUS``]
+duration    (a)      exclusive run time at ideal placement, seconds, in
+                     [``MIN_DURATION_S``, ``MAX_TIME_S``]
+iterations  (b)      training iterations to run, a number in (0, ``MAX_ITERATIONS``]
+model       (b)      DNN model name (non-empty)
+load_s      no       seconds the job spends loading (e.g. restoring a checkpoint) after
+                     each start before it trains: 0 or in [``MIN_DURATION_S``, ``MAX_TIME_S``]
+save_s      no       seconds the job spends pausing and saving after each preemption:
+                     0 or in [``MIN_DURATION_S``, ``MAX_TIME_S``]
+...         no       anything else (``user``, ``group``, ``batch_size``, ``gpu_type``, ...)
+=========== ======== ====================================================================
 
 Each row must give either (a) ``duration`` or (b) both ``iterations`` and ``model``; an
-empty field means "not given". Rows keep their file order (the engine sorts stably by
-submit time). Every bad field is reported as ``file:line: column 'c': expected ..., got
-'v'`` (line 1 is the header) and all of them are raised together as one
-:class:`~gpusched.errors.TraceError`; no row is ever dropped silently.
+empty field means "not given" (for ``load_s``/``save_s`` too: the engine then uses the
+catalogue's or the run's default). Rows keep their file order (the engine sorts stably by
+submit time).
 
-Reading converts whole columns with NumPy and only scans row by row to locate the lines of
-a column whose vectorised conversion failed, so a million-row trace reads in about 2 s.
+**Numbers** are plain decimals as :func:`write_trace` writes them: digits with an optional
+decimal point and exponent (``12``, ``2.5``, ``.5``, ``1e-3``, ``6.02E+5``). Not accepted,
+because each would be a silent guess: a sign (``+5``; negative values are out of range
+anyway), spaces around the number, digit separators (``1_000``), ``inf``/``nan``,
+hexadecimal, and non-ASCII digits. **Integers** (``num_gpus``) are ASCII digits only:
+``5.0`` and ``5e0`` are rejected rather than rounded, and a value beyond the range is an
+error, never wrapped around.
+
+**Bounds** keep every value one the engine simulates exactly. ``MAX_TIME_S`` = 1e10 s
+(317 years; the longest public traces span under 1e8 s) bounds submit times and durations,
+so that ``submit + duration`` stays below 2e10 s, where float64 resolves 2**-18 s
+(3.8 us). ``MIN_DURATION_S`` = 1 ms (a GPU training job is never shorter) is then still
+more than 250 resolution steps long at any time, so no duration, load or save rounds to
+nothing and every slot boundary moves time forward. ``MAX_ITERATIONS`` = 2**53 is the
+largest count float64 holds exactly; the duration derived from iterations is checked
+against the same bounds when the job table is built (:mod:`gpusched.jobs`).
+
+**Limits.** A file is read whole into memory, so one that holds more than
+``MAX_TRACE_BYTES`` (1 GiB, about 20 million jobs; gzip input is counted after
+decompression, and is decompressed in a stream that stops at the limit, so a small
+"gzip bomb" fails fast) is rejected.
+
+**Errors.** Every bad field is reported as ``file:line: column 'c': expected ..., got 'v'``
+where ``line`` is the physical line of the file (line 1 = the header, blank lines and
+newlines inside quoted fields counted), and all of them are raised together as one
+:class:`~gpusched.errors.TraceError`; no row is ever dropped silently. Unreadable files
+(missing, a directory, not gzip, corrupt or truncated gzip, not UTF-8) are a
+``TraceError`` naming the file too. File names and values are escaped in messages
+(:func:`~gpusched.errors.show_name`, :func:`~gpusched.errors.show_value`).
+
+Reading checks and converts whole columns at C speed (a character scan, then NumPy) and only
+scans row by row to locate the lines of a column that failed, so a million-row trace reads
+in about 2.5 s of CPU time.
 Writing is exact: ``read_trace(p)`` after ``write_trace(t, p)`` gives arrays equal to
 those of ``t`` (floats are written with the shortest repr that round-trips).
 """
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import csv
+import difflib
 import gc
 import gzip
 import hashlib
 import io
+import re
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import methodcaller
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from gpusched.errors import TraceError
+from gpusched.errors import GpuschedError, TraceError, show_name, show_value
 
 __all__ = [
     "CANONICAL_COLUMNS",
     "KNOWN_OPTIONAL_COLUMNS",
+    "MAX_GPUS",
+    "MAX_ITERATIONS",
+    "MAX_TIME_S",
+    "MAX_TRACE_BYTES",
+    "MIN_DURATION_S",
     "REQUIRED_COLUMNS",
+    "CsvTable",
     "Trace",
     "read_trace",
     "trace_sha256",
+    "validate_trace",
     "write_trace",
 ]
+
+MAX_TIME_S: float = 1e10
+"""Largest submit time, duration, load or save time a trace may give, s (see the module doc)."""
+
+MIN_DURATION_S: float = 1e-3
+"""Smallest duration (and non-zero load or save time) a trace may give, s."""
+
+MAX_ITERATIONS: float = 2.0**53
+"""Largest ``iterations`` value: the largest count float64 holds exactly."""
+
+MAX_GPUS: int = 2**31 - 1
+"""Largest ``num_gpus`` (the int32 range the engine stores it in)."""
+
+MAX_TRACE_BYTES: int = 1 << 30
+"""Largest file read, in bytes of CSV text (after decompression for ``.gz``)."""
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("job_id", "submit_time", "num_gpus")
 """Columns every trace must have."""
@@ -64,11 +126,42 @@ CANONICAL_COLUMNS: tuple[str, ...] = (
     "duration",
     "iterations",
     "model",
+    "load_s",
+    "save_s",
 )
 """Columns held in dedicated :class:`Trace` fields (everything else goes to ``extra``)."""
 
 KNOWN_OPTIONAL_COLUMNS: tuple[str, ...] = ("user", "group", "batch_size", "gpu_type")
 """Optional ``extra`` columns the writer puts first, in this order."""
+
+_FLOAT_COLUMNS = ("submit_time", "duration", "iterations", "load_s", "save_s")
+
+# What each numeric column accepts, as words (for messages) and as a vectorised test.
+_SUBMIT_WHAT = f"a number of seconds in [0, {MAX_TIME_S:g}]"
+_DURATION_WHAT = f"a number of seconds in [{MIN_DURATION_S:g}, {MAX_TIME_S:g}]"
+_ITER_WHAT = f"a number in (0, {MAX_ITERATIONS:.0f}]"
+_OVERHEAD_WHAT = f"0 or a number of seconds in [{MIN_DURATION_S:g}, {MAX_TIME_S:g}]"
+_GPUS_WHAT = f"an integer in [1, {MAX_GPUS}]"
+
+
+def _submit_ok(a: np.ndarray) -> np.ndarray:
+    ok: np.ndarray = (a >= 0) & (a <= MAX_TIME_S)
+    return ok
+
+
+def _duration_ok(a: np.ndarray) -> np.ndarray:
+    ok: np.ndarray = (a >= MIN_DURATION_S) & (a <= MAX_TIME_S)
+    return ok
+
+
+def _iterations_ok(a: np.ndarray) -> np.ndarray:
+    ok: np.ndarray = (a > 0) & (a <= MAX_ITERATIONS)
+    return ok
+
+
+def _overhead_ok(a: np.ndarray) -> np.ndarray:
+    ok: np.ndarray = (a == 0) | _duration_ok(a)
+    return ok
 
 
 def _obj(values: Any) -> np.ndarray:
@@ -79,6 +172,26 @@ def _obj(values: Any) -> np.ndarray:
     out = np.empty(arr.shape[0] if arr.ndim else 0, dtype=object)
     out[:] = [str(v) for v in arr.tolist()]
     return out
+
+
+def _gpu_counts(values: Any) -> np.ndarray:
+    """``values`` as int32, refusing what a cast would change (fractions, wrap-around)."""
+    arr = np.asarray(values)
+    if arr.size and arr.dtype.kind == "f" and not np.array_equal(arr, np.floor(arr)):
+        raise ValueError("Trace.num_gpus holds a non-integral value")
+    if arr.size and arr.dtype.kind in "fiu":
+        lo, hi = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+        if not (lo <= arr.min() and arr.max() <= hi):
+            raise ValueError("Trace.num_gpus holds a value outside the int32 range")
+    return np.asarray(arr, dtype=np.int32)
+
+
+def _not_given() -> np.ndarray:
+    return np.empty(0)
+
+
+def _no_lines() -> np.ndarray:
+    return np.empty(0, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -105,12 +218,22 @@ class Trace:
         column name. Numeric conversion is the consumer's job.
     source
         The path the trace was read from, or a description of how it was made.
+    load_s, save_s
+        Seconds spent loading after each start and saving after each preemption
+        (float64); NaN where not given. The default (an empty array) means not given for
+        any job.
+    line
+        Physical line of each row in the file it was read from (int64, header = 1), used
+        in messages. The default (an empty array) is ``i + 2`` for row ``i``: the line
+        :func:`write_trace` gives it when no field holds a newline.
 
     Notes
     -----
     The constructor coerces the arrays to the dtypes above and checks that they all have
-    the same length; it does not check values (:func:`read_trace` does). Equality
-    (``==``) compares every column (NaN equals NaN) but ignores ``source``.
+    the same length, and refuses ``num_gpus`` values that int32 cannot hold exactly; it
+    does not check value ranges (:func:`read_trace` and :func:`validate_trace` do).
+    Equality (``==``) compares every column (NaN equals NaN) but ignores ``source`` and
+    ``line``.
     """
 
     job_id: np.ndarray
@@ -121,18 +244,26 @@ class Trace:
     model: np.ndarray
     extra: dict[str, np.ndarray] = field(default_factory=dict)
     source: str = ""
+    load_s: np.ndarray = field(default_factory=_not_given)
+    save_s: np.ndarray = field(default_factory=_not_given)
+    line: np.ndarray = field(default_factory=_no_lines)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         set_(self, "job_id", _obj(self.job_id))
+        n = self.job_id.shape[0]
         set_(self, "submit_time", np.asarray(self.submit_time, dtype=np.float64))
-        set_(self, "num_gpus", np.asarray(self.num_gpus, dtype=np.int32))
+        set_(self, "num_gpus", _gpu_counts(self.num_gpus))
         set_(self, "duration", np.asarray(self.duration, dtype=np.float64))
         set_(self, "iterations", np.asarray(self.iterations, dtype=np.float64))
         set_(self, "model", _obj(self.model))
+        for name in ("load_s", "save_s"):
+            arr = np.asarray(getattr(self, name), dtype=np.float64)
+            set_(self, name, np.full(n, np.nan) if arr.shape == (0,) else arr)
+        line = np.asarray(self.line, dtype=np.int64)
+        set_(self, "line", np.arange(2, n + 2, dtype=np.int64) if line.shape == (0,) else line)
         set_(self, "extra", {str(k): _obj(v) for k, v in self.extra.items()})
-        n = self.job_id.shape[0]
-        for name in CANONICAL_COLUMNS[1:]:
+        for name in (*CANONICAL_COLUMNS[1:], "line"):
             arr = getattr(self, name)
             if arr.ndim != 1 or arr.shape[0] != n:
                 raise ValueError(f"Trace.{name} has shape {arr.shape}, expected ({n},)")
@@ -152,11 +283,12 @@ class Trace:
             return False
         same = (
             np.array_equal(self.job_id, other.job_id)
-            and np.array_equal(self.submit_time, other.submit_time, equal_nan=True)
             and np.array_equal(self.num_gpus, other.num_gpus)
-            and np.array_equal(self.duration, other.duration, equal_nan=True)
-            and np.array_equal(self.iterations, other.iterations, equal_nan=True)
             and np.array_equal(self.model, other.model)
+            and all(
+                np.array_equal(getattr(self, c), getattr(other, c), equal_nan=True)
+                for c in _FLOAT_COLUMNS
+            )
         )
         return bool(same) and all(np.array_equal(self.extra[k], other.extra[k]) for k in self.extra)
 
@@ -165,8 +297,9 @@ class Trace:
     def columns(self) -> list[str]:
         """Return the column order used by :func:`write_trace`.
 
-        ``job_id, submit_time, num_gpus``, then ``duration``, ``iterations`` and ``model``
-        when any row gives them, then the known optional columns (``user``, ``group``,
+        ``job_id, submit_time, num_gpus``, then ``duration``, ``iterations``, ``model``,
+        ``load_s`` and ``save_s`` when any row gives them (``duration`` always for an
+        empty trace), then the known optional columns (``user``, ``group``,
         ``batch_size``, ``gpu_type``) that are present, then the other ``extra`` columns
         in their stored order.
 
@@ -182,6 +315,7 @@ class Trace:
             cols.append("iterations")
         if len(self) and (self.model != "").any():
             cols.append("model")
+        cols += [c for c in ("load_s", "save_s") if not np.isnan(getattr(self, c)).all()]
         cols += [c for c in KNOWN_OPTIONAL_COLUMNS if c in self.extra]
         cols += [c for c in self.extra if c not in KNOWN_OPTIONAL_COLUMNS]
         return cols
@@ -216,7 +350,8 @@ class Trace:
         Returns
         -------
         Trace
-            A new trace holding copies of the selected rows, in the given order.
+            A new trace holding copies of the selected rows (and their line numbers), in
+            the given order.
         """
         return Trace(
             job_id=self.job_id[index],
@@ -227,70 +362,104 @@ class Trace:
             model=self.model[index],
             extra={k: v[index] for k, v in self.extra.items()},
             source=self.source if source is None else source,
+            load_s=self.load_s[index],
+            save_s=self.save_s[index],
+            line=self.line[index],
         )
 
 
-# --------------------------------------------------------------------------- reading
+# --------------------------------------------------------------------------- reading files
+
+_CHUNK = 1 << 24  # bytes read at a time, so the size limit is checked while reading
 
 
-def _read_text(path: Path) -> str:
-    data = path.read_bytes()
-    if path.name.endswith(".gz"):
-        data = gzip.decompress(data)
-    return data.decode("utf-8-sig")
+def _size(n: int) -> str:
+    return f"{n / 2**30:g} GiB" if n >= 2**30 else f"{n:,} bytes"
 
 
-def read_csv_columns(
-    path: str | Path, name: str | None = None
-) -> tuple[list[str], list[Sequence[str]], np.ndarray, list[str]]:
-    """Read a CSV (or ``.csv.gz``) file into columns of text, with the line of each row.
+class _Readable(Protocol):
+    def read(self, size: int = ..., /) -> bytes: ...
 
-    Blank lines are skipped (they hold no row). Rows whose number of fields differs from
-    the header's are reported and left out of the returned columns. Importers use this
-    too, so that their messages carry the same ``file:line:`` prefixes.
 
-    Parameters
-    ----------
-    path
-        File to read.
-    name
-        File name used in messages; defaults to ``str(path)``.
+def _read_capped(fh: _Readable, fname: str, what: str) -> bytes:
+    """Read ``fh`` to its end, stopping with an error once it exceeds ``MAX_TRACE_BYTES``."""
+    limit = MAX_TRACE_BYTES
+    chunks: list[bytes] = []
+    total = 0
+    while chunk := fh.read(_CHUNK):
+        total += len(chunk)
+        if total > limit:
+            raise TraceError(
+                f"{fname}: {what} more than {_size(limit)} of CSV text, the most gpusched "
+                "reads (gpusched.trace.MAX_TRACE_BYTES); split the trace"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
 
-    Returns
-    -------
-    header : list of str
-        Column names, stripped of surrounding white space.
-    columns : list of sequence of str
-        One sequence per header column, one field per good row.
-    lines : numpy.ndarray
-        1-based physical line number (header = 1) where each good row starts (int64).
-    errors : list of str
-        ``file:line:`` messages for an empty file and for rows with a wrong field count.
 
-    Raises
-    ------
-    TraceError
-        If the file cannot be read or decoded.
-    """
-    path = Path(path)
-    fname = str(path) if name is None else name
+def _why(exc: BaseException, gz: bool) -> str:
+    """A short reason for an error raised while opening, reading or decompressing a file."""
+    if isinstance(exc, IsADirectoryError):
+        return "it is a directory, not a trace file"
+    if isinstance(exc, gzip.BadGzipFile):
+        return f"not valid gzip data ({exc})"
+    if isinstance(exc, EOFError):
+        return "the gzip data is truncated (it ends before the end-of-stream marker)"
+    if isinstance(exc, zlib.error):
+        return f"corrupt gzip data ({exc})"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror  # not str(exc), which repeats the (unescaped) file name
+    return f"{type(exc).__name__}: {exc}" + (" (reading gzip data)" if gz else "")
+
+
+def _read_bytes(path: Path, fname: str) -> bytes:
+    """The file's bytes, gunzipped (streaming) if the name ends in ``.gz``."""
+    gz = path.name.endswith(".gz")
     try:
-        text = _read_text(path)
-    except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile) as exc:
-        raise TraceError([f"{fname}:1: cannot read file: {exc}"]) from exc
-    gc_was_on = gc.isenabled()
-    gc.disable()  # millions of small strings: the cyclic GC would triple the parse time
+        with open(path, "rb") as raw:
+            if not gz:
+                return _read_capped(raw, fname, "the file holds")
+            with gzip.GzipFile(fileobj=raw, mode="rb") as fh:
+                return _read_capped(fh, fname, "the gzip data expands to")
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TraceError(f"{fname}: cannot read: {_why(exc, gz)}") from None
+
+
+def _decode(data: bytes, fname: str) -> str:
+    """UTF-8 text of ``data`` (a leading byte-order mark dropped); errors name line and byte."""
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
-        fast = _split_simple(text)
-        if fast is not None:
-            return fast[0], fast[1], fast[2], []
-        return _split_csv(text, fname)
-    finally:
-        if gc_was_on:
-            gc.enable()
+        return str(memoryview(data)[bom:], "utf-8")
+    except UnicodeDecodeError as exc:
+        pos = bom + exc.start
+        head = data[:pos]
+        line = head.count(b"\n") + head.count(b"\r") - head.count(b"\r\n") + 1
+        col = pos - max(head.rfind(b"\n"), head.rfind(b"\r")) - (bom if line == 1 else 0)
+        if data.startswith(b"\x1f\x8b"):
+            fix = "the file is gzip-compressed: give it a name ending in .gz"
+        elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            fix = "the file is UTF-16: save it as UTF-8"
+        else:
+            fix = "save the file as UTF-8"
+        raise TraceError(
+            f"{fname}:{line}: byte {data[pos]:#04x} (byte {col} of the line) is not valid "
+            f"UTF-8; {fix}"
+        ) from None
 
 
-def _split_simple(text: str) -> tuple[list[str], list[Sequence[str]], np.ndarray] | None:
+# --------------------------------------------------------------------------- splitting CSV
+
+
+@dataclass(slots=True)
+class _Split:
+    header: list[str]
+    header_line: int
+    columns: list[Sequence[str]]
+    lines: np.ndarray  # physical line where each row starts
+    problems: list[tuple[int, str]]  # (line, message)
+
+
+def _split_simple(text: str) -> _Split | None:
     """Split a CSV without quotes, CRs or blank lines; None if the text is not that simple."""
     if '"' in text or "\r" in text or not text.strip():
         return None
@@ -298,99 +467,396 @@ def _split_simple(text: str) -> tuple[list[str], list[Sequence[str]], np.ndarray
     head, _, body = body.partition("\n")
     header = [h.strip() for h in head.split(",")]
     ncol = len(header)
+    if ncol < 2:
+        return None  # a blank line would look like a row: let the csv path decide
     if not body:
-        return header, [[] for _ in header], np.zeros(0, np.int64)
+        return _Split(header, 1, [[] for _ in header], np.zeros(0, np.int64), [])
     lines = body.split("\n")
     if set(map(methodcaller("count", ","), lines)) != {ncol - 1}:
         return None  # ragged or blank lines: let the csv path report them
     flat = body.replace("\n", ",").split(",")
     cols: list[Sequence[str]] = [flat[j::ncol] for j in range(ncol)]
-    return header, cols, np.arange(2, len(lines) + 2, dtype=np.int64)
+    return _Split(header, 1, cols, np.arange(2, len(lines) + 2, dtype=np.int64), [])
 
 
-def _split_csv(
-    text: str, fname: str
-) -> tuple[list[str], list[Sequence[str]], np.ndarray, list[str]]:
-    """General path: the csv module, tracking the physical line where each record starts."""
-    reader = csv.reader(io.StringIO(text, newline=""))
+def _split_csv(text: str, fname: str) -> _Split:
+    """General path: the csv module (strict quoting), tracking where each record starts."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    prev = 0  # physical lines consumed so far
+    problems: list[tuple[int, str]] = []
     try:
         header = next(reader, None)
         while header is not None and not "".join(header).strip():
+            prev = reader.line_num
             header = next(reader, None)  # leading blank lines
         if header is None:
-            return [], [], np.zeros(0, np.int64), [f"{fname}:1: empty file (no header row)"]
+            return _Split([], 1, [], np.zeros(0, np.int64), [(1, "empty file (no header row)")])
+        header_line, prev = prev + 1, reader.line_num
         header = [h.strip() for h in header]
         ncol = len(header)
-        errors: list[str] = []
         rows: list[list[str]] = []
         line_list: list[int] = []
-        prev = reader.line_num
         for row in reader:
             start, prev = prev + 1, reader.line_num
             if not row or (len(row) == 1 and not row[0].strip()):
                 continue
             if len(row) != ncol:
-                errors.append(
-                    f"{fname}:{start}: expected {ncol} fields (as in the header), got {len(row)}"
+                problems.append(
+                    (start, f"expected {ncol} fields (as in the header), got {len(row)}")
                 )
                 continue
             rows.append(row)
             line_list.append(start)
     except csv.Error as exc:
-        return [], [], np.zeros(0, np.int64), [f"{fname}:{reader.line_num}: bad CSV: {exc}"]
+        start = prev + 1
+        return _Split(
+            [], 1, [], np.zeros(0, np.int64), [(start, f"bad CSV in the row starting here: {exc}")]
+        )
     columns: list[Sequence[str]] = list(zip(*rows, strict=True)) if rows else [() for _ in header]
-    return header, columns, np.asarray(line_list, dtype=np.int64), errors
+    return _Split(header, header_line, columns, np.asarray(line_list, dtype=np.int64), problems)
 
 
-def _bad_rows(
-    col: Sequence[str], convert: Callable[[str], Any], ok: Callable[[Any], bool]
-) -> Iterator[tuple[int, str]]:
-    """Yield ``(row_index, value)`` for each field that ``convert`` rejects or ``ok`` fails."""
-    for i, v in enumerate(col):
+# --------------------------------------------------------------------------- parsing fields
+
+_FLOAT_RE = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_FLOAT_CHARS = b"0123456789.eE+-\n"  # every character a plain decimal may hold ("\n" joins)
+_INT_CHARS = b"0123456789\n"
+
+
+def _joined_clean(raw: Sequence[str], chars: bytes) -> bool:
+    """True if the fields of ``raw`` hold only ``chars``, no newline and no leading sign.
+
+    Works on the fields joined by newlines, with C-speed string operations only.
+    """
+    joined = "\n".join(raw)
+    if joined.count("\n") != len(raw) - 1 or not joined.isascii():
+        return False
+    data = joined.encode("ascii")
+    if data.translate(None, chars):
+        return False  # some character outside ``chars`` is left
+    if b"+" in data or b"-" in data:  # rare: only in exponents, unless a field is signed
+        return not (data.startswith((b"+", b"-")) or b"\n+" in data or b"\n-" in data)
+    return True
+
+
+def _parse_floats(raw: Sequence[str], optional: bool) -> tuple[np.ndarray, list[int]]:
+    """Floats of ``raw`` (NaN for empty fields if ``optional``) and the indices of bad fields.
+
+    The fast path lets NumPy parse the column once a character scan has ruled out every
+    spelling NumPy (like :func:`float`) accepts but the trace format does not (signs,
+    spaces, ``_``, ``inf``/``nan``, non-ASCII digits); what NumPy then accepts is exactly
+    ``_FLOAT_RE``. The slow path checks field by field.
+    """
+    n = len(raw)
+    if n == 0:
+        return np.zeros(0), []
+    if _joined_clean(raw, _FLOAT_CHARS):
         try:
-            x = convert(v)
-        except (ValueError, OverflowError):
-            yield i, v
-            continue
-        if not ok(x):
-            yield i, v
-
-
-def _float_column(
-    col: Sequence[str],
-    *,
-    optional: bool,
-    positive: bool,
-    what: str,
-    report: Callable[[int, str, str], None],
-) -> np.ndarray:
-    """Convert a column of text to float64, reporting bad fields; NaN marks empty/bad."""
-    n = len(col)
-    arr: np.ndarray | None
-    try:
-        arr = np.array(col, dtype=np.float64) if n else np.zeros(0)
-    except ValueError:
-        arr = None
-    if arr is not None:
-        good = np.isfinite(arr) & ((arr > 0) if positive else (arr >= 0))
-        if good.all():
-            return arr
-    # Locate the bad fields row by row.
-    out = np.full(n, np.nan)
-    for i, v in enumerate(col):
-        s = v.strip()
-        if s == "" and optional:
-            continue
-        try:
-            x = float(s)
+            return np.array([v or "nan" for v in raw] if optional else raw, dtype=np.float64), []
         except ValueError:
-            report(i, what, v)
+            pass
+    out = np.full(n, np.nan)
+    bad: list[int] = []
+    for i, v in enumerate(raw):
+        if optional and v == "":
             continue
-        if not np.isfinite(x) or (x <= 0 if positive else x < 0):
-            report(i, what, v)
-            continue
-        out[i] = x
-    return out
+        if _FLOAT_RE.fullmatch(v):
+            out[i] = float(v)
+        else:
+            bad.append(i)
+    return out, bad
+
+
+def _parse_ints(raw: Sequence[str], lo: int, hi: int) -> tuple[np.ndarray, list[int]]:
+    """Integers of ``raw`` (ASCII digits, in [lo, hi]) and the indices of bad fields (set to lo)."""
+    n = len(raw)
+    if n == 0:
+        return np.zeros(0, np.int64), []
+    arr: np.ndarray | None = None
+    if _joined_clean(raw, _INT_CHARS):
+        try:
+            arr = np.array(raw, dtype=np.int64)
+        except (ValueError, OverflowError):
+            arr = None
+    if arr is not None:
+        bad = np.flatnonzero((arr < lo) | (arr > hi)).tolist()
+    else:
+        arr = np.full(n, lo, dtype=np.int64)
+        bad = []
+        for i, v in enumerate(raw):
+            # isascii + isdigit = [0-9]+; more than 19 significant digits exceeds int64
+            if not (v.isascii() and v.isdigit()) or len(v.lstrip("0")) > 19:
+                bad.append(i)
+                continue
+            x = int(v)
+            if lo <= x <= hi:
+                arr[i] = x
+            else:
+                bad.append(i)
+    arr[bad] = lo
+    return arr, bad
+
+
+def _hint(value: str, integer: bool) -> str:
+    """A short reason why ``value`` is not a number in the trace format, or ''."""
+    if value != value.strip():
+        return " (no spaces around numbers)"
+    if "_" in value:
+        return " (no '_' digit separators)"
+    if value.startswith("+"):
+        return " (no '+' sign)"
+    if integer and _FLOAT_RE.fullmatch(value) and not value.isdigit():
+        return " (a whole number, without a decimal point or exponent)"
+    return ""
+
+
+# --------------------------------------------------------------------------- CsvTable
+
+
+def _close_name(name: str, candidates: list[str]) -> str | None:
+    """The header name most likely meant for ``name`` (spelling, or a shared ``_`` word)."""
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    words = set(name.lower().split("_"))
+    for c in candidates:
+        if c.lower() in words or name.lower() in c.lower().split("_"):
+            return c
+    return None
+
+
+def _name_list(names: Iterable[str], limit: int = 12) -> str:
+    names = list(names)
+    shown = ", ".join(show_value(n, 30) for n in names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+
+
+_DELIMITERS = {"\t": "tab", ";": "semicolon", "|": "pipe"}
+
+
+class CsvTable:
+    """A CSV (or ``.csv.gz``) file split into text columns, with validating converters.
+
+    :func:`read_trace` and every importer read through this class, so they share one
+    set of rules: how files are opened and decoded, how rows map to physical lines, how
+    numbers are spelled and bounded, and how problems are reported (``file:line:``, all
+    collected, raised as one :class:`~gpusched.errors.TraceError` by
+    :meth:`raise_if_bad`).
+
+    Parameters
+    ----------
+    path
+        File to read.
+    name
+        File name used in messages; defaults to ``path`` (escaped if not printable).
+
+    Attributes
+    ----------
+    name : str
+        The file name as shown in messages.
+    header : list of str
+        Column names, stripped of surrounding white space.
+    header_line : int
+        Physical line of the header (1 unless blank lines precede it).
+    cols : dict of str to sequence of str
+        The fields of each (uniquely and non-empty) named column, one per good row.
+    lines : numpy.ndarray
+        Physical line (int64) where each good row starts. Blank lines hold no row; rows
+        with a wrong number of fields are reported and left out.
+    n : int
+        Number of good rows.
+
+    Raises
+    ------
+    TraceError
+        If the file cannot be read or decoded, or is empty.
+    """
+
+    def __init__(self, path: str | Path, name: str | None = None) -> None:
+        path = Path(path)
+        self.name = show_name(path if name is None else name)
+        text = _decode(_read_bytes(path, self.name), self.name)
+        with _gc_paused():  # millions of small strings: the GC would triple the parse time
+            split = _split_simple(text) or _split_csv(text, self.name)
+        del text
+        self._problems: list[tuple[int, str]] = []
+        for line, msg in split.problems:
+            self.report(line, msg)
+        if not split.header:
+            self.raise_if_bad()
+        self.header = split.header
+        self.header_line = split.header_line
+        self.lines = split.lines
+        self.n = len(split.lines)
+        self.cols: dict[str, Sequence[str]] = {}
+        for j, h in enumerate(split.header):
+            if h == "":
+                self.report(self.header_line, f"column {j + 1} has an empty name")
+            elif h in self.cols:
+                self.report(self.header_line, f"duplicate column {show_value(h)}")
+            else:
+                self.cols[h] = split.columns[j]
+
+    def __len__(self) -> int:
+        return self.n
+
+    # -- reporting
+
+    def report(self, line: int, message: str) -> None:
+        """Record ``file:line: message``."""
+        self._problems.append((int(line), f"{self.name}:{int(line)}: {message}"))
+
+    def bad(self, i: int, col: str, what: str, value: str, *, integer: bool = False) -> None:
+        """Record that row ``i``'s field in ``col`` is not ``what``."""
+        self.report(
+            int(self.lines[i]),
+            f"column {show_value(col)}: expected {what}, got {show_value(value)}"
+            f"{_hint(value, integer)}",
+        )
+
+    def raise_if_bad(self) -> None:
+        """Raise every recorded problem, in line order, as one TraceError."""
+        if self._problems:
+            self._problems.sort(key=lambda p: p[0])
+            raise TraceError([m for _, m in self._problems])
+
+    # -- the header
+
+    def require(self, required: Sequence[str], one_of: Sequence[Sequence[str]] = ()) -> None:
+        """Check the header has ``required`` and, if given, all of at least one ``one_of`` group.
+
+        On failure raises at once with one message: the missing names, the columns found,
+        the names expected, the closest names the header has, and, for a one-column header
+        holding tabs or semicolons, that the file is not comma-separated. Header problems
+        found on reading (duplicate or empty names) are raised here too.
+        """
+
+        def group(g: Sequence[str]) -> str:
+            return " and ".join(f"'{c}'" for c in g)
+
+        def alternatives(first: str) -> str:
+            rest = " or ".join(group(g) for g in one_of[1:])
+            return f"{first} (or {rest})" if rest else first
+
+        missing = [c for c in required if c not in self.cols]
+        names = [f"'{c}'" for c in missing]
+        if one_of and not any(all(c in self.cols for c in g) for g in one_of):
+            absent = [c for c in one_of[0] if c not in self.cols]
+            missing += absent
+            names.append(alternatives(group(absent)))
+        if missing:
+            msg = f"missing required column{'s' if len(missing) > 1 else ''} {', '.join(names)}"
+            n_head = len(self.header)
+            msg += f"; the header has {n_head} column{'s' if n_head != 1 else ''}: "
+            msg += _name_list(self.header)
+            expected = [f"'{c}'" for c in required]
+            if one_of:
+                expected.append(alternatives(group(one_of[0])))
+            msg += f"; expected {', '.join(expected)}"
+            unused = [h for h in self.header if h and h not in required]
+            guesses = []
+            for c in missing:
+                guess = _close_name(c, unused)
+                if guess is not None:
+                    guesses.append(f"{show_value(guess)} for '{c}'")
+                    unused.remove(guess)
+            if guesses:
+                msg += f"; did you mean {', '.join(guesses)}?"
+            if n_head == 1:
+                for delim, word in _DELIMITERS.items():
+                    if delim in self.header[0]:
+                        msg += f"; {word}-separated? gpusched reads comma-separated CSV"
+                        break
+            self.report(self.header_line, msg)
+        if any(line == self.header_line for line, _ in self._problems):
+            self._problems = [p for p in self._problems if p[0] == self.header_line]
+            self.raise_if_bad()
+
+    # -- columns
+
+    def text(self, col: str) -> np.ndarray:
+        """Column ``col`` as an object array of ``str`` (all ``''`` if the file lacks it)."""
+        arr = np.empty(self.n, dtype=object)
+        arr[:] = self.cols.get(col, ("",) * self.n)
+        return arr
+
+    def floats(
+        self,
+        col: str,
+        what: str,
+        ok: Callable[[np.ndarray], np.ndarray],
+        *,
+        optional: bool = False,
+    ) -> np.ndarray:
+        """Column ``col`` as float64; bad fields are reported and become NaN.
+
+        Parameters
+        ----------
+        col
+            Column name (all NaN if the file lacks it and ``optional``).
+        what
+            What a good value is, for messages (", or empty" is added if ``optional``).
+        ok
+            Vectorised test of the parsed values (must be False for NaN and inf).
+        optional
+            Empty fields are allowed and become NaN.
+        """
+        if col not in self.cols and optional:
+            return np.full(self.n, np.nan)
+        raw = self.cols[col]
+        arr, bad = _parse_floats(raw, optional)
+        with np.errstate(invalid="ignore"):
+            wrong = ~ok(arr)
+        if optional:
+            wrong &= ~np.isnan(arr)
+        wrong[bad] = True
+        if wrong.any():
+            what_ = f"{what}, or empty" if optional else what
+            for i in np.flatnonzero(wrong).tolist():
+                self.bad(i, col, what_, raw[i])
+            arr[wrong] = np.nan
+        return arr
+
+    def integers(self, col: str, what: str, lo: int, hi: int) -> np.ndarray:
+        """Column ``col`` as int64 in [lo, hi]; bad fields are reported and become ``lo``."""
+        raw = self.cols[col]
+        arr, bad = _parse_ints(raw, lo, hi)
+        for i in bad:
+            self.bad(i, col, what, raw[i], integer=True)
+        return arr
+
+    def unique_ids(self, ids: np.ndarray, col: str, keep: np.ndarray | None = None) -> None:
+        """Report empty ids and ids repeated among the rows ``keep`` (default: all)."""
+        vals = ids.tolist() if keep is None else ids[keep].tolist()
+        if len(set(vals)) == len(vals) and "" not in vals:
+            return
+        rows = np.arange(self.n) if keep is None else np.flatnonzero(keep)
+        first: dict[str, int] = {}
+        for i, v in zip(rows.tolist(), vals, strict=True):
+            ln = int(self.lines[i])
+            if v == "":
+                self.bad(i, col, "a non-empty id", v)
+            elif v in first:
+                self.report(
+                    ln, f"column '{col}': duplicate id {show_value(v)} (first on line {first[v]})"
+                )
+            else:
+                first[v] = ln
+
+
+# --------------------------------------------------------------------------- read_trace
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC: parsing makes millions of small objects and no cycles."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def read_trace(path: str | Path) -> Trace:
@@ -404,156 +870,54 @@ def read_trace(path: str | Path) -> Trace:
     Returns
     -------
     Trace
-        The jobs in file order; ``source`` is ``str(path)``.
+        The jobs in file order; ``source`` is ``str(path)``; ``line`` holds each row's
+        physical line. A header-only file gives an empty trace.
 
     Raises
     ------
     TraceError
-        With one ``file:line:`` message per problem: empty file, missing required column,
-        duplicate or empty column name, wrong number of fields, bad ``submit_time``
-        (not a finite number >= 0), bad ``num_gpus`` (not an integer >= 1), bad
-        ``duration``/``iterations`` (not a finite number > 0), empty or duplicate
-        ``job_id``, and rows that give neither ``duration`` nor ``iterations`` + ``model``.
+        With one ``file:line:`` message per problem: unreadable file (missing, a
+        directory, bad gzip, not UTF-8, larger than ``MAX_TRACE_BYTES``), empty file,
+        missing required column (the message lists the columns found and the closest
+        names), duplicate or empty column name, wrong number of fields, a number that is
+        not spelled as the module doc says or is out of its bounds (``submit_time``,
+        ``num_gpus``, ``duration``, ``iterations``, ``load_s``, ``save_s``), empty or
+        duplicate ``job_id``, and rows that give neither ``duration`` nor
+        ``iterations`` + ``model``.
     """
-    fname = str(path)
-    header, cols, lines, errors = read_csv_columns(path, fname)
-    if not header:
-        raise TraceError(errors)
-    index: dict[str, int] = {}
-    for j, h in enumerate(header):
-        if h == "":
-            errors.append(f"{fname}:1: column {j + 1} has an empty name")
-        elif h in index:
-            errors.append(f"{fname}:1: duplicate column '{h}'")
-        else:
-            index[h] = j
-    for req in REQUIRED_COLUMNS:
-        if req not in index:
-            errors.append(f"{fname}:1: missing required column '{req}'")
-    has_dur = "duration" in index
-    has_work = "iterations" in index and "model" in index
-    if not has_dur and not has_work:
-        errors.append(
-            f"{fname}:1: missing required column 'duration' (or both 'iterations' and 'model')"
-        )
-    if any(e.startswith(f"{fname}:1:") for e in errors):
-        raise TraceError(errors)
+    with _gc_paused():
+        return _read_trace(path)
 
-    n = len(lines)
-    bad: list[tuple[int, str]] = []  # (line, message) so the output is in line order
 
-    def reporter(colname: str) -> Callable[[int, str, str], None]:
-        def report(i: int, what: str, value: str) -> None:
-            ln = int(lines[i])
-            bad.append((ln, f"{fname}:{ln}: column '{colname}': expected {what}, got '{value}'"))
-
-        return report
-
-    empty: tuple[str, ...] = ("",) * n
-
-    def col(name: str) -> Sequence[str]:
-        return cols[index[name]] if name in index else empty
-
-    # job_id: non-empty and unique.
-    ids = col("job_id")
-    job_id = np.array(ids, dtype=object) if n else np.empty(0, dtype=object)
-    id_set = set(ids)
-    if len(id_set) != n or "" in id_set:
-        first: dict[str, int] = {}
-        for i, v in enumerate(ids):
-            ln = int(lines[i])
-            if v == "":
-                bad.append((ln, f"{fname}:{ln}: column 'job_id': expected a non-empty id, got ''"))
-            elif v in first:
-                bad.append(
-                    (
-                        ln,
-                        f"{fname}:{ln}: column 'job_id': duplicate id '{v}' "
-                        f"(first on line {first[v]})",
-                    )
-                )
-            else:
-                first[v] = ln
-
-    submit = _float_column(
-        col("submit_time"),
-        optional=False,
-        positive=False,
-        what="a finite number of seconds >= 0",
-        report=reporter("submit_time"),
-    )
-
-    gcol = col("num_gpus")
-    try:
-        gpus = np.array(gcol, dtype=np.int64) if n else np.zeros(0, np.int64)
-        ok = bool(((gpus >= 1) & (gpus <= np.iinfo(np.int32).max)).all())
-    except (ValueError, OverflowError):
-        ok = False
-    if not ok:
-        gpus = np.zeros(n, dtype=np.int64)
-        rep = reporter("num_gpus")
-        for i, v in _bad_rows(gcol, int, lambda x: 1 <= x <= np.iinfo(np.int32).max):
-            rep(i, "a positive integer", v)
-        for i, v in enumerate(gcol):
-            try:
-                gpus[i] = max(0, min(int(v), 0x7FFFFFFF))
-            except ValueError:
-                pass
-    num_gpus = gpus.astype(np.int32)
-
-    duration = (
-        _float_column(
-            col("duration"),
-            optional=True,
-            positive=True,
-            what="a finite number of seconds > 0 or empty",
-            report=reporter("duration"),
-        )
-        if has_dur
-        else np.full(n, np.nan)
-    )
-    iterations = (
-        _float_column(
-            col("iterations"),
-            optional=True,
-            positive=True,
-            what="a finite number > 0 or empty",
-            report=reporter("iterations"),
-        )
-        if "iterations" in index
-        else np.full(n, np.nan)
-    )
-    model = np.empty(n, dtype=object)
-    model[:] = col("model")
+def _read_trace(path: str | Path) -> Trace:
+    t = CsvTable(path)
+    t.require(REQUIRED_COLUMNS, (("duration",), ("iterations", "model")))
+    job_id = t.text("job_id")
+    t.unique_ids(job_id, "job_id")
+    submit = t.floats("submit_time", _SUBMIT_WHAT, _submit_ok)
+    num_gpus = t.integers("num_gpus", _GPUS_WHAT, 1, MAX_GPUS)
+    duration = t.floats("duration", _DURATION_WHAT, _duration_ok, optional=True)
+    iterations = t.floats("iterations", _ITER_WHAT, _iterations_ok, optional=True)
+    model = t.text("model")
+    load_s = t.floats("load_s", _OVERHEAD_WHAT, _overhead_ok, optional=True)
+    save_s = t.floats("save_s", _OVERHEAD_WHAT, _overhead_ok, optional=True)
 
     # Each row needs a duration, or iterations and a model. Raw fields decide "given", so a
     # malformed duration is reported once (above), not again here.
-    dur_raw = col("duration")
-    it_raw = col("iterations")
     missing = np.isnan(duration) & (np.isnan(iterations) | (model == ""))
+    dur_raw = t.cols.get("duration", ("",) * t.n)
+    it_raw = t.cols.get("iterations", ("",) * t.n)
     for i in np.flatnonzero(missing).tolist():
-        if dur_raw[i].strip() != "" or (it_raw[i].strip() != "" and model[i] != ""):
+        if dur_raw[i] != "" or (it_raw[i] != "" and model[i] != ""):
             continue  # a malformed value, already reported
-        ln = int(lines[i])
-        bad.append(
-            (
-                ln,
-                f"{fname}:{ln}: column 'duration': expected a duration, or both 'iterations' "
-                f"and 'model', got duration='{dur_raw[i]}', iterations='{it_raw[i]}', "
-                f"model='{model[i]}'",
-            )
+        t.report(
+            int(t.lines[i]),
+            "column 'duration': expected a duration, or both 'iterations' and 'model', got "
+            f"duration={show_value(dur_raw[i])}, iterations={show_value(it_raw[i])}, "
+            f"model={show_value(model[i])}",
         )
-
-    if errors or bad:
-        bad.sort(key=lambda t: t[0])
-        raise TraceError(errors + [m for _, m in bad])
-
-    extra = {}
-    for h in header:
-        if h not in CANONICAL_COLUMNS:
-            arr = np.empty(n, dtype=object)
-            arr[:] = cols[index[h]]
-            extra[h] = arr
+    t.raise_if_bad()
+    extra = {h: t.text(h) for h in t.cols if h not in CANONICAL_COLUMNS}
     return Trace(
         job_id=job_id,
         submit_time=submit,
@@ -562,8 +926,66 @@ def read_trace(path: str | Path) -> Trace:
         iterations=iterations,
         model=model,
         extra=extra,
-        source=fname,
+        source=str(path),
+        load_s=load_s,
+        save_s=save_s,
+        line=t.lines,
     )
+
+
+def validate_trace(trace: Trace) -> None:
+    """Check the value bounds of a trace built in code (:func:`read_trace` checks them on input).
+
+    Parameters
+    ----------
+    trace
+        Any trace.
+
+    Raises
+    ------
+    TraceError
+        Naming ``source:line`` (see :attr:`Trace.line`), the column and the bound, for
+        every value outside the bounds the module doc gives, and for rows with neither a
+        duration nor iterations and a model.
+    """
+    name = show_name(trace.source or "<trace>")
+    problems: list[tuple[int, str]] = []
+    checks: list[tuple[str, Callable[[np.ndarray], np.ndarray], str, bool]] = [
+        ("submit_time", _submit_ok, _SUBMIT_WHAT, False),
+        ("duration", _duration_ok, _DURATION_WHAT, True),
+        ("iterations", _iterations_ok, _ITER_WHAT, True),
+        ("load_s", _overhead_ok, _OVERHEAD_WHAT, True),
+        ("save_s", _overhead_ok, _OVERHEAD_WHAT, True),
+    ]
+    for col, ok, what, optional in checks:
+        arr = getattr(trace, col)
+        with np.errstate(invalid="ignore"):
+            wrong = ~ok(arr)
+        if optional:
+            wrong &= ~np.isnan(arr)
+        for i in np.flatnonzero(wrong).tolist():
+            ln = int(trace.line[i])
+            problems.append(
+                (ln, f"{name}:{ln}: column '{col}': expected {what}, got {float(arr[i])!r}")
+            )
+    for i in np.flatnonzero(trace.num_gpus < 1).tolist():
+        ln = int(trace.line[i])
+        problems.append(
+            (ln, f"{name}:{ln}: column 'num_gpus': expected {_GPUS_WHAT}, got {trace.num_gpus[i]}")
+        )
+    no_work = np.isnan(trace.duration) & (np.isnan(trace.iterations) | (trace.model == ""))
+    for i in np.flatnonzero(no_work).tolist():
+        ln = int(trace.line[i])
+        problems.append(
+            (
+                ln,
+                f"{name}:{ln}: job {show_value(str(trace.job_id[i]))} gives neither a duration "
+                "nor both iterations and a model",
+            )
+        )
+    if problems:
+        problems.sort(key=lambda p: p[0])
+        raise TraceError([m for _, m in problems])
 
 
 # --------------------------------------------------------------------------- writing
@@ -586,7 +1008,7 @@ def _fmt_floats(arr: np.ndarray) -> list[str]:
 
 
 def _formatted(trace: Trace, name: str) -> Iterable[str]:
-    if name in ("submit_time", "duration", "iterations"):
+    if name in _FLOAT_COLUMNS:
         return _fmt_floats(getattr(trace, name))
     if name == "num_gpus":
         return map(str, trace.num_gpus.tolist())
@@ -607,6 +1029,11 @@ def write_trace(trace: Trace, path: str | Path) -> None:
         The trace to write.
     path
         Destination file (``.csv`` or ``.csv.gz``); parent folders must exist.
+
+    Raises
+    ------
+    GpuschedError
+        If the file cannot be written (the message names it and the reason).
     """
     path = Path(path)
     names = trace.columns()
@@ -628,7 +1055,10 @@ def write_trace(trace: Trace, path: str | Path) -> None:
             gc.enable()
     if path.name.endswith(".gz"):
         data = gzip.compress(data, compresslevel=6, mtime=0)
-    path.write_bytes(data)
+    try:
+        path.write_bytes(data)
+    except OSError as exc:
+        raise GpuschedError(f"cannot write {show_name(path)}: {_why(exc, False)}") from None
 
 
 def trace_sha256(path: str | Path) -> str:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import gzip
+import json
+import re
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from gpusched.cli import app
 from gpusched.errors import GpuschedError, TraceError
 from gpusched.importers import (
     IMPORTERS,
@@ -18,6 +22,8 @@ from gpusched.importers import (
     import_trace_with_report,
 )
 from gpusched.trace import read_trace
+
+runner = CliRunner()
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 
@@ -59,7 +65,9 @@ def test_gavel_msr_philly() -> None:
     assert t.model.tolist() == ["Transformer", "Recommendation", "A3C"]
     assert t.extra["batch_size"].tolist() == ["128", "8192", ""]
     assert t.extra["user"].tolist() == ["0e4a51", "0e4a51", "6214e9"]
-    assert rep.excluded == {"seed != 0 (pass seed=None to keep every seed)": 2}
+    assert rep.excluded == {
+        "seed != 0 (keep every seed with --all-seeds, or seed=None in Python)": 2
+    }
     all_seeds, rep = import_trace_with_report("gavel-msr-philly", FIX / "gavel_msr.csv", seed=None)
     assert len(all_seeds) == 5 and rep.n_excluded == 0
     assert all_seeds.job_id[3] == "1-0e4a51-0" and all_seeds.model[4] == "CycleGAN"
@@ -136,5 +144,192 @@ def test_tiresias_bad_reports_every_line() -> None:
 def test_missing_source_column(tmp_path: Path) -> None:
     p = tmp_path / "x.csv"
     p.write_text("job_id,submit_time,num_gpus\n1,0,1\n")
-    with pytest.raises(TraceError, match=r"x.csv:1: missing required column 'submit_offset_s'"):
+    with pytest.raises(TraceError) as info:
         import_trace("philly-pollux", p)
+    (msg,) = info.value.errors
+    assert msg.startswith(
+        f"{p}:1: missing required columns 'submit_offset_s', 'duration_s', 'vc'; "
+        "the header has 3 columns: 'job_id', 'submit_time', 'num_gpus'"
+    )
+
+
+# --------------------------------------------------------------------------- hostile input
+# The importers read through gpusched.trace.CsvTable, so they share the reader's rules.
+
+PHILLY_HEAD = "job_id,submit_time,submit_offset_s,duration_s,num_gpus,gpu_time_s,vc\n"
+
+
+@pytest.mark.parametrize(
+    ("row", "col", "what"),
+    [
+        ("1,t,0,10,4294967297,0,v", "num_gpus", "an integer in [1, 2147483647]"),
+        ("1,t,0,10,1_0,0,v", "num_gpus", "an integer in [1, 2147483647]"),
+        ("1,t,0,10,4.0,0,v", "num_gpus", "an integer in [1, 2147483647]"),
+        ("1,t,1e300,10,1,0,v", "submit_offset_s", "a number of seconds in [0, 1e+10]"),
+        ("1,t,inf,10,1,0,v", "submit_offset_s", "a number of seconds in [0, 1e+10]"),
+        ("1,t,0,1e-300,1,0,v", "duration_s", "a number of seconds in [0.001, 1e+10]"),
+        ("1,t,0, 10,1,0,v", "duration_s", "a number of seconds in [0.001, 1e+10]"),
+    ],
+)
+def test_importer_rejects_what_the_reader_rejects(
+    tmp_path: Path, row: str, col: str, what: str
+) -> None:
+    p = tmp_path / "p.csv"
+    p.write_text(PHILLY_HEAD + "\n" + row + "\n")  # a blank line: the row is on line 3
+    with pytest.raises(TraceError) as info:
+        import_trace("philly-pollux", p)
+    (msg,) = info.value.errors
+    assert msg.startswith(f"{p}:3: column '{col}': expected {what}, got ")
+
+
+def test_gpu_counts_never_wrap(tmp_path: Path) -> None:
+    gavel = "seed,vc,line,job_type,total_steps,arrival_time_s,scale_factor\n"
+    tiresias = "job_id,num_gpu,submit_time,duration\n"
+    openb = "name,num_gpu,gpu_milli,pod_phase,creation_time,deletion_time,scheduled_time\n"
+    for kind, text, col in [
+        ("gavel-msr-philly", gavel + "0,v,0,A3C,10,0,4294967297\n", "scale_factor"),
+        ("tiresias", tiresias + "a,4294967297,0,10\n", "num_gpu"),
+        ("openb", openb + "p,4294967296,0,Running,0,10,0\n", "num_gpu"),
+        ("gavel-msr-philly", gavel + "18446744073709551616,v,0,A3C,10,0,1\n", "seed"),
+    ]:
+        p = tmp_path / f"{kind}.csv"
+        p.write_text(text)
+        with pytest.raises(TraceError) as info:
+            import_trace(kind, p)
+        assert info.value.errors[0].startswith(f"{p}:2: column '{col}': expected an integer in [")
+
+
+def test_openb_run_time_below_the_minimum(tmp_path: Path) -> None:
+    p = tmp_path / "o.csv"
+    head = "name,num_gpu,gpu_milli,pod_phase,creation_time,deletion_time,scheduled_time\n"
+    p.write_text(head + "a,1,1000,Running,0,100,0\nb,1,1000,Running,0,5.0001,5\n")
+    with pytest.raises(TraceError) as info:
+        import_trace("openb", p)
+    (msg,) = info.value.errors
+    assert msg.startswith(
+        f"{p}:3: column 'deletion_time': deletion_time - scheduled_time = {5.0001 - 5!r} s, "
+    )
+    assert "shorter than the shortest duration gpusched simulates (0.001 s)" in msg
+
+
+def test_importers_read_files_like_the_reader(tmp_path: Path) -> None:
+    bad_gz = tmp_path / "p.csv.gz"
+    bad_gz.write_bytes(gzip.compress(b"x")[:10] + b"garbage")
+    bad_utf8 = tmp_path / "u.csv"
+    bad_utf8.write_bytes(PHILLY_HEAD.encode() + b"1,t\xff,0,10,1,0,v\n")
+    tabs = tmp_path / "t.csv"
+    tabs.write_text(PHILLY_HEAD.replace(",", "\t"))
+    for path, needle in [
+        (bad_gz, f"{bad_gz}: cannot read: corrupt gzip data"),
+        (tmp_path, f"{tmp_path}: cannot read: it is a directory"),
+        (bad_utf8, f"{bad_utf8}:2: byte 0xff (byte 4 of the line) is not valid UTF-8"),
+        (tabs, "tab-separated? gpusched reads comma-separated CSV"),
+    ]:
+        with pytest.raises(TraceError, match=re.escape(needle)):
+            import_trace("philly-pollux", path)
+
+
+def test_tiresias_missing_work_columns(tmp_path: Path) -> None:
+    p = tmp_path / "t.csv"
+    p.write_text("job_id,num_gpu,submit_time,iterations\n0,1,0,10\n")
+    with pytest.raises(TraceError) as info:
+        import_trace("tiresias", p)
+    assert info.value.errors[0].startswith(
+        f"{p}:1: missing required column 'duration' (or 'iterations' and 'model_name')"
+    )
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def _cli(*args: object):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_cli_gavel_seed_options(tmp_path: Path) -> None:
+    src = FIX / "gavel_msr.csv"
+    out = tmp_path / "g.csv"
+    r = _cli("trace", "import", "gavel-msr-philly", src, "-o", out, "--all-seeds")
+    assert r.exit_code == 0, r.output
+    assert len(read_trace(out)) == 5 and "excluded" not in r.output
+    r = _cli("trace", "import", "gavel-msr-philly", src, "-o", out, "--seed", "1")
+    assert r.exit_code == 0 and read_trace(out).job_id.tolist() == ["0e4a51-0", "0e4a51-1"]
+    assert "excluded 3 rows: seed != 1 (keep every seed with --all-seeds" in r.output
+    r = _cli("trace", "import", "gavel-msr-philly", src, "-o", out, "--vc", "6214e9")
+    assert r.exit_code == 0 and read_trace(out).job_id.tolist() == ["6214e9-0"]
+
+
+def test_cli_openb_fractional(tmp_path: Path) -> None:
+    out = tmp_path / "o.csv"
+    r = _cli(
+        "trace", "import", "openb", FIX / "openb_pods.csv", "-o", out, "--fractional", "exclude"
+    )
+    assert r.exit_code == 0, r.output
+    assert len(read_trace(out)) == 2 and "fractional GPU share" in r.output
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (
+            ["philly-pollux", "philly_pollux.csv", "--seed", "1"],
+            "--seed applies to 'gavel-msr-philly'",
+        ),
+        (["tiresias", "tiresias_60job.csv", "--all-seeds"], "--all-seeds applies to"),
+        (["openb", "openb_pods.csv", "--vc", "x"], "--vc applies to"),
+        (
+            ["gavel-msr-philly", "gavel_msr.csv", "--fractional", "whole"],
+            "--fractional applies to 'openb'",
+        ),
+        (["gavel-msr-philly", "gavel_msr.csv", "--seed", "1", "--all-seeds"], "not both"),
+        (["openb", "openb_pods.csv", "--fractional", "round"], "fractional must be"),
+        (["philly-pollux", "philly_pollux.csv", "-o", "."], "cannot write"),
+    ],
+)
+def test_cli_import_misuse(tmp_path: Path, args: list[str], needle: str) -> None:
+    out = [] if "-o" in args else ["-o", tmp_path / "x.csv"]
+    r = _cli("trace", "import", args[0], FIX / args[1], *args[2:], *out)
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith("error: ") and needle in r.output and "Traceback" not in r.output
+
+
+def test_cli_import_directory_and_hostile_name(tmp_path: Path) -> None:
+    r = _cli("trace", "import", "openb", tmp_path, "-o", tmp_path / "x.csv")
+    assert r.exit_code == 2 and "cannot read: it is a directory" in r.output
+    name = tmp_path / "x\ny.csv"
+    r = _cli("trace", "import", "openb", name, "-o", tmp_path / "x.csv")
+    assert r.exit_code == 2 and r.output == f"error: file not found: {str(name)!r}\n"
+
+
+@pytest.mark.parametrize(
+    ("kind", "fixture"),
+    [
+        ("philly-pollux", "philly_pollux.csv"),
+        ("tiresias", "tiresias_replay.csv"),
+        ("openb", "openb_pods.csv"),
+    ],
+)
+def test_import_then_replay(tmp_path: Path, kind: str, fixture: str) -> None:
+    out = tmp_path / "t.csv.gz"
+    r = _cli("trace", "import", kind, FIX / fixture, "-o", out)
+    assert r.exit_code == 0, r.output
+    r = _cli("replay", out, "-P", "fifo", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["n_finished"] == len(read_trace(out))
+
+
+def test_gavel_import_then_replay_fails_cleanly(tmp_path: Path) -> None:
+    """Gavel's trace gives work (total_steps), not time, for models the catalogue lacks.
+
+    Until the catalogue holds Gavel's models (or the source gives a duration), replay of
+    the import names the line and the model it cannot time, in one clean error.
+    """
+    out = tmp_path / "g.csv"
+    r = _cli("trace", "import", "gavel-msr-philly", FIX / "gavel_msr.csv", "-o", out)
+    assert r.exit_code == 0 and "note: the source gives no duration" in r.output
+    r = _cli("trace", "stats", out)
+    assert r.exit_code == 0 and "duration_s  -  (not given by any job)" in r.output
+    r = _cli("replay", out, "-P", "fifo")
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.output.startswith(f"error: {out}:2: column 'model': ")
+    assert "unknown model 'Transformer'" in r.output

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from gpusched.errors import GpuschedError, show_path
+from gpusched.errors import GpuschedError, show_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,7 +51,7 @@ def os_error_message(exc: OSError) -> str:
         errno.EEXIST: "already exists",
     }.get(exc.errno or -1, exc.strerror or type(exc).__name__)
     name = exc.filename if exc.filename is not None else None
-    return f"{what}: {show_path(name)}" if name is not None else what
+    return f"{what}: {show_name(name)}" if name is not None else what
 
 
 def user_errors(fn: F) -> F:
@@ -129,7 +129,7 @@ def print_run_header(result: Any, summary: dict[str, Any], *, engine: bool = Tru
     if source.parent == bundled_dir("traces"):
         trace = f"{source.name.split('.')[0]} (bundled)"
     else:
-        trace = show_path(result.jobs.source)
+        trace = show_name(result.jobs.source)
     typer.echo(
         f"{trace} on {cluster.name} ({cluster.n_gpus} GPUs), "
         f"{summary['n_jobs']} jobs, slot {result.slot_s:g} s{mode}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -25,15 +25,85 @@ def import_cmd(
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Canonical trace to write (.csv or .csv.gz)")
     ],
+    seed: Annotated[
+        int | None,
+        typer.Option("--seed", help="gavel-msr-philly: keep this one of Gavel's seeds (default 0)"),
+    ] = None,
+    all_seeds: Annotated[
+        bool,
+        typer.Option(
+            "--all-seeds", help="gavel-msr-philly: keep every seed (job ids get a seed prefix)"
+        ),
+    ] = False,
+    vc: Annotated[
+        str | None,
+        typer.Option("--vc", help="gavel-msr-philly: keep only this Philly virtual cluster"),
+    ] = None,
+    fractional: Annotated[
+        str | None,
+        typer.Option(
+            "--fractional",
+            help="openb: keep pods with a fractional GPU share as one GPU ('whole', the "
+            "default) or 'exclude' them",
+        ),
+    ] = None,
 ) -> None:
     """Convert a public trace into the canonical CSV; say what was excluded and why."""
+    from gpusched.errors import GpuschedError, show_name
     from gpusched.importers import convert_trace
 
-    if not src.is_file():
-        raise FileNotFoundError(2, "not found", str(src))
-    report = convert_trace(kind, src, output)
+    options = import_options(kind, seed=seed, all_seeds=all_seeds, vc=vc, fractional=fractional)
+    if not src.exists():
+        raise GpuschedError(f"file not found: {show_name(src)}")
+    report = convert_trace(kind, src, output, **options)
     typer.echo(str(report))
-    typer.echo(f"wrote {output}")
+    typer.echo(f"wrote {show_name(output)}")
+
+
+def import_options(
+    kind: str,
+    *,
+    seed: int | None = None,
+    all_seeds: bool = False,
+    vc: str | None = None,
+    fractional: str | None = None,
+) -> dict[str, Any]:
+    """The importer keyword options of ``gpusched trace import``'s flags (checked against ``kind``).
+
+    Raises
+    ------
+    GpuschedError
+        A flag given for a kind it does not apply to, or ``--seed`` with ``--all-seeds``.
+    """
+    from gpusched.errors import GpuschedError
+
+    given = {
+        "--seed": seed is not None,
+        "--all-seeds": all_seeds,
+        "--vc": vc is not None,
+        "--fractional": fractional is not None,
+    }
+    applies = {
+        "--seed": "gavel-msr-philly",
+        "--all-seeds": "gavel-msr-philly",
+        "--vc": "gavel-msr-philly",
+        "--fractional": "openb",
+    }
+    for flag, on in given.items():
+        if on and kind != applies[flag]:
+            raise GpuschedError(f"{flag} applies to '{applies[flag]}' imports only, not '{kind}'")
+    if seed is not None and all_seeds:
+        raise GpuschedError("give --seed or --all-seeds, not both")
+    options: dict[str, Any] = {}
+    if all_seeds:
+        options["seed"] = None
+    elif seed is not None:
+        options["seed"] = seed
+    if vc is not None:
+        options["vc"] = vc
+    if fractional is not None:
+        options["fractional"] = fractional
+    return options
 
 
 @app.command("synth")
@@ -54,7 +124,7 @@ def synth_cmd(
 ) -> None:
     """Generate a seeded synthetic trace: heavy-tailed durations, Philly-like GPU mix, load-matched arrivals."""
     from gpusched.cluster import load_cluster
-    from gpusched.errors import GpuschedError
+    from gpusched.errors import GpuschedError, show_name
     from gpusched.synth import synth_trace
     from gpusched.trace import write_trace
 
@@ -64,7 +134,8 @@ def synth_cmd(
     trace = synth_trace(jobs, seed, load=load, n_gpus_cluster=spec.n_gpus)
     write_trace(trace, output)
     typer.echo(
-        f"wrote {len(trace)} jobs to {output} (load {load:g} on {spec.name}, {spec.n_gpus} GPUs)"
+        f"wrote {len(trace)} jobs to {show_name(output)} (load {load:g} on {spec.name}, "
+        f"{spec.n_gpus} GPUs)"
     )
 
 
@@ -95,6 +166,8 @@ def stats_cmd(
                 f"{k}: {v:,.6g}" if isinstance(v, float) else f"{k}: {v}" for k, v in value.items()
             )
             typer.echo(f"{key:>18}  {inner}")
+        elif value is None:
+            typer.echo(f"{key:>18}  -  (not given by any job)")
         else:
             typer.echo(
                 f"{key:>18}  {value:,.6g}" if isinstance(value, float) else f"{key:>18}  {value}"
@@ -114,6 +187,7 @@ def annotate_cmd(
     e.g. recurring-job groups when the trace has none).
     """
     from gpusched.annotate import annotate_trace
+    from gpusched.errors import GpuschedError, show_name
     from gpusched.run import resolve_trace
     from gpusched.trace import read_trace, trace_sha256, write_trace
 
@@ -126,7 +200,11 @@ def annotate_cmd(
         "seed": seed,
         "notes": notes,
     }
-    Path(f"{output}.manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    manifest_path = Path(f"{output}.manifest.json")
+    try:
+        manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    except OSError as exc:
+        raise GpuschedError(f"cannot write {show_name(manifest_path)}: {exc.strerror}") from None
     for note in notes:
         typer.echo(f"note: {note}")
-    typer.echo(f"wrote {len(annotated)} annotated jobs to {output}")
+    typer.echo(f"wrote {len(annotated)} annotated jobs to {show_name(output)}")
