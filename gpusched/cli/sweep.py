@@ -82,7 +82,7 @@ def sweep_cmd(
     workers: Annotated[
         int | None,
         typer.Option(
-            "--workers", "-j", help="LocalCluster worker processes [default: one per core]"
+            "--workers", "-j", help="LocalCluster worker processes (default: one per core)"
         ),
     ] = None,
     dry_run: Annotated[
@@ -92,7 +92,10 @@ def sweep_cmd(
         ),
     ] = False,
     plot: Annotated[
-        bool, typer.Option("--plot", help="Draw avg JCT against the first varying parameter")
+        bool,
+        typer.Option(
+            "--plot", help="Draw the results: avg JCT per policy, faceted by trace and cluster"
+        ),
     ] = False,
 ) -> None:
     """Run a grid of traces x clusters x policies x parameters x seeds on Dask (resumable)."""
