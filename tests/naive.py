@@ -9,7 +9,12 @@ against it. The model, in short:
   exact time t_prev + r), (2) admit arrivals, (3) let the policy decide, (4) jump to the
   slot boundary ceil(e / L) * L of the earliest future event e;
 * jobs are gangs of g GPUs that progress at rate 1 while they hold GPUs;
-* fifo / sjf never preempt; srtf / tiresias re-pack every unfinished job each time.
+* fifo / sjf never preempt; srtf / tiresias re-pack every unfinished job each time;
+* tiresias keeps one list per level (the Tiresias simulator's queues): an arrival goes to
+  the back of level 0; a running job whose attained GPU-seconds reached a threshold goes
+  to the back of its new level at that decision point (several at once: by job index);
+  the re-pack walks the lists level by level, then each list puts its running jobs
+  first, waiting ones after, both keeping their order.
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ def simulate(
     server_gpus: list[int],
     policy: str,
     slot: float,
-    thresholds: tuple[float, ...] = (3250.0, 7200.0, 18000.0),
+    thresholds: tuple[float, ...] = (3250.0, 7200.0),
     backfill: bool = False,
     log: list | None = None,
 ) -> list[dict]:
@@ -82,6 +87,8 @@ def simulate(
     owner = [-1] * total_gpus  # job on each GPU
     held: dict[int, list[int]] = {}  # running job -> its GPUs
     queued: list[int] = []  # admitted jobs waiting for GPUs
+    lists: list[list[int]] = [[] for _ in range(len(thresholds) + 1)]  # tiresias levels
+    level_of: dict[int, int] = {}  # tiresias: the list each unfinished job is in
     next_arrival = 0  # index of the first job not yet admitted
 
     def idle_by_server() -> list[list[int]]:
@@ -116,9 +123,7 @@ def simulate(
         if policy == "srtf":
             return (remaining[j], j)
         if policy == "tiresias":
-            waiting = 0 if j in held else 1
-            since = first_start[j] if first_start[j] is not None else submit[j]
-            return (2 * level(attained[j], thresholds) + waiting, since, j)
+            return (level_of[j], lists[level_of[j]].index(j))
         raise ValueError(f"unknown policy {policy!r}")
 
     def decide(t: float) -> None:
@@ -149,6 +154,22 @@ def simulate(
             if j in selected and j not in held:
                 placed = start(j, t)
                 assert placed, "a selected job must fit (sum of gangs <= cluster)"
+        if policy == "tiresias":  # running jobs first in every list, both parts in order
+            for lst in lists:
+                lst[:] = [j for j in lst if j in held] + [j for j in lst if j not in held]
+
+    def tiresias_lists(t: float) -> None:
+        """Arrivals and demotions join the back of their lists."""
+        for j in queued:
+            if j not in level_of:
+                level_of[j] = 0
+                lists[0].append(j)
+        for j in sorted(held):
+            q = level(attained[j], thresholds)
+            if q > level_of[j]:
+                lists[level_of[j]].remove(j)
+                lists[q].append(j)
+                level_of[j] = q
 
     def next_event(t: float) -> float:
         events = [t + remaining[j] for j in held]
@@ -182,6 +203,8 @@ def simulate(
                 remaining[j] = 0.0
                 release(j)
                 done += 1
+                if policy == "tiresias":
+                    lists[level_of.pop(j)].remove(j)
             else:
                 remaining[j] -= dt
                 attained[j] += gpus[j] * dt
@@ -190,6 +213,8 @@ def simulate(
             queued.append(next_arrival)
             next_arrival += 1
         # (3) policy decision
+        if policy == "tiresias":
+            tiresias_lists(t)
         decide(t)
         if log is not None:
             log.append((t, list(owner)))
