@@ -682,7 +682,7 @@ def _sort_queue(st, cfg):
     """Key the jobs appended to the queue since the last decision and insert them in order.
 
     A queued job's key never changes while it waits (its remaining work, attained
-    service and first start are frozen), so the sorted prefix stays sorted.
+    service and place in its Tiresias list are frozen), so the sorted prefix stays sorted.
     """
     nq = st.sim_i[I_N_QUEUE]
     lo = min(st.sim_i[I_N_SORTED], nq)
