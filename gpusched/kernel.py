@@ -509,6 +509,43 @@ def _ran_since(status, s0, phase_end, now):
 
 
 @njit(**_JIT)
+def _las_place(st, cfg, j, ran, now):
+    """Tiresias: bring job ``j``'s level and place in that level's list up to now.
+
+    The simulator keeps one list per level. A job first joins the back of its level
+    (level 0) at its submission; a holder whose attained service crossed T_k since the
+    last re-pack joins the back of level k + 1 at the decision point of the crossing,
+    t_x = now - (a_j - T_k) / g_j. Such places are times since the first submission
+    (>= 0); after each re-pack :func:`_las_front` moves the holders to the front (< 0).
+    """
+    att = st.job_attained[j] + ran * st.job_n_gpus[j]
+    lvl = las_level(att, cfg.thresholds)
+    t0 = st.job_submit[0]
+    if np.isnan(st.job_seq[j]):
+        st.job_level[j] = lvl
+        st.job_seq[j] = st.job_submit[j] - t0
+    elif lvl > st.job_level[j]:
+        cross = now - (att - cfg.thresholds[lvl - 1]) / st.job_n_gpus[j]
+        at = np.ceil((cross - EPS) / cfg.slot_s) * cfg.slot_s + 0.0
+        st.job_level[j] = lvl
+        st.job_seq[j] = min(at, now) - t0
+
+
+@njit(**_JIT)
+def _las_front(st):
+    """Tiresias: the holders after a re-pack (``cand[:I_N_HELD]``, in order) go to the front.
+
+    As the simulator moves the waiting jobs of every list behind the running ones after
+    each pass. With n jobs, h holders and D decisions so far, the places are
+    -D n - h .. -D n - 1: before every place handed out earlier.
+    """
+    held = st.sim_i[I_N_HELD]
+    base = -float(st.sim_i[I_N_DECISIONS]) * st.job_submit.shape[0] - held
+    for i in range(held):
+        st.job_seq[st.cand[i]] = base + i
+
+
+@njit(**_JIT)
 def _compute_keys(st, cfg, c, lo, m):
     """Priority keys of ``c[lo:m]`` at now (holders' remaining / attained taken as of now)."""
     now = st.sim_f[F_NOW]
@@ -524,12 +561,10 @@ def _compute_keys(st, cfg, c, lo, m):
         elif cfg.key == KEY_SRTF:
             st.job_key[j] = st.job_remaining[j] - ran * st.job_rate[j]
             st.job_key2[j] = 0.0
-        else:  # KEY_LAS: level, running before queued, then FIFO by first start
-            lvl = las_level(st.job_attained[j] + ran * st.job_n_gpus[j], cfg.thresholds)
-            holding = st.job_status[j] != QUEUED
-            st.job_key[j] = 2.0 * lvl + (0.0 if holding else 1.0)
-            fs = st.job_first_start[j]
-            st.job_key2[j] = st.job_submit[j] if np.isnan(fs) else fs
+        else:  # KEY_LAS: level, then place in the level's list
+            _las_place(st, cfg, j, ran, now)
+            st.job_key[j] = st.job_level[j]
+            st.job_key2[j] = st.job_seq[j]
 
 
 @njit(**_JIT)
@@ -662,7 +697,7 @@ def _sort_queue(st, cfg):
     """Key the jobs appended to the queue since the last decision and insert them in order.
 
     A queued job's key never changes while it waits (its remaining work, attained
-    service and first start are frozen), so the sorted prefix stays sorted.
+    service and place in its Tiresias list are frozen), so the sorted prefix stays sorted.
     """
     nq = st.sim_i[I_N_QUEUE]
     lo = min(st.sim_i[I_N_SORTED], nq)
@@ -717,6 +752,8 @@ def _repack(st, cfg):
         elif cfg.blocking:
             break
     started = _apply_selection(st, cfg, n_sel, now)  # requeued jobs go after the sorted prefix
+    if cfg.key == KEY_LAS:
+        _las_front(st)
     # the survivors of the sorted prefix stay sorted, appended ones follow
     st.sim_i[I_N_SORTED] = compact_queue(st, nq)
     return started

@@ -90,6 +90,10 @@ class SimState(NamedTuple):
     job_key: np.ndarray  # float64 scratch: primary priority key
     job_key2: np.ndarray  # float64 scratch: secondary priority key
     job_mark: np.ndarray  # int8 scratch
+    job_level: np.ndarray  # int8, KEY_LAS: the Tiresias level whose list holds the job
+    job_seq: np.ndarray  # float64, KEY_LAS: place in that list, smaller first (nan = not in
+    # one yet): < 0 if it held GPUs at a re-pack since, else when it joined the back (s after
+    # the first submission)
     alloc_gpu: np.ndarray  # int32 (sum of n_gpus), GPUs held by each job (-1 when none)
     queue: np.ndarray  # int32, queued jobs; the first I_N_QUEUE entries are live
     run: np.ndarray  # int32, jobs holding GPUs; the first I_N_RUN entries are live
@@ -191,6 +195,8 @@ def new_state(
         job_key=np.zeros(n),
         job_key2=np.zeros(n),
         job_mark=np.zeros(n, dtype=np.int8),
+        job_level=np.zeros(n, dtype=np.int8),
+        job_seq=nan.copy(),
         alloc_gpu=np.full(int(alloc_off[-1]), -1, dtype=np.int32),
         queue=np.zeros(n, dtype=np.int32),
         run=np.zeros(n, dtype=np.int32),
@@ -213,7 +219,7 @@ KEY_NONE = -1  #: the policy orders jobs in Python
 KEY_FIFO = 0  #: submission order
 KEY_SJF = 1  #: total work (duration), shortest first
 KEY_SRTF = 2  #: remaining work, shortest first
-KEY_LAS = 3  #: discretized least-attained-service (Tiresias 2D-LAS): level, running first, start
+KEY_LAS = 3  #: discretized least-attained-service (Tiresias 2D-LAS): level, then place in its list
 
 
 class Timeline(NamedTuple):

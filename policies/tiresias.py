@@ -1,29 +1,37 @@
-"""Tiresias discretized two-dimensional LAS: priority queues on attained GPU-seconds, no knowledge of durations.
+"""Tiresias discretized 2D-LAS: priority queues on attained GPU-seconds, no knowledge of durations.
 
-Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep Learning",
-NSDI 2019, section 4.2 (Discretized 2D-LAS), with the semantics of the authors'
-simulator (SymbioticLab/Tiresias, ``simulator/run_sim.py``, ``dlas_sim_jobs`` with
-``gputime=True``, i.e. ``dlas-gpu``) so that results can be cross-checked:
+Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep Learning", NSDI 2019
+(USENIX), section 3.2: two-dimensional attained service (2DAS) with LAS priorities,
+discretized into queues. Semantics of the authors' simulator (SymbioticLab/Tiresias,
+``simulator/run_sim.py``, ``dlas_sim_jobs`` with ``gputime=True``, i.e. ``dlas-gpu``),
+so that results can be cross-checked:
 
 * attained service a_j = g_j x (time run), in GPU-seconds; a job is in level
-  q_j = #{k : a_j >= T_k} for thresholds T = (3250, 7200, 18000) GPU-s by default
-  (the simulator's ``queue_limit``); level 0 is served first;
-* within a level, jobs holding GPUs come before queued ones (the simulator moves
-  pending jobs to the end of their queue after every pass), then FIFO by first
-  start (never-started jobs by submission), as the paper's "FIFO within a queue";
-* at every arrival, completion and level crossing, all unfinished jobs are
-  re-packed in that order while \\sum g_j <= G, skipping jobs that do not fit;
-  running jobs left out are preempted;
-* starvation (``-p starve=K``, 0 = off as in ``dlas-gpu``): a queued job below
-  the top level whose wait since it was last queued reaches K times its run time
-  since its last promotion goes back to level 0 (its service counter restarts),
-  the simulator's ``solve_starvation`` rule.
+  q_j = #{k : a_j >= T_k}; level 0 is served first. Default T = (3250, 7200) GPU-s:
+  three levels [0, 3250), [3250, 7200), [7200, inf), as the simulator's
+  ``num_queue = 3`` uses only the first two limits of ``queue_limit = [3250, 7200, 18000]``;
+* each level is a list: an arrival joins the back of level 0, a job that crosses a
+  threshold joins the back of its new level (behind the jobs waiting there), and after
+  every re-pack the jobs holding GPUs move to the front of their lists, in list order,
+  ahead of the waiting ones (which keep their order). Simultaneous joins go in
+  submission order. (This is how the simulator realises the paper's FIFO order within
+  a queue; it differs from FIFO by submission or by start once jobs are preempted.)
+* at every arrival, completion and level crossing (while some job waits), all unfinished
+  jobs are re-packed, level by level in list order, while \\sum g_j <= G, skipping jobs
+  that do not fit; running jobs left out are preempted;
+* starvation (``-p starve=K``, 0 = off as in ``dlas-gpu``; K plays the paper's
+  PROMOTEKNOB): a queued job below the top level whose wait since it was last queued
+  reaches K times its run time since its last promotion joins the back of level 0,
+  behind the jobs that arrived by then, and its service counter restarts. (The
+  simulator's ``solve_starvation`` compares with all the time waited since the last
+  promotion instead of the current wait.)
 
-Deviations, chosen deliberately: demotion happens at the exact crossing time
-(the simulator's integer division can jump early and miss it); with more than
-one level crossed at once a job drops all of them (the simulator drops one per
-event). The ``starve`` knob is implemented in Python only, so ``starve > 0``
-runs without the fused kernel path.
+Deviations, chosen deliberately: a job is demoted at the decision point of its exact
+crossing time, when a_j reaches T_k (the paper's rule); the simulator checks at
+``ceil((T_k - executed_run_s) / g_j)`` s ahead, which mixes run seconds and
+GPU-seconds and divides integers, so it demotes multi-GPU jobs late. A job that crosses
+several thresholds between two decision points drops all of them at once (the
+simulator drops one per event). ``starve > 0`` runs without the fused kernel path.
 """
 
 from __future__ import annotations
@@ -31,11 +39,11 @@ from __future__ import annotations
 import numpy as np
 
 from gpusched.policy import KEY_LAS, Decision, Fused
-from gpusched.state import QUEUED, SAVING
+from gpusched.state import SAVING
 
 
 class TiresiasPolicy:
-    """Discretized 2D-LAS over attained GPU-seconds."""
+    """Discretized 2D-LAS over attained GPU-seconds, one list per level."""
 
     name = "tiresias"
     knows_duration = False
@@ -45,7 +53,7 @@ class TiresiasPolicy:
     def __init__(
         self,
         *,
-        thresholds: str = "3250,7200,18000",
+        thresholds: str = "3250,7200",
         starve: float = 0.0,
         rng: np.random.Generator | None = None,
     ) -> None:
@@ -63,16 +71,29 @@ class TiresiasPolicy:
             raise ParamError(
                 f"policy 'tiresias': thresholds must be positive and increasing, got '{thresholds}'"
             )
+        if len(levels) > 100:  # the kernel keeps levels in int8
+            raise ParamError(f"policy 'tiresias': at most 100 thresholds, got {len(levels)}")
         if starve < 0:
             raise ParamError(f"policy 'tiresias': starve must be >= 0, got {starve}")
         self.thresholds = np.array(levels)
         self.starve = starve
         self._base: dict[int, float] = {}  # attained GPU-s at each job's last promotion
+        # each job's level and place in that level's list, as the fused kernel keeps them
+        # (gpusched.state: job_level, job_seq): places >= 0 are times since the first
+        # submission at which the job joined the back; holders of a re-pack get places < 0
+        self._level_of = np.zeros(0, dtype=np.int64)
+        self._place = np.zeros(0)
+        self._front = 0.0  # the smallest place handed out so far
 
     def fused(self) -> Fused | None:
         if self.starve > 0:
             return None
         return Fused(KEY_LAS, preemptive=True, thresholds=tuple(self.thresholds))
+
+    def prepare(self, jobs, cluster) -> None:
+        """Start of a run: no job is in a list yet and none has been promoted."""
+        self._base = {}
+        self._place = np.zeros(0)
 
     def _service(self, view, jobs: np.ndarray) -> np.ndarray:
         a = view.job_attained[jobs].astype(np.float64)
@@ -85,22 +106,46 @@ class TiresiasPolicy:
         return np.searchsorted(self.thresholds - 1e-6, a, side="right")
 
     def decide(self, view, now: float) -> Decision:
+        if view.queued.size == 0:
+            return Decision()  # nothing waits: the re-pack would keep every holder
+        n = view.job_submit.size
+        if self._place.size != n:  # first decision of a run: no job placed yet
+            self._level_of = np.zeros(n, dtype=np.int64)
+            self._place = np.full(n, np.nan)
+            self._front = 0.0
+        lvl, place, t0 = self._level_of, self._place, view.job_submit[0]
+        holding = view.running[view.job_status[view.running] != SAVING]
+        # the holders of the last re-pack go to the front of their lists, in its order
+        h = holding[np.lexsort((holding, place[holding], lvl[holding]))]
+        self._front -= h.size
+        place[h] = self._front + np.arange(h.size)
+        # arrivals join the back of their level (level 0: nothing attained)
+        new = view.queued[np.isnan(place[view.queued])]
+        lvl[new] = self._level(self._service(view, new))
+        place[new] = view.job_submit[new] - t0
         if self.starve > 0:
             q = view.queued
             a = self._service(view, q)
             ran = a / view.job_n_gpus[q]  # run time since the last promotion, s
             starving = (self._level(a) > 0) & (ran > 0)
             starving &= view.job_enqueued[q] + self.starve * ran <= now + 1e-9
-            for j in q[starving]:
+            for j in q[starving]:  # back of level 0, behind the jobs that arrived by now
                 self._base[int(j)] = float(view.job_attained[j])
-        holding = view.running[view.job_status[view.running] != SAVING]
+                lvl[j], place[j] = 0, np.nextafter(now - t0, np.inf)
+        # holders that crossed T_k since the last re-pack join the back of level k + 1 at
+        # the decision point of the crossing, t_x = now - (a_j - T_k) / g_j
+        a = self._service(view, holding)
+        new_lvl = self._level(a)
+        down = new_lvl > lvl[holding]
+        if down.any():
+            j, k = holding[down], new_lvl[down]
+            cross = now - (a[down] - self.thresholds[k - 1]) / view.job_n_gpus[j]
+            at = np.ceil((cross - 1e-9) / view.slot_s) * view.slot_s + 0.0
+            lvl[j], place[j] = k, np.minimum(at, now) - t0
         active = np.union1d(view.queued, holding)
-        level = self._level(self._service(view, active))
-        queued = view.job_status[active] == QUEUED
-        first = view.job_first_start[active]
-        since = np.where(np.isnan(first), view.job_submit[active], first)
-        key = 2.0 * level + queued  # level first, holders before waiters
-        return Decision(order=active[np.lexsort((active, since, key))], preemptive=True)
+        return Decision(
+            order=active[np.lexsort((active, place[active], lvl[active]))], preemptive=True
+        )
 
     def wake(self, view, now: float) -> float | None:
         """Next level crossing of a holder, b_j + (T_q - a_j) / g_j (b_j: now, or the end of

@@ -15,7 +15,12 @@ against it. The model, in short:
   start (still loading, or at the very moment its load ended) releases its GPUs at once,
   pays no save, and the load time it spent is futile;
 * fifo / sjf never preempt; srtf / tiresias re-pack every unfinished job each time, over
-  the GPUs not held by saving jobs.
+  the GPUs not held by saving jobs;
+* tiresias keeps one list per level (the Tiresias simulator's queues): an arrival goes to
+  the back of level 0; a running job whose attained GPU-seconds reached a threshold goes
+  to the back of its new level at that decision point (several at once: by job index);
+  the re-pack walks the lists level by level, then each list puts its jobs holding GPUs
+  (loading or training) first, the others after, both keeping their order.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ def simulate(
     server_gpus: list[int],
     policy: str,
     slot: float,
-    thresholds: tuple[float, ...] = (3250.0, 7200.0, 18000.0),
+    thresholds: tuple[float, ...] = (3250.0, 7200.0),
     backfill: bool = False,
     log: list | None = None,
     load: list[float] | None = None,
@@ -101,6 +106,8 @@ def simulate(
     owner = [-1] * total_gpus  # job on each GPU
     held: dict[int, list[int]] = {}  # running job -> its GPUs
     queued: list[int] = []  # admitted jobs waiting for GPUs
+    lists: list[list[int]] = [[] for _ in range(len(thresholds) + 1)]  # tiresias levels
+    level_of: dict[int, int] = {}  # tiresias: the list each unfinished job is in
     next_arrival = 0  # index of the first job not yet admitted
 
     def idle_by_server() -> list[list[int]]:
@@ -189,9 +196,7 @@ def simulate(
         if policy == "srtf":
             return (remaining[j], j)
         if policy == "tiresias":
-            waiting = 0 if j in held else 1
-            since = first_start[j] if first_start[j] is not None else submit[j]
-            return (2 * level(attained[j], thresholds) + waiting, since, j)
+            return (level_of[j], lists[level_of[j]].index(j))
         raise ValueError(f"unknown policy {policy!r}")
 
     def decide(t: float) -> None:
@@ -223,6 +228,23 @@ def simulate(
             if j in selected and j not in held:
                 placed = start(j, t)
                 assert placed or saving, "a selected job must fit (sum of gangs <= cluster)"
+        if policy == "tiresias":  # holders first in every list, both parts in order
+            for lst in lists:
+                front = [j for j in lst if j in held and phase[j] != "save"]
+                lst[:] = front + [j for j in lst if j not in front]
+
+    def tiresias_lists(t: float) -> None:
+        """Arrivals and demotions join the back of their lists."""
+        for j in queued:
+            if j not in level_of:
+                level_of[j] = 0
+                lists[0].append(j)
+        for j in sorted(held):
+            q = level(attained[j], thresholds)
+            if q > level_of[j]:
+                lists[level_of[j]].remove(j)
+                lists[q].append(j)
+                level_of[j] = q
 
     def next_event(t: float) -> float:
         events = []
@@ -255,12 +277,18 @@ def simulate(
     while done < n:
         # (1) progress every holder from t_prev to t (each on its own: no decision
         # happens inside a slot)
-        done += sum(advance(j, t_prev, t) for j in sorted(held))
+        for j in sorted(held):
+            if advance(j, t_prev, t):
+                done += 1
+                if policy == "tiresias":
+                    lists[level_of.pop(j)].remove(j)
         # (2) admit arrivals
         while next_arrival < n and submit[next_arrival] <= t + EPS_T:
             queued.append(next_arrival)
             next_arrival += 1
         # (3) policy decision
+        if policy == "tiresias":
+            tiresias_lists(t)
         decide(t)
         if log is not None:
             log.append((t, list(owner)))

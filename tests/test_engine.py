@@ -88,20 +88,26 @@ def test_tiresias_demotes_at_threshold(mode):
     assert pre == [1, 0]
 
 
-def test_tiresias_starvation_promotes():
-    # One GPU, threshold 2 GPU-s, starve=1. A(0, 20 s) runs 0-2, then B(1 s, 10 s) at
-    # level 0 takes over at 2 (A preempted, queued since 2, ran 2 s). B reaches level 1
-    # at 4; A and B both level 1, B holds: B keeps running. At 2 + 1 x 2 = 4 A has waited
-    # as long as it ran: promoted to level 0 (service restarts) and preempts B at 4.
-    # A runs 4-6 (2 GPU-s: level 1 again, holder before waiter); it keeps the GPU
-    # until B, queued since 4 after running 2 s (4 - 2), is promoted at 6 ... and so on;
-    # we check the first promotion and that both finish with their work done.
-    res = run([(0, 1, 20), (1, 1, 10)], "tiresias", 1, 1, params=["thresholds=2", "starve=1"])
-    assert res.mode == "python"
-    st = res.state
-    assert st.job_first_start.tolist() == [0, 2]
-    assert st.job_n_preempt[0] >= 1 and st.job_n_preempt[1] >= 1
-    assert np.allclose(st.job_executed, [20, 10])
+@pytest.mark.parametrize("starve", [0, 1])
+def test_tiresias_starvation_promotes(starve):
+    # One GPU, threshold 2 GPU-s (levels [0, 2), [2, inf)). A = (0, 10 s) and 2 s jobs
+    # B1..B4 at 2, 4, 6, 8 (each ends as it reaches 2 GPU-s). Lists of levels 0, 1.
+    # t=0: A runs. t=2: A (2 GPU-s) to level 1; B1 runs 2-4; A preempted (1), ran 2 s.
+    # starve=0: [B2] [A] at 4, B2 runs 4-6; B3 6-8; B4 8-10; A resumes 10-18.
+    # starve=1: A, queued since 2, has waited 1 x 2 s at 4: back to level 0 (service
+    #   restarts), behind B2 who arrived at 4: [B2, A] []. B2 runs 4-6.
+    #   t=6: [A, B3] []: A runs 6-8, to 2 GPU-s again. t=8: A joins the back of level 1,
+    #   [B3, B4] [A]: B3 runs 8-10, A preempted (2), due at 8 + 2 = 10.
+    #   t=10: promoted behind B4: B4 runs 10-12. t=12: A runs its last 6 s, to 18.
+    jobs = [(0, 1, 10)] + [(t, 1, 2) for t in (2, 4, 6, 8)]
+    res = run(jobs, "tiresias", 1, 1, params=["thresholds=2", f"starve={starve}"])
+    assert res.mode == ("python" if starve else "fused")
+    start, finish, pre = times(res)
+    if starve:
+        assert start == [0, 2, 4, 8, 10] and finish == [18, 4, 6, 10, 12] and pre[0] == 2
+    else:
+        assert start == [0, 2, 4, 6, 8] and finish == [18, 4, 6, 8, 10] and pre[0] == 1
+    assert np.allclose(res.state.job_executed, [10, 2, 2, 2, 2])
 
 
 def test_spread_across_servers_and_consolidation():

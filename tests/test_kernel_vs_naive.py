@@ -161,16 +161,53 @@ def test_tiresias_demotion_and_skip():
     # thresholds 20,60 GPU-s; 1 server x 2 GPUs, slot 1.
     # A = (0, 2 GPUs, 30 s), B = (12, 2, 4), C = (13, 1, 30).
     # t=0: A starts. Events: A crosses 20 GPU-s at 0 + 20/2 = 10; arrival 12 -> t=10.
-    # t=10: A has a=20 -> level 1 (r=20). Alone, keeps running. Next: arrival 12.
-    # t=12: A (a=24, level 1, running: key 3) vs B (level 0, queued: key 1):
-    #       B selected, A preempted (1). B starts at 12 (ends 16). Next: arrival 13.
-    # t=13: C (key 1) after B (key 0, running); B takes both GPUs, C waits. Next: 16.
-    # t=16: B done. C (key 1) selected on 1 GPU; A (key 3) needs 2 > 1: skipped.
+    # t=10: A has a=20 -> joins the back of level 1; the lists of levels 0 and 1 are
+    #       [] [A] (level 2 stays empty). A alone keeps running (r=20).
+    # t=12: B arrives: [B] [A]. B selected, A preempted (1). B starts at 12 (ends 16).
+    # t=13: C arrives: [B, C] [A]; B takes both GPUs, C waits. Next: 16.
+    # t=16: B done. [C] [A]: C selected on 1 GPU; A needs 2 > 1: skipped.
     #       C crosses 20 GPU-s at 16 + 20/1 = 36.
-    # t=36: C level 1, running (key 2, since 16) still before A (key 3): C keeps going,
-    #       ends at 46. t=46: A restarts with r=18 and ends at 64.
+    # t=36: C joins the back of level 1, behind the waiting A: [] [A, C]. A takes both
+    #       GPUs, C is preempted (1). A runs 36-54 (r=18); C resumes at 54 (r=10), ends 64.
     res = check([(0, 2, 30), (12, 2, 4), (13, 1, 30)], [2], "tiresias-20-60", 1.0)
-    expect(res, [(0.0, 64.0, 1), (12.0, 16.0, 0), (16.0, 46.0, 0)])
+    expect(res, [(0.0, 54.0, 1), (12.0, 16.0, 0), (16.0, 64.0, 1)])
+
+
+def test_tiresias_lists_order_within_a_level():
+    # The Tiresias simulator's lists: a demoted job joins the back of its new level, and
+    # after each re-pack running jobs move ahead of waiting ones, keeping that place when
+    # preempted. thresholds 20,60 GPU-s; 1 server x 4 GPUs, slot 1; lists of levels 0, 1.
+    # W = (0, 4 GPUs, 50 s), S = (1, 1, 50), R = (22, 2, 6), N = (26, 2, 2).
+    # t=0: W starts. t=1: S arrives: [W, S] []; W holds all 4 GPUs, S waits.
+    # t=5: W reaches 4 x 5 = 20 GPU-s: [S] [W]. S starts (cap 4 -> 3); W needs 4:
+    #      preempted (1), W has 45 s left. S crosses 20 GPU-s at 5 + 20 = 25.
+    # t=22: R arrives: [S, R] [W]. S keeps 1 GPU, R starts on 2 (ends 28); W waits.
+    # t=25: S demoted, behind the waiting W: [R] [W, S]. R takes 2 (cap 2); W needs 4:
+    #       skipped; S fits and keeps running. Running first: [R] [S, W].
+    # t=26: N arrives: [R, N] [S, W]. R and N take all 4: S preempted (1), 29 s left.
+    #       S keeps its place ahead of W: [R, N] [S, W].
+    # t=28: R and N done. [] [S, W]: S resumes (ends 28 + 29 = 57); W needs 4 of 3.
+    #       (FIFO by first start would put W, started at 0, before S, started at 5.)
+    # t=57: S done; W resumes, ends 57 + 45 = 102.
+    res = check([(0, 4, 50), (1, 1, 50), (22, 2, 6), (26, 2, 2)], [4], "tiresias-20-60", 1.0)
+    expect(res, [(0.0, 102.0, 1), (5.0, 57.0, 1), (22.0, 28.0, 0), (26.0, 28.0, 0)])
+
+
+def test_tiresias_default_has_three_levels():
+    # Default thresholds 3250, 7200 GPU-s: levels [0, 3250), [3250, 7200), [7200, inf),
+    # as the simulator (num_queue = 3). 1 server x 8 GPUs, slot 1.
+    # A = (0, 8 GPUs, 3000 s), B = (1, 8, 1000); each gains 8 GPU-s per second run.
+    # t=0: A starts. t=1: B waits. A crosses 3250 at 406.25 -> decision point 407.
+    # t=407: A (3256 GPU-s) to level 1; B (level 0) starts, A preempted (1).
+    # t=814: B crosses 3250 at 407 + 406.25: level 1, behind the waiting A. A resumes,
+    #        B preempted (1). A crosses 7200 at 814 + (7200 - 3256) / 8 = 1307.
+    # t=1307: A to level 2; B (level 1) resumes, A preempted (2). B crosses 7200 at
+    #         1307 + 493 = 1800.
+    # t=1800: B to level 2, behind A: A resumes, B preempted (2). Level 2 is the last:
+    #         A runs its 3000 - 407 - 493 = 2100 s left, to 3900 (a fourth level at
+    #         18000 GPU-s would demote it at 3150). B runs its last 100 s, 3900-4000.
+    res = check([(0, 8, 3000), (1, 8, 1000)], [8], "tiresias", 1.0)
+    expect(res, [(0.0, 3900.0, 2), (407.0, 4000.0, 2)])
 
 
 def test_futile_preemption_hand_scenario():
