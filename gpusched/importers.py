@@ -19,7 +19,9 @@ Kinds (keys of :data:`IMPORTERS`): ``philly-pollux``, ``gavel-msr-philly``, ``ti
 
 from __future__ import annotations
 
+import functools
 import re
+import tomllib
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.errors import GpuschedError
+from gpusched.errors import GpuschedError, show_value
 from gpusched.trace import (
     MAX_GPUS,
     MAX_ITERATIONS,
@@ -46,6 +48,7 @@ __all__ = [
     "ImportExclusionWarning",
     "ImportReport",
     "convert_trace",
+    "gavel_v100_throughputs",
     "import_trace",
     "import_trace_with_report",
     "read_gavel_msr_philly",
@@ -237,6 +240,51 @@ def read_philly_pollux(path: str | Path) -> tuple[Trace, ImportReport]:
 
 _JOB_TYPE = re.compile(r"(.+?) \(batch size (\d+)\)")
 
+_GAVEL_THROUGHPUTS = Path(__file__).resolve().parent / "data" / "gavel_throughputs.toml"
+
+
+@functools.cache
+def _gavel_throughputs(path: Path) -> dict[str, float]:
+    """Read and check the ``[steps_per_s]`` table of a Gavel throughput file (cached)."""
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise GpuschedError(f"{path}: cannot read Gavel's throughputs: {exc}") from None
+    table = doc.get("steps_per_s")
+    if doc.get("schema") != 1 or doc.get("worker_type") != "v100" or not isinstance(table, dict):
+        raise GpuschedError(
+            f"{path}: expected schema = 1, worker_type = 'v100' and a [steps_per_s] table"
+        )
+    out: dict[str, float] = {}
+    for job_type, rate in table.items():
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < np.inf:
+            raise GpuschedError(
+                f"{path}: steps_per_s.{job_type!r}: expected a positive number, got {rate!r}"
+            )
+        out[job_type] = float(rate)
+    return out
+
+
+def gavel_v100_throughputs() -> dict[str, float]:
+    """Gavel's measured throughput of each of its job types on one V100, steps/s.
+
+    The ``"null"`` (running alone) entries of ``scheduler/oracle_throughputs.json`` in
+    ``stanford-futuredata/gavel`` (commit ``19b15c0``, MIT), bundled as
+    ``gpusched/data/gavel_throughputs.toml``, whose header gives the source and license.
+
+    Returns
+    -------
+    dict[str, float]
+        Job type (e.g. ``"ResNet-50 (batch size 64)"``, ``"A3C"``) -> steps per second,
+        26 entries; a fresh copy on each call.
+
+    Raises
+    ------
+    GpuschedError
+        If the bundled file is unreadable or malformed (a broken installation).
+    """
+    return dict(_gavel_throughputs(_GAVEL_THROUGHPUTS))
+
 
 def read_gavel_msr_philly(
     path: str | Path, *, seed: int | None = 0, vc: str | None = None
@@ -245,7 +293,8 @@ def read_gavel_msr_philly(
 
     The file ``gavel_msr_traces.csv.gz`` concatenates 15 VC traces for each of 5 seeds,
     with columns ``seed, vc, line, job_type, needs_data_dir, total_steps, arrival_time_s,
-    scale_factor``. Jobs are given by work, not time.
+    scale_factor``. Jobs are given by work (``total_steps``), which is turned into time
+    exactly as Gavel's simulator times a job on its reference worker type, the V100.
 
     Mapping:
 
@@ -255,21 +304,32 @@ def read_gavel_msr_philly(
       Every VC trace starts its own clock at 0, so the merged trace overlays the VCs on one
       clock (as Gavel does when it replays several VCs together);
     - ``scale_factor`` -> ``num_gpus``;
-    - ``total_steps`` -> ``iterations``;
+    - ``total_steps`` -> ``iterations``, and ``duration = total_steps / r`` s, where ``r`` is
+      Gavel's measured throughput of the row's ``job_type`` on one V100, in steps/s
+      (:func:`gavel_v100_throughputs`: the ``"null"`` entries of Gavel's
+      ``oracle_throughputs.json``). The simulator that ran these traces gives a job that
+      single-GPU rate whatever its ``scale_factor`` (the file has no per-scale-factor
+      entries, and a round's steps count once per job, not once per GPU), so a job needs
+      ``total_steps / r`` seconds alone on V100s; ``scale_factor`` only sets how many GPUs
+      it holds meanwhile;
     - ``job_type`` ``"ResNet-50 (batch size 64)"`` -> ``model`` ``"ResNet-50"`` and
       ``batch_size`` ``"64"`` (``CycleGAN`` and ``A3C`` have no batch size: ``''``); the
-      original text is kept in extra ``job_type``;
-    - ``vc`` -> ``user``; ``needs_data_dir`` and ``seed`` kept in extra;
-    - ``duration`` is NaN for every job: the source gives none. (Its ``total_steps`` is a
-      Philly job's duration times a per-model throughput: the five seeds of one
-      ``(vc, line)`` give steps whose ratios depend only on the model, to 0.2 %, whatever
-      the scale factor. The throughputs themselves are not in the data, and those of
-      Gavel's ``oracle_throughputs_v2.json`` do not reproduce the ratios, so no duration
-      is derived here.) Replay times such jobs from the model catalogue, which does not
-      hold Gavel's models: ``gpusched replay`` reports the line and model it cannot time.
+      original text is kept in extra ``job_type``. These are information: the duration
+      comes from the table above, not from the model catalogue, which holds none of
+      Gavel's models (so the policies that plan pipelines from the catalogue, such as
+      ``a-srpt``, reject these rows' ``model`` names);
+    - ``vc`` -> ``user``; ``needs_data_dir`` and ``seed`` kept in extra.
+
+    The conversion undoes how the traces were made: the five seeds of one ``(vc, line)``
+    give different job types but, divided by these throughputs, the same duration to
+    within the rounding of the integer ``total_steps`` (0.24 % at most over the 76,320
+    rows): each row's work is one Philly job's run time times its job type's V100
+    throughput.
 
     Rows of other seeds (and of other VCs when ``vc`` is given) are excluded and counted
-    (``gpusched trace import gavel-msr-philly SRC -o OUT --seed N | --all-seeds --vc VC``).
+    (``gpusched trace import gavel-msr-philly SRC -o OUT --seed N | --all-seeds --vc VC``),
+    and so are rows whose ``job_type`` has no throughput in the table (Gavel's simulator
+    has no rate for them either). A duration outside the canonical bounds is an error.
 
     Parameters
     ----------
@@ -288,7 +348,7 @@ def read_gavel_msr_philly(
     Raises
     ------
     TraceError
-        On a missing column or a malformed field.
+        On a missing column, a malformed field, or a derived duration out of bounds.
     """
     req = ("seed", "vc", "line", "job_type", "total_steps", "arrival_time_s", "scale_factor")
     src = CsvTable(path)
@@ -307,9 +367,13 @@ def read_gavel_msr_philly(
         model[i], batch[i] = (m.group(1), m.group(2)) if m else (jt.strip(), "")
         if not model[i]:
             src.bad(i, "job_type", "a model name", jt)
+    rates = gavel_v100_throughputs()
+    rate = np.array([rates.get(jt, np.nan) for jt in job_type.tolist()], dtype=np.float64)
+    duration = steps / rate  # NaN where the job type has no rate (those rows are excluded)
     other_seed = np.zeros(src.n, bool) if seed is None else seeds != seed
     other_vc = np.zeros(src.n, bool) if vc is None else vcs != vc
-    keep = ~other_seed & ~other_vc
+    no_rate = np.isnan(rate)
+    keep = ~other_seed & ~other_vc & ~no_rate
     seed_txt = src.text("seed")
     if seed is None:
         ids = np.array(
@@ -333,15 +397,26 @@ def read_gavel_msr_philly(
                 )
             else:
                 seen[ids[i]] = int(src.lines[i])
+    with np.errstate(invalid="ignore"):
+        out_of_bounds = keep & ~_duration_ok(duration)
+    for i in np.flatnonzero(out_of_bounds).tolist():
+        src.report(
+            int(src.lines[i]),
+            f"column 'total_steps': {float(steps[i])!r} steps of {show_value(job_type[i])} "
+            f"at Gavel's {float(rate[i])!r} steps/s on a V100 take {float(duration[i])!r} s; "
+            f"expected a duration in [{MIN_DURATION_S:g}, {MAX_TIME_S:g}] s",
+        )
     src.raise_if_bad()
     reasons = [
         (f"seed != {seed} (keep every seed with --all-seeds, or seed=None in Python)", other_seed),
         (f"vc != {vc!r}", other_vc),
+        ("job_type has no V100 throughput in Gavel's table (nothing to time it with)", no_rate),
     ]
     cols = {
         "job_id": ids,
         "submit_time": submit,
         "num_gpus": gpus,
+        "duration": duration,
         "iterations": steps,
         "model": model,
     }
@@ -349,9 +424,9 @@ def read_gavel_msr_philly(
     if "needs_data_dir" in src.cols:
         extra["needs_data_dir"] = src.text("needs_data_dir")
     notes = [
-        "the source gives no duration: each job is total_steps iterations of a Gavel model, "
-        "and replay derives a duration only for models in the model catalogue, which holds "
-        "none of Gavel's"
+        "duration = total_steps / Gavel's measured V100 throughput of the job_type "
+        "(steps/s, oracle_throughputs.json), the time Gavel's simulator gives the job alone "
+        "on V100s whatever its scale_factor; model and batch_size are for information"
     ]
     return _finish("gavel-msr-philly", src, keep, reasons, cols, extra, notes)
 

@@ -17,7 +17,9 @@ from gpusched.errors import GpuschedError, TraceError
 from gpusched.importers import (
     IMPORTERS,
     ImportExclusionWarning,
+    _gavel_throughputs,
     convert_trace,
+    gavel_v100_throughputs,
     import_trace,
     import_trace_with_report,
 )
@@ -55,27 +57,119 @@ def test_philly_pollux(tmp_path: Path) -> None:
     assert read_trace(tmp_path / "out.csv") == t
 
 
+# Gavel's V100 "null" throughputs (steps/s) of the fixture's job types, typed in from
+# scheduler/oracle_throughputs.json of stanford-futuredata/gavel (commit 19b15c0), not read
+# from the bundled table, so that a wrong number or formula in either place fails a test.
+GAVEL_V100 = {
+    "Transformer (batch size 128)": 5.771210833383417,
+    "Recommendation (batch size 8192)": 0.6023546957515021,
+    "A3C": 8.233033211429207,
+    "ResNet-50 (batch size 64)": 5.4575999796347645,
+    "CycleGAN": 4.918494739402234,
+}
+
+
 def test_gavel_msr_philly() -> None:
     t, rep = import_trace_with_report("gavel-msr-philly", FIX / "gavel_msr.csv")
     assert t.job_id.tolist() == ["0e4a51-0", "0e4a51-1", "6214e9-0"]
     assert t.submit_time.tolist() == [0.0, 6.0, 2.5]
     assert t.num_gpus.tolist() == [1, 2, 4]
     assert t.iterations.tolist() == [95121, 10000, 2000]
-    assert np.isnan(t.duration).all()
+    # Hand-checked: 95121 steps of Transformer (batch size 128) at 5.7712 steps/s = 4.58 h.
+    assert 16481.98 < t.duration[0] < 16481.99
+    assert t.duration.tolist() == [
+        95121 / GAVEL_V100["Transformer (batch size 128)"],
+        10000 / GAVEL_V100["Recommendation (batch size 8192)"],  # 2 GPUs: same rate
+        2000 / GAVEL_V100["A3C"],  # 4 GPUs: same rate
+    ]
     assert t.model.tolist() == ["Transformer", "Recommendation", "A3C"]
     assert t.extra["batch_size"].tolist() == ["128", "8192", ""]
+    assert t.extra["job_type"][1] == "Recommendation (batch size 8192)"
     assert t.extra["user"].tolist() == ["0e4a51", "0e4a51", "6214e9"]
     assert rep.excluded == {
         "seed != 0 (keep every seed with --all-seeds, or seed=None in Python)": 2
     }
+    assert any("total_steps / Gavel's measured V100 throughput" in n for n in rep.notes)
     all_seeds, rep = import_trace_with_report("gavel-msr-philly", FIX / "gavel_msr.csv", seed=None)
     assert len(all_seeds) == 5 and rep.n_excluded == 0
     assert all_seeds.job_id[3] == "1-0e4a51-0" and all_seeds.model[4] == "CycleGAN"
+    assert all_seeds.duration[3:].tolist() == [
+        5000 / GAVEL_V100["ResNet-50 (batch size 64)"],  # 8 GPUs
+        3000 / GAVEL_V100["CycleGAN"],
+    ]
     one_vc, rep = import_trace_with_report(
         "gavel-msr-philly", FIX / "gavel_msr.csv", seed=0, vc="6214e9"
     )
     assert one_vc.job_id.tolist() == ["6214e9-0"] and one_vc.submit_time.tolist() == [0.0]
     assert rep.n_excluded == 4
+
+
+def test_gavel_throughput_table_is_read_exactly() -> None:
+    """The bundled table holds Gavel's 26 job types, each number read back digit for digit."""
+    table = gavel_v100_throughputs()
+    path = Path(__file__).resolve().parents[1] / "gpusched" / "data" / "gavel_throughputs.toml"
+    text = path.read_text(encoding="utf-8")
+    assert "stanford-futuredata/gavel" in text and "scheduler/oracle_throughputs.json" in text
+    assert "19b15c0a0d5fe76cb0cf98bcd72c54aed697c44d" in text and "MIT License" in text
+    written = dict(re.findall(r'^"([^"]+)" = ([0-9.e+-]+)$', text, flags=re.MULTILINE))
+    assert len(table) == len(written) == 26
+    assert {k: repr(v) for k, v in table.items()} == written
+    families = {re.sub(r" \(batch size \d+\)$", "", k) for k in table}
+    assert families == {
+        "Transformer",
+        "ResNet-18",
+        "ResNet-50",
+        "LM",
+        "Recommendation",
+        "CycleGAN",
+        "A3C",
+    }
+    for job_type, rate in GAVEL_V100.items():
+        assert table[job_type] == rate
+    table.clear()  # a copy: the importer's table is untouched
+    assert len(gavel_v100_throughputs()) == 26
+
+
+def test_gavel_throughput_table_checks_its_file(tmp_path: Path) -> None:
+    bad = tmp_path / "t.toml"
+    bad.write_text('schema = 1\nworker_type = "v100"\n[steps_per_s]\n"A3C" = 0\n')
+    with pytest.raises(GpuschedError, match="'A3C': expected a positive number, got 0"):
+        _gavel_throughputs(bad)
+    bad.write_text('schema = 2\nworker_type = "v100"\n[steps_per_s]\n"A3C" = 1.5\n')
+    with pytest.raises(GpuschedError, match="expected schema = 1"):
+        _gavel_throughputs(bad)
+
+
+GAVEL_HEAD = "seed,vc,line,job_type,total_steps,arrival_time_s,scale_factor\n"
+
+
+def test_gavel_unknown_job_type_is_excluded(tmp_path: Path) -> None:
+    p = tmp_path / "g.csv"
+    p.write_text(
+        GAVEL_HEAD
+        + "0,v,0,A3C,10,0,1\n0,v,1,BERT (batch size 8),10,5,1\n1,v,0,BERT (batch size 8),10,0,1\n"
+    )
+    t, rep = import_trace_with_report("gavel-msr-philly", p)
+    assert t.job_id.tolist() == ["v-0"] and t.duration.tolist() == [10 / GAVEL_V100["A3C"]]
+    assert rep.excluded == {
+        "seed != 0 (keep every seed with --all-seeds, or seed=None in Python)": 1,
+        "job_type has no V100 throughput in Gavel's table (nothing to time it with)": 1,
+    }
+    with pytest.warns(ImportExclusionWarning, match="excluded 1 rows: job_type has no V100"):
+        import_trace("gavel-msr-philly", p)
+
+
+def test_gavel_duration_out_of_bounds_is_an_error(tmp_path: Path) -> None:
+    p = tmp_path / "g.csv"
+    p.write_text(GAVEL_HEAD + "0,v,0,A3C,10,0,1\n0,v,1,Recommendation (batch size 512),1e12,0,1\n")
+    with pytest.raises(TraceError) as info:
+        import_trace("gavel-msr-philly", p)
+    (msg,) = info.value.errors
+    assert msg.startswith(
+        f"{p}:3: column 'total_steps': 1000000000000.0 steps of 'Recommendation (batch size 512)' "
+        "at Gavel's 0.33148208257478157 steps/s on a V100 take "
+    )
+    assert msg.endswith("s; expected a duration in [0.001, 1e+10] s")
 
 
 def test_tiresias() -> None:
@@ -318,18 +412,24 @@ def test_import_then_replay(tmp_path: Path, kind: str, fixture: str) -> None:
     assert json.loads(r.output)["n_finished"] == len(read_trace(out))
 
 
-def test_gavel_import_then_replay_fails_cleanly(tmp_path: Path) -> None:
-    """Gavel's trace gives work (total_steps), not time, for models the catalogue lacks.
-
-    Until the catalogue holds Gavel's models (or the source gives a duration), replay of
-    the import names the line and the model it cannot time, in one clean error.
-    """
+def test_gavel_import_then_replay(tmp_path: Path) -> None:
+    """Gavel's work (total_steps) becomes V100 time on import, so the import replays as is."""
     out = tmp_path / "g.csv"
     r = _cli("trace", "import", "gavel-msr-philly", FIX / "gavel_msr.csv", "-o", out)
-    assert r.exit_code == 0 and "note: the source gives no duration" in r.output
+    assert r.exit_code == 0, r.output
+    assert "note: duration = total_steps / Gavel's measured V100 throughput" in r.output
+    r = _cli("trace", "stats", out, "--json")
+    assert r.exit_code == 0, r.output
+    stats = json.loads(r.output)
+    durations = sorted(read_trace(out).duration.tolist())
+    assert stats["jobs_with_duration"] == 3 and stats["jobs_by_iterations"] == 0
+    assert stats["duration_s"]["p50"] == durations[1] and stats["duration_s"]["max"] == durations[2]
     r = _cli("trace", "stats", out)
-    assert r.exit_code == 0 and "duration_s  -  (not given by any job)" in r.output
-    r = _cli("replay", out, "-P", "fifo")
-    assert r.exit_code == 2 and "Traceback" not in r.output
-    assert r.output.startswith(f"error: {out}:2: column 'model': ")
-    assert "unknown model 'Transformer'" in r.output
+    assert r.exit_code == 0 and "duration_s  p50: 16,482," in r.output
+    r = _cli("replay", out, "-P", "fifo", "--json")
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.output)
+    assert summary["n_finished"] == 3
+    # The 7 GPUs fit the default 32-GPU cluster at once: each JCT is the job's duration,
+    # rounded up to the 1 s slot.
+    assert np.mean(durations) <= summary["avg_jct_s"] <= np.mean(durations) + 1.0
