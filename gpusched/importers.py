@@ -407,6 +407,18 @@ def read_gavel_msr_philly(
             f"expected a duration in [{MIN_DURATION_S:g}, {MAX_TIME_S:g}] s",
         )
     src.raise_if_bad()
+    # a filter that matches no row is a typo, not an empty workload
+    for flag, value, present in (("--seed", seed, seeds), ("--vc", vc, vcs)):
+        if value is not None and len(present) and not (present == value).any():
+            import difflib
+
+            known = sorted({str(v) for v in present.tolist()})
+            close = difflib.get_close_matches(str(value), known, n=1, cutoff=0.6)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise GpuschedError(
+                f"{src.name}: {flag} {value!r} matches no row{hint}; the file has "
+                f"{flag[2:]} {', '.join(known)}"
+            )
     reasons = [
         (f"seed != {seed} (keep every seed with --all-seeds, or seed=None in Python)", other_seed),
         (f"vc != {vc!r}", other_vc),

@@ -797,10 +797,6 @@ def _check_policies(spec: SweepSpec, all_cells: list[Cell]) -> dict[tuple[str, s
             inline = parse_params(cls, list(ps.params))
         except GpuschedError as exc:
             raise GpuschedError(f"{where}: {exc}") from None
-        inline_keys = [p.partition("=")[0].strip() for p in ps.params]
-        for key in inline_keys:
-            if inline_keys.count(key) > 1:
-                raise GpuschedError(f"{where}: sets '{key}' twice")
         _check_finite(inline, where)
         grid = spec.params.get(entry, {})
         for key, values in grid.items():
@@ -1446,7 +1442,9 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def _param_column(key: str) -> str:
+def param_column(key: str) -> str:
+    """The results.csv column of policy parameter ``key`` (``param_<key>`` where the name
+    is taken by a fixed column, a summary metric or ``error``)."""
     from gpusched.metrics import SUMMARY_KEYS
 
     reserved = set(FIXED_COLUMNS) | set(SUMMARY_KEYS) | {"error"}
@@ -1461,7 +1459,7 @@ def _rows(
     param_cols: list[str] = []
     for c in all_cells:
         for k, _ in c.params:
-            col = _param_column(k)
+            col = param_column(k)
             if col not in param_cols:
                 param_cols.append(col)
     metric_cols = list(SUMMARY_KEYS)
@@ -1479,7 +1477,7 @@ def _rows(
         }
         row.update(dict.fromkeys(param_cols))
         for k, v in c.params:
-            row[_param_column(k)] = v
+            row[param_column(k)] = v
         summary = res.get("summary") or {}
         for k in summary:
             if k not in metric_cols:

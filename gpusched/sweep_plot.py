@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from gpusched.errors import GpuschedError
+from gpusched.sweep import FIXED_COLUMNS, param_column
 
 __all__ = [
     "MAX_BARS",
@@ -47,8 +48,6 @@ __all__ = [
     "read_table",
 ]
 
-#: the columns every results table starts with
-FIXED_COLUMNS = ("cell", "status", "trace", "cluster", "policy", "params", "seed")
 #: columns that are not parameters but may go on the x axis
 SPECIAL_X = ("policy", "cluster", "trace", "seed")
 #: columns that split a plot into panels when they vary
@@ -149,7 +148,7 @@ def _param_columns(header: Sequence[str], rows: Sequence[dict[str, str]]) -> dic
             key, sep, _ = token.partition("=")
             if not sep or key in cols:
                 continue
-            col = key if key in header and key not in FIXED_COLUMNS else f"param_{key}"
+            col = param_column(key)  # the sweep's own naming, clashes with metrics included
             if col in header:
                 cols[key] = col
     return cols

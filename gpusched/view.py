@@ -14,19 +14,27 @@ if TYPE_CHECKING:
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
-    """A live view of ``a`` on read-only memory: a policy cannot re-enable writing.
+    """A live view of the state array ``a`` on read-only memory: a policy cannot re-enable
+    writing.
 
     ``a.view()`` with ``flags.writeable = False`` would not do: a policy can set the flag
     back to True and rewrite the engine's state. An array built on a read-only buffer
     cannot be made writeable (numpy refuses), and it still shares ``a``'s memory, so it
-    costs nothing and shows the state as it changes.
+    costs nothing and shows the state as it changes. State arrays are contiguous (a
+    copy would not be live).
     """
+    if not a.flags.c_contiguous:
+        raise ValueError("a view of the state needs a contiguous array")
     if a.size == 0:
-        out = np.empty(a.shape, dtype=a.dtype)
-        out.flags.writeable = False
-        return out
-    buf = memoryview(np.ascontiguousarray(a)).toreadonly()  # type: ignore[arg-type]
+        return _frozen(np.empty(a.shape, dtype=a.dtype))
+    buf = memoryview(a).toreadonly()  # type: ignore[arg-type]
     return np.frombuffer(buf, dtype=a.dtype).reshape(a.shape)
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """``a`` (an array made for this decision, not the state) marked read-only."""
+    a.flags.writeable = False
+    return a
 
 
 class View:
@@ -91,8 +99,8 @@ class View:
         self.gpu_server = _ro(st.gpu_server)
         self._duration = _ro(st.job_work)
         self._remaining = _ro(st.job_remaining)
-        self.arrived: np.ndarray = np.empty(0, dtype=np.int32)
-        self.finished: np.ndarray = np.empty(0, dtype=np.int32)
+        self.arrived: np.ndarray = _frozen(np.empty(0, dtype=np.int32))
+        self.finished: np.ndarray = _frozen(np.empty(0, dtype=np.int32))
         self._queued: np.ndarray | None = None
         self._running: np.ndarray | None = None
 
@@ -100,15 +108,15 @@ class View:
         """Engine hook: take the events of this decision point."""
         self._queued = None
         self._running = None
-        self.arrived = _ro(arrived)
-        self.finished = _ro(finished)
+        self.arrived = _frozen(arrived)
+        self.finished = _frozen(finished)
 
     @property
     def queued(self) -> np.ndarray:
         """Indices of queued jobs, in submission order (sorted on first use per decision)."""
         if self._queued is None:
             st = self._st
-            self._queued = _ro(np.sort(st.queue[: st.sim_i[I_N_QUEUE]]))
+            self._queued = _frozen(np.sort(st.queue[: st.sim_i[I_N_QUEUE]]))
         return self._queued
 
     @property
@@ -116,7 +124,7 @@ class View:
         """Indices of jobs holding GPUs (loading, running or saving), ascending."""
         if self._running is None:
             st = self._st
-            self._running = _ro(np.sort(st.run[: st.sim_i[I_N_RUN]]))
+            self._running = _frozen(np.sort(st.run[: st.sim_i[I_N_RUN]]))
         return self._running
 
     @property

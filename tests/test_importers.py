@@ -433,3 +433,13 @@ def test_gavel_import_then_replay(tmp_path: Path) -> None:
     # The 7 GPUs fit the default 32-GPU cluster at once: each JCT is the job's duration,
     # rounded up to the 1 s slot.
     assert np.mean(durations) <= summary["avg_jct_s"] <= np.mean(durations) + 1.0
+
+
+@pytest.mark.parametrize(
+    ("option", "needle"), [({"seed": 7}, "--seed 7"), ({"vc": "0e4a5"}, "0e4a51")]
+)
+def test_gavel_filter_matching_no_row_is_an_error(option, needle) -> None:
+    """A mistyped --seed or --vc must not write an empty trace with exit 0."""
+    with pytest.raises(GpuschedError, match="matches no row") as err:
+        import_trace("gavel-msr-philly", FIX / "gavel_msr.csv", **option)
+    assert needle in str(err.value)

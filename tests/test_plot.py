@@ -559,3 +559,17 @@ def test_plot_cmd(runs: Path, results_csv: Path, tmp_path: Path) -> None:
     res = runner.invoke(plot_app(), [str(results_csv.parent)])
     assert res.exit_code == 0 and "avg_jct_s by policy" in res.output
     assert run_plot(results_csv.parent, runs).startswith("error: plot one sweep at a time")
+
+
+def test_parameter_named_like_a_metric_keeps_its_sweep_column() -> None:
+    """The sweep writes a parameter that clashes with a metric as param_<name>; the plot
+    must read that column, not the metric's."""
+    from gpusched.sweep_plot import _param_columns
+
+    header = ["cell", "status", "params", "avg_jct_s", "param_avg_jct_s", "param_cell", "x"]
+    rows = [{"params": "avg_jct_s=3 cell=1 x=2"}]
+    assert _param_columns(header, rows) == {
+        "avg_jct_s": "param_avg_jct_s",
+        "cell": "param_cell",
+        "x": "x",
+    }

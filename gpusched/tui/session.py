@@ -39,6 +39,7 @@ from gpusched.state import (
     I_FREE_GPUS,
     I_N_DECISIONS,
     I_N_FINISHED,
+    I_N_PREEMPT,
     I_N_QUEUE,
     I_N_RUN,
     KEY_FIFO,
@@ -85,7 +86,7 @@ def partial_result(engine: Any) -> Any:
 
 
 def run_summary(result: Any, summary: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The summary of ``result`` (summary.json's keys), plus ``stopped_at_s`` if it was cut.
+    """The summary of ``result`` (summary.json's keys; ``stopped_at_s`` when it was cut).
 
     Parameters
     ----------
@@ -103,10 +104,7 @@ def run_summary(result: Any, summary: dict[str, Any] | None = None) -> dict[str,
     """
     from gpusched.metrics import summarize
 
-    out = dict(summarize(result) if summary is None else summary)
-    if result.stopped_at is not None:
-        out.setdefault("stopped_at_s", float(result.stopped_at))
-    return out
+    return dict(summarize(result) if summary is None else summary)
 
 
 def default_speed(engine: Any) -> float:
@@ -486,7 +484,7 @@ class Driver:
         )
         sub = self.engine.jobs.submit_s
         lo = np.searchsorted(sub, self._ev_t, "right") if math.isfinite(self._ev_t) else 0
-        counts = (int(st.sim_i[I_N_FINISHED]), int(st.job_n_preempt.sum()))
+        counts = (int(st.sim_i[I_N_FINISHED]), int(st.sim_i[I_N_PREEMPT]))
         self._events = Events(
             t_from=self._ev_t,
             t_to=now,
