@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import os
 import sys
 import threading
 import time
@@ -71,6 +72,12 @@ def user_errors(fn: F) -> F:
             _debug_trace(exc)
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
+        except BrokenPipeError:
+            # the reader went away (``gpusched policies | head -3``): stop quietly, as
+            # Python's docs recommend, without a second error when stdout is flushed
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(1) from None
         except OSError as exc:
             _debug_trace(exc)
             typer.echo(f"error: {os_error_message(exc)}", err=True)
