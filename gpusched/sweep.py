@@ -61,7 +61,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gpusched.errors import GpuschedError
+from gpusched.errors import GpuschedError, control_char, show_name
 
 __all__ = [
     "Cell",
@@ -179,15 +179,9 @@ class SweepSpec:
     source: str = "<string>"
 
 
-def _control_char(text: str) -> str:
-    from gpusched.cluster import control_char
-
-    return control_char(text)
-
-
 def _check_text(text: str, what: str, source: str) -> None:
     """Refuse control characters and over-long text in an entry or string value."""
-    bad = _control_char(text)
+    bad = control_char(text)
     if bad:
         raise GpuschedError(
             f"{source}: {what} must not hold control characters, got U+{ord(bad):04X} in {text!r}"
@@ -428,32 +422,33 @@ def parse_spec(
 
 def _read_text_file(path: Path, what: str, max_bytes: int) -> str:
     """A small UTF-8 text file, or a one-line GpuschedError saying why it cannot be read."""
+    where = show_name(path)
     try:
         st = path.stat()
     except (OSError, ValueError):
-        raise GpuschedError(f"{what} not found: {path}") from None
+        raise GpuschedError(f"{what} not found: {where}") from None
     if stat.S_ISDIR(st.st_mode):
-        raise GpuschedError(f"{path}: is a folder; expected a {what} (a TOML file)")
+        raise GpuschedError(f"{where}: is a folder; expected a {what} (a TOML file)")
     if not stat.S_ISREG(st.st_mode):
-        raise GpuschedError(f"{path}: not a regular file; expected a {what} (a TOML file)")
+        raise GpuschedError(f"{where}: not a regular file; expected a {what} (a TOML file)")
     if st.st_size > max_bytes:
         raise GpuschedError(
-            f"{path}: {st.st_size:,} bytes; a {what} may be at most {max_bytes:,} bytes"
+            f"{where}: {st.st_size:,} bytes; a {what} may be at most {max_bytes:,} bytes"
         )
     try:
         with path.open("rb") as fh:
             raw = fh.read(max_bytes + 1)
     except OSError as exc:
         raise GpuschedError(
-            f"{path}: cannot read {what}: {exc.strerror or type(exc).__name__}"
+            f"{where}: cannot read {what}: {exc.strerror or type(exc).__name__}"
         ) from None
     if len(raw) > max_bytes:
-        raise GpuschedError(f"{path}: a {what} may be at most {max_bytes:,} bytes")
+        raise GpuschedError(f"{where}: a {what} may be at most {max_bytes:,} bytes")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise GpuschedError(
-            f"{path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
             f"expected a {what} (a TOML file)"
         ) from None
 
@@ -1202,7 +1197,7 @@ def output_dir(spec: SweepSpec, out: str | Path | None = None) -> Path:
     text = str(raw)
     if isinstance(raw, str) and not raw.strip():
         raise GpuschedError(f"the output folder must be a path, got {raw!r}")
-    bad = _control_char(text)
+    bad = control_char(text)
     if bad:
         raise GpuschedError(
             f"the output folder must not hold control characters, got U+{ord(bad):04X} in {text!r}"
