@@ -56,7 +56,6 @@ UTF-8 TOML.
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import stat
@@ -67,7 +66,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.errors import ClusterError, control_char, show_name
+from gpusched.errors import ClusterError, control_char, did_you_mean, show_name
 from gpusched.resources import bundled_dir
 
 __all__ = [
@@ -640,8 +639,7 @@ class _Validator:
     def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
         for key in table:
             if key not in allowed:
-                hint = difflib.get_close_matches(key.lower(), allowed, n=1)
-                did = f" (did you mean {hint[0]!r}?)" if hint else ""
+                did = did_you_mean(key.lower(), allowed)
                 keypath = f"{where}.{key}" if where else key
                 raise self.fail(
                     show_name(keypath),

@@ -13,6 +13,7 @@ terminal escape sequence can neither split a one-line error nor drive the termin
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable
 
 __all__ = [
     "CatalogueError",
@@ -23,6 +24,7 @@ __all__ = [
     "PolicyError",
     "TraceError",
     "control_char",
+    "did_you_mean",
     "show_name",
     "show_value",
 ]
@@ -51,6 +53,28 @@ def _escape(text: str) -> str:
     if not control_char(text):
         return text
     return "".join(repr(ch)[1:-1] if control_char(ch) else ch for ch in text)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """A hint naming the choice closest to a mistyped word, for the end of a message.
+
+    Parameters
+    ----------
+    word
+        What the user wrote.
+    choices
+        What they could have written.
+
+    Returns
+    -------
+    str
+        `` (did you mean 'x'?)`` when a choice is close to ``word`` (difflib ratio at
+        least 0.6), else an empty string.
+    """
+    import difflib  # only on the error path
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def show_name(name: object) -> str:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.errors import GpuschedError, show_value
+from gpusched.errors import GpuschedError, did_you_mean, show_value
 from gpusched.trace import (
     DURATION_WHAT,
     ITERATIONS_WHAT,
@@ -395,11 +395,8 @@ def read_gavel_msr_philly(
     # a filter that matches no row is a typo, not an empty workload
     for flag, value, present in (("--seed", seed, seeds), ("--vc", vc, vcs)):
         if value is not None and len(present) and not (present == value).any():
-            import difflib
-
             known = sorted({str(v) for v in present.tolist()})
-            close = difflib.get_close_matches(str(value), known, n=1, cutoff=0.6)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            hint = did_you_mean(str(value), known)
             raise GpuschedError(
                 f"{src.name}: {flag} {value!r} matches no row{hint}; the file has "
                 f"{flag[2:]} {', '.join(known)}"
