@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpusched.errors import GpuschedError, show_name
-from gpusched.sweep_plot import Panel, SweepPlot, arrange, read_table
+from gpusched.sweep_plot import Panel, SweepPlot, arrange, csv_rows, read_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -82,39 +82,24 @@ def _read_columns(
         The file is missing, not UTF-8 CSV, lacks a column, has a row of the wrong
         length or a field that is not a number; ``what`` says what the file should be.
     """
-    where = show_name(path)
     if not path.is_file():
-        raise GpuschedError(f"{where}: not found ({_RUN_FOLDER})")
+        raise GpuschedError(f"{show_name(path)}: not found ({_RUN_FOLDER})")
+    rows = csv_rows(
+        path,
+        what,
+        names,
+        lambda missing: (
+            f"no column {', '.join(map(repr, missing))} (expected {what}, "
+            f"with columns {', '.join(names)})"
+        ),
+        if_empty=" with a header line",
+    )
+    _, header = next(rows)
+    idx = [header.index(n) for n in names]
     cols: list[list[float]] = [[] for _ in names]
-    line = 1
-    try:
-        with path.open(newline="", encoding="utf-8") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if not header:
-                raise GpuschedError(f"{where}: empty (expected {what} with a header line)")
-            missing = [n for n in names if n not in header]
-            if missing:
-                raise GpuschedError(
-                    f"{where}: no column {', '.join(map(repr, missing))} (expected {what}, "
-                    f"with columns {', '.join(names)})"
-                )
-            idx = [header.index(n) for n in names]
-            for row in reader:
-                line = reader.line_num
-                if not row:
-                    continue
-                if len(row) != len(header):
-                    raise GpuschedError(
-                        f"{where}:{line}: {len(row)} fields, expected {len(header)} as in "
-                        "the header (a truncated or edited file?)"
-                    )
-                for out, i, name in zip(cols, idx, names, strict=True):
-                    out.append(_number(row[i], path, line, name, allow_empty))
-    except UnicodeDecodeError:
-        raise GpuschedError(f"{where}: not a UTF-8 text file (expected {what})") from None
-    except csv.Error as exc:
-        raise GpuschedError(f"{where}:{line}: not valid CSV ({exc})") from None
+    for line, row in rows:
+        for out, i, name in zip(cols, idx, names, strict=True):
+            out.append(_number(row[i], path, line, name, allow_empty))
     return {n: np.asarray(c, dtype=np.float64) for n, c in zip(names, cols, strict=True)}
 
 
