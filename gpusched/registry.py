@@ -123,8 +123,9 @@ def load_policy_class(spec: str) -> type:
         return _policy_class(_module_from_path(path.resolve(), mod_name), str(path))
     known = available_policies()
     if spec not in known:
+        hint = did_you_mean(spec, known)
         raise PolicyError(
-            f"unknown policy '{spec}'{did_you_mean(spec, known)} (known: {', '.join(known) or 'none'}; "
+            f"unknown policy '{spec}'{hint} (known: {', '.join(known) or 'none'}; "
             "or give a path to a .py file)"
         )
     origin = known[spec].origin
