@@ -56,19 +56,17 @@ UTF-8 TOML.
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import stat
 import tomllib
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gpusched.errors import ClusterError
+from gpusched.errors import ClusterError, control_char, did_you_mean, show_name
 from gpusched.resources import bundled_dir
 
 __all__ = [
@@ -474,12 +472,6 @@ def _size_problem(n_servers: int, n_gpus: int, capacity: int) -> str:
     return ""
 
 
-def _shown(path: str | Path) -> str:
-    """A path for a one-line message (quoted when it holds control characters)."""
-    text = str(path)
-    return repr(text) if control_char(text) else text
-
-
 def _stat(path: Path) -> os.stat_result | None:
     """``os.stat`` that answers None for a missing or unusable name (too long, NUL byte)."""
     try:
@@ -528,7 +520,7 @@ def resolve_cluster(name_or_path: str | Path) -> Path:
                 f"unknown cluster {text!r}: expected a .toml path or a bundled name ({names})"
             )
         path, st = candidate, _stat(candidate)
-    where = _shown(path)
+    where = show_name(path)
     if st is None:
         raise ClusterError(f"{where}: cluster file not found")
     if stat.S_ISDIR(st.st_mode):
@@ -566,7 +558,7 @@ def load_cluster(name_or_path: str | Path) -> ClusterSpec:
         file and key path).
     """
     path = resolve_cluster(name_or_path)
-    where = _shown(path)
+    where = show_name(path)
     try:
         with path.open("rb") as fh:
             raw = fh.read(MAX_FILE_BYTES + 1)
@@ -606,7 +598,7 @@ def parse_cluster(text: str, source: str = "<string>") -> ClusterSpec:
     ClusterError
         Malformed TOML or an invalid spec; the message names ``source`` and the key path.
     """
-    where = _shown(source)
+    where = show_name(source)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -622,19 +614,6 @@ def _is_int(v: object) -> bool:
 
 def _is_number(v: object) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def control_char(text: str) -> str:
-    """The first control, format or line-separator character of ``text``, or ``""``.
-
-    Such characters (NUL, newline, tab, a right-to-left override, ...) would break a
-    one-line message or a table, or make a name look like another; names, labels and
-    descriptions may not hold them. Letters of any script are fine.
-    """
-    for ch in text:
-        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
-            return ch
-    return ""
 
 
 def _type_name(v: object) -> str:
@@ -655,16 +634,15 @@ class _Validator:
         self.source = source
 
     def fail(self, key: str, message: str) -> ClusterError:
-        return ClusterError(f"{_shown(self.source)}: {key}: {message}")
+        return ClusterError(f"{show_name(self.source)}: {key}: {message}")
 
     def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
         for key in table:
             if key not in allowed:
-                hint = difflib.get_close_matches(key.lower(), allowed, n=1)
-                did = f" (did you mean {hint[0]!r}?)" if hint else ""
+                did = did_you_mean(key.lower(), allowed)
                 keypath = f"{where}.{key}" if where else key
                 raise self.fail(
-                    _shown(keypath),
+                    show_name(keypath),
                     f"unknown key{did}; expected one of: {', '.join(allowed)}",
                 )
 

@@ -12,7 +12,8 @@ terminal escape sequence can neither split a one-line error nor drive the termin
 
 from __future__ import annotations
 
-import re
+import unicodedata
+from collections.abc import Iterable
 
 __all__ = [
     "CatalogueError",
@@ -22,17 +23,58 @@ __all__ = [
     "ParamError",
     "PolicyError",
     "TraceError",
+    "control_char",
+    "did_you_mean",
     "show_name",
     "show_value",
 ]
 
-#: C0 and C1 control characters, DEL and the Unicode line/paragraph separators
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: Unicode categories of the characters a name or a one-line message may not show raw:
+#: controls (NUL, newline, ESC, ...), format characters (a right-to-left override, ...),
+#: surrogates and the line/paragraph separators
+_CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def control_char(text: str) -> str:
+    """The first control, format or line-separator character of ``text``, or ``""``.
+
+    Such characters (NUL, newline, tab, a right-to-left override, ...) would break a
+    one-line message or a table, or make a name look like another; names, labels and
+    descriptions may not hold them. Letters of any script are fine.
+    """
+    for ch in text:
+        if unicodedata.category(ch) in _CONTROL_CATEGORIES:
+            return ch
+    return ""
 
 
 def _escape(text: str) -> str:
-    """``text`` with every control character written as a Python escape (``\\n``, ``\\x1b``)."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    """``text`` with every :func:`control_char` written as a Python escape (``\\n``, ``\\x1b``)."""
+    if not control_char(text):
+        return text
+    return "".join(repr(ch)[1:-1] if control_char(ch) else ch for ch in text)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """A hint naming the choice closest to a mistyped word, for the end of a message.
+
+    Parameters
+    ----------
+    word
+        What the user wrote.
+    choices
+        What they could have written.
+
+    Returns
+    -------
+    str
+        `` (did you mean 'x'?)`` when a choice is close to ``word`` (difflib ratio at
+        least 0.6), else an empty string.
+    """
+    import difflib  # only on the error path
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def show_name(name: object) -> str:
@@ -46,11 +88,11 @@ def show_name(name: object) -> str:
     Returns
     -------
     str
-        ``str(name)`` if it is printable, else its :func:`repr` (quoted, with escapes),
-        e.g. ``'a\\nb.csv'`` for a name holding a newline.
+        ``str(name)``, or its :func:`repr` (quoted, with escapes) if it holds a
+        :func:`control_char`, e.g. ``'a\\nb.csv'`` for a name holding a newline.
     """
     text = str(name)
-    return text if text.isprintable() else repr(text)
+    return repr(text) if control_char(text) else text
 
 
 def show_value(value: str, limit: int = 60) -> str:
@@ -67,7 +109,8 @@ def show_value(value: str, limit: int = 60) -> str:
     -------
     str
         ``'value'`` for a printable value (so ``' 5'`` shows its space), its :func:`repr`
-        otherwise (``'a\\nb'``); long values end in ``...' (N characters)``.
+        otherwise (``'a\\nb'``, and ``'\\xa05'`` for a no-break space); long values end
+        in ``...' (N characters)``.
     """
     cut = value if len(value) <= limit else value[:limit]
     shown = f"'{cut}'" if cut.isprintable() else repr(cut)

@@ -30,14 +30,19 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.errors import GpuschedError, show_value
+from gpusched.errors import GpuschedError, did_you_mean, show_value
 from gpusched.trace import (
+    DURATION_WHAT,
+    ITERATIONS_WHAT,
     MAX_GPUS,
-    MAX_ITERATIONS,
     MAX_TIME_S,
     MIN_DURATION_S,
+    SUBMIT_WHAT,
     CsvTable,
     Trace,
+    duration_ok,
+    iterations_ok,
+    submit_ok,
     validate_trace,
     write_trace,
 )
@@ -108,27 +113,7 @@ class ImportReport:
 
 # --------------------------------------------------------------------------- helpers
 
-# Source columns are read with the canonical bounds (gpusched.trace), so that a value the
-# engine cannot simulate exactly is reported against the source file's line and column.
-_TIME = f"a number of seconds in [0, {MAX_TIME_S:g}]"
-_DURATION = f"a number of seconds in [{MIN_DURATION_S:g}, {MAX_TIME_S:g}]"
-_COUNT = f"a number in (0, {MAX_ITERATIONS:.0f}]"
 _BIG = 2**53  # bound of integer columns that only label rows (seed, line, gpu_milli)
-
-
-def _time_ok(a: np.ndarray) -> np.ndarray:
-    ok: np.ndarray = (a >= 0) & (a <= MAX_TIME_S)
-    return ok
-
-
-def _duration_ok(a: np.ndarray) -> np.ndarray:
-    ok: np.ndarray = (a >= MIN_DURATION_S) & (a <= MAX_TIME_S)
-    return ok
-
-
-def _count_ok(a: np.ndarray) -> np.ndarray:
-    ok: np.ndarray = (a > 0) & (a <= MAX_ITERATIONS)
-    return ok
 
 
 def _gpus(src: CsvTable, col: str, lo: int) -> np.ndarray:
@@ -228,8 +213,8 @@ def read_philly_pollux(path: str | Path) -> tuple[Trace, ImportReport]:
     src.require(req)
     ids = src.text("job_id")
     src.unique_ids(ids, "job_id")
-    submit = src.floats("submit_offset_s", _TIME, _time_ok)
-    duration = src.floats("duration_s", _DURATION, _duration_ok)
+    submit = src.floats("submit_offset_s", SUBMIT_WHAT, submit_ok)
+    duration = src.floats("duration_s", DURATION_WHAT, duration_ok)
     gpus = _gpus(src, "num_gpus", 1)
     src.raise_if_bad()
     keep = np.ones(src.n, dtype=bool)
@@ -356,8 +341,8 @@ def read_gavel_msr_philly(
     seeds = src.integers("seed", f"an integer in [0, {_BIG}]", 0, _BIG)
     lines = src.integers("line", f"an integer in [0, {_BIG}]", 0, _BIG)
     vcs = src.text("vc")
-    steps = src.floats("total_steps", _COUNT, _count_ok)
-    submit = src.floats("arrival_time_s", _TIME, _time_ok)
+    steps = src.floats("total_steps", ITERATIONS_WHAT, iterations_ok)
+    submit = src.floats("arrival_time_s", SUBMIT_WHAT, submit_ok)
     gpus = _gpus(src, "scale_factor", 1)
     job_type = src.text("job_type")
     model = np.empty(src.n, dtype=object)
@@ -398,7 +383,7 @@ def read_gavel_msr_philly(
             else:
                 seen[ids[i]] = int(src.lines[i])
     with np.errstate(invalid="ignore"):
-        out_of_bounds = keep & ~_duration_ok(duration)
+        out_of_bounds = keep & ~duration_ok(duration)
     for i in np.flatnonzero(out_of_bounds).tolist():
         src.report(
             int(src.lines[i]),
@@ -410,11 +395,8 @@ def read_gavel_msr_philly(
     # a filter that matches no row is a typo, not an empty workload
     for flag, value, present in (("--seed", seed, seeds), ("--vc", vc, vcs)):
         if value is not None and len(present) and not (present == value).any():
-            import difflib
-
             known = sorted({str(v) for v in present.tolist()})
-            close = difflib.get_close_matches(str(value), known, n=1, cutoff=0.6)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            hint = did_you_mean(str(value), known)
             raise GpuschedError(
                 f"{src.name}: {flag} {value!r} matches no row{hint}; the file has "
                 f"{flag[2:]} {', '.join(known)}"
@@ -482,10 +464,10 @@ def read_tiresias(path: str | Path) -> tuple[Trace, ImportReport]:
     src.require(("job_id", "num_gpu", "submit_time"), (("duration",), ("iterations", "model_name")))
     ids = src.text("job_id")
     src.unique_ids(ids, "job_id")
-    submit = src.floats("submit_time", _TIME, _time_ok)
+    submit = src.floats("submit_time", SUBMIT_WHAT, submit_ok)
     gpus = _gpus(src, "num_gpu", 0)
-    duration = src.floats("duration", _DURATION, _duration_ok, optional=True)
-    iters = src.floats("iterations", _COUNT, _count_ok, optional=True)
+    duration = src.floats("duration", DURATION_WHAT, duration_ok, optional=True)
+    iters = src.floats("iterations", ITERATIONS_WHAT, iterations_ok, optional=True)
     model = src.text("model_name")
     raw_d = src.text("duration")
     raw_i = src.text("iterations")
@@ -569,9 +551,9 @@ def read_openb(path: str | Path, *, fractional: str = "whole") -> tuple[Trace, I
     src.require(req)
     ids = src.text("name")
     src.unique_ids(ids, "name")
-    created = src.floats("creation_time", _TIME, _time_ok)
-    deleted = src.floats("deletion_time", _TIME, _time_ok)
-    sched = src.floats("scheduled_time", _TIME, _time_ok, optional=True)
+    created = src.floats("creation_time", SUBMIT_WHAT, submit_ok)
+    deleted = src.floats("deletion_time", SUBMIT_WHAT, submit_ok)
+    sched = src.floats("scheduled_time", SUBMIT_WHAT, submit_ok, optional=True)
     gpus = _gpus(src, "num_gpu", 0)
     milli = src.integers("gpu_milli", f"an integer in [0, {_BIG}]", 0, _BIG)
     src.raise_if_bad()

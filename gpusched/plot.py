@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpusched.errors import GpuschedError
-from gpusched.sweep_plot import Panel, SweepPlot, arrange, read_table
+from gpusched.errors import GpuschedError, show_name
+from gpusched.sweep_plot import Panel, SweepPlot, arrange, csv_rows, read_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -83,37 +83,23 @@ def _read_columns(
         length or a field that is not a number; ``what`` says what the file should be.
     """
     if not path.is_file():
-        raise GpuschedError(f"{path}: not found ({_RUN_FOLDER})")
+        raise GpuschedError(f"{show_name(path)}: not found ({_RUN_FOLDER})")
+    rows = csv_rows(
+        path,
+        what,
+        names,
+        lambda missing: (
+            f"no column {', '.join(map(repr, missing))} (expected {what}, "
+            f"with columns {', '.join(names)})"
+        ),
+        if_empty=" with a header line",
+    )
+    _, header = next(rows)
+    idx = [header.index(n) for n in names]
     cols: list[list[float]] = [[] for _ in names]
-    line = 1
-    try:
-        with path.open(newline="", encoding="utf-8") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if not header:
-                raise GpuschedError(f"{path}: empty (expected {what} with a header line)")
-            missing = [n for n in names if n not in header]
-            if missing:
-                raise GpuschedError(
-                    f"{path}: no column {', '.join(map(repr, missing))} (expected {what}, "
-                    f"with columns {', '.join(names)})"
-                )
-            idx = [header.index(n) for n in names]
-            for row in reader:
-                line = reader.line_num
-                if not row:
-                    continue
-                if len(row) != len(header):
-                    raise GpuschedError(
-                        f"{path}:{line}: {len(row)} fields, expected {len(header)} as in "
-                        "the header (a truncated or edited file?)"
-                    )
-                for out, i, name in zip(cols, idx, names, strict=True):
-                    out.append(_number(row[i], path, line, name, allow_empty))
-    except UnicodeDecodeError:
-        raise GpuschedError(f"{path}: not a UTF-8 text file (expected {what})") from None
-    except csv.Error as exc:
-        raise GpuschedError(f"{path}:{line}: not valid CSV ({exc})") from None
+    for line, row in rows:
+        for out, i, name in zip(cols, idx, names, strict=True):
+            out.append(_number(row[i], path, line, name, allow_empty))
     return {n: np.asarray(c, dtype=np.float64) for n, c in zip(names, cols, strict=True)}
 
 
@@ -125,24 +111,27 @@ def _number(text: str, path: Path, line: int, column: str, allow_empty: bool) ->
     except ValueError:
         value = math.nan
     if not math.isfinite(value):  # NaN would also crash plotext
-        raise GpuschedError(f"{path}:{line}: column '{column}' expects a number, got {text!r}")
+        raise GpuschedError(
+            f"{show_name(path)}:{line}: column '{column}' expects a number, got {text!r}"
+        )
     return value
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any]:
     """The JSON object in ``path``; a one-line error if missing, corrupt or not an object."""
+    where = show_name(path)
     if not path.is_file():
-        raise GpuschedError(f"{path}: not found ({_RUN_FOLDER})")
+        raise GpuschedError(f"{where}: not found ({_RUN_FOLDER})")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
-        raise GpuschedError(f"{path}: not a UTF-8 text file (expected {what})") from None
+        raise GpuschedError(f"{where}: not a UTF-8 text file (expected {what})") from None
     except json.JSONDecodeError as exc:
         raise GpuschedError(
-            f"{path}:{exc.lineno}: not valid JSON ({exc.msg}; expected {what})"
+            f"{where}:{exc.lineno}: not valid JSON ({exc.msg}; expected {what})"
         ) from None
     if not isinstance(data, dict):
-        raise GpuschedError(f"{path}: expected {what} (a JSON object), got {type(data).__name__}")
+        raise GpuschedError(f"{where}: expected {what} (a JSON object), got {type(data).__name__}")
     return data
 
 
@@ -159,13 +148,14 @@ class _Run:
 
 def _n_gpus(manifest: dict[str, Any], path: Path) -> int | None:
     """GPUs in the run's cluster (None when the manifest has no cluster)."""
+    where = show_name(path)
     cluster = manifest.get("cluster")
     if cluster is None:
         return None
     servers = cluster.get("servers") if isinstance(cluster, dict) else None
     if not isinstance(servers, list) or not servers:
         raise GpuschedError(
-            f"{path}: field 'cluster.servers' expected a list of servers with 'count' and 'gpus'"
+            f"{where}: field 'cluster.servers' expected a list of servers with 'count' and 'gpus'"
         )
     total = 0
     for i, server in enumerate(servers):
@@ -173,7 +163,7 @@ def _n_gpus(manifest: dict[str, Any], path: Path) -> int | None:
             value = server.get(key) if isinstance(server, dict) else None
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise GpuschedError(
-                    f"{path}: field 'cluster.servers[{i}].{key}' expected a whole number "
+                    f"{where}: field 'cluster.servers[{i}].{key}' expected a whole number "
                     f">= 0, got {value!r}"
                 )
         total += server["count"] * server["gpus"]
@@ -182,11 +172,12 @@ def _n_gpus(manifest: dict[str, Any], path: Path) -> int | None:
 
 def _run_fields(manifest: dict[str, Any], path: Path) -> dict[str, str]:
     """What tells runs apart: policy with its parameters, cluster, trace, seed."""
+    where = show_name(path)
     policy, params, trace = (manifest.get(k) for k in ("policy", "params", "trace"))
     if not isinstance(policy, str) or not policy:
-        raise GpuschedError(f"{path}: field 'policy' expected the policy's name, got {policy!r}")
+        raise GpuschedError(f"{where}: field 'policy' expected the policy's name, got {policy!r}")
     if not isinstance(params, dict | None):
-        raise GpuschedError(f"{path}: field 'params' expected an object, got {params!r}")
+        raise GpuschedError(f"{where}: field 'params' expected an object, got {params!r}")
     cluster = manifest.get("cluster")
     name = (cluster.get("cluster") or {}).get("name") if isinstance(cluster, dict) else None
     seed = manifest.get("seed")
@@ -238,33 +229,36 @@ def expand_run_dirs(paths: Sequence[str | Path]) -> list[Path]:
     """
     out: list[Path] = []
     for p in map(Path, paths):
+        where = show_name(p)
         if not p.exists():
-            raise GpuschedError(f"{p}: no such file or folder")
+            raise GpuschedError(f"{where}: no such file or folder")
         if not p.is_dir():
             raise GpuschedError(
-                f"{p}: not a run folder or a sweep (expected a run folder, a folder of run "
+                f"{where}: not a run folder or a sweep (expected a run folder, a folder of run "
                 "folders, or a sweep folder or its results.csv)"
             )
         if _is_run(p):
             out.append(p)
             continue
         if (p / "error.txt").is_file():
-            raise GpuschedError(f"{p}: a failed sweep cell, with no run to plot (see error.txt)")
+            raise GpuschedError(
+                f"{where}: a failed sweep cell, with no run to plot (see error.txt)"
+            )
         if (p / "cells").is_dir():
             raise GpuschedError(
-                f"{p}: a sweep folder without results.csv (gpusched sweep writes it at the "
+                f"{where}: a sweep folder without results.csv (gpusched sweep writes it at the "
                 "end; run the sweep again to finish it)"
             )
         subs = sorted(d for d in p.iterdir() if d.is_dir() and not d.name.startswith("."))
         runs = [d for d in subs if _is_run(d)]
         if not runs:
-            raise GpuschedError(f"{p}: no run in this folder or its subfolders ({_RUN_FOLDER})")
+            raise GpuschedError(f"{where}: no run in this folder or its subfolders ({_RUN_FOLDER})")
         others = [d.name for d in subs if d not in runs]
         if others:
             n = len(others)
             sys.stderr.write(
-                f"note: {p}: left out {n} subfolder{'s' if n > 1 else ''} that "
-                f"{'hold' if n > 1 else 'holds'} no run: {', '.join(others)}\n"
+                f"note: {where}: left out {n} subfolder{'s' if n > 1 else ''} that "
+                f"{'hold' if n > 1 else 'holds'} no run: {', '.join(map(show_name, others))}\n"
             )
         out.extend(runs)
     return out
@@ -477,7 +471,8 @@ def _savefig(fig: Figure, path: Path) -> Path:
     try:
         fig.savefig(path, format=path.suffix.lower().lstrip("."), dpi=110, metadata=metadata)
     except OSError as exc:
-        raise GpuschedError(f"--save {path}: cannot write ({exc.strerror or exc})") from None
+        where = show_name(path)
+        raise GpuschedError(f"--save {where}: cannot write ({exc.strerror or exc})") from None
     return path
 
 

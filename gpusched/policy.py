@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from gpusched.errors import GpuschedError, ParamError, PolicyError
+from gpusched.errors import GpuschedError, ParamError, PolicyError, did_you_mean
 from gpusched.state import KEY_FIFO, KEY_LAS, KEY_SJF, KEY_SRTF
 
 __all__ = [
@@ -258,11 +258,8 @@ def parse_params(cls: type, pairs: list[str] | dict[str, str]) -> dict[str, Any]
         if key in out:
             raise ParamError(f"policy '{name}': parameter '{key}' is given twice; give it once")
         if key not in declared:
-            import difflib
-
             known = ", ".join(sorted(declared)) or "none"
-            close = difflib.get_close_matches(key, list(declared), n=1, cutoff=0.6)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            hint = did_you_mean(key, declared)
             raise ParamError(f"policy '{name}' has no parameter '{key}'{hint} (it takes: {known})")
         out[key] = _convert(name, key, value, declared[key][0])
     return out

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from gpusched.errors import PolicyError, show_name
+from gpusched.errors import PolicyError, did_you_mean, show_name
 from gpusched.resources import bundled_dir
 
 GROUP = "gpusched.policies"
@@ -123,10 +123,7 @@ def load_policy_class(spec: str) -> type:
         return _policy_class(_module_from_path(path.resolve(), mod_name), str(path))
     known = available_policies()
     if spec not in known:
-        import difflib
-
-        close = difflib.get_close_matches(spec, list(known), n=1, cutoff=0.6)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        hint = did_you_mean(spec, known)
         raise PolicyError(
             f"unknown policy '{spec}'{hint} (known: {', '.join(known) or 'none'}; "
             "or give a path to a .py file)"

@@ -6,7 +6,6 @@ The CLI commands are thin wrappers over these (weasel's ``project_pull_cli`` ->
 
 from __future__ import annotations
 
-import difflib
 import math
 import shutil
 from collections.abc import Callable, Sequence
@@ -14,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpusched.errors import GpuschedError, show_name
+from gpusched.errors import GpuschedError, did_you_mean, show_name
 from gpusched.resources import bundled_dir
 
 if TYPE_CHECKING:
@@ -28,12 +27,6 @@ ENGINE_MODES = ("auto", "fused", "python")
 MIN_SLOT_S = 1e-6
 #: the files a run folder holds
 RUN_FILES = ("jobs.csv", "timeline.csv", "summary.json", "manifest.json")
-
-
-def did_you_mean(word: str, choices: Sequence[str]) -> str:
-    """`` (did you mean 'x'?)`` when a choice is close to ``word``, else an empty string."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def resolve_trace(spec: str | None) -> Path:

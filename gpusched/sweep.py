@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import itertools
 import json
 import math
@@ -61,7 +62,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gpusched.errors import GpuschedError
+from gpusched.errors import GpuschedError, control_char, show_name
 
 __all__ = [
     "Cell",
@@ -179,15 +180,9 @@ class SweepSpec:
     source: str = "<string>"
 
 
-def _control_char(text: str) -> str:
-    from gpusched.cluster import control_char
-
-    return control_char(text)
-
-
 def _check_text(text: str, what: str, source: str) -> None:
     """Refuse control characters and over-long text in an entry or string value."""
-    bad = _control_char(text)
+    bad = control_char(text)
     if bad:
         raise GpuschedError(
             f"{source}: {what} must not hold control characters, got U+{ord(bad):04X} in {text!r}"
@@ -428,32 +423,33 @@ def parse_spec(
 
 def _read_text_file(path: Path, what: str, max_bytes: int) -> str:
     """A small UTF-8 text file, or a one-line GpuschedError saying why it cannot be read."""
+    where = show_name(path)
     try:
         st = path.stat()
     except (OSError, ValueError):
-        raise GpuschedError(f"{what} not found: {path}") from None
+        raise GpuschedError(f"{what} not found: {where}") from None
     if stat.S_ISDIR(st.st_mode):
-        raise GpuschedError(f"{path}: is a folder; expected a {what} (a TOML file)")
+        raise GpuschedError(f"{where}: is a folder; expected a {what} (a TOML file)")
     if not stat.S_ISREG(st.st_mode):
-        raise GpuschedError(f"{path}: not a regular file; expected a {what} (a TOML file)")
+        raise GpuschedError(f"{where}: not a regular file; expected a {what} (a TOML file)")
     if st.st_size > max_bytes:
         raise GpuschedError(
-            f"{path}: {st.st_size:,} bytes; a {what} may be at most {max_bytes:,} bytes"
+            f"{where}: {st.st_size:,} bytes; a {what} may be at most {max_bytes:,} bytes"
         )
     try:
         with path.open("rb") as fh:
             raw = fh.read(max_bytes + 1)
     except OSError as exc:
         raise GpuschedError(
-            f"{path}: cannot read {what}: {exc.strerror or type(exc).__name__}"
+            f"{where}: cannot read {what}: {exc.strerror or type(exc).__name__}"
         ) from None
     if len(raw) > max_bytes:
-        raise GpuschedError(f"{path}: a {what} may be at most {max_bytes:,} bytes")
+        raise GpuschedError(f"{where}: a {what} may be at most {max_bytes:,} bytes")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise GpuschedError(
-            f"{path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
             f"expected a {what} (a TOML file)"
         ) from None
 
@@ -536,24 +532,14 @@ class Cell:
     trace_input: str
     cluster_input: str
     policy_input: str
+    cell_id: str = field(init=False, repr=False, compare=False)
+    """A folder name: readable parts plus a hash of the settings that name the cell.
 
-    @property
-    def param_pairs(self) -> list[str]:
-        """``["key=value", ...]`` as given to ``replay(params=...)``."""
-        return [f"{k}={_param_text(v)}" for k, v in self.params]
+    The id depends on the spec's entries and settings, not on file contents: a cell
+    keeps its folder when its trace changes, and :class:`CellKey` tells the runs apart.
+    """
 
-    @property
-    def params_text(self) -> str:
-        """The parameters on one line (``key=value key=value``), empty when none."""
-        return " ".join(self.param_pairs)
-
-    @property
-    def cell_id(self) -> str:
-        """A folder name: readable parts plus a hash of the settings that name the cell.
-
-        The id depends on the spec's entries and settings, not on file contents: a cell
-        keeps its folder when its trace changes, and :class:`CellKey` tells the runs apart.
-        """
+    def __post_init__(self) -> None:
         key = json.dumps(
             [
                 self.trace,
@@ -571,7 +557,17 @@ class Cell:
         parts += [_slug(p) for p in self.param_pairs]
         parts.append(f"s{self.seed}")
         readable = "_".join(parts)[:120]
-        return f"{readable}-{digest}"
+        object.__setattr__(self, "cell_id", f"{readable}-{digest}")  # frozen: set once here
+
+    @property
+    def param_pairs(self) -> list[str]:
+        """``["key=value", ...]`` as given to ``replay(params=...)``."""
+        return [f"{k}={_param_text(v)}" for k, v in self.params]
+
+    @property
+    def params_text(self) -> str:
+        """The parameters on one line (``key=value key=value``), empty when none."""
+        return " ".join(self.param_pairs)
 
     def describe(self) -> str:
         """The cell's parameters on one line, for progress and error reports."""
@@ -649,35 +645,32 @@ def _is_policy_path(name: str) -> bool:
     return name.endswith(".py") or "/" in name
 
 
-def _policy_source(policy_input: str) -> str:
-    """The SHA-256 of the policy's file, or the entry point it is loaded from.
-
-    A path gives its file; a bundled name the bundled file; a third-party policy
-    registered by entry point gives ``"entry point module:attr"`` (its code is not
-    hashed: use a new ``--out`` after changing it). Looks names up as
-    :func:`gpusched.registry.available_policies` does, without parsing every policy
-    file (which is not thread-safe on Python 3.11).
-    """
-    from importlib.metadata import entry_points
-
+def _class_source(cls: type, name: str) -> str:
+    """The SHA-256 of the file that defines policy class ``cls`` (``name`` for messages)."""
     from gpusched.errors import PolicyError
-    from gpusched.registry import GROUP
-    from gpusched.resources import bundled_dir
+
+    try:
+        source = inspect.getsourcefile(cls)
+    except TypeError:  # a built-in class
+        source = None
+    if source is None:
+        raise PolicyError(f"policy '{name}': cannot find the file that defines it")
+    return _sha256_file(Path(source))
+
+
+def _policy_source(policy_input: str) -> str:
+    """The SHA-256 of the file that defines the policy class, found by loading it.
+
+    A path gives its file, a bundled name the bundled file, a third-party policy
+    registered by entry point the file of its module (only that file, not modules it
+    imports).
+    """
+    from gpusched.registry import load_policy_class
 
     name = _policy_name(policy_input)
-    if _is_policy_path(name):
-        path = Path(name)
-        if not _is_file(path):
-            raise PolicyError(f"policy file not found: {name}")
-        return _sha256_file(path)
-    bundled = bundled_dir("policies") / f"{name.replace('-', '_')}.py"
-    if not bundled.name.startswith("_") and bundled.stem.replace("_", "-") == name:
-        if _is_file(bundled):
-            return _sha256_file(bundled)
-    for ep in entry_points(group=GROUP):
-        if ep.name == name:
-            return f"entry point {ep.value}"
-    raise PolicyError(f"unknown policy '{name}'")
+    with _REPLAY_LOCK:  # loading compiles Python source: one thread at a time (see there)
+        cls = load_policy_class(name)
+    return _class_source(cls, name)
 
 
 def input_digests(cell: Cell) -> dict[str, str]:
@@ -766,11 +759,14 @@ def _key_changes(old: object, new: dict[str, Any]) -> str:
     return ", ".join(words) or "key"
 
 
-def _check_policies(spec: SweepSpec, all_cells: list[Cell]) -> dict[tuple[str, str], str]:
+def _check_policies(
+    spec: SweepSpec, all_cells: list[Cell]
+) -> tuple[dict[tuple[str, str], str], dict[str, str]]:
     """Load every policy and try every parameter combination, before anything runs.
 
     Returns ``{(policy entry, params text): canonical policy}`` (the class and its
-    converted parameters), used to find cells that are the same run.
+    converted parameters), used to find cells that are the same run, and
+    ``{policy entry: SHA-256 of the file defining its class}`` for the cells' keys.
 
     Raises
     ------
@@ -786,6 +782,7 @@ def _check_policies(spec: SweepSpec, all_cells: list[Cell]) -> dict[tuple[str, s
 
     src = spec.source
     canonical: dict[tuple[str, str], str] = {}
+    sources: dict[str, str] = {}
     by_entry: dict[str, list[Cell]] = {}
     for c in all_cells:
         by_entry.setdefault(c.policy, []).append(c)
@@ -795,8 +792,13 @@ def _check_policies(spec: SweepSpec, all_cells: list[Cell]) -> dict[tuple[str, s
         try:
             cls = load_policy_class(ps.name)
             inline = parse_params(cls, list(ps.params))
+            sources[entry] = _class_source(cls, ps.name)
         except GpuschedError as exc:
             raise GpuschedError(f"{where}: {exc}") from None
+        except OSError as exc:
+            raise GpuschedError(
+                f"{where}: cannot read {exc.filename}: {exc.strerror or type(exc).__name__}"
+            ) from None
         _check_finite(inline, where)
         grid = spec.params.get(entry, {})
         for key, values in grid.items():
@@ -824,7 +826,7 @@ def _check_policies(spec: SweepSpec, all_cells: list[Cell]) -> dict[tuple[str, s
             if _is_policy_path(ps.name):
                 identity = str(Path(ps.name).resolve())
             canonical[(entry, c.params_text)] = repr((identity, sorted(kwargs.items())))
-    return canonical
+    return canonical, sources
 
 
 def _check_finite(kwargs: dict[str, Any], where: str) -> None:
@@ -863,7 +865,7 @@ def keyed_cells(spec: SweepSpec) -> list[tuple[Cell, CellKey]]:
 
     src = spec.source
     all_cells = cells(spec)
-    canonical = _check_policies(spec, all_cells)
+    canonical, policy_sources = _check_policies(spec, all_cells)
     digests: dict[tuple[str, str], str] = {}
     real: dict[tuple[str, str], str] = {}  # the file each trace and cluster entry reads
 
@@ -871,15 +873,14 @@ def keyed_cells(spec: SweepSpec) -> list[tuple[Cell, CellKey]]:
         kind: str, entry: str, what: Callable[[str], tuple[str, str]], as_written: str
     ) -> str:
         if (kind, entry) not in digests:
-            label = {"trace": "'traces'", "cluster": "'clusters'"}.get(kind, "'policies'")
-            entry_shown = as_written
+            label = {"trace": "'traces'", "cluster": "'clusters'"}[kind]
             try:
                 digests[(kind, entry)], real[(kind, entry)] = what(entry)
             except GpuschedError as exc:
-                raise GpuschedError(f"{src}: {label} entry {entry_shown!r}: {exc}") from None
+                raise GpuschedError(f"{src}: {label} entry {as_written!r}: {exc}") from None
             except OSError as exc:
                 raise GpuschedError(
-                    f"{src}: {label} entry {entry_shown!r}: cannot read {exc.filename}: "
+                    f"{src}: {label} entry {as_written!r}: cannot read {exc.filename}: "
                     f"{exc.strerror or type(exc).__name__}"
                 ) from None
         return digests[(kind, entry)]
@@ -893,16 +894,13 @@ def keyed_cells(spec: SweepSpec) -> list[tuple[Cell, CellKey]]:
         load_cluster(path)
         return _sha256_file(path), str(path.resolve())
 
-    def policy_of(entry: str) -> tuple[str, str]:
-        return _policy_source(entry), entry
-
     out: list[tuple[Cell, CellKey]] = []
     same_run: dict[tuple[str, str, str, int], Cell] = {}
     for c in all_cells:
         d = {
             "trace": fetch("trace", c.trace_input, trace_of, c.trace),
             "cluster": fetch("cluster", c.cluster_input, cluster_of, c.cluster),
-            "policy": fetch("policy", c.policy_input, policy_of, c.policy),
+            "policy": policy_sources[c.policy],
         }
         run = (
             real[("trace", c.trace_input)],
@@ -1070,11 +1068,14 @@ def _swap_in(folder: Path, dest: Path, out: Path) -> None:
 
 
 def _file_table(folder: Path) -> dict[str, dict[str, Any]]:
-    """``{name: {"bytes": size, "sha256": hex}}`` of the files in ``folder``."""
+    """``{name: {"bytes": size}}`` of the files in ``folder``, with the ``"sha256"`` of
+    summary.json (what :func:`cell_status` checks)."""
     table: dict[str, dict[str, Any]] = {}
     for p in sorted(folder.iterdir()):
         if p.is_file():
-            table[p.name] = {"bytes": p.stat().st_size, "sha256": _sha256_file(p)}
+            table[p.name] = {"bytes": p.stat().st_size}
+    if "summary.json" in table:
+        table["summary.json"]["sha256"] = _sha256_file(folder / "summary.json")
     return table
 
 
@@ -1202,7 +1203,7 @@ def output_dir(spec: SweepSpec, out: str | Path | None = None) -> Path:
     text = str(raw)
     if isinstance(raw, str) and not raw.strip():
         raise GpuschedError(f"the output folder must be a path, got {raw!r}")
-    bad = _control_char(text)
+    bad = control_char(text)
     if bad:
         raise GpuschedError(
             f"the output folder must not hold control characters, got U+{ord(bad):04X} in {text!r}"
@@ -1647,7 +1648,7 @@ def run_sweep(
         _clean_staging(out_dir)
         with contextlib.suppress(OSError):
             (out_dir / STAGING_DIR).rmdir()
-        outcomes, failed = _outcomes(out_dir, keyed, ran)
+        outcomes, failed = _outcomes(out_dir, keyed, ran, before)
         all_cells = [c for c, _ in keyed]
         rows, columns = _rows(all_cells, outcomes)
         csv_path, parquet_path = write_table(rows, columns, out_dir)
@@ -1667,14 +1668,21 @@ def run_sweep(
 
 
 def _outcomes(
-    out_dir: Path, keyed: list[tuple[Cell, CellKey]], ran: dict[str, dict[str, Any]]
+    out_dir: Path,
+    keyed: list[tuple[Cell, CellKey]],
+    ran: dict[str, dict[str, Any]],
+    before: dict[str, CellStatus],
 ) -> tuple[dict[str, dict[str, Any]], list[tuple[Cell, str]]]:
-    """Each cell's row data, read back from its folder by :func:`cell_status`."""
+    """Each cell's row data, read back from its folder by :func:`cell_status`.
+
+    A cell that ran is read again; one that did not keeps its status from ``before``
+    (taken under the same lock, so its folder has not changed since).
+    """
     outcomes: dict[str, dict[str, Any]] = {}
     failed: list[tuple[Cell, str]] = []
     for c, k in keyed:
-        status = cell_status(out_dir, c, k)
         res = ran.get(c.cell_id)
+        status = before[c.cell_id] if res is None else cell_status(out_dir, c, k)
         if status.finished:
             outcomes[c.cell_id] = {"status": "ok", "summary": status.summary, "error": None}
             continue

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from gpusched.errors import GpuschedError
+from gpusched.errors import GpuschedError, show_name
 from gpusched.sweep import FIXED_COLUMNS, param_column
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "SweepPlot",
     "SweepTable",
     "arrange",
+    "csv_rows",
     "read_table",
 ]
 
@@ -154,38 +155,77 @@ def _param_columns(header: Sequence[str], rows: Sequence[dict[str, str]]) -> dic
     return cols
 
 
-def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    """Header and (line number, row) of a results table; one-line errors if malformed."""
-    expected = "a sweep's results table, with columns " + ", ".join(FIXED_COLUMNS)
-    rows: list[tuple[int, dict[str, str]]] = []
+def csv_rows(
+    path: Path,
+    what: str,
+    required: Sequence[str],
+    no_column: Callable[[list[str]], str],
+    if_empty: str = "",
+) -> Iterator[tuple[int, list[str]]]:
+    """The rows of a CSV file with their line numbers: first ``(1, header)``, then each
+    non-blank row, checked to have as many fields as the header.
+
+    Parameters
+    ----------
+    path
+        The file.
+    what
+        What the file should be, for messages (``the per-job table of a run``).
+    required
+        Columns the header must hold.
+    no_column
+        The message (after ``path:``) for the ``required`` columns the header lacks.
+    if_empty
+        Words added after ``what`` in the message for an empty file.
+
+    Raises
+    ------
+    GpuschedError
+        One line naming the file (and line): empty, a required column missing, a row of
+        the wrong length, not UTF-8, or not valid CSV. Raised as the rows are read, so an
+        error the caller raises for an earlier row comes first.
+    """
+    where = show_name(path)
     line = 1
     try:
         with path.open(newline="", encoding="utf-8") as fh:
             reader = csv.reader(fh)
             header = next(reader, None)
             if not header:
-                raise GpuschedError(f"{path}: empty (expected {expected})")
-            missing = [c for c in FIXED_COLUMNS if c not in header]
+                raise GpuschedError(f"{where}: empty (expected {what}{if_empty})")
+            missing = [c for c in required if c not in header]
             if missing:
-                raise GpuschedError(
-                    f"{path}: not a sweep results table: no column {', '.join(missing)} "
-                    f"(expected {expected} ...)"
-                )
+                raise GpuschedError(f"{where}: {no_column(missing)}")
+            yield 1, header
             for row in reader:
                 line = reader.line_num
                 if not row:
                     continue
                 if len(row) != len(header):
                     raise GpuschedError(
-                        f"{path}:{line}: {len(row)} fields, expected {len(header)} as in "
+                        f"{where}:{line}: {len(row)} fields, expected {len(header)} as in "
                         "the header (a truncated or edited file?)"
                     )
-                rows.append((line, dict(zip(header, row, strict=True))))
+                yield line, row
     except UnicodeDecodeError:
-        raise GpuschedError(f"{path}: not a UTF-8 text file (expected {expected})") from None
+        raise GpuschedError(f"{where}: not a UTF-8 text file (expected {what})") from None
     except csv.Error as exc:
-        raise GpuschedError(f"{path}:{line}: not valid CSV ({exc})") from None
-    return header, rows
+        raise GpuschedError(f"{where}:{line}: not valid CSV ({exc})") from None
+
+
+def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """Header and (line number, row) of a results table; one-line errors if malformed."""
+    expected = "a sweep's results table, with columns " + ", ".join(FIXED_COLUMNS)
+    rows = csv_rows(
+        path,
+        expected,
+        FIXED_COLUMNS,
+        lambda missing: (
+            f"not a sweep results table: no column {', '.join(missing)} (expected {expected} ...)"
+        ),
+    )
+    _, header = next(rows)
+    return header, [(line, dict(zip(header, row, strict=True))) for line, row in rows]
 
 
 def read_table(path: str | Path, metric: str) -> SweepTable:
@@ -201,6 +241,7 @@ def read_table(path: str | Path, metric: str) -> SweepTable:
         of it is not a number, or no finished cell has a value.
     """
     path = Path(path)
+    where = show_name(path)
     header, rows = _read_rows(path)
     params = _param_columns(header, [r for _, r in rows])
     # columns: cell, status, trace, cluster, policy, params, seed, <params>, <metrics>, error
@@ -208,7 +249,7 @@ def read_table(path: str | Path, metric: str) -> SweepTable:
     metrics = [c for c in header[last_fixed + 1 :] if c != "error"]
     if metric not in metrics:
         raise GpuschedError(
-            f"{path}: no metric '{metric}' (expected one of: {', '.join(metrics) or 'none'})"
+            f"{where}: no metric '{metric}' (expected one of: {', '.join(metrics) or 'none'})"
         )
     cells: list[Cell] = []
     skipped: dict[str, int] = {}
@@ -224,7 +265,7 @@ def read_table(path: str | Path, metric: str) -> SweepTable:
         except ValueError:
             value = math.inf
         if math.isinf(value):
-            raise GpuschedError(f"{path}:{line}: column '{metric}' expects a number, got {text!r}")
+            raise GpuschedError(f"{where}:{line}: column '{metric}' expects a number, got {text!r}")
         if math.isnan(value):
             no_value[r["policy"]] = no_value.get(r["policy"], 0) + 1
             continue
@@ -247,7 +288,7 @@ def read_table(path: str | Path, metric: str) -> SweepTable:
         notes.append(f"left out cells with no value of {metric}: {who}")
     if not cells:
         raise GpuschedError(
-            f"{path}: no finished cell has a value of {metric} ({'; '.join(notes) or 'no rows'})"
+            f"{where}: no finished cell has a value of {metric} ({'; '.join(notes) or 'no rows'})"
         )
     return SweepTable(path, list(params), metrics, cells, notes)
 

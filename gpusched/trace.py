@@ -86,6 +86,8 @@ from gpusched.errors import GpuschedError, TraceError, show_name, show_value
 
 __all__ = [
     "CANONICAL_COLUMNS",
+    "DURATION_WHAT",
+    "ITERATIONS_WHAT",
     "KNOWN_OPTIONAL_COLUMNS",
     "MAX_GPUS",
     "MAX_ITERATIONS",
@@ -93,10 +95,14 @@ __all__ = [
     "MAX_TRACE_BYTES",
     "MIN_DURATION_S",
     "REQUIRED_COLUMNS",
+    "SUBMIT_WHAT",
     "CsvTable",
     "Trace",
+    "duration_ok",
+    "iterations_ok",
     "read_trace",
     "trace_sha256",
+    "submit_ok",
     "validate_trace",
     "write_trace",
 ]
@@ -137,30 +143,41 @@ KNOWN_OPTIONAL_COLUMNS: tuple[str, ...] = ("user", "group", "batch_size", "gpu_t
 _FLOAT_COLUMNS = ("submit_time", "duration", "iterations", "load_s", "save_s")
 
 # What each numeric column accepts, as words (for messages) and as a vectorised test.
-_SUBMIT_WHAT = f"a number of seconds in [0, {MAX_TIME_S:g}]"
-_DURATION_WHAT = f"a number of seconds in [{MIN_DURATION_S:g}, {MAX_TIME_S:g}]"
-_ITER_WHAT = f"a number in (0, {MAX_ITERATIONS:.0f}]"
+# The importers check source columns against the same bounds, so that a value the engine
+# cannot simulate exactly is reported against the source file's line and column.
+SUBMIT_WHAT = f"a number of seconds in [0, {MAX_TIME_S:g}]"
+"""What a submit time (or any point in time) may be, as words for a message."""
+
+DURATION_WHAT = f"a number of seconds in [{MIN_DURATION_S:g}, {MAX_TIME_S:g}]"
+"""What a duration may be, as words for a message."""
+
+ITERATIONS_WHAT = f"a number in (0, {MAX_ITERATIONS:.0f}]"
+"""What an iteration (or step) count may be, as words for a message."""
+
 _OVERHEAD_WHAT = f"0 or a number of seconds in [{MIN_DURATION_S:g}, {MAX_TIME_S:g}]"
 _GPUS_WHAT = f"an integer in [1, {MAX_GPUS}]"
 
 
-def _submit_ok(a: np.ndarray) -> np.ndarray:
+def submit_ok(a: np.ndarray) -> np.ndarray:
+    """Which values of ``a`` are valid submit times (:data:`SUBMIT_WHAT`)."""
     ok: np.ndarray = (a >= 0) & (a <= MAX_TIME_S)
     return ok
 
 
-def _duration_ok(a: np.ndarray) -> np.ndarray:
+def duration_ok(a: np.ndarray) -> np.ndarray:
+    """Which values of ``a`` are valid durations (:data:`DURATION_WHAT`)."""
     ok: np.ndarray = (a >= MIN_DURATION_S) & (a <= MAX_TIME_S)
     return ok
 
 
-def _iterations_ok(a: np.ndarray) -> np.ndarray:
+def iterations_ok(a: np.ndarray) -> np.ndarray:
+    """Which values of ``a`` are valid iteration counts (:data:`ITERATIONS_WHAT`)."""
     ok: np.ndarray = (a > 0) & (a <= MAX_ITERATIONS)
     return ok
 
 
 def _overhead_ok(a: np.ndarray) -> np.ndarray:
-    ok: np.ndarray = (a == 0) | _duration_ok(a)
+    ok: np.ndarray = (a == 0) | duration_ok(a)
     return ok
 
 
@@ -894,10 +911,10 @@ def _read_trace(path: str | Path) -> Trace:
     t.require(REQUIRED_COLUMNS, (("duration",), ("iterations", "model")))
     job_id = t.text("job_id")
     t.unique_ids(job_id, "job_id")
-    submit = t.floats("submit_time", _SUBMIT_WHAT, _submit_ok)
+    submit = t.floats("submit_time", SUBMIT_WHAT, submit_ok)
     num_gpus = t.integers("num_gpus", _GPUS_WHAT, 1, MAX_GPUS)
-    duration = t.floats("duration", _DURATION_WHAT, _duration_ok, optional=True)
-    iterations = t.floats("iterations", _ITER_WHAT, _iterations_ok, optional=True)
+    duration = t.floats("duration", DURATION_WHAT, duration_ok, optional=True)
+    iterations = t.floats("iterations", ITERATIONS_WHAT, iterations_ok, optional=True)
     model = t.text("model")
     load_s = t.floats("load_s", _OVERHEAD_WHAT, _overhead_ok, optional=True)
     save_s = t.floats("save_s", _OVERHEAD_WHAT, _overhead_ok, optional=True)
@@ -951,9 +968,9 @@ def validate_trace(trace: Trace) -> None:
     name = show_name(trace.source or "<trace>")
     problems: list[tuple[int, str]] = []
     checks: list[tuple[str, Callable[[np.ndarray], np.ndarray], str, bool]] = [
-        ("submit_time", _submit_ok, _SUBMIT_WHAT, False),
-        ("duration", _duration_ok, _DURATION_WHAT, True),
-        ("iterations", _iterations_ok, _ITER_WHAT, True),
+        ("submit_time", submit_ok, SUBMIT_WHAT, False),
+        ("duration", duration_ok, DURATION_WHAT, True),
+        ("iterations", iterations_ok, ITERATIONS_WHAT, True),
         ("load_s", _overhead_ok, _OVERHEAD_WHAT, True),
         ("save_s", _overhead_ok, _OVERHEAD_WHAT, True),
     ]

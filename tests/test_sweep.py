@@ -630,6 +630,15 @@ def test_changed_inputs_make_cells_stale(tmp_path: Path, monkeypatch: pytest.Mon
     assert (first.n_ran, first.n_stale, first.failed) == (1, 0, [])
     record = json.loads((cell_dir(out, cells(spec)[0]) / "cell.json").read_text())
     assert record["inputs"]["trace"] == trace_sha256(trace)
+    assert record["inputs"]["policy"] == trace_sha256(policy)
+    # every output's size, and the SHA-256 of summary.json (the one hash cell_status checks)
+    assert set(record["files"]) == OUTPUT_FILES
+    summary_file = cell_dir(out, cells(spec)[0]) / "summary.json"
+    assert record["files"]["summary.json"] == {
+        "bytes": summary_file.stat().st_size,
+        "sha256": trace_sha256(summary_file),
+    }
+    assert record["files"]["jobs.csv"].keys() == {"bytes"}
     jct = first.rows[0]["avg_jct_s"]
 
     # the trace changes: the cell is stale, runs again, and its row changes with it
@@ -669,6 +678,26 @@ def test_key_covers_everything_a_result_depends_on() -> None:
         assert other.digest != keyed_cells(parse_spec(spec_text_with("")))[0][1].digest, changed
 
 
+def test_entry_point_policy_is_keyed_by_its_module_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.metadata import EntryPoint
+
+    import gpusched.registry as registry
+    from gpusched.sweep import input_digests
+
+    ep = EntryPoint(
+        name="third-party", value="tests.ep_policy:ThirdPartyFIFO", group=registry.GROUP
+    )
+    monkeypatch.setattr(
+        registry, "entry_points", lambda group: [ep] if group == registry.GROUP else []
+    )
+    ((cell, key),) = keyed_cells(parse_spec('traces = ["tiny"]\npolicies = ["third-party"]\n'))
+    module_file = Path(__file__).parent / "ep_policy.py"
+    assert key.record["policy"] == trace_sha256(module_file)
+    assert input_digests(cell)["policy"] == key.record["policy"]  # what a worker checks
+    ((_, bundled),) = keyed_cells(parse_spec(spec_text_with("")))
+    assert bundled.record["policy"] == trace_sha256(registry.bundled_dir("policies") / "fifo.py")
+
+
 def spec_text_with(extra: str) -> str:
     return f'traces = ["tiny"]\npolicies = ["fifo"]\n{extra}\n'
 
@@ -705,6 +734,10 @@ def test_cell_status_of_forged_or_damaged_folders(tmp_path: Path) -> None:
     good = {"key": key.digest, "inputs": key.record, "files": files()}
     assert status_with(good) == ("done", "")
     assert cell_status(out, cell, key).summary == {"n_jobs": 6}
+    # what run_cell records now (the SHA-256 of summary.json only) is done as well
+    sizes_only = {name: {"bytes": len(data)} for name, data in outputs.items()}
+    sizes_only["summary.json"] = files()["summary.json"]
+    assert status_with({**good, "files": sizes_only}) == ("done", "")
     assert status_with("{not json")[0] == "todo"
     assert status_with([1, 2])[0] == "todo"
     assert status_with({**good, "files": []})[0] == "todo"

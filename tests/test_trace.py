@@ -572,6 +572,10 @@ def test_show_helpers_and_trace_error_escaping() -> None:
     err = TraceError(["f:1: a\nb", "f:2: \x1b[2J"])
     assert err.errors == ["f:1: a\\nb", "f:2: \\x1b[2J"]
     assert str(err).splitlines() == err.errors
+    # format characters too: a right-to-left override would reorder the rest of the line
+    err = TraceError("f:3: name\u202eevil, \u2029 and caf\u00e9")
+    assert err.errors == ["f:3: name\\u202eevil, \\u2029 and caf\u00e9"]
+    assert show_name("a\u202eb.csv") == "'a\\u202eb.csv'"
 
 
 # -- 5. huge inputs and gzip bombs fail fast, before they are read whole
