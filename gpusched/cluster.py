@@ -67,6 +67,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import ClusterError, control_char, did_you_mean, show_name
+from gpusched.files import check_small_file, read_small_text
 from gpusched.resources import bundled_dir
 
 __all__ = [
@@ -523,14 +524,14 @@ def resolve_cluster(name_or_path: str | Path) -> Path:
     where = show_name(path)
     if st is None:
         raise ClusterError(f"{where}: cluster file not found")
-    if stat.S_ISDIR(st.st_mode):
-        raise ClusterError(f"{where}: is a folder; expected a cluster .toml file")
-    if not stat.S_ISREG(st.st_mode):
-        raise ClusterError(f"{where}: not a regular file; expected a cluster .toml file")
-    if st.st_size > MAX_FILE_BYTES:
-        raise ClusterError(
-            f"{where}: {st.st_size:,} bytes; a cluster file may be at most {MAX_FILE_BYTES:,} bytes"
-        )
+    check_small_file(
+        path,
+        st,
+        what="cluster file",
+        expected="a cluster .toml file",
+        max_bytes=MAX_FILE_BYTES,
+        error=ClusterError,
+    )
     return path
 
 
@@ -558,23 +559,7 @@ def load_cluster(name_or_path: str | Path) -> ClusterSpec:
         file and key path).
     """
     path = resolve_cluster(name_or_path)
-    where = show_name(path)
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ClusterError(
-            f"{where}: cannot read cluster file: {exc.strerror or type(exc).__name__}"
-        ) from None
-    if len(raw) > MAX_FILE_BYTES:  # grew after the check
-        raise ClusterError(f"{where}: a cluster file may be at most {MAX_FILE_BYTES:,} bytes")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ClusterError(
-            f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-            "expected a TOML file"
-        ) from None
+    text = read_small_text(path, what="cluster file", max_bytes=MAX_FILE_BYTES, error=ClusterError)
     return parse_cluster(text, source=str(path))
 
 

@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusched.errors import GpuschedError, control_char, show_name
+from gpusched.files import check_small_file, read_small_text
 
 __all__ = [
     "Cell",
@@ -423,35 +424,19 @@ def parse_spec(
 
 def _read_text_file(path: Path, what: str, max_bytes: int) -> str:
     """A small UTF-8 text file, or a one-line GpuschedError saying why it cannot be read."""
-    where = show_name(path)
     try:
         st = path.stat()
     except (OSError, ValueError):
-        raise GpuschedError(f"{what} not found: {where}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise GpuschedError(f"{where}: is a folder; expected a {what} (a TOML file)")
-    if not stat.S_ISREG(st.st_mode):
-        raise GpuschedError(f"{where}: not a regular file; expected a {what} (a TOML file)")
-    if st.st_size > max_bytes:
-        raise GpuschedError(
-            f"{where}: {st.st_size:,} bytes; a {what} may be at most {max_bytes:,} bytes"
-        )
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(max_bytes + 1)
-    except OSError as exc:
-        raise GpuschedError(
-            f"{where}: cannot read {what}: {exc.strerror or type(exc).__name__}"
-        ) from None
-    if len(raw) > max_bytes:
-        raise GpuschedError(f"{where}: a {what} may be at most {max_bytes:,} bytes")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise GpuschedError(
-            f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-            f"expected a {what} (a TOML file)"
-        ) from None
+        raise GpuschedError(f"{what} not found: {show_name(path)}") from None
+    check_small_file(
+        path,
+        st,
+        what=what,
+        expected=f"a {what} (a TOML file)",
+        max_bytes=max_bytes,
+        error=GpuschedError,
+    )
+    return read_small_text(path, what=what, max_bytes=max_bytes, error=GpuschedError)
 
 
 def load_spec(path: str | Path) -> SweepSpec:

@@ -1,0 +1,67 @@
+"""Small text files the user names (cluster specs, sweep specs), read with one-line errors.
+
+Both kinds are TOML files of at most a few MiB: a folder, a device, a file too large,
+unreadable or not UTF-8 must each end in one line naming the file, raised as the
+caller's error class, never in a traceback or in reading gigabytes.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from gpusched.errors import GpuschedError, show_name
+
+
+def check_small_file(
+    path: Path,
+    st: os.stat_result,
+    *,
+    what: str,
+    expected: str,
+    max_bytes: int,
+    error: type[GpuschedError],
+) -> None:
+    """Refuse a ``path`` (stat ``st``) that is a folder, not a regular file, or too large.
+
+    Parameters
+    ----------
+    path, st
+        The file and its ``os.stat`` result.
+    what
+        What the file is, for messages (``"cluster file"``).
+    expected
+        What was expected instead of a folder or device (``"a cluster .toml file"``).
+    max_bytes
+        Largest size accepted, bytes.
+    error
+        The error class to raise.
+    """
+    where = show_name(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise error(f"{where}: is a folder; expected {expected}")
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{where}: not a regular file; expected {expected}")
+    if st.st_size > max_bytes:
+        raise error(f"{where}: {st.st_size:,} bytes; a {what} may be at most {max_bytes:,} bytes")
+
+
+def read_small_text(path: Path, *, what: str, max_bytes: int, error: type[GpuschedError]) -> str:
+    """The UTF-8 text of ``path``, reading at most ``max_bytes`` (the file may have grown
+    since it was checked); one-line ``error`` if it cannot be read or is not UTF-8."""
+    where = show_name(path)
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise error(f"{where}: cannot read {what}: {exc.strerror or type(exc).__name__}") from None
+    if len(raw) > max_bytes:
+        raise error(f"{where}: a {what} may be at most {max_bytes:,} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "expected a TOML file"
+        ) from None
