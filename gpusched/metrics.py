@@ -22,7 +22,6 @@ left out of the JCT statistics; their ``finish`` and ``jct`` are empty in jobs.c
 
 from __future__ import annotations
 
-import csv
 import json
 import platform
 from pathlib import Path
@@ -190,15 +189,45 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
+def _quote(text: str) -> str:
+    """``text`` as one CSV field, quoted as :data:`csv.QUOTE_MINIMAL` would."""
+    if any(c in text for c in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _column_text(a: np.ndarray) -> list[str]:
+    """The CSV fields of one column: floats exact (shortest repr), NaN as empty."""
+    if a.dtype.kind == "f":
+        text = list(map(repr, a.tolist()))  # Python floats: the shortest exact repr
+        for i in np.flatnonzero(np.isnan(a)).tolist():
+            text[i] = ""
+        return text
+    if a.dtype.kind in "biu":
+        return list(map(str, a.tolist()))
+    text = ["" if x is None else _fmt(x) for x in a.tolist()]
+    joined = "".join(text)
+    if any(c in joined for c in ',"\r\n'):  # one scan of the column, quote if needed
+        return [_quote(t) for t in text]
+    return text
+
+
 def write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
-    """Write equal-length columns to ``path`` as CSV (floats exact, NaN as empty)."""
+    """Write equal-length columns to ``path`` as CSV (floats exact, NaN as empty).
+
+    Column by column (a million-row table in about a second): the bytes are those of
+    :func:`csv.writer` with its defaults (minimal quoting, ``\\r\\n`` line ends).
+    """
     names = list(columns)
-    cols = [columns[k].tolist() for k in names]
+    n = {len(columns[k]) for k in names}
+    if len(n) > 1:
+        raise ValueError(f"columns of unequal length: {sorted(n)}")
+    cols = [_column_text(np.asarray(columns[k])) for k in names]
     with path.open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(names)
-        for row in zip(*cols, strict=True):
-            w.writerow([_fmt(x) if isinstance(x, float) else x for x in row])
+        fh.write(",".join(map(_quote, names)) + "\r\n")
+        for start in range(0, next(iter(n), 0), 65536):  # bounded memory per chunk
+            rows = zip(*(c[start : start + 65536] for c in cols), strict=True)
+            fh.write("".join([",".join(r) + "\r\n" for r in rows]))
 
 
 def write_results(res: RunResult, out: str | Path, trace_path: str | None = None) -> dict[str, Any]:
