@@ -256,3 +256,22 @@ def test_slot_boundary_tolerance_is_absolute(slot, submit, start):
     # an event within 1e-9 s after a boundary belongs to that boundary, as arrivals do
     res = run([(submit, 1, 1.0)], "fifo", 1, 1, slot=slot)
     assert res.state.job_first_start.tolist() == [start]
+
+
+def test_write_csv_text_per_value(tmp_path):
+    # floats exactly (repr), NaN empty, ints and text as they are, column by column
+    from gpusched.metrics import write_csv
+
+    cols = {
+        "job_id": np.array(["a", "b,c", "d"], dtype=object),
+        "n": np.array([1, 2, 3]),
+        "x": np.array([0.1 + 0.2, np.nan, 3.0]),
+        "y": np.array([np.inf, 1e-20, -0.5]),
+    }
+    write_csv(tmp_path / "t.csv", cols)
+    assert (tmp_path / "t.csv").read_text().splitlines() == [
+        "job_id,n,x,y",
+        "a,1,0.30000000000000004,inf",
+        '"b,c",2,,1e-20',
+        "d,3,3.0,-0.5",
+    ]
