@@ -22,6 +22,7 @@ left out of the JCT statistics; their ``finish`` and ``jct`` are empty in jobs.c
 
 from __future__ import annotations
 
+import csv
 import json
 import platform
 from pathlib import Path
@@ -183,51 +184,25 @@ def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()
     }
 
 
-def _fmt(x: Any) -> str:
-    if isinstance(x, float | np.floating):
-        return "" if np.isnan(x) else repr(float(x))
-    return str(x)
-
-
-def _quote(text: str) -> str:
-    """``text`` as one CSV field, quoted as :data:`csv.QUOTE_MINIMAL` would."""
-    if any(c in text for c in ',"\r\n'):
-        return '"' + text.replace('"', '""') + '"'
-    return text
-
-
-def _column_text(a: np.ndarray) -> list[str]:
-    """The CSV fields of one column: floats exact (shortest repr), NaN as empty."""
-    if a.dtype.kind == "f":
-        text = list(map(repr, a.tolist()))  # Python floats: the shortest exact repr
-        for i in np.flatnonzero(np.isnan(a)).tolist():
-            text[i] = ""
-        return text
-    if a.dtype.kind in "biu":
-        return list(map(str, a.tolist()))
-    text = ["" if x is None else _fmt(x) for x in a.tolist()]
-    joined = "".join(text)
-    if any(c in joined for c in ',"\r\n'):  # one scan of the column, quote if needed
-        return [_quote(t) for t in text]
-    return text
+def _fmt_column(values: list[Any]) -> list[Any]:
+    """A column's values for the CSV writer: floats as ``repr`` (NaN empty), others as they are."""
+    if not any(isinstance(x, float) for x in values):
+        return values
+    return [("" if x != x else repr(float(x))) if isinstance(x, float) else x for x in values]
 
 
 def write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
     """Write equal-length columns to ``path`` as CSV (floats exact, NaN as empty).
 
-    Column by column (a million-row table in about a second): the bytes are those of
-    :func:`csv.writer` with its defaults (minimal quoting, ``\\r\\n`` line ends).
+    Formats column by column, so that the million-row job tables of full traces write in
+    seconds.
     """
     names = list(columns)
-    n = {len(columns[k]) for k in names}
-    if len(n) > 1:
-        raise ValueError(f"columns of unequal length: {sorted(n)}")
-    cols = [_column_text(np.asarray(columns[k])) for k in names]
+    cols = [_fmt_column(columns[k].tolist()) for k in names]
     with path.open("w", newline="") as fh:
-        fh.write(",".join(map(_quote, names)) + "\r\n")
-        for start in range(0, next(iter(n), 0), 65536):  # bounded memory per chunk
-            rows = zip(*(c[start : start + 65536] for c in cols), strict=True)
-            fh.write("".join([",".join(r) + "\r\n" for r in rows]))
+        w = csv.writer(fh)
+        w.writerow(names)
+        w.writerows(zip(*cols, strict=True))
 
 
 def write_results(res: RunResult, out: str | Path, trace_path: str | None = None) -> dict[str, Any]:
