@@ -239,8 +239,10 @@ def test_user_errors_are_one_line(tmp_path):
     )
     r = invoke("workload", "lazer-earth", "--jobs", "0", "-o", o)
     assert r.exit_code == 2 and "--jobs must be 1 to" in r.output
-    r = invoke("workload", "lazer-saturn", "--load", "0.5", "-o", o)
+    r = invoke("workload", "lazer-philly", "--load", "0.5", "-o", o)
     assert r.exit_code == 2 and "does not take load" in r.output
+    r = invoke("workload", "lazer-saturn", "--load", "-1", "-o", o)
+    assert r.exit_code == 2 and "--load must be a positive number, got -1" in r.output
     r = invoke("workload", "lazer-philly", "--source", tmp_path / "none.csv", "-o", o)
     assert r.exit_code == 2 and "none.csv" in r.output
     assert "Traceback" not in r.output and not o.exists()
@@ -253,3 +255,23 @@ def test_bundled_clusters_match_the_paper():
     assert sim.n_gpus == 32 * testbed.n_gpus  # Sec. 1: "32x more GPUs"
     assert testbed.allow_spread and sim.allow_spread and testbed.gpu_capacity == 1
     assert math.log2(lazer.SIM_GPUS) == lazer.MAX_LOG2_GPUS
+
+
+def test_load_rescales_arrivals_to_the_offered_load(full):
+    from gpusched.workloads.synth import offered_load
+
+    base = full["uranus"]
+    for target in (0.5, 0.9):
+        scaled = lazer.at_load(base, target, 512, 512)
+        assert offered_load(scaled, 512) == pytest.approx(target, rel=1e-3)
+        gaps, gaps0 = np.diff(scaled.submit_time), np.diff(base.submit_time)
+        # the same gaps in the same order, only rescaled (whole seconds)
+        ratio = gaps0.sum() / gaps.sum()
+        assert np.abs(gaps * ratio - gaps0).max() <= 2 * ratio
+    with pytest.raises(GpuschedError, match="--load must be a positive number"):
+        lazer.at_load(base, 0.0, 512, 512)
+
+
+def test_load_is_for_the_full_size_workload_only():
+    with pytest.raises(GpuschedError, match="--load applies to the full-size workload"):
+        lazer.lazer_helios_workload("uranus", 1, 100, load=0.9)

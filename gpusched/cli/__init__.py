@@ -46,7 +46,9 @@ def workload_cmd(
     load: Annotated[
         float | None,
         typer.Option(
-            "--load", help="a-srpt: rescale arrivals to this offered load on the --cluster"
+            "--load",
+            help="a-srpt, lazer-earth|saturn|uranus (full size): rescale arrivals to this"
+            " offered load on the --cluster",
         ),
     ] = None,
     cluster: Annotated[

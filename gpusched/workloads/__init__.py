@@ -49,7 +49,19 @@ def _gang_cap(cluster: str | None) -> int | None:
     return spec.n_gpus if spec.allow_spread else int(spec.server_gpus().max())
 
 
-def _lazer_earth(seed: int, jobs: int | None = None, cluster: str | None = None) -> Trace:
+def _lazer_options(cluster: str | None, load: float | None) -> dict[str, Any]:
+    """GPU cap from ``cluster``; ``load`` refers to its GPUs (default lazer-sim-512's 512)."""
+    options: dict[str, Any] = {"max_gpus": _gang_cap(cluster), "load": load}
+    if load is not None and cluster is not None:
+        from gpusched.cluster import load_cluster
+
+        options["n_gpus_cluster"] = load_cluster(cluster).n_gpus
+    return options
+
+
+def _lazer_earth(
+    seed: int, jobs: int | None = None, cluster: str | None = None, load: float | None = None
+) -> Trace:
     """Lazer paper (Sec. 5.1, Table 1): Helios Earth-like jobs with the seven models.
 
     427,148 jobs (HeliosArtifact summary), Poisson arrivals every 39 s on average, truncated
@@ -58,13 +70,16 @@ def _lazer_earth(seed: int, jobs: int | None = None, cluster: str | None = None)
     (:mod:`gpusched.workloads.lazer`). ``jobs`` below the full count samples jobs keeping the
     inter-arrival distribution, as the paper's 100-job testbed runs. GPU counts are capped at
     ``cluster``'s largest gang, default lazer-sim-512 (full) or lazer-testbed (sample).
+    ``load`` (full size only) rescales arrivals to that offered load on ``cluster``.
     """
     from gpusched.workloads.lazer import lazer_helios_workload
 
-    return lazer_helios_workload("earth", seed, jobs, max_gpus=_gang_cap(cluster))
+    return lazer_helios_workload("earth", seed, jobs, **_lazer_options(cluster, load))
 
 
-def _lazer_saturn(seed: int, jobs: int | None = None, cluster: str | None = None) -> Trace:
+def _lazer_saturn(
+    seed: int, jobs: int | None = None, cluster: str | None = None, load: float | None = None
+) -> Trace:
     """Lazer paper (Sec. 5.1, Table 1): Helios Saturn-like jobs with the seven models.
 
     698,896 jobs, mean inter-arrival 80 s, durations median 124 s and mean 72.2 min, GPUs
@@ -72,10 +87,12 @@ def _lazer_saturn(seed: int, jobs: int | None = None, cluster: str | None = None
     """
     from gpusched.workloads.lazer import lazer_helios_workload
 
-    return lazer_helios_workload("saturn", seed, jobs, max_gpus=_gang_cap(cluster))
+    return lazer_helios_workload("saturn", seed, jobs, **_lazer_options(cluster, load))
 
 
-def _lazer_uranus(seed: int, jobs: int | None = None, cluster: str | None = None) -> Trace:
+def _lazer_uranus(
+    seed: int, jobs: int | None = None, cluster: str | None = None, load: float | None = None
+) -> Trace:
     """Lazer paper (Sec. 5.1, Table 1): Helios Uranus-like jobs with the seven models.
 
     329,117 jobs, mean inter-arrival 243 s, durations median 280 s and mean 128.1 min, GPUs
@@ -83,7 +100,7 @@ def _lazer_uranus(seed: int, jobs: int | None = None, cluster: str | None = None
     """
     from gpusched.workloads.lazer import lazer_helios_workload
 
-    return lazer_helios_workload("uranus", seed, jobs, max_gpus=_gang_cap(cluster))
+    return lazer_helios_workload("uranus", seed, jobs, **_lazer_options(cluster, load))
 
 
 def _lazer_philly(

@@ -466,8 +466,48 @@ def _finish(
     )
 
 
+def at_load(trace: Trace, load: float, n_gpus_cluster: int, cap: int) -> Trace:
+    """``trace`` with its submit times scaled so that its offered load on ``n_gpus_cluster``
+    GPUs (GPU counts capped at ``cap``, as the workload will be) is ``load``.
+
+    Inter-arrival gaps keep their shape and order; only their scale changes (whole seconds).
+    """
+    from gpusched.workloads.synth import offered_load
+
+    if not (math.isfinite(load) and load > 0):
+        raise GpuschedError(f"--load must be a positive number, got {load}")
+    capped = Trace(
+        job_id=trace.job_id,
+        submit_time=trace.submit_time,
+        num_gpus=np.minimum(trace.num_gpus, cap),
+        duration=trace.duration,
+        iterations=trace.iterations,
+        model=trace.model,
+    )
+    now = offered_load(capped, n_gpus_cluster)
+    submit = np.rint(np.asarray(trace.submit_time, dtype=np.float64) * (now / load))
+    return Trace(
+        job_id=trace.job_id,
+        submit_time=submit,
+        num_gpus=trace.num_gpus,
+        duration=trace.duration,
+        iterations=trace.iterations,
+        model=trace.model,
+        extra=trace.extra,
+        source=trace.source,
+        load_s=trace.load_s,
+        save_s=trace.save_s,
+    )
+
+
 def lazer_helios_workload(
-    name: str, seed: int, jobs: int | None = None, *, max_gpus: int | None = None
+    name: str,
+    seed: int,
+    jobs: int | None = None,
+    *,
+    max_gpus: int | None = None,
+    load: float | None = None,
+    n_gpus_cluster: int = SIM_GPUS,
 ) -> Trace:
     """Build ``lazer-earth``, ``lazer-saturn`` or ``lazer-uranus`` (module docstring).
 
@@ -492,6 +532,12 @@ def lazer_helios_workload(
         Largest GPU count; default 512 (the simulated cluster) for the full workload and 16
         (the testbed) for a sample. Capping keeps each sampled job (and its share of large
         jobs, which take the whole testbed) instead of redrawing it.
+    load
+        If given (full size only), arrivals are rescaled (:func:`at_load`) so that the
+        offered load on ``n_gpus_cluster`` GPUs is ``load``: Table 1's means give only
+        0.3-0.45 on 512 GPUs, where almost no job waits (docs/lazer.md).
+    n_gpus_cluster
+        GPUs ``load`` refers to; default 512 (lazer-sim-512).
 
     Returns
     -------
@@ -502,7 +548,13 @@ def lazer_helios_workload(
     _check_jobs(jobs, cluster.n_jobs, f"lazer-{name}")
     rng = np.random.default_rng(seed)
     full = annotate_models(helios_jobs(cluster, rng), rng)
-    return _finish(full, seed, jobs, max_gpus, f"lazer-{name}", rng)
+    what = f"lazer-{name}"
+    if load is not None:
+        if jobs is not None and jobs < cluster.n_jobs:
+            raise GpuschedError(f"{what}: --load applies to the full-size workload, not --jobs")
+        full = at_load(full, load, n_gpus_cluster, max_gpus or SIM_GPUS)
+        what = f"{what} at offered load {load:g} on {n_gpus_cluster} GPUs"
+    return _finish(full, seed, jobs, max_gpus, what, rng)
 
 
 def lazer_philly_workload(
