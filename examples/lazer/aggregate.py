@@ -23,6 +23,12 @@ LABELS = {
 }
 
 
+def _delay(rows: list[dict[str, str]]) -> str:
+    """Mean scheduling delay per decision, ms; empty for runs decided inside the kernel."""
+    got = [float(r["sched_delay_ms_avg"]) for r in rows if r["sched_delay_ms_avg"]]
+    return f"{mean(got):.3f}" if got else "(in kernel)"
+
+
 def main(path: str) -> None:
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -73,7 +79,7 @@ def main(path: str) -> None:
                 f"| {w} | {p} | {mean(float(r['gpu_utilization']) for r in got):.3f} | "
                 f"{mean(float(r['n_preemptions']) for r in got):,.0f} | "
                 f"{mean(float(r['n_futile_preemptions']) for r in got):,.0f} | "
-                f"{mean(float(r['sched_delay_ms_avg']) for r in got):.3f} | "
+                f"{_delay(got)} | "
                 f"{mean(float(r['wall_s']) for r in got):.1f} |"
             )
 

@@ -9,9 +9,14 @@ OUT=${1:-wl}
 mkdir -p "$OUT"
 SEEDS=${SEEDS:-"1 2 3"}
 for s in $SEEDS; do
-  # Table 2: the full-size Helios-like workloads (427k / 698k / 329k jobs)
+  # Table 2: the full-size Helios-like workloads (427k / 698k / 329k jobs), arrivals
+  # rescaled to offered load 0.9 on lazer-sim-512 (table2.toml) ...
   for c in earth saturn uranus; do
-    gpusched workload "lazer-$c" --seed "$s" -o "$OUT/$c-s$s.csv"
+    gpusched workload "lazer-$c" --seed "$s" --load 0.9 -o "$OUT/$c-s$s.csv"
+  done
+  # ... and at Table 1's own mean inter-arrival times (offered load 0.3-0.45; table1-rates.toml)
+  for c in earth saturn uranus; do
+    gpusched workload "lazer-$c" --seed "$s" -o "$OUT/$c-t1-s$s.csv"
   done
   # Sec. 5.2: the testbed's 100-job sample of Earth
   gpusched workload lazer-earth --jobs 100 --seed "$s" -o "$OUT/earth100-s$s.csv"
