@@ -1,0 +1,1 @@
+"""Reusable algorithms that several policies call: Bayesian optimisation, Heavy-Edge, predictors."""
