@@ -12,7 +12,7 @@ from gpusched.cluster import ClusterSpec
 from gpusched.engine import Engine
 from gpusched.jobs import prepare_jobs
 from gpusched.registry import load_policy_class, make_policy
-from gpusched.synth import synth_trace
+from gpusched.workloads.synth import synth_trace
 
 #: 32 x 8 = 256 GPUs; the synthetic traces are generated at 0.8 offered load for it
 BENCH_CLUSTER = ClusterSpec.homogeneous(32, 8, name="bench-32x8")

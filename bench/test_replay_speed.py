@@ -32,8 +32,8 @@ def philly_jobs():
     if not PHILLY.is_file():
         pytest.fail(f"the Philly benchmark needs {PHILLY} (the shared traces folder)")
     from gpusched.cluster import load_cluster
-    from gpusched.importers import import_trace_with_report
     from gpusched.jobs import prepare_jobs
+    from gpusched.workloads.importers import import_trace_with_report
 
     cluster = load_cluster("philly-64x8")
     trace, _ = import_trace_with_report("philly-pollux", PHILLY)

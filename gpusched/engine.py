@@ -50,7 +50,7 @@ from gpusched.state import (
     new_state,
     new_timeline,
 )
-from gpusched.view import View
+from gpusched.view import View, _frozen
 
 _CHUNK = 8192  # decision points per kernel call in fused mode (progress granularity)
 #: consecutive decision points at which a policy starts nothing while every job has
@@ -210,6 +210,8 @@ class Engine:
         self._wall = 0.0
         #: the policy's last Decision (python path), for viewers
         self.last_decision: Decision | None = None
+        #: starts waiting for saves to end: job -> its GPUs (see _apply_start)
+        self._pending: dict[int, np.ndarray] = {}
 
     # --- stepping ----------------------------------------------------------------------
 
@@ -291,8 +293,11 @@ class Engine:
             self._set_code(code)
             return
         arrived = np.arange(first_arrival, first_arrival + n_arrived, dtype=np.int32)
-        self.view.refresh(arrived, self._done_buf[:n_done].copy())
         now = self.now
+        if self._pending:
+            self._honour_pending(now)
+        self.view.refresh(arrived, self._done_buf[:n_done].copy())
+        self.view.pending = _frozen(np.fromiter(self._pending, dtype=np.int32))
         t0 = time.perf_counter()
         decision = call_policy(self.name, "decide", now, self.policy.decide, self.view, now)
         self._delays.append(time.perf_counter() - t0)
@@ -481,12 +486,57 @@ class Engine:
             raise self._fail(j, now, f"lists a GPU twice: {as_list}")
         if not self.cfg.allow_spread and len(set(st.gpu_server[gpus].tolist())) > 1:
             raise self._fail(j, now, "spans servers but the cluster forbids spreading")
+        if j in self._pending:
+            raise self._fail(j, now, "already has a start waiting for saves to end")
+        for other, promised in self._pending.items():
+            both = np.intersect1d(gpus, promised)
+            if both.size:
+                raise self._fail(
+                    j,
+                    now,
+                    f"GPU {int(both[0])} is promised to job '{self.jobs.job_id[other]}' "
+                    "(its start waits for a save to end)",
+                )
         full = st.gpu_n_jobs[gpus] >= st.gpu_job.shape[1]
         if full.any():
+            holders = st.gpu_job[gpus[full]]
+            holders = holders[holders >= 0]
+            if (st.job_status[holders] == SAVING).all():
+                # DESIGN.md "Job lifecycle": a start onto GPUs still saving is honoured
+                # when the save ends (the save end is a decision point)
+                self._pending[j] = gpus.astype(np.int32)
+                return
             gpu = int(gpus[full][0])
             holder = self.jobs.job_id[st.gpu_job[gpu, 0]]
             raise self._fail(j, now, f"GPU {gpu} is already allocated (to job '{holder}')")
         kernel.start_on(st, j, gpus.astype(np.int32), now)
+
+    def _honour_pending(self, now: float) -> None:
+        """Start every pending job whose GPUs the saving jobs have released, in the order
+        the starts were asked for; drop those the policy started otherwise meanwhile."""
+        st = self.state
+        for j, gpus in list(self._pending.items()):
+            if st.job_status[j] != QUEUED:
+                del self._pending[j]  # started by an order fill meanwhile
+                continue
+            full = st.gpu_n_jobs[gpus] >= st.gpu_job.shape[1]
+            if not full.any():
+                del self._pending[j]
+                kernel.start_on(st, j, gpus, now)
+                continue
+            holders = st.gpu_job[gpus[full]]
+            holders = holders[holders >= 0]
+            taken = holders[st.job_status[holders] != SAVING]
+            if taken.size:
+                raise self._fail(
+                    j,
+                    now,
+                    f"its start waiting for saves to end on GPUs {gpus.tolist()} found one "
+                    f"taken by job '{self.jobs.job_id[taken[0]]}'",
+                )
+        kernel.compact_queue(st)
+        if self.perf is not None:
+            self._apply_perf(now)
 
     # --- results -----------------------------------------------------------------------
 

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpusched import jobmodel
 from gpusched.cluster import ClusterSpec
-from gpusched.errors import CatalogueError, TraceError, show_name, show_value
-from gpusched.trace import MAX_TIME_S, MIN_DURATION_S, Trace, validate_trace
+from gpusched.errors import TraceError, show_name, show_value
+from gpusched.trace import Trace, validate_trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,43 +71,12 @@ class JobTable:
 
 
 def _durations(trace: Trace) -> tuple[np.ndarray, list[str]]:
-    """Durations, derived from iterations and the catalogue where the trace gives none."""
+    """Durations, derived by the job models (the catalogue) where the trace gives none."""
     work = np.array(trace.duration, dtype=np.float64)
     need = np.isnan(work)
-    notes: list[str] = []
     if not need.any():
-        return work, notes
-    from gpusched.catalogue import load_catalogue
-
-    cat = load_catalogue()
-    name = show_name(trace.source)
-    errors: list[str] = []
-    cache: dict[tuple[str, int], float] = {}
-    for i in np.flatnonzero(need).tolist():
-        key = (str(trace.model[i]), int(trace.num_gpus[i]))
-        where = f"{name}:{int(trace.line[i])}:"
-        if key not in cache:
-            try:
-                cache[key] = cat.ideal_iteration_s(*key)
-            except CatalogueError as exc:
-                errors.append(f"{where} column 'model': {exc}")
-                cache[key] = np.nan
-                continue
-        if np.isnan(cache[key]):
-            continue  # unknown model, reported once
-        work[i] = trace.iterations[i] * cache[key]
-        if not MIN_DURATION_S <= work[i] <= MAX_TIME_S:
-            errors.append(
-                f"{where} column 'iterations': {float(trace.iterations[i])!r} iterations of "
-                f"'{key[0]}' on {key[1]} GPU(s) take {float(work[i])!r} s; expected a duration in "
-                f"[{MIN_DURATION_S:g}, {MAX_TIME_S:g}] s"
-            )
-    if errors:
-        raise TraceError(errors)
-    notes.append(
-        f"{int(need.sum())} job durations derived as iterations x catalogue iteration time"
-    )
-    return work, notes
+        return work, []
+    return jobmodel.durations(trace, work, need)
 
 
 def prepare_jobs(trace: Trace, cluster: ClusterSpec, *, drop_oversized: bool = False) -> JobTable:

@@ -60,7 +60,12 @@ class Start:
         Job index (as in the view).
     gpus
         GPU indices to run on (exactly the job's gang size), or None for the
-        default consolidated placement.
+        default consolidated placement. GPUs still held by jobs that are saving
+        (preempted earlier, or by a :class:`Preempt` before this action) may be named
+        with idle ones: the start is then *pending* (listed in ``view.pending``; the
+        job stays queued) and the engine makes it at the first decision point at which
+        those saves have ended, before calling the policy. Do not let anything else
+        take those GPUs meanwhile (an ``order`` fill can: that is a PolicyError).
     """
 
     job: int

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpusched import jobmodel
 from gpusched.errors import GpuschedError, did_you_mean, show_name
 from gpusched.resources import bundled_dir
 
@@ -173,7 +174,7 @@ def build_engine(
     :func:`phase_times`); ``notice`` is a context-manager
     factory wrapped around loading the simulation kernels (see
     :class:`~gpusched.engine.Engine`). Annotated pipeline traces (a ``config``
-    column) get the placement-aware :class:`~gpusched.pipeline_job.PipelinePerf`.
+    column) get the placement-aware rate model of their job model (:mod:`gpusched.jobmodel`).
     """
     from gpusched.cluster import load_cluster
     from gpusched.engine import Engine
@@ -203,12 +204,8 @@ def build_engine(
                 f"{horizon:.3g} s, {horizon / slot_s:.2g} slots; at most 2^50 are exact): "
                 "use a coarser slot"
             )
-    perf = None
-    if "config" in jobs.extra:
-        # annotated pipeline jobs: speed depends on placement (A-SRPT eq. 4-7)
-        from gpusched.pipeline_job import PipelinePerf
-
-        perf = PipelinePerf(jobs, spec_cluster)
+    perf = jobmodel.perf(jobs, spec_cluster)  # e.g. pipeline jobs (A-SRPT eq. 4-7)
+    load, save = phase_times(jobs, load_s, save_s)
     engine = Engine(
         jobs,
         spec_cluster,
@@ -219,35 +216,43 @@ def build_engine(
         params=kwargs,
         seed=seed,
         perf=perf,
-        load_s=phase_times(jobs, "load_s", load_s),
-        save_s=phase_times(jobs, "save_s", save_s),
+        load_s=load,
+        save_s=save,
         notice=notice,
     )
     return engine, path
 
 
-def phase_times(jobs: Any, column: str, default_s: float) -> np.ndarray:
-    """Per-job load (or save) time, s: the trace's ``load_s`` (``save_s``) column where a
-    row gives one, else the run's default (``--load-s``/``--save-s``, 0 unless set).
+def phase_times(jobs: Any, load_s: float, save_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-job load and pause-and-save times, s (DESIGN.md, "Job lifecycle").
+
+    Each job's value is the trace's ``load_s`` (``save_s``) column where its row gives
+    one, else the job models' value for it (e.g. the catalogue's for its ``model``; see
+    :func:`gpusched.jobmodel.overheads`), else the run's default (``--load-s``/``--save-s``,
+    0 unless set).
 
     Parameters
     ----------
     jobs
         The job table; ``jobs.load_s``/``jobs.save_s`` hold the trace's values (NaN where
-        a row gives none), when the trace has the column.
-    column
-        ``"load_s"`` or ``"save_s"``.
-    default_s
-        The run-level default, s.
+        a row gives none, or empty when the trace has no such column).
+    load_s, save_s
+        The run-level defaults, s.
     """
     import numpy as np
 
-    given = getattr(jobs, column, None)
-    out = np.full(len(jobs), float(default_s))
-    if given is not None and len(given):
-        values = np.asarray(given, dtype=np.float64)
-        out = np.where(np.isnan(values), out, values)
-    return out
+    n = len(jobs)
+    out = []
+    for column in ("load_s", "save_s"):
+        given = np.asarray(getattr(jobs, column, ()), dtype=np.float64)
+        out.append(given.copy() if given.shape == (n,) else np.full(n, np.nan))
+    if n and (np.isnan(out[0]).any() or np.isnan(out[1]).any()):
+        from_models = jobmodel.overheads(jobs)
+        for k in (0, 1):
+            out[k] = np.where(np.isnan(out[k]), from_models[k], out[k])
+    for k, default_s in enumerate((load_s, save_s)):
+        out[k] = np.where(np.isnan(out[k]), float(default_s), out[k])
+    return out[0], out[1]
 
 
 def replay(

@@ -64,6 +64,9 @@ class View:
         job starts training then).
     server_free, gpu_n_jobs, gpu_job, gpu_server
         Idle GPUs per server, jobs per GPU, the jobs on each GPU, server of each GPU.
+    pending
+        Queued jobs whose :class:`~gpusched.policy.Start` waits for saving jobs to
+        release its GPUs (the engine starts them when the saves end).
     cluster
         The cluster spec.
     """
@@ -101,6 +104,7 @@ class View:
         self._remaining = _ro(st.job_remaining)
         self.arrived: np.ndarray = _frozen(np.empty(0, dtype=np.int32))
         self.finished: np.ndarray = _frozen(np.empty(0, dtype=np.int32))
+        self.pending: np.ndarray = _frozen(np.empty(0, dtype=np.int32))
         self._queued: np.ndarray | None = None
         self._running: np.ndarray | None = None
 

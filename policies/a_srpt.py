@@ -3,7 +3,7 @@
 Z. Luo, J. Liu, M. Lee and N. B. Shroff, "Prediction-Assisted Online Distributed Deep
 Learning Workload Scheduling in GPU Clusters", IEEE INFOCOM 2025, arXiv:2501.05563.
 Implements Algorithm 1 (Sec. IV-C-1) with the Heavy-Edge mapping of Sec. IV-B and the
-random-forest prediction of Sec. IV-C-3 (:mod:`gpusched.predict`). Non-preemptive on the
+random-forest prediction of Sec. IV-C-3 (:mod:`gpusched.algorithms.predict`). Non-preemptive on the
 real cluster, as the paper states ("we propose a non-preemptive online scheduling
 algorithm", Sec. II; "the scheduler dedicates a set of GPUs solely for each job ... until
 the job's completion", Sec. I).
@@ -12,7 +12,7 @@ Alg. 1, line by line, as implemented in :meth:`ASRPTPolicy.decide`:
 
 * line 2: instance :math:`\\tilde A_1`: job ``i`` arrives at :math:`r_i` with size
   :math:`\\frac{g_i}{G}\\tilde n_i\\tilde\\alpha_i^{min}` on one unit-speed machine under
-  preemptive SRPT (:class:`gpusched.pipeline_job.VirtualSRPT`); jobs it completes are
+  preemptive SRPT (:class:`gpusched.jobmodels.pipeline_jobs.VirtualSRPT`); jobs it completes are
   appended to ``pending_queue`` in completion order;
 * lines 3-5, 25: the head of ``pending_queue`` starts if :math:`g_i` <= idle GPUs, else
   nothing more starts until the next decision point (head-of-line blocking);
@@ -51,7 +51,7 @@ Ambiguities and the choices made (also in ``docs/a-srpt.md``):
    NIC, intra-server bandwidth and GPUs per server; unannotated jobs (no ``model``) have
    :math:`\\alpha^{min} = \\alpha^{max} = 1` and one "iteration" per second of duration.
 7. SRPT ties in :math:`\\tilde A_1` go to the earlier submission; "most"/"least" available
-   ties to the lower server index (:func:`gpusched.heavy_edge.select_servers`).
+   ties to the lower server index (:func:`gpusched.algorithms.heavy_edge.select_servers`).
 """
 
 from __future__ import annotations
@@ -60,10 +60,10 @@ from collections import deque
 
 import numpy as np
 
-from gpusched.pipeline_job import PipelineJobs, Placer, VirtualSRPT
+from gpusched.algorithms.predict import fit_predictor
+from gpusched.algorithms.predicted import check_predictor
+from gpusched.jobmodels.pipeline_jobs import PipelineJobs, Placer, VirtualSRPT
 from gpusched.policy import Decision, Start
-from gpusched.predict import fit_predictor
-from gpusched.predicted import check_predictor
 from gpusched.state import QUEUED
 
 

@@ -13,12 +13,12 @@ Choices (the paper gives no more detail): the queue is served in strict order, s
 first job that does not fit blocks the rest; this is what distinguishes SPJF from the
 work-conserving WCS-Duration (baseline 3), which skips it. Servers: ``-p select=fewest``
 (default: the fewest servers, best fit; the paper does not say, see
-:mod:`gpusched.predicted`), ``most`` or ``least``; then Heavy-Edge. Ties: earlier submission.
+:mod:`gpusched.algorithms.predicted`), ``most`` or ``least``; then Heavy-Edge. Ties: earlier submission.
 """
 
 from __future__ import annotations
 
-from gpusched.predicted import PredictedOrderPolicy
+from gpusched.algorithms.predicted import PredictedOrderPolicy
 
 
 class SPJFPolicy(PredictedOrderPolicy):

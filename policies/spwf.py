@@ -9,13 +9,13 @@ and the number of required GPUs"; "All baselines adopt the Heavy-Edge algorithm"
 Key :math:`g_i\\tilde n_i\\tilde\\alpha_i^{min}` (random-forest iterations, Sec. V-B 2-d).
 Non-preemptive. Choices (not in the paper): strict order, the first job that does not fit
 blocks the rest (what distinguishes it from the work-conserving WCS-Workload); servers by
-``-p select=fewest`` (default: the fewest servers, best fit; see :mod:`gpusched.predicted`),
+``-p select=fewest`` (default: the fewest servers, best fit; see :mod:`gpusched.algorithms.predicted`),
 ``most`` or ``least``, then Heavy-Edge; ties to the earlier submission.
 """
 
 from __future__ import annotations
 
-from gpusched.predicted import PredictedOrderPolicy
+from gpusched.algorithms.predicted import PredictedOrderPolicy
 
 
 class SPWFPolicy(PredictedOrderPolicy):

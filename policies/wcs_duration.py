@@ -10,13 +10,13 @@ Heavy-Edge algorithm". WCS [46]: Zheng, Shroff, Srikant, Sinha, INFOCOM 2015.
 Key :math:`\\tilde n_i\\tilde\\alpha_i^{min}` (random-forest iterations, Sec. V-B 2-d).
 Non-preemptive; a job that does not fit is skipped and later ones fill the idle GPUs.
 Servers by ``-p select=fewest`` (default: the fewest servers, best fit; the paper does not
-say, see :mod:`gpusched.predicted`), ``most`` or ``least``, then Heavy-Edge; ties to the
+say, see :mod:`gpusched.algorithms.predicted`), ``most`` or ``least``, then Heavy-Edge; ties to the
 earlier submission.
 """
 
 from __future__ import annotations
 
-from gpusched.predicted import PredictedOrderPolicy
+from gpusched.algorithms.predicted import PredictedOrderPolicy
 
 
 class WCSDurationPolicy(PredictedOrderPolicy):

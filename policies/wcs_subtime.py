@@ -7,16 +7,16 @@ time"; "All baselines adopt the Heavy-Edge algorithm".
 
 FIFO with backfilling: non-preemptive, a job that does not fit is skipped. Needs no
 prediction. Servers: ``-p select=fewest`` (default: the fewest servers, best fit; the
-paper does not say, see :mod:`gpusched.predicted`), ``most`` or ``least``, then Heavy-Edge.
+paper does not say, see :mod:`gpusched.algorithms.predicted`), ``most`` or ``least``, then Heavy-Edge.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from gpusched.pipeline_job import PipelineJobs, start_in_order
+from gpusched.algorithms.predicted import check_select
+from gpusched.jobmodels.pipeline_jobs import PipelineJobs, start_in_order
 from gpusched.policy import Decision
-from gpusched.predicted import check_select
 
 
 class WCSSubTimePolicy:

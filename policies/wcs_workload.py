@@ -7,13 +7,13 @@ workload"; "All baselines adopt the Heavy-Edge algorithm".
 
 Key :math:`g_i\\tilde n_i\\tilde\\alpha_i^{min}` (as SPWF's). Non-preemptive; a job that does
 not fit is skipped. Servers by ``-p select=fewest`` (default: the fewest servers, best fit;
-the paper does not say, see :mod:`gpusched.predicted`), ``most`` or ``least``, then
+the paper does not say, see :mod:`gpusched.algorithms.predicted`), ``most`` or ``least``, then
 Heavy-Edge; ties to the earlier submission.
 """
 
 from __future__ import annotations
 
-from gpusched.predicted import PredictedOrderPolicy
+from gpusched.algorithms.predicted import PredictedOrderPolicy
 
 
 class WCSWorkloadPolicy(PredictedOrderPolicy):

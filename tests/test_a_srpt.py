@@ -7,17 +7,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusched.annotate import annotate_trace
-from gpusched.catalogue import load_catalogue
+from gpusched.algorithms.heavy_edge import alpha_min_estimate
 from gpusched.cluster import ClusterSpec
 from gpusched.engine import Engine
-from gpusched.heavy_edge import alpha_min_estimate
+from gpusched.jobmodels.catalogue import load_catalogue
+from gpusched.jobmodels.pipeline_jobs import PipelineJobs, PipelinePerf, VirtualSRPT, resolve_config
 from gpusched.jobs import prepare_jobs
-from gpusched.pipeline_job import PipelineJobs, PipelinePerf, VirtualSRPT, resolve_config
 from gpusched.policy import parse_params
 from gpusched.registry import load_policy_class, make_policy
 from gpusched.state import FINISHED
 from gpusched.trace import Trace
+from gpusched.workloads.annotate import annotate_trace
 from tests.helpers import make_trace
 
 A_SRPT_FAMILY = [

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpusched.annotate import RECURRENT_SHARE, annotate_trace, recurrent_share
-from gpusched.catalogue import load_catalogue
-from gpusched.pipeline_job import parse_config, resolve_config
+from gpusched.jobmodels.catalogue import load_catalogue
+from gpusched.jobmodels.pipeline_jobs import parse_config, resolve_config
 from gpusched.run import resolve_trace
-from gpusched.synth import synth_trace
 from gpusched.trace import read_trace
-from gpusched.workloads_asrpt import a_srpt_workload
+from gpusched.workloads.a_srpt import a_srpt_workload
+from gpusched.workloads.annotate import RECURRENT_SHARE, annotate_trace, recurrent_share
+from gpusched.workloads.synth import synth_trace
 
 CAT = load_catalogue()
 
@@ -51,7 +51,7 @@ def test_groups_share_model_and_config(philly):
 
 
 def test_configs_fit_gpus_and_iterations_match_duration(philly):
-    from gpusched.heavy_edge import alpha_min_estimate
+    from gpusched.algorithms.heavy_edge import alpha_min_estimate
 
     a, _ = annotate_trace(philly, 0, CAT)
     np.testing.assert_array_equal(a.duration, philly.duration)  # durations kept

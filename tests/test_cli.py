@@ -319,8 +319,8 @@ def test_a_srpt_workload_annotate_and_replay(tmp_path):
 
 
 def test_a_srpt_workload_load_on_a_given_cluster(tmp_path):
-    from gpusched.synth import offered_load
     from gpusched.trace import read_trace
+    from gpusched.workloads.synth import offered_load
 
     loads = {}
     for cluster, n_gpus in (("testbed-4x4", 16), (None, 2000)):

@@ -14,6 +14,7 @@ from gpusched.errors import InvariantError, PolicyError, TraceError
 from gpusched.jobs import prepare_jobs
 from gpusched.metrics import summarize
 from gpusched.policy import Decision, Preempt, Start
+from gpusched.state import RUNNING
 from tests.helpers import make_trace, run
 
 
@@ -256,3 +257,97 @@ def test_slot_boundary_tolerance_is_absolute(slot, submit, start):
     # an event within 1e-9 s after a boundary belongs to that boundary, as arrivals do
     res = run([(submit, 1, 1.0)], "fifo", 1, 1, slot=slot)
     assert res.state.job_first_start.tolist() == [start]
+
+
+# --- a start onto GPUs still saving (DESIGN.md, "Job lifecycle") -------------------------
+
+
+def saving_engine(decisions, rows=((0, 1, 100), (20, 1, 30), (21, 1, 5)), save=(4.0, 4.0, 4.0)):
+    cluster = ClusterSpec.homogeneous(1, 1)
+    jobs = prepare_jobs(make_trace(list(rows)), cluster)
+    n = len(rows)
+    return Engine(
+        jobs, cluster, Scripted(decisions), load_s=np.zeros(n), save_s=np.asarray(save[:n])
+    )
+
+
+def test_a_start_onto_a_saving_gpu_is_honoured_when_the_save_ends():
+    # 1 GPU, no loads, saves of 4 s. t=0: j0 starts. t=20: j1 arrives; the policy preempts
+    # j0 (it trained 20 s, so it saves 20-24 holding the GPU) and starts j1 on GPU 0: the
+    # start is pending. t=21: j2 arrives; nothing asked; j1 is still pending, queued.
+    # t=24: the save ends; the engine starts j1 before calling the policy: j1 runs 24-54.
+    seen = {}
+
+    class Watcher(Scripted):
+        def decide(self, view, now):
+            seen[now] = (view.pending.tolist(), view.job_status[1])
+            return super().decide(view, now)
+
+    decisions = [
+        Decision(actions=[Start(0)]),
+        Decision(actions=[Preempt(0), Start(1, np.array([0]))]),
+        Decision(),
+        Decision(),
+        Decision(actions=[Start(2)]),  # t=54: j1 done
+        Decision(actions=[Start(0)]),  # t=59: j2 done
+    ]
+    cluster = ClusterSpec.homogeneous(1, 1)
+    jobs = prepare_jobs(make_trace([(0, 1, 100), (20, 1, 30), (21, 1, 5)]), cluster)
+    res = Engine(
+        jobs, cluster, Watcher(decisions), load_s=np.zeros(3), save_s=np.full(3, 4.0)
+    ).run()
+    assert seen[21.0][0] == [1]  # pending, still queued
+    assert seen[24.0][0] == [] and seen[24.0][1] == RUNNING  # started before decide at 24
+    s = res.state
+    assert s.job_first_start.tolist() == [0.0, 24.0, 54.0]
+    assert s.job_finish.tolist() == [59.0 + 80.0, 54.0, 59.0]
+    assert s.job_wait_s[1] == 4.0  # waited for the save: 20-24
+    assert s.job_save_spent_s[0] == 4.0
+
+
+def test_a_pending_start_cannot_be_asked_twice():
+    engine = saving_engine(
+        [
+            Decision(actions=[Start(0)]),
+            Decision(actions=[Preempt(0), Start(1, np.array([0]))]),
+            Decision(actions=[Start(1, np.array([0]))]),
+        ]
+    )
+    with pytest.raises(PolicyError, match="already has a start waiting for saves to end"):
+        engine.run()
+
+
+def test_a_start_onto_a_gpu_held_by_a_running_job_is_still_refused():
+    engine = saving_engine(
+        [Decision(actions=[Start(0)]), Decision(actions=[Start(1, np.array([0]))])]
+    )
+    with pytest.raises(PolicyError, match="GPU 0 is already allocated"):
+        engine.run()
+
+
+def test_a_gpu_promised_to_a_pending_start_cannot_be_promised_again():
+    engine = saving_engine(
+        [
+            Decision(actions=[Start(0)]),
+            Decision(actions=[Preempt(0), Start(1, np.array([0]))]),
+            Decision(actions=[Start(2, np.array([0]))]),
+        ]
+    )
+    with pytest.raises(PolicyError, match=r"GPU 0 is promised to job 'j1'"):
+        engine.run()
+
+
+def test_a_pending_start_whose_idle_gpu_an_order_fill_took_is_a_policy_error():
+    # 1 server x 2 GPUs: j0 (1 GPU) runs on GPU 0; at 20 j1 (2 GPUs) is started onto GPU 0
+    # (j0 saving 20-24) and the idle GPU 1: pending. At 21 the policy's order fill puts j2
+    # on GPU 1, the GPU promised to j1: when the save ends the engine cannot start j1.
+    cluster = ClusterSpec.homogeneous(1, 2)
+    jobs = prepare_jobs(make_trace([(0, 1, 100), (20, 2, 30), (21, 1, 50)]), cluster)
+    decisions = [
+        Decision(actions=[Start(0, np.array([0]))]),
+        Decision(actions=[Preempt(0), Start(1, np.array([0, 1]))]),
+        Decision(order=np.array([2])),
+    ]
+    engine = Engine(jobs, cluster, Scripted(decisions), load_s=np.zeros(3), save_s=np.full(3, 4.0))
+    with pytest.raises(PolicyError, match=r"t=24 s: job 'j1'.*found one taken by job 'j2'"):
+        engine.run()

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusched.heavy_edge import (
+from gpusched.algorithms.heavy_edge import (
     alpha_min_estimate,
     compare_with_optimal,
     heavy_edge,
@@ -17,7 +17,7 @@ from gpusched.heavy_edge import (
     optimal_mapping,
     select_servers,
 )
-from gpusched.perfmodel import alpha_max, iteration_time, pipeline_spec
+from gpusched.jobmodels.pipeline import alpha_max, iteration_time, pipeline_spec
 
 MB = 1e6
 NIC, INTRA, G = 10.0, 300.0, 8
@@ -170,7 +170,7 @@ def test_time_limited_solution_is_not_reported_as_optimal(monkeypatch):
     """A MILP stopped by its time limit must raise, not pass its incumbent off as the optimum."""
     import scipy.optimize
 
-    import gpusched.heavy_edge as he
+    import gpusched.algorithms.heavy_edge as he
 
     real = scipy.optimize.milp
 
@@ -181,7 +181,7 @@ def test_time_limited_solution_is_not_reported_as_optimal(monkeypatch):
         return res
 
     monkeypatch.setattr(scipy.optimize, "milp", stopped)
-    from gpusched.perfmodel import pipeline_spec
+    from gpusched.jobmodels.pipeline import pipeline_spec
 
     spec = pipeline_spec([0.01, 0.01], [0.02, 0.02], [1e6, 1e6], [1e7, 1e7], [1, 1])
     with pytest.raises(TimeoutError, match="not proven optimal"):

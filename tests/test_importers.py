@@ -1,4 +1,4 @@
-"""Tests of the source-trace importers (gpusched.importers), on small fixtures in each format."""
+"""Tests of the source-trace importers (gpusched.workloads.importers), on small fixtures in each format."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from gpusched.cli import app
 from gpusched.errors import GpuschedError, TraceError
-from gpusched.importers import (
+from gpusched.trace import read_trace
+from gpusched.workloads.importers import (
     IMPORTERS,
     ImportExclusionWarning,
     _gavel_throughputs,
@@ -23,7 +24,6 @@ from gpusched.importers import (
     import_trace,
     import_trace_with_report,
 )
-from gpusched.trace import read_trace
 
 runner = CliRunner()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpusched.perfmodel import (
+from gpusched.jobmodels.pipeline import (
     alpha_max,
     consolidated_servers,
     inter_bytes_per_s,

@@ -7,7 +7,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from gpusched.predict import fit_predictor, job_iterations, prediction_errors, train_split
+from gpusched.algorithms.predict import (
+    fit_predictor,
+    job_iterations,
+    prediction_errors,
+    train_split,
+)
 
 
 def _grouped(n: int = 600, n_groups: int = 30, seed: int = 0) -> SimpleNamespace:

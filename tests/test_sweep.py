@@ -30,8 +30,8 @@ from gpusched.sweep import (
     plan,
     run_sweep,
 )
-from gpusched.synth import synth_trace
 from gpusched.trace import trace_sha256, write_trace
+from gpusched.workloads.synth import synth_trace
 
 pytest.importorskip("distributed")
 

@@ -1,4 +1,4 @@
-"""Tests of the synthetic trace generator and trace statistics (gpusched.synth)."""
+"""Tests of the synthetic trace generator and trace statistics (gpusched.workloads.synth)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from gpusched.errors import GpuschedError
-from gpusched.synth import offered_load, synth_trace, trace_stats
 from gpusched.trace import Trace
+from gpusched.workloads.synth import offered_load, synth_trace, trace_stats
 
 
 def test_deterministic() -> None:

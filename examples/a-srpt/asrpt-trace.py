@@ -12,7 +12,7 @@ import sys
 import numpy as np
 from collections import defaultdict, Counter
 from gpusched.run import build_engine
-from gpusched.pipeline_job import Placer
+from gpusched.jobmodels.pipeline_jobs import Placer
 from gpusched.policy import Decision, Start
 from gpusched.state import QUEUED
 from gpusched.metrics import summarize, job_records

@@ -5,7 +5,7 @@ import sys
 import numpy as np
 from gpusched.cluster import load_cluster
 from gpusched.jobs import prepare_jobs
-from gpusched.predict import fit_predictor, job_iterations, prediction_errors, train_split
+from gpusched.algorithms.predict import fit_predictor, job_iterations, prediction_errors, train_split
 from gpusched.trace import read_trace
 
 cluster = load_cluster("a-srpt-250x8")  # iterations do not depend on the cluster

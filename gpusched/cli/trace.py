@@ -50,7 +50,7 @@ def import_cmd(
 ) -> None:
     """Convert a public trace into the canonical CSV; say what was excluded and why."""
     from gpusched.errors import GpuschedError, show_name
-    from gpusched.importers import convert_trace
+    from gpusched.workloads.importers import convert_trace
 
     options = import_options(kind, seed=seed, all_seeds=all_seeds, vc=vc, fractional=fractional)
     if not src.exists():
@@ -125,8 +125,8 @@ def synth_cmd(
     """Generate a seeded synthetic trace: heavy-tailed durations, Philly-like GPU mix, load-matched arrivals."""
     from gpusched.cluster import load_cluster
     from gpusched.errors import GpuschedError, show_name
-    from gpusched.synth import synth_trace
     from gpusched.trace import write_trace
+    from gpusched.workloads.synth import synth_trace
 
     if not load > 0:
         raise GpuschedError(f"--load must be > 0, got {load}")
@@ -152,8 +152,8 @@ def stats_cmd(
     """Jobs, span, GPU-count mix, duration and inter-arrival percentiles of a trace."""
     from gpusched.cluster import load_cluster
     from gpusched.run import resolve_trace
-    from gpusched.synth import trace_stats
     from gpusched.trace import read_trace
+    from gpusched.workloads.synth import trace_stats
 
     n_gpus = load_cluster(cluster).n_gpus if cluster else None
     stats = trace_stats(read_trace(resolve_trace(trace)), n_gpus)
@@ -186,10 +186,10 @@ def annotate_cmd(
     Writes OUTPUT and OUTPUT.manifest.json (seed, source hash, and what was synthesized,
     e.g. recurring-job groups when the trace has none).
     """
-    from gpusched.annotate import annotate_trace
     from gpusched.errors import GpuschedError, show_name
     from gpusched.run import resolve_trace
     from gpusched.trace import read_trace, trace_sha256, write_trace
+    from gpusched.workloads.annotate import annotate_trace
 
     path = resolve_trace(trace)
     annotated, notes = annotate_trace(read_trace(path), seed)

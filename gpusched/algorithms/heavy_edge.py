@@ -43,7 +43,7 @@ from typing import Literal
 
 import numpy as np
 
-from gpusched.perfmodel import (
+from gpusched.jobmodels.pipeline import (
     PipelineSpec,
     consolidated_servers,
     inter_bytes_per_s,

@@ -5,7 +5,7 @@ Learning Workload Scheduling in GPU Clusters", IEEE INFOCOM 2025, arXiv:2501.055
 Sec. V-B: "we randomly sample consecutive jobs from the original trace" (Fig. 6: 37,500 to
 150,000 jobs), Fig. 7 "we fix the number of jobs ... and vary the percentage of
 single-GPU jobs, with jobs randomly set for single-GPU or distributed training", and the
-annotation of Sec. V-A 1-b (:func:`gpusched.annotate.annotate_trace`).
+annotation of Sec. V-A 1-b (:func:`gpusched.workloads.annotate.annotate_trace`).
 
 Deviation, by necessity: the paper's trace is the two-month Alibaba PAI trace of Weng et al.
 (NSDI'22, 758,223 jobs after cleaning), which is not bundled. The project must run without
@@ -36,7 +36,7 @@ def _read(path: str | Path | None) -> Trace:
     try:
         return read_trace(path)
     except Exception:  # not canonical: try the Pollux per-job Philly summary
-        from gpusched.importers import read_philly_pollux
+        from gpusched.workloads.importers import read_philly_pollux
 
         return read_philly_pollux(path)[0]
 
@@ -67,7 +67,7 @@ def a_srpt_workload(
     4. ``load``: if given, submit times are scaled so the offered load
        :math:`\\sum g_i d_i / (\\text{span} \\cdot` ``n_gpus_cluster``:math:`)` equals it (the paper
        does not state its load; default: Philly's own arrival times).
-    5. :func:`gpusched.annotate.annotate_trace` with ``seed`` (groups synthesised, since
+    5. :func:`gpusched.workloads.annotate.annotate_trace` with ``seed`` (groups synthesised, since
        Philly has no recurring-job ids; models, configurations, iterations).
 
     Parameters
@@ -90,8 +90,8 @@ def a_srpt_workload(
     Trace
         Annotated jobs (``model``, ``config``, ``iterations``, ``duration``, ``user``, ``group``).
     """
-    from gpusched.annotate import annotate_trace
     from gpusched.errors import GpuschedError
+    from gpusched.workloads.annotate import annotate_trace
 
     src = _read(path)
     src = src.take(np.argsort(src.submit_time, kind="stable"))

@@ -17,7 +17,7 @@ from gpusched.trace import Trace
 def _synth_default(seed: int, jobs: int | None = None) -> Trace:
     """Synthetic Philly-like jobs at offered load 0.8 on the default cluster (32 GPUs); 500 jobs by default."""
     from gpusched.cluster import load_cluster
-    from gpusched.synth import synth_trace
+    from gpusched.workloads.synth import synth_trace
 
     return synth_trace(jobs or 500, seed, load=0.8, n_gpus_cluster=load_cluster("default").n_gpus)
 
@@ -29,7 +29,7 @@ def _a_srpt(
 
     ``cluster`` (a bundled name or TOML path) sets the GPUs that ``load`` refers to.
     """
-    from gpusched.workloads_asrpt import a_srpt_workload
+    from gpusched.workloads.a_srpt import a_srpt_workload
 
     if cluster is not None:
         from gpusched.cluster import load_cluster

@@ -21,10 +21,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from gpusched.algorithms.predict import KINDS, fit_predictor
 from gpusched.errors import ParamError
-from gpusched.pipeline_job import PipelineJobs, start_in_order
+from gpusched.jobmodels.pipeline_jobs import PipelineJobs, start_in_order
 from gpusched.policy import Decision
-from gpusched.predict import KINDS, fit_predictor
 
 SELECT_KINDS = ("fewest", "most", "least")  #: server selection rules for ``-p select=``
 

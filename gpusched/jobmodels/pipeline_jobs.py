@@ -1,7 +1,7 @@
 """Annotated pipeline jobs on a cluster: eq. (4)-(7) speed, Heavy-Edge placement, perf model.
 
-Glue between the A-SRPT leaf modules (:mod:`gpusched.perfmodel`, :mod:`gpusched.heavy_edge`,
-:mod:`gpusched.catalogue`) and the engine and policies, for Z. Luo, J. Liu, M. Lee and
+Glue between the A-SRPT leaf modules (:mod:`gpusched.jobmodels.pipeline`, :mod:`gpusched.algorithms.heavy_edge`,
+:mod:`gpusched.jobmodels.catalogue`) and the engine and policies, for Z. Luo, J. Liu, M. Lee and
 N. B. Shroff, "Prediction-Assisted Online Distributed Deep Learning Workload Scheduling in
 GPU Clusters" (A-SRPT), IEEE INFOCOM 2025, arXiv:2501.05563.
 
@@ -35,14 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.heavy_edge import (
+from gpusched.algorithms.heavy_edge import (
     alpha_min_estimate,
     heavy_edge_partition,
     job_graph,
     select_servers,
     vertex_stages,
 )
-from gpusched.perfmodel import PipelineSpec, alpha_max, iteration_time
+from gpusched.jobmodels.pipeline import PipelineSpec, alpha_max, iteration_time
 
 __all__ = [
     "PipelineJobs",
@@ -79,7 +79,7 @@ def format_config(replicas: tuple[int, ...] | list[int]) -> str:
 
 
 def resolve_config(catalogue: Any, model: str, replicas: tuple[int, ...]) -> Any:
-    """The :class:`~gpusched.catalogue.ParallelConfig` of ``model`` with these replicas.
+    """The :class:`~gpusched.jobmodels.catalogue.ParallelConfig` of ``model`` with these replicas.
 
     A listed configuration if one has exactly these replicas, otherwise one synthesised
     with stages balanced by compute (as :meth:`Catalogue.config_for` synthesises them).
@@ -89,7 +89,7 @@ def resolve_config(catalogue: Any, model: str, replicas: tuple[int, ...]) -> Any
     ValueError
         More stages than the model has blocks, or more replicas per stage than samples.
     """
-    from gpusched.catalogue import ParallelConfig, _stages_for
+    from gpusched.jobmodels.catalogue import ParallelConfig, _stages_for
 
     prof = catalogue.model(model)
     for cfg in prof.configs:
@@ -122,7 +122,7 @@ class PipelineJobs:
         :class:`gpusched.cluster.ClusterSpec`: ``nic_gbps`` (:math:`B_{inter}`),
         ``intra_gbyte_s`` (:math:`B_{intra}`), GPUs per server ``g``.
     catalogue
-        A loaded catalogue; default :func:`gpusched.catalogue.load_catalogue`.
+        A loaded catalogue; default :func:`gpusched.jobmodels.catalogue.load_catalogue`.
 
     Attributes
     ----------
@@ -137,7 +137,7 @@ class PipelineJobs:
     """
 
     def __init__(self, jobs: Any, cluster: Any, catalogue: Any = None) -> None:
-        from gpusched.predict import job_iterations
+        from gpusched.algorithms.predict import job_iterations
 
         n = len(jobs)
         self.n_gpus = np.asarray(jobs.n_gpus, dtype=np.int64)
@@ -157,7 +157,7 @@ class PipelineJobs:
         annotated = np.array([bool(m) for m in models], dtype=bool) if n else np.zeros(0, bool)
         if annotated.any():
             if catalogue is None:
-                from gpusched.catalogue import load_catalogue
+                from gpusched.jobmodels.catalogue import load_catalogue
 
                 catalogue = load_catalogue()
             ids: dict[tuple[str, tuple[int, ...]], int] = {}
@@ -279,7 +279,7 @@ class Placer:
 
     def take(self, g: int, order: str) -> np.ndarray:
         """GPUs to take per server: "most" (Alg. 1 line 9) or "least" (line 22) idle first,
-        or "fewest" servers, best fit (see :func:`~gpusched.heavy_edge.select_servers`)."""
+        or "fewest" servers, best fit (see :func:`~gpusched.algorithms.heavy_edge.select_servers`)."""
         if self.spread:
             return select_servers(self.free, g, order)  # type: ignore[arg-type]
         ok = np.flatnonzero(self.free >= g)
@@ -468,3 +468,15 @@ class VirtualSRPT:
     def next_completion(self) -> float:
         """Time of the next completion if no job arrives before it, s (inf when idle)."""
         return self.t + self.heap[0][0] if self.heap else np.inf
+
+
+class PipelineJobModel:
+    """Pipeline jobs as a job model (:mod:`gpusched.jobmodel`): annotated traces (a
+    ``config`` column) run at the placement-aware speed of :class:`PipelinePerf`."""
+
+    def perf(self, jobs: Any, cluster: Any) -> PipelinePerf | None:
+        """The engine's rate model for annotated jobs; None for a trace without ``config``."""
+        return PipelinePerf(jobs, cluster) if "config" in jobs.extra else None
+
+
+JOB_MODEL = PipelineJobModel()

@@ -225,7 +225,7 @@ def read_philly_pollux(path: str | Path) -> tuple[Trace, ImportReport]:
 
 _JOB_TYPE = re.compile(r"(.+?) \(batch size (\d+)\)")
 
-_GAVEL_THROUGHPUTS = Path(__file__).resolve().parent / "data" / "gavel_throughputs.toml"
+_GAVEL_THROUGHPUTS = Path(__file__).resolve().parent.parent / "data" / "gavel_throughputs.toml"
 
 
 @functools.cache

@@ -149,7 +149,7 @@ class _Models:
     """Which catalogue models/configurations can run a GPU count, and their alpha_min."""
 
     def __init__(self, cat: Any, g: int | None, nic: float | None, intra: float | None) -> None:
-        from gpusched.heavy_edge import alpha_min_estimate
+        from gpusched.algorithms.heavy_edge import alpha_min_estimate
 
         self.cat = cat
         ref = cat.reference
@@ -194,7 +194,7 @@ class _Models:
         """:math:`\\tilde\\alpha^{min}` of a configuration, s per iteration."""
         key = (model, reps)
         if key not in self._alpha:
-            from gpusched.pipeline_job import resolve_config
+            from gpusched.jobmodels.pipeline_jobs import resolve_config
 
             spec = resolve_config(self.cat, model, reps).spec()
             self._alpha[key] = float(self._amin(spec, self.nic, self.intra, self.g))
@@ -220,7 +220,7 @@ def annotate_trace(
     seed
         Seed of every random choice (users, groups, models, configurations).
     catalogue
-        A loaded :class:`~gpusched.catalogue.Catalogue`; default the shipped one.
+        A loaded :class:`~gpusched.jobmodels.catalogue.Catalogue`; default the shipped one.
     recurrent_share_target
         Share of jobs in groups of at least 5 jobs when groups are synthesised.
     gpus_per_server, nic_gbps, intra_gbyte_s
@@ -241,7 +241,7 @@ def annotate_trace(
     from gpusched.errors import GpuschedError
 
     if catalogue is None:
-        from gpusched.catalogue import load_catalogue
+        from gpusched.jobmodels.catalogue import load_catalogue
 
         catalogue = load_catalogue()
     n = len(trace)

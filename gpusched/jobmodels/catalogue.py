@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from gpusched.algorithms.heavy_edge import alpha_min_estimate
 from gpusched.errors import CatalogueError
-from gpusched.heavy_edge import alpha_min_estimate
-from gpusched.perfmodel import PipelineSpec, spec_from_stages
+from gpusched.jobmodels.pipeline import PipelineSpec, spec_from_stages
 
 __all__ = [
     "Catalogue",
@@ -37,7 +37,7 @@ __all__ = [
     "load_catalogue",
 ]
 
-_DEFAULT = Path(__file__).resolve().parent / "data" / "models.toml"
+_DEFAULT = Path(__file__).resolve().parent.parent / "data" / "models.toml"
 
 
 def default_catalogue_path() -> Path:
@@ -106,7 +106,7 @@ class ParallelConfig:
         return sum(self.replicas)
 
     def spec(self) -> PipelineSpec:
-        """The configuration as a :class:`gpusched.perfmodel.PipelineSpec`."""
+        """The configuration as a :class:`gpusched.jobmodels.pipeline.PipelineSpec`."""
         return spec_from_stages(self.stages, self.replicas)
 
 
@@ -626,3 +626,55 @@ def load_catalogue(path: str | Path | None = None) -> Catalogue:
         raise CatalogueError(f"{p}: no [models.<name>] tables")
     models = {name: _load_model(ctx, name, tbl, ref) for name, tbl in raw.items()}
     return Catalogue(p, ref, models)
+
+
+# --------------------------------------------------------------------------- job model
+
+
+class CatalogueJobModel:
+    """The catalogue as a job model (:mod:`gpusched.jobmodel`): durations from iterations.
+
+    A trace row that gives ``iterations`` and ``model`` instead of ``duration`` runs
+    ``iterations x`` the model's ideal iteration time on its GPU count
+    (:meth:`Catalogue.ideal_iteration_s`); every derived duration is checked against the
+    trace bounds, and errors name the line of the trace file.
+    """
+
+    def durations(
+        self, trace: Any, work: np.ndarray, need: np.ndarray
+    ) -> tuple[np.ndarray, list[str]]:
+        """Fill ``work[need]`` (s); return it and the note ``replay`` prints."""
+        from gpusched.errors import TraceError, show_name
+        from gpusched.trace import MAX_TIME_S, MIN_DURATION_S
+
+        cat = load_catalogue()
+        name = show_name(trace.source)
+        errors: list[str] = []
+        cache: dict[tuple[str, int], float] = {}
+        for i in np.flatnonzero(need).tolist():
+            key = (str(trace.model[i]), int(trace.num_gpus[i]))
+            where = f"{name}:{int(trace.line[i])}:"
+            if key not in cache:
+                try:
+                    cache[key] = cat.ideal_iteration_s(*key)
+                except CatalogueError as exc:
+                    errors.append(f"{where} column 'model': {exc}")
+                    cache[key] = np.nan
+                    continue
+            if np.isnan(cache[key]):
+                continue  # unknown model, reported once
+            work[i] = trace.iterations[i] * cache[key]
+            if not MIN_DURATION_S <= work[i] <= MAX_TIME_S:
+                errors.append(
+                    f"{where} column 'iterations': {float(trace.iterations[i])!r} iterations of "
+                    f"'{key[0]}' on {key[1]} GPU(s) take {float(work[i])!r} s; expected a "
+                    f"duration in [{MIN_DURATION_S:g}, {MAX_TIME_S:g}] s"
+                )
+        if errors:
+            raise TraceError(errors)
+        return work, [
+            f"{int(need.sum())} job durations derived as iterations x catalogue iteration time"
+        ]
+
+
+JOB_MODEL = CatalogueJobModel()

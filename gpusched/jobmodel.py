@@ -1,0 +1,102 @@
+"""Job models as the core sees them: hooks found by name, never imported by the core.
+
+A *job model* knows what the core cannot: how long a job described by its model and
+iterations runs, what it costs to load and to pause-and-save, and how fast it runs where
+it is placed (DESIGN.md, "Job models for the paper families"). The core (:mod:`gpusched.jobs`,
+:mod:`gpusched.run`) asks the job models through three optional hooks and imports none of
+them, so a paper family's machinery stays in its own subpackage:
+
+``durations(trace, work, need) -> (work, notes)``
+    Exclusive run times (s) for the rows ``need`` (a boolean mask) that give no
+    ``duration``; ``notes`` are lines ``replay`` prints. Raises
+    :class:`~gpusched.errors.TraceError` naming the line for a row it cannot serve.
+``overheads(jobs) -> (load_s, save_s) | None``
+    Per-job load and pause-and-save times (s) of the job table, NaN where the model gives
+    none (the run's ``--load-s``/``--save-s`` then apply).
+``perf(jobs, cluster) -> perf | None``
+    A placement-aware rate model for :class:`~gpusched.engine.Engine` (``rate(job, gpus)``),
+    or None when the jobs are not this model's.
+
+The built-in job models are the modules of :mod:`gpusched.jobmodels` that define
+``JOB_MODEL``; a package adds one through the entry-point group ``gpusched.jobmodels``
+(``name = "module:object"``). They are asked in that order (built-ins by module name,
+then entry points by name); for ``durations`` and ``perf`` the first that answers wins,
+for ``overheads`` each fills what the earlier ones left as NaN.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["durations", "job_models", "overheads", "perf"]
+
+_BUILTIN = "gpusched.jobmodels"
+_GROUP = "gpusched.jobmodels"
+
+
+@functools.cache
+def job_models() -> tuple[Any, ...]:
+    """Every job model: the built-in ones, then those of the entry-point group."""
+    pkg = importlib.import_module(_BUILTIN)  # by name: the core does not import families
+    found: list[Any] = []
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        model = getattr(importlib.import_module(f"{_BUILTIN}.{info.name}"), "JOB_MODEL", None)
+        if model is not None:
+            found.append(model)
+    from importlib.metadata import entry_points
+
+    for ep in sorted(entry_points(group=_GROUP), key=lambda e: e.name):
+        found.append(ep.load())
+    return tuple(found)
+
+
+def _hooks(name: str) -> list[Callable[..., Any]]:
+    return [h for m in job_models() if (h := getattr(m, name, None)) is not None]
+
+
+def durations(trace: Any, work: np.ndarray, need: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Fill ``work[need]`` from the first job model that derives durations.
+
+    Raises
+    ------
+    TraceError
+        No job model derives durations, or the one that does cannot serve a row.
+    """
+    from gpusched.errors import TraceError, show_name
+
+    for hook in _hooks("durations"):
+        result: tuple[np.ndarray, list[str]] = hook(trace, work, need)
+        return result
+    first = int(np.flatnonzero(need)[0])
+    raise TraceError(
+        f"{show_name(trace.source)}:{int(trace.line[first])}: column 'duration': missing, "
+        "and no job model derives it from 'iterations' and 'model'"
+    )
+
+
+def overheads(jobs: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per-job (load_s, save_s) from the job models, NaN where none gives a value."""
+    load = np.full(len(jobs), np.nan)
+    save = np.full(len(jobs), np.nan)
+    for hook in _hooks("overheads"):
+        got = hook(jobs)
+        if got is None:
+            continue
+        load = np.where(np.isnan(load), got[0], load)
+        save = np.where(np.isnan(save), got[1], save)
+    return load, save
+
+
+def perf(jobs: Any, cluster: Any) -> Any:
+    """The first job model's performance model for these jobs, or None (rate 1 everywhere)."""
+    for hook in _hooks("perf"):
+        model = hook(jobs, cluster)
+        if model is not None:
+            return model
+    return None
