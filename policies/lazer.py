@@ -15,7 +15,7 @@ Alg. 1 and 2, as implemented in :meth:`LazerPolicy.decide`:
 * line 3: no J_r -> j_new stays in the waiting queue WQ;
 * line 4: X from the deferral predictor, given the context c of eq. 5;
 * line 5: X = 0 -> Preempt every job of J_r (each pauses and saves, then requeues) and
-  Start j_new on their GPUs (the engine honours it when the saves end);
+  Start j_new on their GPUs once the saves have ended (choice 9);
 * lines 6-7: X > 0 -> j_new to the deferred waiting queue DWQ and J_r to the deferred
   running queue DRQ (they keep running, and no other arrival may preempt them); the
   paper's deferral thread is a timer, ``wake_at`` = now + X in simulated time;
@@ -67,8 +67,13 @@ Where the paper is silent, and what we chose:
    other fires at the first decision point at or after now + X.
 9. Placement: a job started on idle GPUs takes the fullest server that fits it (best
    fit), else the servers with most idle GPUs; a job started by preemption takes every idle
-   GPU and then the GPUs of J_r in orchestrator order. Ties in remaining duration: the
-   later-submitted job is preempted first (WQ: the earlier one starts first).
+   GPU and then the GPUs of J_r in orchestrator order. While J_r saves, those GPUs are
+   promised to j_new (no other start takes them) and its Start is issued at the decision
+   point where the last save ends (a save end is one). The engine's pending start would
+   give the same schedule on exclusive GPUs, but on a cluster that shares GPUs
+   (``gpu_capacity`` > 1) it would start j_new beside the saving job at once. Ties in
+   remaining duration: the later-submitted job is preempted first (WQ: the earlier one
+   starts first).
 10. Alg. 2 counts GPUs, not servers: a cluster that forbids spreading a job over servers
     (``allow_spread = false``) is refused.
 """
@@ -83,7 +88,7 @@ import numpy as np
 
 from gpusched.algorithms.bayesopt import BayesOpt
 from gpusched.policy import Decision, Preempt, Start
-from gpusched.state import LOADING, QUEUED, RUNNING
+from gpusched.state import LOADING, RUNNING
 
 _EPS = 1e-9  # s, as the engine's tolerance on times
 
@@ -159,9 +164,11 @@ class LazerPolicy:
                 "allow_spread = false)"
             )
         n, g = len(jobs), cluster.n_gpus
+        self._server_start = np.asarray(cluster.server_start(), dtype=np.int64)
+        self._gpu_server = np.asarray(cluster.gpu_server(), dtype=np.int64)
         self._in_dwq = np.zeros(n, dtype=bool)
         self._in_drq = np.zeros(n, dtype=bool)
-        self._waiting = np.zeros(n, dtype=bool)  # Start issued, not yet honoured
+        self._waiting = np.zeros(n, dtype=bool)  # its start waits for saves to end
         self._taken = np.zeros(n, dtype=bool)  # started or preempted at this decision point
         self._reserved = np.zeros(g, dtype=bool)  # GPUs promised to a waiting start
         self._promised: dict[int, np.ndarray] = {}  # waiting job -> its GPUs
@@ -185,19 +192,18 @@ class LazerPolicy:
     def decide(self, view, now: float) -> Decision:
         self._actions: list[Start | Preempt] = []
         self._touched: list[int] = []
-        for j in [j for j in self._promised if view.job_status[j] != QUEUED]:
-            self._reserved[self._promised.pop(j)] = False  # honoured: j holds them now
-            self._waiting[j] = False
         self._free = (view.gpu_n_jobs == 0) & ~self._reserved
-        first_new = int(view.arrived[0]) if view.arrived.size else self._n_arrived
-        self._n_arrived = max(
-            self._n_arrived, int(view.arrived[-1]) + 1 if view.arrived.size else 0
-        )
+        if self._promised:
+            self._start_promised(view)
+        arrived = view.arrived
+        first_new = int(arrived[0]) if arrived.size else self._n_arrived
+        if arrived.size:
+            self._n_arrived = int(arrived[-1]) + 1
         while self._due and self._due[0][0] <= now + _EPS:
             self._observe(view, heapq.heappop(self._due)[2])
         if view.finished.size:
             self._on_completion(view, first_new)
-        for j in view.arrived.tolist():
+        for j in arrived.tolist():
             self._on_arrival(view, j, now)
         while self._timers and self._timers[0][0] <= now + _EPS:
             _, _, j, jr = heapq.heappop(self._timers)
@@ -208,6 +214,15 @@ class LazerPolicy:
             self._due[0][0] if self._due else math.inf,
         )
         return Decision(actions=self._actions, wake_at=wake if math.isfinite(wake) else None)
+
+    def _start_promised(self, view) -> None:
+        """Alg. 1 line 5, continued: start each job whose J_r has finished saving (choice 9)."""
+        for j, gpus in list(self._promised.items()):
+            if (view.gpu_n_jobs[gpus] == 0).all():
+                del self._promised[j]
+                self._reserved[gpus] = False
+                self._waiting[j] = False
+                self._start(view, j, gpus)
 
     def _on_arrival(self, view, j: int, now: float) -> None:
         """Alg. 1 lines 1-7."""
@@ -240,17 +255,17 @@ class LazerPolicy:
 
     def _on_completion(self, view, first_new: int) -> None:
         """Alg. 1 lines 11-17: WQ by ascending remaining duration into the secured GPUs."""
-        secured = int(self._free.sum())  # line 12 (choice 4)
+        secured = np.count_nonzero(self._free)  # line 12 (choice 4)
         q = view.queued
         q = q[q < first_new]  # this point's arrivals go through lines 1-10 instead
-        q = q[~self._in_dwq[q] & ~self._waiting[q]]
+        q = q[~(self._in_dwq[q] | self._waiting[q] | self._taken[q])]  # started here: not WQ
         if secured == 0 or q.size == 0:
             return
         wq = q[np.argsort(view.job_remaining[q], kind="stable")]  # line 13
         demand = view.job_n_gpus[wq]
         i = 0
         while secured > 0:  # lines 14-17
-            fits = np.flatnonzero(demand[i:] <= secured)  # line 15
+            fits = (demand[i:] <= secured).nonzero()[0]  # line 15
             if fits.size == 0:
                 break
             k = i + int(fits[0])
@@ -261,7 +276,7 @@ class LazerPolicy:
     def _orchestrate(self, view, j: int) -> np.ndarray | None:
         """Alg. 2: J_r for ``j`` (empty if idle GPUs suffice), or None if none exists."""
         g = int(view.job_n_gpus[j])
-        idle = int(self._free.sum())
+        idle = np.count_nonzero(self._free)
         if g <= idle:
             return np.empty(0, dtype=np.int64)  # choice 3
         run = view.running
@@ -288,9 +303,7 @@ class LazerPolicy:
         lo = int(np.searchsorted(sub, now - self.window, side="right"))
         k = sub.size - lo
         gap = (sub[-1] - sub[lo]) / (k - 1) if k >= 2 else self.window  # choice 6
-        st = view.job_status[jr]
-        trained = (st == RUNNING) & (now > view.job_phase_end[jr] + _EPS)
-        p = float(np.max(np.where(trained, view.job_save_s[jr], 0.0)))  # choice 7
+        p = float(self._saves(view, jr).max())  # choice 7
         t_new = float(view.job_remaining[j])
         load = float(view.job_load_s[j])
         c = np.log1p(np.array([gap, t_new, load, p]))  # eq. 5
@@ -311,7 +324,7 @@ class LazerPolicy:
         sub = view.job_submit[: self._n_arrived]
         a = int(np.searchsorted(sub, s.t0 + s.p, side="right"))  # Delta > p
         b = int(np.searchsorted(sub, s.t0 + s.p + s.load + _EPS, side="right"))  # <= p + l
-        hit = np.flatnonzero(view.job_duration[a:b] < s.t_new)
+        hit = (view.job_duration[a:b] < s.t_new).nonzero()[0]
         f_time = float(sub[a + hit[0]] - s.t0) if hit.size else 0.0
         self.predictor.observe(s.x, s.c, abs(s.x - f_time))
 
@@ -328,32 +341,45 @@ class LazerPolicy:
         self._touched.append(j)
 
     def _preempt_and_start(self, view, j: int, jr: np.ndarray) -> None:
-        """Pause-and-save all of J_r and start j on the idle GPUs plus theirs (choice 9)."""
-        idle = np.flatnonzero(self._free)
-        held = [np.flatnonzero((view.gpu_job == k).any(axis=1)) for k in jr.tolist()]
+        """Pause-and-save all of J_r and start j on the idle GPUs plus theirs (choice 9).
+
+        If some job of J_r saves, j's GPUs are promised to it and the Start is issued at
+        the decision point where the last save ends.
+        """
+        idle = self._free.nonzero()[0]
+        held = [(view.gpu_job == k).any(axis=1).nonzero()[0] for k in jr.tolist()]
         gpus = np.concatenate([idle, *held])[: int(view.job_n_gpus[j])]
         for k in jr.tolist():
             self._actions.append(Preempt(k))
             self._taken[k] = True
             self._touched.append(k)
-        self._start(view, j, gpus)
-        self._promised[j] = gpus  # honoured when the saves end (at once if none saves)
-        self._reserved[gpus] = True
-        self._waiting[j] = True
+        if self._saves(view, jr).any():
+            self._promised[j] = gpus
+            self._reserved[gpus] = True
+            self._free[gpus] = False
+            self._waiting[j] = True
+        else:  # every job of J_r releases its GPUs at once
+            self._start(view, j, gpus)
+
+    @staticmethod
+    def _saves(view, jr: np.ndarray) -> np.ndarray:
+        """Pause-and-save time each job of J_r will pay if preempted now, s (choice 7)."""
+        status = view.job_status[jr]
+        trained = (status == RUNNING) & (view.now > view.job_phase_end[jr] + _EPS)
+        return np.where(trained, view.job_save_s[jr], 0.0)
 
     def _place(self, view, g: int) -> np.ndarray:
         """``g`` idle GPUs: the fullest server that fits, else the servers with most idle."""
-        free = self._free
-        server = view.gpu_server
-        per = np.bincount(server[free], minlength=view.server_free.size)
-        fit = np.flatnonzero(per >= g)
-        if fit.size:
-            s = int(fit[np.argmin(per[fit])])
-            return np.flatnonzero(free & (server == s))[:g]
+        free, off = self._free, self._server_start
+        per = np.bincount(self._gpu_server[free], minlength=off.size - 1)  # idle per server
+        fits = per >= g
+        if fits.any():
+            s = int(np.argmin(np.where(fits, per, g + off[-1])))  # best fit, lowest index
+            return off[s] + free[off[s] : off[s + 1]].nonzero()[0][:g]
         parts, got = [], 0
         for s in np.argsort(-per, kind="stable").tolist():
             take = min(int(per[s]), g - got)
-            parts.append(np.flatnonzero(free & (server == s))[:take])
+            parts.append(off[s] + free[off[s] : off[s + 1]].nonzero()[0][:take])
             got += take
             if got == g:
                 break
