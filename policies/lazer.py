@@ -164,7 +164,7 @@ class LazerPolicy:
                 "allow_spread = false)"
             )
         n, g = len(jobs), cluster.n_gpus
-        self._server_start = np.asarray(cluster.server_start(), dtype=np.int64)
+        self._server_start = cluster.server_start().tolist()
         self._gpu_server = np.asarray(cluster.gpu_server(), dtype=np.int64)
         self._in_dwq = np.zeros(n, dtype=bool)
         self._in_drq = np.zeros(n, dtype=bool)
@@ -192,7 +192,7 @@ class LazerPolicy:
     def decide(self, view, now: float) -> Decision:
         self._actions: list[Start | Preempt] = []
         self._touched: list[int] = []
-        self._free = (view.gpu_n_jobs == 0) & ~self._reserved
+        self._free: np.ndarray | None = None  # idle GPUs not promised, set on first use
         if self._promised:
             self._start_promised(view)
         arrived = view.arrived
@@ -208,12 +208,21 @@ class LazerPolicy:
         while self._timers and self._timers[0][0] <= now + _EPS:
             _, _, j, jr = heapq.heappop(self._timers)
             self._on_timer(view, j, jr)
-        self._taken[self._touched] = False
+        if self._touched:
+            self._taken[self._touched] = False
         wake = min(
             self._timers[0][0] if self._timers else math.inf,
             self._due[0][0] if self._due else math.inf,
         )
         return Decision(actions=self._actions, wake_at=wake if math.isfinite(wake) else None)
+
+    def _idle(self, view) -> np.ndarray:
+        """Mask of the GPUs free for a start now: idle, not promised, not taken at this point."""
+        if self._free is None:
+            self._free = view.gpu_n_jobs == 0
+            if self._promised:
+                self._free &= ~self._reserved
+        return self._free
 
     def _start_promised(self, view) -> None:
         """Alg. 1 line 5, continued: start each job whose J_r has finished saving (choice 9)."""
@@ -255,11 +264,13 @@ class LazerPolicy:
 
     def _on_completion(self, view, first_new: int) -> None:
         """Alg. 1 lines 11-17: WQ by ascending remaining duration into the secured GPUs."""
-        secured = np.count_nonzero(self._free)  # line 12 (choice 4)
         q = view.queued
+        if not q.size:
+            return
         q = q[q < first_new]  # this point's arrivals go through lines 1-10 instead
         q = q[~(self._in_dwq[q] | self._waiting[q] | self._taken[q])]  # started here: not WQ
-        if secured == 0 or q.size == 0:
+        secured = np.count_nonzero(self._idle(view)) if q.size else 0  # line 12 (choice 4)
+        if secured == 0:
             return
         wq = q[np.argsort(view.job_remaining[q], kind="stable")]  # line 13
         demand = view.job_n_gpus[wq]
@@ -276,7 +287,7 @@ class LazerPolicy:
     def _orchestrate(self, view, j: int) -> np.ndarray | None:
         """Alg. 2: J_r for ``j`` (empty if idle GPUs suffice), or None if none exists."""
         g = int(view.job_n_gpus[j])
-        idle = np.count_nonzero(self._free)
+        idle = np.count_nonzero(self._idle(view))
         if g <= idle:
             return np.empty(0, dtype=np.int64)  # choice 3
         run = view.running
@@ -336,7 +347,7 @@ class LazerPolicy:
 
     def _start(self, view, j: int, gpus: np.ndarray) -> None:
         self._actions.append(Start(j, gpus.astype(np.int32)))
-        self._free[gpus] = False
+        self._idle(view)[gpus] = False
         self._taken[j] = True
         self._touched.append(j)
 
@@ -346,7 +357,7 @@ class LazerPolicy:
         If some job of J_r saves, j's GPUs are promised to it and the Start is issued at
         the decision point where the last save ends.
         """
-        idle = self._free.nonzero()[0]
+        idle = self._idle(view).nonzero()[0]
         held = [(view.gpu_job == k).any(axis=1).nonzero()[0] for k in jr.tolist()]
         gpus = np.concatenate([idle, *held])[: int(view.job_n_gpus[j])]
         for k in jr.tolist():
@@ -356,7 +367,7 @@ class LazerPolicy:
         if self._saves(view, jr).any():
             self._promised[j] = gpus
             self._reserved[gpus] = True
-            self._free[gpus] = False
+            self._idle(view)[gpus] = False
             self._waiting[j] = True
         else:  # every job of J_r releases its GPUs at once
             self._start(view, j, gpus)
@@ -370,15 +381,17 @@ class LazerPolicy:
 
     def _place(self, view, g: int) -> np.ndarray:
         """``g`` idle GPUs: the fullest server that fits, else the servers with most idle."""
-        free, off = self._free, self._server_start
-        per = np.bincount(self._gpu_server[free], minlength=off.size - 1)  # idle per server
-        fits = per >= g
-        if fits.any():
-            s = int(np.argmin(np.where(fits, per, g + off[-1])))  # best fit, lowest index
-            return off[s] + free[off[s] : off[s + 1]].nonzero()[0][:g]
+        free, off = self._idle(view), self._server_start
+        per = np.bincount(self._gpu_server[free], minlength=len(off) - 1).tolist()
+        best, most = -1, off[-1] + 1
+        for s, n in enumerate(per):  # best fit, lowest index on ties
+            if g <= n < most:
+                best, most = s, n
+        if best >= 0:
+            return off[best] + free[off[best] : off[best + 1]].nonzero()[0][:g]
         parts, got = [], 0
-        for s in np.argsort(-per, kind="stable").tolist():
-            take = min(int(per[s]), g - got)
+        for s in sorted(range(len(per)), key=lambda s: -per[s]):  # stable: lowest index first
+            take = min(per[s], g - got)
             parts.append(off[s] + free[off[s] : off[s + 1]].nonzero()[0][:take])
             got += take
             if got == g:
