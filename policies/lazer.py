@@ -241,9 +241,10 @@ class LazerPolicy:
         if jr.size == 0:
             self._start(view, j, self._place(view, int(view.job_n_gpus[j])))
             return  # enough idle GPUs: no preemption, no prediction
-        x = self._predict(view, j, jr, now)  # line 4
+        saves = self._saves(view, jr)
+        x = self._predict(view, j, jr, saves, now)  # line 4
         if x == 0.0:
-            self._preempt_and_start(view, j, jr)  # line 5
+            self._preempt_and_start(view, j, jr, saves)  # line 5
             return
         self._in_dwq[j] = True  # lines 6-7: the deferral "thread" is a timer
         self._in_drq[jr] = True
@@ -260,7 +261,7 @@ class LazerPolicy:
         if jr2.size == 0:
             self._start(view, j, self._place(view, int(view.job_n_gpus[j])))
         else:
-            self._preempt_and_start(view, j, jr2)  # line 10
+            self._preempt_and_start(view, j, jr2, self._saves(view, jr2))  # line 10
 
     def _on_completion(self, view, first_new: int) -> None:
         """Alg. 1 lines 11-17: WQ by ascending remaining duration into the secured GPUs."""
@@ -297,6 +298,8 @@ class LazerPolicy:
         ]
         rem = view.job_remaining[rq]
         longer = rem > view.job_remaining[j]  # line 5: T'_new < T'_{J_r^i}
+        if not longer.any():
+            return None
         rq, rem = rq[longer], rem[longer]
         rq = rq[np.lexsort((-rq, -rem))]  # line 3: descending remaining, later job first
         avail = idle + np.cumsum(view.job_n_gpus[rq])  # line 7
@@ -305,7 +308,7 @@ class LazerPolicy:
 
     # --- the deferral predictor ----------------------------------------------------------
 
-    def _predict(self, view, j: int, jr: np.ndarray, now: float) -> float:
+    def _predict(self, view, j: int, jr: np.ndarray, saves: np.ndarray, now: float) -> float:
         """Alg. 1 line 4: X for j_new and J_r (0 = preempt now), in s."""
         bo = self.predictor
         if bo is None:
@@ -314,7 +317,7 @@ class LazerPolicy:
         lo = int(np.searchsorted(sub, now - self.window, side="right"))
         k = sub.size - lo
         gap = (sub[-1] - sub[lo]) / (k - 1) if k >= 2 else self.window  # choice 6
-        p = float(self._saves(view, jr).max())  # choice 7
+        p = float(saves.max())  # choice 7
         t_new = float(view.job_remaining[j])
         load = float(view.job_load_s[j])
         c = np.log1p(np.array([gap, t_new, load, p]))  # eq. 5
@@ -351,7 +354,7 @@ class LazerPolicy:
         self._taken[j] = True
         self._touched.append(j)
 
-    def _preempt_and_start(self, view, j: int, jr: np.ndarray) -> None:
+    def _preempt_and_start(self, view, j: int, jr: np.ndarray, saves: np.ndarray) -> None:
         """Pause-and-save all of J_r and start j on the idle GPUs plus theirs (choice 9).
 
         If some job of J_r saves, j's GPUs are promised to it and the Start is issued at
@@ -364,7 +367,7 @@ class LazerPolicy:
             self._actions.append(Preempt(k))
             self._taken[k] = True
             self._touched.append(k)
-        if self._saves(view, jr).any():
+        if saves.any():
             self._promised[j] = gpus
             self._reserved[gpus] = True
             self._idle(view)[gpus] = False

@@ -50,8 +50,8 @@ def test_bootstrap_suggests_one_sample_per_interval_until_m_outcomes_arrive():
     assert bo.suggest([0.0]).stage == "acquisition"
 
 
-def _matern52(r):
-    return (1 + math.sqrt(5) * r + 5 * r * r / 3) * np.exp(-math.sqrt(5) * r)
+def _rbf(r):
+    return np.exp(-0.5 * r * r)
 
 
 def test_ei_equals_its_closed_form_on_a_fixed_gp():
@@ -66,10 +66,10 @@ def test_ei_equals_its_closed_form_on_a_fixed_gp():
     y = np.array(fs)
     yn = (y - y.mean()) / y.std()
     dist = np.linalg.norm((z[:, None, :] - z[None, :, :]) / ls, axis=-1)
-    k = amp * _matern52(dist) + (noise + 1e-10) * np.eye(3)
+    k = amp * _rbf(dist) + (noise + 1e-10) * np.eye(3)
     at = np.array([30.0, 70.0, 95.0])
     q = np.column_stack([at / 100, np.full(3, 0.25)])
-    ks = amp * _matern52(np.linalg.norm((q[:, None, :] - z[None, :, :]) / ls, axis=-1))
+    ks = amp * _rbf(np.linalg.norm((q[:, None, :] - z[None, :, :]) / ls, axis=-1))
     mu = ks @ np.linalg.solve(k, yn) * y.std() + y.mean()
     var = amp - np.einsum("ij,ji->i", ks, np.linalg.solve(k, ks.T))
     sigma = np.sqrt(var) * y.std()
@@ -85,13 +85,13 @@ def test_ei_equals_its_closed_form_on_a_fixed_gp():
 def test_posterior_agrees_with_scikit_learn_predict():
     """Our numpy posterior = scikit-learn's (whose std also counts the white noise)."""
     from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
     rng = np.random.default_rng(1)
     gp = GPSurrogate(3)
     z, y = rng.random((12, 3)), rng.random(12) * 10
     gp.fit(z, y)
-    kernel = ConstantKernel(gp.amplitude) * Matern(gp.length_scale, nu=2.5) + WhiteKernel(gp.noise)
+    kernel = ConstantKernel(gp.amplitude) * RBF(gp.length_scale) + WhiteKernel(gp.noise)
     ref = GaussianProcessRegressor(kernel, alpha=1e-10, optimizer=None)
     ref.fit(z, (y - y.mean()) / y.std())
     q = rng.random((5, 3))
@@ -194,3 +194,37 @@ def test_bad_context_is_refused():
         bo.suggest([1.0, 2.0])
     with pytest.raises(ValueError, match="context"):
         bo.observe(1.0, [math.nan], 1.0)
+
+
+@pytest.mark.parametrize(("u0", "best"), [(0.9, 0.3), (0.05, 0.3), (0.5, 0.0), (0.5, 1.0)])
+def test_one_variable_lbfgsb_finds_the_bounded_minimum(u0, best):
+    from gpusched.algorithms.bayesopt import minimize_1d
+
+    calls = []
+
+    def fun(u):  # (u - best)^2 on [0, 1]; best 0 and 1 clip to the bound
+        calls.append(u)
+        return (u - best) ** 2 + 0.1 * (u - best) ** 4, 2 * (u - best) + 0.4 * (u - best) ** 3
+
+    u, f = minimize_1d(fun, u0)
+    assert u == pytest.approx(best, abs=1e-4)
+    assert all(0.0 <= x <= 1.0 for x in calls)
+    assert f == pytest.approx(fun(u)[0])
+
+
+def test_line_derivatives_match_finite_differences():
+    """The analytic slopes of the mean and of the latent std used by exploitation and EI."""
+    rng = np.random.default_rng(2)
+    gp = GPSurrogate(3)
+    gp.fit(rng.random((15, 3)), rng.random(15) * 20)
+    line = gp.along_first(np.array([0.3, 0.6]))
+    u, h = np.array([0.1, 0.45, 0.8]), 1e-6
+    mu, dmu, sd, dsd = line.mean_std(u)
+    mu_h, _, sd_h, _ = line.mean_std(u + h)
+    assert np.allclose(dmu, (mu_h - mu) / h, rtol=1e-4, atol=1e-6)
+    assert np.allclose(dsd, (sd_h - sd) / h, rtol=1e-4, atol=1e-6)
+    assert np.allclose(line.mean(u)[0], mu) and np.allclose(line.mean(u)[1], dmu)
+    full_mu, full_sd = gp.predict(np.column_stack([u, np.full(3, 0.3), np.full(3, 0.6)]))
+    assert np.allclose(mu, full_mu) and np.allclose(sd, full_sd)
+    i, values, slope = line.grid_min(u)
+    assert np.allclose(values, mu) and i == int(np.argmin(mu)) and slope == pytest.approx(dmu[i])

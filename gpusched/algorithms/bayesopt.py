@@ -14,28 +14,39 @@ with :meth:`BayesOpt.observe`; outcomes may arrive late and out of order. Three 
 2. *Acquisition*: a Gaussian-process surrogate of f over (X, c) (:class:`GPSurrogate`);
    the next X maximises the expected improvement over the lowest f observed so far
    (closed form, Zhan and Xing 2020, the paper's [37]; :func:`expected_improvement`),
-   from ``starts`` uniform random starts each refined by L-BFGS-B. Acquisition stops
-   once the GP has been updated ``min_updates`` times (one update per outcome,
-   bootstrap outcomes included) *and* the EI of the selected X is below
-   ``ei_stop * (h - l)``; that call already exploits.
+   from ``starts`` uniform random starts each refined by L-BFGS-B (scipy, with the
+   analytic gradient of EI). Acquisition stops once the GP has been updated
+   ``min_updates`` times (one update per outcome, bootstrap outcomes included) *and* the
+   EI of the selected X is below ``ei_stop * (h - l)``; that call already exploits.
 3. *Exploitation*: the X minimising the GP's posterior mean at c, by L-BFGS-B from the
-   best point of a coarse grid. Outcomes that still arrive refine the GP.
+   best point of a coarse grid (21 points). Here L-BFGS-B is :func:`minimize_1d`, the
+   method reduced to one variable, because ``scipy.optimize.minimize`` costs about 1 ms
+   per call whatever the problem and exploitation runs at every decision of a long
+   replay; the kernel's factor of X on the grid is computed once per fit, so a call
+   costs 0.05-0.15 ms with 100 samples. Outcomes that still arrive refine the GP.
 
 Choices where the paper is silent:
 
 * Surrogate. The paper uses BoTorch's ``SingleTaskGP``; here scikit-learn's
-  ``GaussianProcessRegressor`` with the same kind of kernel: a constant times a
-  Matern-5/2 kernel with one length scale per input (ARD), plus white noise. Matern-5/2
-  rather than the infinitely smooth RBF because :math:`f = |X - F|` has a kink at
-  :math:`X = F`; white noise because c does not determine F, so equal inputs give
-  different f. Inputs are scaled as BoTorch's ``Normalize`` does: X to
+  ``GaussianProcessRegressor`` with the kernel ``SingleTaskGP`` has used since BoTorch
+  0.12 (2024): RBF with one length scale per input (ARD), times a constant, plus white
+  noise (BoTorch's Gaussian likelihood), without BoTorch's hyperparameter priors. White
+  noise because c does not determine F, so equal inputs give different f. The RBF
+  kernel also factorises over inputs, which makes exploitation cheap. Inputs are
+  scaled as BoTorch's ``Normalize`` does: X to
   :math:`(X - l)/(h - l)`, each context coordinate min-max over the contexts observed so
   far (pass durations on a log scale: the caller's job); f is standardised (BoTorch's
   ``Standardize``). Hyperparameters are fitted by maximum marginal likelihood,
   warm-started from the previous fit, without random restarts (deterministic), at the
   first fit and then every ``tune_every`` (10) outcomes; every update in between
-  conditions the GP on the new outcomes with those hyperparameters. (Re-estimating them
-  at every update cost about 0.2 s per update, a third of a 2000-job replay's time.)
+  conditions the GP on the new outcomes with those hyperparameters (re-estimating them at
+  every update cost more than the rest of a 2000-job replay). Fits and the EI search run
+  with BLAS on one thread (:func:`one_blas_thread`). Length
+  scales are kept >= 0.1 of an input's range and the noise variance >= 1e-4 of the
+  standardised f (BoTorch's noise floor): without such a floor the marginal likelihood
+  of a hundred noisy samples was maximised by interpolating the noise (noise 1e-6,
+  length scales at 0.01), and the posterior mean then jumped between neighbouring
+  contexts.
 * Fits are lazy: :meth:`BayesOpt.observe` stores the outcome and the next suggestion
   refits once on everything observed (several late outcomes may fold into one refit).
 * EI uses the latent standard deviation (without the white noise, which no X improves)
@@ -48,12 +59,13 @@ Choices where the paper is silent:
   the search range closer to 0".
 
 Predictions are computed here with numpy from the fitted kernel, its Cholesky factor and
-``alpha_`` (scikit-learn is not called per point: exploitation runs at every decision of
-a long replay). scikit-learn and scipy are imported on first use (~1.5 s).
+``alpha_`` (scikit-learn is not called per point). scikit-learn and scipy are imported on
+first use (~1.5 s).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from collections.abc import Callable
@@ -74,13 +86,36 @@ __all__ = [
 STAGES = ("bootstrap", "acquisition", "exploitation")
 """The stages of :class:`BayesOpt`, in order."""
 
-_SQRT5 = math.sqrt(5.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 # hyperparameter bounds on scaled inputs (about [0, 1]) and a standardised f
 _AMPLITUDE_BOUNDS = (1e-2, 1e2)
 _LENGTH_BOUNDS = (1e-1, 1e2)
 _NOISE_BOUNDS = (1e-4, 1e1)
 _JITTER = 1e-10  # added to the kernel diagonal, as scikit-learn's default ``alpha``
+
+
+_BLAS: list[Any] = []  # the threadpoolctl controller, made on first use
+
+
+def one_blas_thread() -> Any:
+    """A context in which BLAS and LAPACK run on one thread (threadpoolctl).
+
+    The GP's matrices are about 100 x 100: on two busy cores OpenBLAS's threads made a
+    hyperparameter fit 5-10 times slower (0.5-1.2 s instead of 0.12 s), and one thread
+    also keeps the floating-point sums in one order on every machine. The limit is
+    process-wide while the context lasts (threadpoolctl works that way); it only changes
+    how fast BLAS runs elsewhere meanwhile, not what it computes.
+    """
+    if not _BLAS:
+        try:  # a dependency of scikit-learn
+            from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
+        except ImportError:  # pragma: no cover - without it, BLAS keeps its threads
+            _BLAS.append(None)
+        else:
+            _BLAS.append(ThreadpoolController())
+    if _BLAS[0] is None:  # pragma: no cover
+        return contextlib.nullcontext()
+    return _BLAS[0].limit(limits=1, user_api="blas")
 
 
 def latin_hypercube(lo: float, hi: float, m: int, rng: np.random.Generator) -> np.ndarray:
@@ -130,14 +165,8 @@ def expected_improvement(mu: Any, sigma: Any, f_best: float) -> np.ndarray:
     return np.asarray(np.where(sigma > 0, np.maximum(ei, 0.0), np.maximum(gain, 0.0)))
 
 
-def _matern52(r2: np.ndarray) -> np.ndarray:
-    """Matern-5/2 correlation at squared scaled distance ``r2``."""
-    r = np.sqrt(r2)
-    return np.asarray((1.0 + _SQRT5 * r + (5.0 / 3.0) * r2) * np.exp(-_SQRT5 * r))
-
-
 class GPSurrogate:
-    """A Gaussian process on scaled inputs: constant x Matern-5/2 (ARD) + white noise.
+    """A Gaussian process on scaled inputs: constant x RBF with one length scale per input + white noise.
 
     Fitted with scikit-learn's ``GaussianProcessRegressor`` on a standardised target;
     predictions use the fitted kernel's parameters, Cholesky factor and ``alpha_``.
@@ -176,6 +205,7 @@ class GPSurrogate:
         self.chol = np.empty((0, 0))
         self.y_mean = 0.0
         self.y_std = 1.0
+        self._grid: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def fit(self, z: np.ndarray, y: np.ndarray, *, tune: bool = True) -> None:
         """Fit on inputs ``z`` (n, n_dims) and targets ``y`` (n,).
@@ -184,14 +214,14 @@ class GPSurrogate:
         from the current ones; otherwise the GP is only conditioned on the data.
         """
         from sklearn.gaussian_process import GaussianProcessRegressor
-        from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+        from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
         y = np.asarray(y, dtype=np.float64)
         self.y_mean = float(y.mean())
         std = float(y.std())
         self.y_std = std if std > 0 else 1.0
-        kernel = ConstantKernel(self.amplitude, _AMPLITUDE_BOUNDS) * Matern(
-            self.length_scale, _LENGTH_BOUNDS, nu=2.5
+        kernel = ConstantKernel(self.amplitude, _AMPLITUDE_BOUNDS) * RBF(
+            self.length_scale, _LENGTH_BOUNDS
         ) + WhiteKernel(self.noise, _NOISE_BOUNDS)
         gp = GaussianProcessRegressor(
             kernel,
@@ -200,8 +230,8 @@ class GPSurrogate:
             n_restarts_optimizer=0,
             random_state=self.seed,
         )
-        with warnings.catch_warnings():  # bounds reached, slow convergence: not the user's
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(), one_blas_thread():
+            warnings.simplefilter("ignore")  # bounds reached, slow convergence: not the user's
             gp.fit(z, (y - self.y_mean) / self.y_std)
         k = gp.kernel_
         self.amplitude = float(k.k1.k1.constant_value)
@@ -212,11 +242,12 @@ class GPSurrogate:
         self.z = np.asarray(gp.X_train_, dtype=np.float64)
         self.alpha = np.asarray(gp.alpha_, dtype=np.float64).ravel()
         self.chol = np.asarray(gp.L_, dtype=np.float64)
+        self._grid = None
 
     def cross(self, z: np.ndarray) -> np.ndarray:
         """Signal covariance between inputs ``z`` (m, n_dims) and the training inputs (m, n)."""
         d = (z[:, None, :] - self.z[None, :, :]) / self.length_scale
-        return self.amplitude * _matern52(np.einsum("mnd,mnd->mn", d, d))
+        return np.asarray(self.amplitude * np.exp(-0.5 * np.einsum("mnd,mnd->mn", d, d)))
 
     def predict(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and latent standard deviation (noise excluded) of f at ``z``."""
@@ -231,55 +262,66 @@ class GPSurrogate:
     def along_first(self, rest: np.ndarray) -> _Line:
         """The GP as a function of the first input, the others fixed at ``rest`` (one row).
 
-        The part of each distance that does not depend on the first input is computed
-        once here; see :class:`_Line`.
+        The RBF kernel factorises over inputs, so the factor of the other inputs is
+        computed once here; see :class:`_Line`.
         """
-        ls = self.length_scale
-        dr = (self.z[:, 1:] - rest) / ls[1:]
-        return _Line(self, np.einsum("nd,nd->n", dr, dr))
+        dr = (self.z[:, 1:] - rest) / self.length_scale[1:]
+        return _Line(self, self.amplitude * np.exp(-0.5 * np.einsum("nd,nd->n", dr, dr)))
+
+    def grid_factors(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First-input factor of the kernel on grid ``u`` and its derivative, (m, n) each.
+
+        Cached until the next fit (the caller passes the same grid every time).
+        """
+        if self._grid is None or self._grid[0] is not u:
+            du = (u[:, None] - self.z[:, 0]) / self.length_scale[0]
+            e = np.exp(-0.5 * du * du)
+            self._grid = (u, e, e * (-du / self.length_scale[0]))
+        return self._grid[1], self._grid[2]
 
 
 class _Line:
-    """Posterior mean and latent standard deviation along the first input, with derivatives."""
+    """The GP along the first input, the others fixed: mean and latent std with derivatives.
 
-    def __init__(self, gp: GPSurrogate, r2_rest: np.ndarray) -> None:
+    ``rest_factor[i]`` is the amplitude times the RBF factor of the other inputs for
+    training point i, so k(u, z_i) = rest_factor[i] * exp(-(u - u_i)^2 / (2 l_u^2)).
+    """
+
+    def __init__(self, gp: GPSurrogate, rest_factor: np.ndarray) -> None:
         self.gp = gp
-        self.r2_rest = r2_rest
+        self.weight = rest_factor * gp.alpha  # posterior mean = sum_i weight_i * factor_i(u)
+        self.rest_factor = rest_factor
         self.u_train = gp.z[:, 0]
-        self.inv = 1.0 / gp.length_scale[0]
+        self.inv2 = 1.0 / gp.length_scale[0] ** 2
 
     def _k(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """k(u, Z) and d k / d u, shape (m, n)."""
-        du = (u[:, None] - self.u_train) * self.inv
-        r2 = self.r2_rest + du * du
-        s = _SQRT5 * np.sqrt(r2)
-        e = self.gp.amplitude * np.exp(-s)
-        return (1.0 + s + r2 * (5.0 / 3.0)) * e, (-5.0 / 3.0 * self.inv) * (1.0 + s) * e * du
+        """k(u, Z) without the amplitude-and-rest factor, and its derivative, (m, n)."""
+        du = u[:, None] - self.u_train
+        e = np.exp(-0.5 * self.inv2 * du * du)
+        return e, e * (-self.inv2 * du)
 
     def grid_min(self, u: np.ndarray) -> tuple[int, np.ndarray, float]:
         """Index ``i`` of the grid point of lowest mean, the means at ``u``, the slope at ``u[i]``."""
         gp = self.gp
-        du = (u[:, None] - self.u_train) * self.inv
-        r2 = self.r2_rest + du * du
-        s = _SQRT5 * np.sqrt(r2)
-        e = gp.amplitude * np.exp(-s)
-        values = ((1.0 + s + r2 * (5.0 / 3.0)) * e) @ gp.alpha
+        e, de = gp.grid_factors(u)
+        values = e @ self.weight
         i = int(np.argmin(values))
-        slope = ((-5.0 / 3.0 * self.inv) * (1.0 + s[i]) * e[i] * du[i]) @ gp.alpha
-        return i, values * gp.y_std + gp.y_mean, float(slope) * gp.y_std
+        slope = float(de[i] @ self.weight)
+        return i, values * gp.y_std + gp.y_mean, slope * gp.y_std
 
     def mean(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean of f at ``u`` (array) and its derivative."""
         gp = self.gp
-        k, dk = self._k(u)
-        return (k @ gp.alpha) * gp.y_std + gp.y_mean, (dk @ gp.alpha) * gp.y_std
+        e, de = self._k(u)
+        return (e @ self.weight) * gp.y_std + gp.y_mean, (de @ self.weight) * gp.y_std
 
     def mean_std(self, u: np.ndarray) -> tuple[np.ndarray, ...]:
         """Mean, its derivative, latent standard deviation and its derivative at ``u``."""
         from scipy.linalg import cho_solve
 
         gp = self.gp
-        k, dk = self._k(u)
+        e, de = self._k(u)
+        k, dk = e * self.rest_factor, de * self.rest_factor
         w = cho_solve((gp.chol, True), k.T, check_finite=False)  # K^-1 k*, (n, m)
         var = np.maximum(gp.amplitude - np.einsum("mn,nm->m", k, w), 1e-300)
         sd = np.sqrt(var)
@@ -544,12 +586,13 @@ class BayesOpt:
             return -float(ei[0]), -(-ndtr(z) * dmu + pdf * dsd)  # d EI = -Phi dmu + phi dsd
 
         best_u, best = 0.0, -math.inf
-        for u0 in self._rng.random(self.starts):
-            res = minimize(neg_ei, np.array([u0]), jac=True, method="L-BFGS-B", bounds=[(0, 1)])
-            u = min(max(float(res.x[0]), 0.0), 1.0)
-            value = float(self.ei(self.lo + u * (self.hi - self.lo), ctx)[0])
-            if value > best:
-                best_u, best = u, value
+        with one_blas_thread():
+            for u0 in self._rng.random(self.starts):
+                res = minimize(neg_ei, np.array([u0]), jac=True, method="L-BFGS-B", bounds=[(0, 1)])
+                u = min(max(float(res.x[0]), 0.0), 1.0)
+                value = float(self.ei(self.lo + u * (self.hi - self.lo), ctx)[0])
+                if value > best:
+                    best_u, best = u, value
         return self.lo + best_u * (self.hi - self.lo), best
 
     def exploit(self, c: Any) -> float:
