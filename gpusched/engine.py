@@ -187,6 +187,7 @@ class Engine:
             allow_spread=bool(cluster.allow_spread),
             thresholds=np.asarray(fused.thresholds if fused else (), dtype=np.float64),
             phases=bool((st.job_load_s > 0).any() or (st.job_save_s > 0).any()),
+            period=float(fused.period) if (fused and self.mode == "fused") else 0.0,
         )
         with notice() if notice is not None else nullcontext():
             warm_up(self.mode)  # no-op when loaded (and in the warm-up's own engines)

@@ -760,12 +760,34 @@ def _repack(st, cfg):
 
 
 @njit(**_JIT)
+def _cycle_due(st, period):
+    """Is a periodic policy's cycle due now? Keeps the next cycle in the wake-up timer.
+
+    Mirrors ``policies/srtf_periodic.py`` exactly (same tolerances): cycles fall on
+    multiples of ``period``; the first is the first multiple at or after the first
+    decision point; a cycle runs at the first decision point at or after its time.
+    """
+    now = st.sim_f[F_NOW]
+    k = now / period
+    nxt = st.sim_f[F_WAKE]
+    if nxt == np.inf:  # the first decision point
+        nxt = np.ceil(k - 1e-9) * period
+    if now < nxt - 1e-9:
+        st.sim_f[F_WAKE] = nxt
+        return False
+    st.sim_f[F_WAKE] = (np.floor(k + 1e-9) + 1.0) * period
+    return True
+
+
+@njit(**_JIT)
 def _decide_fused(st, cfg):
     """One decision of a built-in priority policy, entirely in the kernel.
 
     The queue stays sorted by key between decisions (only newcomers are keyed and
     inserted), so a decision costs little more than the jobs it changes.
     """
+    if cfg.period > 0.0 and not _cycle_due(st, cfg.period):
+        return 0
     if cfg.preemptive:
         return _repack(st, cfg)
     nq = _sort_queue(st, cfg)

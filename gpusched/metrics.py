@@ -184,21 +184,25 @@ def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()
     }
 
 
-def _fmt(x: Any) -> str:
-    if isinstance(x, float | np.floating):
-        return "" if np.isnan(x) else repr(float(x))
-    return str(x)
+def _fmt_column(values: list[Any]) -> list[Any]:
+    """A column's values for the CSV writer: floats as ``repr`` (NaN empty), others as they are."""
+    if not any(isinstance(x, float) for x in values):
+        return values
+    return [("" if x != x else repr(float(x))) if isinstance(x, float) else x for x in values]
 
 
 def write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
-    """Write equal-length columns to ``path`` as CSV (floats exact, NaN as empty)."""
+    """Write equal-length columns to ``path`` as CSV (floats exact, NaN as empty).
+
+    Formats column by column, so that the million-row job tables of full traces write in
+    seconds.
+    """
     names = list(columns)
-    cols = [columns[k].tolist() for k in names]
+    cols = [_fmt_column(columns[k].tolist()) for k in names]
     with path.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(names)
-        for row in zip(*cols, strict=True):
-            w.writerow([_fmt(x) if isinstance(x, float) else x for x in row])
+        w.writerows(zip(*cols, strict=True))
 
 
 def write_results(res: RunResult, out: str | Path, trace_path: str | None = None) -> dict[str, Any]:

@@ -117,12 +117,17 @@ class Fused:
         As in :class:`Decision`.
     thresholds
         ``KEY_LAS`` level thresholds on attained service, GPU-s, ascending.
+    period
+        Re-pack only at multiples of this many seconds (the first decision point at or
+        after each), as ``srtf-periodic`` does; between them a decision changes nothing
+        and the kernel wakes itself for the next multiple. 0: at every decision point.
     """
 
     key: int
     preemptive: bool = False
     blocking: bool = False
     thresholds: tuple[float, ...] = ()
+    period: float = 0.0
 
 
 @runtime_checkable

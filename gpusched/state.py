@@ -268,6 +268,9 @@ class KernelConfig(NamedTuple):
         KEY_LAS queue thresholds on attained service, GPU-s, ascending.
     phases
         Some job has a load or save time: the timeline counts loading and saving GPUs.
+    period
+        Fused decisions re-pack only at multiples of this many seconds (0 = at every
+        decision point); see :attr:`gpusched.policy.Fused.period`.
     """
 
     slot_s: float
@@ -278,3 +281,4 @@ class KernelConfig(NamedTuple):
     allow_spread: bool
     thresholds: np.ndarray
     phases: bool = False
+    period: float = 0.0

@@ -1021,6 +1021,13 @@ def _fmt_floats(arr: np.ndarray) -> list[str]:
             return str(int(x))
         return repr(x)
 
+    # a long column of few distinct values (e.g. per-model load times, as its first 1,024
+    # suggest): format each distinct value once
+    head = arr[:1024]
+    if len(arr) > len(head) and 4 * len(np.unique(head)) <= len(head):
+        values, inverse = np.unique(arr, return_inverse=True)
+        texts = np.array([one(x) for x in values.tolist()], dtype=object)
+        return texts[inverse.ravel()].tolist()  # type: ignore[no-any-return]
     return [one(x) for x in arr.tolist()]
 
 

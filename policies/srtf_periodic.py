@@ -11,6 +11,10 @@ changes nothing (an arrival waits, GPUs freed by a completion stay idle). It doe
 reproduce those systems' allocation (Pollux's goodput-driven elastic resizing, Muri's
 multi-resource interleaving, Optimus' performance model).
 
+The kernel runs the same rule itself (``fused``: srtf's re-pack, due only at multiples of
+``interval``), so a whole replay stays in Numba; the property tests check that both paths
+give the same schedule and timeline.
+
 Where the paper is silent: cycles fall on multiples of ``interval`` counted from time 0
 (the trace's clock); a cycle whose time is not a slot boundary runs at the first decision
 point after it; ties in remaining time go to the earlier submission, as in ``srtf``.
@@ -22,7 +26,7 @@ import math
 
 import numpy as np
 
-from gpusched.policy import Decision
+from gpusched.policy import KEY_SRTF, Decision, Fused
 from gpusched.state import SAVING
 
 
@@ -44,6 +48,10 @@ class SRTFPeriodicPolicy:
             )
         self.interval = float(interval)
         self._next: float | None = None  # time of the next cycle, s
+
+    def fused(self) -> Fused:
+        # the same rule in the kernel: srtf's re-pack, due only at multiples of interval
+        return Fused(KEY_SRTF, preemptive=True, blocking=False, period=self.interval)
 
     def decide(self, view, now: float) -> Decision:
         k = now / self.interval

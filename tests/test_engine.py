@@ -351,3 +351,22 @@ def test_a_pending_start_whose_idle_gpu_an_order_fill_took_is_a_policy_error():
     engine = Engine(jobs, cluster, Scripted(decisions), load_s=np.zeros(3), save_s=np.full(3, 4.0))
     with pytest.raises(PolicyError, match=r"t=24 s: job 'j1'.*found one taken by job 'j2'"):
         engine.run()
+
+
+def test_write_csv_text_per_value(tmp_path):
+    # floats exactly (repr), NaN empty, ints and text as they are, column by column
+    from gpusched.metrics import write_csv
+
+    cols = {
+        "job_id": np.array(["a", "b,c", "d"], dtype=object),
+        "n": np.array([1, 2, 3]),
+        "x": np.array([0.1 + 0.2, np.nan, 3.0]),
+        "y": np.array([np.inf, 1e-20, -0.5]),
+    }
+    write_csv(tmp_path / "t.csv", cols)
+    assert (tmp_path / "t.csv").read_text().splitlines() == [
+        "job_id,n,x,y",
+        "a,1,0.30000000000000004,inf",
+        '"b,c",2,,1e-20',
+        "d,3,3.0,-0.5",
+    ]

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
 
+from gpusched.cluster import ClusterSpec
+from gpusched.engine import Engine
 from gpusched.errors import ParamError
-from tests.helpers import run
+from gpusched.jobs import prepare_jobs
+from gpusched.policy import parse_params
+from gpusched.registry import load_policy_class, make_policy
+from tests.helpers import make_trace, run
+from tests.test_properties import phases, workloads
 
 
 def test_waits_for_the_next_cycle():
@@ -37,3 +44,28 @@ def test_a_cycle_between_slot_boundaries_runs_at_the_next_one():
 def test_interval_must_be_positive(bad):
     with pytest.raises(ParamError, match="interval"):
         run([(0, 1, 1)], "srtf-periodic", 1, 1, params=[f"interval={bad}"])
+
+
+@pytest.mark.parametrize("interval", [0.7, 5.0, 60.0])
+@settings(max_examples=30, deadline=None)
+@given(w=workloads(), ph=phases())
+def test_fused_kernel_equals_python_decide(interval, w, ph):
+    """The kernel's periodic re-pack and decide() give the same schedule and timeline."""
+    servers, gpus, rows, slot = w
+    out = []
+    for mode in ("fused", "python"):
+        cluster = ClusterSpec.homogeneous(servers, gpus)
+        jobs = prepare_jobs(make_trace(rows), cluster)
+        cls = load_policy_class("srtf-periodic")
+        pol = make_policy(cls, parse_params(cls, [f"interval={interval}"]), 0)
+        n = len(rows)
+        engine = Engine(
+            jobs, cluster, pol, slot_s=slot, mode=mode, load_s=ph[0][:n], save_s=ph[1][:n]
+        )
+        assert engine.mode == mode
+        out.append(engine.run())
+    a, b = out
+    for field in ("job_finish", "job_first_start", "job_n_preempt", "job_futile_s"):
+        assert getattr(a.state, field).tobytes() == getattr(b.state, field).tobytes(), field
+    for column in ("time_s", "busy_gpus", "queued", "loading_gpus", "saving_gpus"):
+        assert a.timeline[column].tobytes() == b.timeline[column].tobytes(), column

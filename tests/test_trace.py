@@ -77,6 +77,29 @@ def test_write_gz_deterministic(tmp_path: Path) -> None:
     assert read_trace(tmp_path / "a.csv.gz") == t
 
 
+def test_write_long_column_of_few_values(tmp_path: Path) -> None:
+    # a column of few distinct values is formatted value by value once (e.g. per-model
+    # load times of a million jobs); the text must be the one each value gets on its own
+    n = 3000
+    cycle = np.array([3.913, np.nan, 0.1 + 0.2, 7.0, 1e-3])
+    load = cycle[np.arange(n) % len(cycle)]
+    t = Trace(
+        job_id=[f"j{i}" for i in range(n)],
+        submit_time=np.arange(n) / 4,
+        num_gpus=np.ones(n, dtype=int),
+        duration=np.full(n, 10.0),
+        iterations=np.full(n, np.nan),
+        model=[""] * n,
+        load_s=load,
+    )
+    p = tmp_path / "t.csv"
+    write_trace(t, p)
+    rows = [line.split(",") for line in p.read_text().splitlines()[1:]]
+    texts = ["3.913", "", "0.30000000000000004", "7", "0.001"]
+    assert [r[4] for r in rows] == [texts[i % len(texts)] for i in range(n)]
+    assert read_trace(p) == t
+
+
 @pytest.mark.parametrize(
     ("text", "line", "col"),
     [

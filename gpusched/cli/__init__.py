@@ -46,7 +46,9 @@ def workload_cmd(
     load: Annotated[
         float | None,
         typer.Option(
-            "--load", help="a-srpt: rescale arrivals to this offered load on the --cluster"
+            "--load",
+            help="a-srpt, lazer-earth|saturn|uranus (full size): rescale arrivals to this"
+            " offered load on the --cluster",
         ),
     ] = None,
     cluster: Annotated[
@@ -55,14 +57,19 @@ def workload_cmd(
             "--cluster",
             "-c",
             help="a-srpt: the cluster (bundled name or TOML path) whose GPUs --load refers to;"
-            " default a-srpt-250x8 (2,000 GPUs)",
+            " default a-srpt-250x8 (2,000 GPUs). lazer-*: the cluster whose largest job caps"
+            " GPU counts; default lazer-sim-512, or lazer-testbed with --jobs below the full size",
         ),
     ] = None,
     source: Annotated[
-        Path | None, typer.Option("--source", help="a-srpt: a Philly trace to sample from")
+        Path | None,
+        typer.Option("--source", help="a-srpt, lazer-philly: a Philly trace to sample from"),
     ] = None,
 ) -> None:
-    """Build a paper's evaluation workload reproducibly (presets: synth-default, a-srpt)."""
+    """Build a paper's evaluation workload reproducibly.
+
+    Presets: synth-default, a-srpt, lazer-earth, lazer-saturn, lazer-uranus, lazer-philly.
+    """
     from gpusched.trace import write_trace
     from gpusched.workloads import build_workload
 

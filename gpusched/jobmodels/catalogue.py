@@ -11,6 +11,13 @@ Stage profiles are derived from per-sample block numbers (see the TOML header):
 forward seconds = MACs x FLOPs/MAC x batch / (peak FLOP/s x efficiency), backward = a
 fixed multiple of forward, activation bytes = elements x batch x bytes per element,
 parameter bytes = parameters x bytes per gradient.
+
+Checkpoints (the ``[storage]`` table and each model's ``checkpoint`` table) give load and
+pause-and-save times (:meth:`Catalogue.overheads`), used for the Lazer paper (Go et al.,
+DAC'26): a training checkpoint holds ``params x value_bytes x (1 + optimizer_states)``
+bytes, and a load (save) takes a fixed cost plus those bytes over the storage link. A
+model may have a checkpoint only (no blocks, no configurations): it then has load and save
+times but no iteration time.
 """
 
 from __future__ import annotations
@@ -29,10 +36,12 @@ from gpusched.jobmodels.pipeline import PipelineSpec, spec_from_stages
 
 __all__ = [
     "Catalogue",
+    "Checkpoint",
     "ModelProfile",
     "ParallelConfig",
     "Reference",
     "StageProfile",
+    "Storage",
     "default_catalogue_path",
     "load_catalogue",
 ]
@@ -182,6 +191,55 @@ class ModelProfile:
     fits_one_gpu: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Storage:
+    """Where checkpoints are read and written (a catalogue's ``[storage]`` table).
+
+    Attributes
+    ----------
+    link_gbit_s
+        Bandwidth between the GPU servers and the checkpoint storage, Gbit/s.
+    value_bytes
+        Bytes per stored value (weights and optimizer state), bytes.
+    load_fixed_s, save_fixed_s
+        Fixed part of one load (process start, CUDA context, GPU memory allocation) and of
+        one pause-and-save, s.
+    """
+
+    link_gbit_s: float
+    value_bytes: float
+    load_fixed_s: float
+    save_fixed_s: float
+
+    def transfer_s(self, n_bytes: float) -> float:
+        """Seconds to move ``n_bytes`` bytes over the link."""
+        return n_bytes / (self.link_gbit_s * 1e9 / 8)
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A model's training checkpoint and the load and save times it implies.
+
+    Attributes
+    ----------
+    params
+        Parameters, count.
+    optimizer_states
+        Optimizer values kept per parameter (Adam: 2, SGD with momentum: 1).
+    n_bytes
+        ``params x value_bytes x (1 + optimizer_states)``, bytes.
+    load_s, save_s
+        ``load_fixed_s`` (``save_fixed_s``) plus ``n_bytes`` over the storage link, s,
+        rounded to 1 ms.
+    """
+
+    params: int
+    optimizer_states: int
+    n_bytes: float
+    load_s: float
+    save_s: float
+
+
 def _merge(blocks: tuple[StageProfile, ...]) -> StageProfile:
     name = blocks[0].name if len(blocks) == 1 else f"{blocks[0].name}..{blocks[-1].name}"
     return StageProfile(
@@ -243,13 +301,27 @@ class Catalogue:
     reference
         Reference hardware and default cluster.
     models
-        Model name -> :class:`ModelProfile`.
+        Model name -> :class:`ModelProfile` (the models with blocks and configurations).
+    storage
+        The ``[storage]`` table, or None when the catalogue has no checkpoints.
+    checkpoints
+        Model name -> :class:`Checkpoint`, for every model with a ``checkpoint`` table
+        (some of them have no :class:`ModelProfile`).
     """
 
-    def __init__(self, path: Path, reference: Reference, models: dict[str, ModelProfile]):
+    def __init__(
+        self,
+        path: Path,
+        reference: Reference,
+        models: dict[str, ModelProfile],
+        storage: Storage | None = None,
+        checkpoints: dict[str, Checkpoint] | None = None,
+    ):
         self.path = path
         self.reference = reference
         self.models = models
+        self.storage = storage
+        self.checkpoints = checkpoints or {}
         self._cache: dict[tuple[str, int, int, float, float], tuple[ParallelConfig, float]] = {}
 
     def model(self, name: str) -> ModelProfile:
@@ -263,13 +335,36 @@ class Catalogue:
         Raises
         ------
         CatalogueError
-            Naming the file and the unknown model, with the known names.
+            Naming the file and the unknown model, with the known names; or, for a model
+            with only a checkpoint, saying that it has no iteration time.
         """
         try:
             return self.models[name]
         except KeyError:
+            if name in self.checkpoints:
+                raise CatalogueError(
+                    f"{self.path}: model {name!r} has load and save times only (no blocks or "
+                    "configurations), so it has no iteration time: give its jobs a 'duration'"
+                ) from None
             known = ", ".join(sorted(self.models))
             raise CatalogueError(f"{self.path}: unknown model {name!r} (known: {known})") from None
+
+    def overheads(self, model: str) -> tuple[float, float] | None:
+        """Load and pause-and-save times of ``model``'s checkpoint, s, or None.
+
+        Parameters
+        ----------
+        model
+            Model name (case-sensitive).
+
+        Returns
+        -------
+        tuple of float or None
+            ``(load_s, save_s)`` (see :class:`Checkpoint`), or None when the model has no
+            ``checkpoint`` table (or is not in the catalogue).
+        """
+        ckpt = self.checkpoints.get(model)
+        return None if ckpt is None else (ckpt.load_s, ckpt.save_s)
 
     def _cluster(
         self, gpus_per_server: int | None, nic_gbps: float | None, intra_gbyte_s: float | None
@@ -484,6 +579,60 @@ def _load_reference(ctx: _Ctx, doc: Mapping[str, Any]) -> Reference:
     )
 
 
+_TOP_KEYS = ("schema", "reference", "efficiency", "storage", "models")
+_STORAGE_KEYS = ("link_gbit_s", "value_bytes", "load_fixed_s", "save_fixed_s")
+_CHECKPOINT_KEYS = ("params", "optimizer_states")
+# keys that make a model table a profiled (pipeline) model rather than a checkpoint only
+_PROFILE_KEYS = ("family", "paper_params", "batch_size", "blocks", "configs")
+
+
+def _unknown_keys(ctx: _Ctx, table: Mapping[str, Any], known: tuple[str, ...]) -> None:
+    extra = [k for k in table if k not in known]
+    if extra:
+        raise ctx.fail(extra[0], f"unknown field (expected {', '.join(known)})")
+
+
+def _load_storage(ctx: _Ctx, doc: Mapping[str, Any]) -> Storage | None:
+    raw = doc.get("storage")
+    if raw is None:
+        return None
+    ctx.where = "[storage] "
+    if not isinstance(raw, dict):
+        raise ctx.fail("storage", "expected a table")
+    _unknown_keys(ctx, raw, _STORAGE_KEYS)
+    return Storage(
+        link_gbit_s=float(_num(ctx, raw, "link_gbit_s", pos=True)),
+        value_bytes=float(_num(ctx, raw, "value_bytes", pos=True)),
+        load_fixed_s=float(_num(ctx, raw, "load_fixed_s")),
+        save_fixed_s=float(_num(ctx, raw, "save_fixed_s")),
+    )
+
+
+def _load_checkpoint(
+    ctx: _Ctx, name: str, raw: Any, storage: Storage | None, profile: ModelProfile | None
+) -> Checkpoint:
+    ctx.where = f"model {name!r}: checkpoint: "
+    if not isinstance(raw, dict):
+        raise ctx.fail("checkpoint", "expected a table")
+    if storage is None:
+        raise ctx.fail("checkpoint", "a checkpoint needs the catalogue's [storage] table")
+    _unknown_keys(ctx, raw, _CHECKPOINT_KEYS)
+    if "params" in raw or profile is None:
+        params = int(_num(ctx, raw, "params", integer=True, pos=True))
+    else:
+        params = profile.params  # a profiled model: the sum over its blocks
+    states = int(_num(ctx, raw, "optimizer_states", integer=True))
+    n_bytes = params * storage.value_bytes * (1 + states)
+    move = storage.transfer_s(n_bytes)
+    return Checkpoint(
+        params=params,
+        optimizer_states=states,
+        n_bytes=n_bytes,
+        load_s=round(storage.load_fixed_s + move, 3),
+        save_s=round(storage.save_fixed_s + move, 3),
+    )
+
+
 def _load_model(ctx: _Ctx, name: str, tbl: Any, ref: Reference) -> ModelProfile:
     ctx.where = f"model {name!r}: "
     if not isinstance(tbl, dict):
@@ -604,13 +753,15 @@ def load_catalogue(path: str | Path | None = None) -> Catalogue:
     Returns
     -------
     Catalogue
-        Models with their block and stage profiles and configurations.
+        Models with their block and stage profiles and configurations, and the
+        checkpoints with their load and save times.
 
     Raises
     ------
     CatalogueError
-        If the file is missing, is not TOML, or a field is malformed; the message names the
-        file, the model and the field.
+        If the file is missing, is not TOML, or a field is malformed (or unknown, in the
+        ``[storage]`` and ``checkpoint`` tables); the message names the file, the model and
+        the field.
     """
     p = Path(path) if path is not None else _DEFAULT
     try:
@@ -620,25 +771,89 @@ def load_catalogue(path: str | Path | None = None) -> Catalogue:
     except tomllib.TOMLDecodeError as exc:
         raise CatalogueError(f"{p}: not valid TOML: {exc}") from None
     ctx = _Ctx(p)
+    unknown = [k for k in doc if k not in _TOP_KEYS]
+    if unknown:
+        raise CatalogueError(
+            f"{p}: unknown top-level key {unknown[0]!r} (expected {', '.join(_TOP_KEYS)})"
+        )
     ref = _load_reference(ctx, doc)
+    storage = _load_storage(ctx, doc)
     raw = doc.get("models")
     if not isinstance(raw, dict) or not raw:
         raise CatalogueError(f"{p}: no [models.<name>] tables")
-    models = {name: _load_model(ctx, name, tbl, ref) for name, tbl in raw.items()}
-    return Catalogue(p, ref, models)
+    models: dict[str, ModelProfile] = {}
+    checkpoints: dict[str, Checkpoint] = {}
+    for name, tbl in raw.items():
+        if not isinstance(tbl, dict) or "checkpoint" not in tbl:
+            models[name] = _load_model(ctx, name, tbl, ref)
+            continue
+        if any(k in tbl for k in _PROFILE_KEYS):
+            models[name] = _load_model(ctx, name, tbl, ref)
+        else:  # a checkpoint only: load and save times, no iteration time
+            ctx.where = f"model {name!r}: "
+            _unknown_keys(ctx, tbl, ("checkpoint",))
+        checkpoints[name] = _load_checkpoint(
+            ctx, name, tbl["checkpoint"], storage, models.get(name)
+        )
+    return Catalogue(p, ref, models, storage, checkpoints)
 
 
 # --------------------------------------------------------------------------- job model
 
 
 class CatalogueJobModel:
-    """The catalogue as a job model (:mod:`gpusched.jobmodel`): durations from iterations.
+    """The catalogue as a job model (:mod:`gpusched.jobmodel`): durations and overheads.
 
     A trace row that gives ``iterations`` and ``model`` instead of ``duration`` runs
     ``iterations x`` the model's ideal iteration time on its GPU count
     (:meth:`Catalogue.ideal_iteration_s`); every derived duration is checked against the
-    trace bounds, and errors name the line of the trace file.
+    trace bounds, and errors name the line of the trace file. A job whose ``model`` has a
+    checkpoint in the catalogue loads and saves for that checkpoint's times
+    (:meth:`overheads`).
     """
+
+    def overheads(self, jobs: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per-job (load_s, save_s), s: the catalogue's checkpoint times for each job's model.
+
+        NaN where the model has no checkpoint (then the run's ``--load-s``/``--save-s``
+        apply) and on rows of annotated pipeline jobs, i.e. rows with a non-empty
+        ``config`` field (the A-SRPT family, :mod:`gpusched.jobmodels.pipeline_jobs`): the
+        A-SRPT paper has no load or save phases, so its results must not move when its
+        models (VGG19) gain a checkpoint. Vectorised over the distinct model names.
+
+        Parameters
+        ----------
+        jobs
+            The job table (:class:`gpusched.jobs.JobTable`): its ``model`` and ``extra``.
+
+        Returns
+        -------
+        tuple of numpy.ndarray or None
+            ``(load_s, save_s)``, float64 of one value per job, or None when no job's
+            model has a checkpoint.
+        """
+        n = len(jobs)
+        model = np.asarray(getattr(jobs, "model", ()), dtype=object)
+        if n == 0 or model.shape != (n,):
+            return None
+        cat = load_catalogue()
+        if not cat.checkpoints:
+            return None
+        values = model.tolist()
+        names = sorted(set(values))
+        table = np.full((len(names) + 1, 2), np.nan)  # one row per name, then "no value"
+        for k, name in enumerate(names):
+            got = cat.overheads(str(name))
+            if got is not None:
+                table[k] = got
+        if np.isnan(table).all():
+            return None
+        row = {name: k for k, name in enumerate(names)}
+        codes = np.fromiter(map(row.__getitem__, values), dtype=np.int64, count=n)
+        config = getattr(jobs, "extra", {}).get("config")
+        if config is not None:  # pipeline rows take the "no value" row of the table
+            codes = np.where(np.asarray(config, dtype=object) != "", len(names), codes)
+        return table[codes, 0], table[codes, 1]
 
     def durations(
         self, trace: Any, work: np.ndarray, need: np.ndarray

@@ -8,6 +8,7 @@ says what it reproduces and from which source. Paper issues add their presets.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from gpusched.errors import GpuschedError
@@ -38,9 +39,94 @@ def _a_srpt(
     return a_srpt_workload(seed, jobs, **options)
 
 
+def _gang_cap(cluster: str | None) -> int | None:
+    """The most GPUs one job can get on ``cluster`` (a bundled name or TOML path), or None."""
+    if cluster is None:
+        return None
+    from gpusched.cluster import load_cluster
+
+    spec = load_cluster(cluster)
+    return spec.n_gpus if spec.allow_spread else int(spec.server_gpus().max())
+
+
+def _lazer_options(cluster: str | None, load: float | None) -> dict[str, Any]:
+    """GPU cap from ``cluster``; ``load`` refers to its GPUs (default lazer-sim-512's 512)."""
+    options: dict[str, Any] = {"max_gpus": _gang_cap(cluster), "load": load}
+    if load is not None and cluster is not None:
+        from gpusched.cluster import load_cluster
+
+        options["n_gpus_cluster"] = load_cluster(cluster).n_gpus
+    return options
+
+
+def _lazer_earth(
+    seed: int, jobs: int | None = None, cluster: str | None = None, load: float | None = None
+) -> Trace:
+    """Lazer paper (Sec. 5.1, Table 1): Helios Earth-like jobs with the seven models.
+
+    427,148 jobs (HeliosArtifact summary), Poisson arrivals every 39 s on average, truncated
+    log-normal durations (median 234 s, mean 59.5 min), GPU counts 1..512 (median 1, mean
+    2.10), each job one of the seven models with its catalogue load/save times
+    (:mod:`gpusched.workloads.lazer`). ``jobs`` below the full count samples jobs keeping the
+    inter-arrival distribution, as the paper's 100-job testbed runs. GPU counts are capped at
+    ``cluster``'s largest gang, default lazer-sim-512 (full) or lazer-testbed (sample).
+    ``load`` (full size only) rescales arrivals to that offered load on ``cluster``.
+    """
+    from gpusched.workloads.lazer import lazer_helios_workload
+
+    return lazer_helios_workload("earth", seed, jobs, **_lazer_options(cluster, load))
+
+
+def _lazer_saturn(
+    seed: int, jobs: int | None = None, cluster: str | None = None, load: float | None = None
+) -> Trace:
+    """Lazer paper (Sec. 5.1, Table 1): Helios Saturn-like jobs with the seven models.
+
+    698,896 jobs, mean inter-arrival 80 s, durations median 124 s and mean 72.2 min, GPUs
+    median 1 and mean 4.01; otherwise as lazer-earth.
+    """
+    from gpusched.workloads.lazer import lazer_helios_workload
+
+    return lazer_helios_workload("saturn", seed, jobs, **_lazer_options(cluster, load))
+
+
+def _lazer_uranus(
+    seed: int, jobs: int | None = None, cluster: str | None = None, load: float | None = None
+) -> Trace:
+    """Lazer paper (Sec. 5.1, Table 1): Helios Uranus-like jobs with the seven models.
+
+    329,117 jobs, mean inter-arrival 243 s, durations median 280 s and mean 128.1 min, GPUs
+    median 1 and mean 4.04; otherwise as lazer-earth.
+    """
+    from gpusched.workloads.lazer import lazer_helios_workload
+
+    return lazer_helios_workload("uranus", seed, jobs, **_lazer_options(cluster, load))
+
+
+def _lazer_philly(
+    seed: int,
+    jobs: int | None = None,
+    cluster: str | None = None,
+    path: str | Path | None = None,
+) -> Trace:
+    """Lazer-style annotation of real Philly jobs (Jeon et al., ATC'19).
+
+    The bundled philly-2000 (or ``path``, a canonical trace) with its own arrivals,
+    durations and GPU counts, each job one of the Lazer paper's seven models with its
+    catalogue load/save times; ``jobs`` and ``cluster`` as for lazer-earth.
+    """
+    from gpusched.workloads.lazer import lazer_philly_workload
+
+    return lazer_philly_workload(seed, jobs, path=path, max_gpus=_gang_cap(cluster))
+
+
 WORKLOADS: dict[str, Callable[..., Trace]] = {
     "synth-default": _synth_default,
     "a-srpt": _a_srpt,
+    "lazer-earth": _lazer_earth,
+    "lazer-saturn": _lazer_saturn,
+    "lazer-uranus": _lazer_uranus,
+    "lazer-philly": _lazer_philly,
 }
 
 

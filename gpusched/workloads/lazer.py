@@ -1,0 +1,610 @@
+"""The Lazer paper's evaluation workloads: Helios-like Earth, Saturn and Uranus, and real Philly.
+
+Y. Go, C. Shin, M. Kang, J. Hwang, C. Yoo and G. Yang, "Making Sense of Job Preemption for
+Distributed Deep Learning Acceleration", DAC'26 (DOI 10.1145/3770743.3804432):
+
+* Sec. 3.1: "we follow prior studies and randomly assign one of seven representative
+  models -- ConvNeXt, EfficientNet, VGG19, ViT, Swin Transformer, Conformer, and TNT -- to
+  each DT job in the trace" (:data:`MODELS`; their load and save times come from the model
+  catalogue's checkpoints, :meth:`gpusched.jobmodels.catalogue.Catalogue.overheads`).
+* Sec. 5.1 and Table 1: the Helios traces Earth, Saturn and Uranus (427K / 698K / 329K
+  jobs, mean training time 59.5 / 72.2 / 128.1 min, mean inter-arrival time 39 / 80 /
+  243 s), all jobs replayed in simulation; on the testbed, "we sample 100 jobs ... we
+  compute each job's Delta A and sample jobs that preserve the original Delta A
+  distribution" (:func:`sample_keeping_interarrivals`).
+
+Deviation, by necessity: the per-job Helios logs are not bundled (and the project must run
+without them), so :func:`helios_jobs` draws jobs whose count, means and medians are those
+of ``gpusched/data/helios.toml`` (the HeliosArtifact summary and the paper's Table 1):
+
+1. **Arrivals**: Poisson, exponential inter-arrival gaps with Table 1's mean, submit times
+   rounded to whole seconds (the Helios logs' resolution). Real Helios arrivals are burstier
+   (diurnal cycles, bursts of hundreds of submissions in ten minutes); the paper gives
+   only the mean, so the generator takes the memoryless process with that mean.
+2. **Durations**: a log-normal truncated to [1 s, the logs' 181 days] whose median is the
+   summary's median GPU-job run time and whose mean is Table 1's mean training time
+   (:func:`duration_params` solves for mu and sigma), rounded to whole seconds.
+3. **GPU counts**: powers of two 1..512 with :math:`P(2^k) \\propto r^k` (geometric in
+   :math:`\\log_2` of the size), ``r`` solved so the mean is the summary's mean GPUs per job
+   (:func:`gpu_mix`); the median is then 1, as in the summary. The summary gives only the
+   mean and median, so the shape between them is this one-parameter assumption. Durations
+   and GPU counts are independent.
+
+Each draw is stratified (Latin hypercube): job ``i`` of ``n`` takes a uniform in its own
+slice ``[p_i / n, (p_i + 1) / n)`` of the probability range, ``p`` a random permutation, and
+the inverse CDF maps it to a value. The full-size workload thus reproduces each
+distribution up to the spread inside a slice, so its means sit on the targets instead of
+wandering by the heavy tail's sampling error (about 2 % of the mean duration for independent
+draws of these sizes).
+
+:func:`lazer_philly_workload` annotates real Philly jobs (the bundled ``philly-2000``, or
+any canonical trace) the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gpusched.errors import GpuschedError
+from gpusched.trace import Trace
+
+__all__ = [
+    "HELIOS_CLUSTERS",
+    "MAX_LOG2_GPUS",
+    "MODELS",
+    "SIM_CLUSTER",
+    "SIM_GPUS",
+    "TESTBED_CLUSTER",
+    "TESTBED_GPUS",
+    "HeliosCluster",
+    "annotate_models",
+    "duration_params",
+    "gpu_mix",
+    "helios_cluster",
+    "helios_jobs",
+    "lazer_helios_workload",
+    "lazer_philly_workload",
+    "sample_keeping_interarrivals",
+]
+
+MODELS: tuple[str, ...] = (
+    "ConvNeXt-B",
+    "EfficientNet-B0",
+    "VGG19",
+    "ViT-B/16",
+    "Swin-B",
+    "Conformer-B",
+    "TNT-B",
+)
+"""The paper's seven models (Sec. 3.1) as named in the model catalogue (Base sizes)."""
+
+HELIOS_CLUSTERS: tuple[str, ...] = ("earth", "saturn", "uranus")
+"""The Helios clusters the paper replays (Table 1)."""
+
+MAX_LOG2_GPUS = 9
+"""Largest GPU count drawn is ``2**9 = 512``, the simulated cluster's size."""
+
+SIM_CLUSTER = "lazer-sim-512"
+"""Bundled cluster of the paper's simulations; its size caps full-size workloads."""
+
+SIM_GPUS = 512
+"""GPUs of :data:`SIM_CLUSTER` ("32x more GPUs" than the testbed, Sec. 1)."""
+
+TESTBED_CLUSTER = "lazer-testbed"
+"""Bundled cluster of the paper's testbed; its size caps ``--jobs`` samples."""
+
+TESTBED_GPUS = 16
+"""GPUs of :data:`TESTBED_CLUSTER` ("four GPU servers with 16 GPUs", Sec. 5.1)."""
+
+_DATA = Path(__file__).resolve().parent.parent / "data" / "helios.toml"
+_MIN_RUN_S = 1.0  # Helios logs time jobs in whole seconds
+
+
+@dataclass(frozen=True, slots=True)
+class HeliosCluster:
+    """One Helios cluster's numbers (``gpusched/data/helios.toml``).
+
+    Attributes
+    ----------
+    name
+        ``"earth"``, ``"saturn"`` or ``"uranus"``.
+    n_jobs
+        GPU jobs in the logs.
+    mean_gpus, median_gpus
+        Mean and median GPUs per job.
+    median_run_s, mean_training_s
+        Median run time (summary) and mean training time (Table 1) per job, s.
+    mean_interarrival_s
+        Mean inter-job arrival time (Table 1), s.
+    max_run_s
+        Longest duration drawn: the logs' span, s.
+    """
+
+    name: str
+    n_jobs: int
+    mean_gpus: float
+    median_gpus: float
+    median_run_s: float
+    mean_training_s: float
+    mean_interarrival_s: float
+    max_run_s: float
+
+
+@functools.cache
+def _helios_doc() -> dict[str, object]:
+    return tomllib.loads(_DATA.read_text(encoding="utf-8"))
+
+
+def helios_cluster(name: str) -> HeliosCluster:
+    """The numbers of Helios cluster ``name`` (``earth``, ``saturn``, ``uranus``).
+
+    Raises
+    ------
+    GpuschedError
+        For another name.
+    """
+    doc = _helios_doc()
+    clusters = doc["clusters"]
+    assert isinstance(clusters, dict)
+    if name not in clusters:
+        known = ", ".join(sorted(clusters))
+        raise GpuschedError(f"unknown Helios cluster {name!r} (known: {known})")
+    c = clusters[name]
+    days = doc["log_days"]
+    assert isinstance(days, int)
+    return HeliosCluster(
+        name=name,
+        n_jobs=int(c["gpu_jobs"]),
+        mean_gpus=float(c["mean_gpus"]),
+        median_gpus=float(c["median_gpus"]),
+        median_run_s=float(c["median_run_s"]),
+        mean_training_s=float(c["mean_training_min"]) * 60.0,
+        mean_interarrival_s=float(c["mean_interarrival_s"]),
+        max_run_s=float(days) * 86400.0,
+    )
+
+
+# ------------------------------------------------------------------------ distributions
+
+
+def gpu_mix(mean_gpus: float, max_log2: int = MAX_LOG2_GPUS) -> tuple[np.ndarray, np.ndarray]:
+    """GPU counts ``2**k`` (``k = 0..max_log2``) with :math:`P(2^k) \\propto r^k` and the given mean.
+
+    Parameters
+    ----------
+    mean_gpus
+        Target mean GPUs per job, in ``(1, 2**max_log2)``.
+    max_log2
+        Largest size is ``2**max_log2``.
+
+    Returns
+    -------
+    sizes, probs
+        ``(max_log2 + 1,)`` int64 sizes and float64 probabilities (sum 1).
+    """
+    from scipy.optimize import brentq
+
+    k = np.arange(max_log2 + 1)
+    sizes = 2**k
+    if not 1.0 < mean_gpus < float(sizes[-1]):
+        raise GpuschedError(f"mean GPUs per job must be in (1, {sizes[-1]}), got {mean_gpus}")
+
+    def excess(log_r: float) -> float:
+        w = np.exp(k * log_r - np.max(k * log_r))
+        return float(np.dot(w, sizes) / w.sum() - mean_gpus)
+
+    log_r = brentq(excess, -50.0, 50.0, xtol=1e-14)
+    w = np.exp(k * log_r - np.max(k * log_r))
+    return sizes.astype(np.int64), w / w.sum()
+
+
+def _truncated_lognormal(mu: float, sigma: float, lo: float, hi: float) -> tuple[float, float]:
+    """Median and mean of a log-normal(mu, sigma) truncated to [lo, hi]."""
+    from scipy.special import ndtr, ndtri
+
+    a, b = (math.log(lo) - mu) / sigma, (math.log(hi) - mu) / sigma
+    pa, pb = float(ndtr(a)), float(ndtr(b))
+    median = math.exp(mu + sigma * float(ndtri((pa + pb) / 2)))
+    mean = math.exp(mu + sigma**2 / 2) * float(ndtr(b - sigma) - ndtr(a - sigma)) / (pb - pa)
+    return median, mean
+
+
+def duration_params(
+    median_s: float, mean_s: float, lo_s: float, hi_s: float
+) -> tuple[float, float]:
+    """Log-normal ``(mu, sigma)`` whose truncation to ``[lo_s, hi_s]`` has this median and mean.
+
+    Parameters
+    ----------
+    median_s, mean_s
+        Target median and mean, s (``lo_s < median_s < mean_s < hi_s``).
+    lo_s, hi_s
+        Truncation bounds, s.
+
+    Returns
+    -------
+    tuple of float
+        ``mu`` (of the log, log-seconds) and ``sigma``.
+
+    Raises
+    ------
+    GpuschedError
+        If no log-normal truncated to the bounds reaches the targets.
+    """
+    from scipy.optimize import brentq
+
+    if not 0 < lo_s < median_s < mean_s < hi_s:
+        raise GpuschedError(
+            f"need 0 < lo < median < mean < hi, got {lo_s}, {median_s}, {mean_s}, {hi_s}"
+        )
+
+    log_m = math.log(median_s)
+
+    def mu_for(sigma: float) -> float:  # the mu that puts the truncated median on target
+        return float(
+            brentq(
+                lambda mu: math.log(_truncated_lognormal(mu, sigma, lo_s, hi_s)[0] / median_s),
+                log_m - 5 * sigma,
+                log_m + 5 * sigma,
+                xtol=1e-13,
+            )
+        )
+
+    def excess(sigma: float) -> float:
+        return math.log(_truncated_lognormal(mu_for(sigma), sigma, lo_s, hi_s)[1] / mean_s)
+
+    # sigma 0.05 gives a mean about the median, sigma 6 one far above any target here
+    lo_sig, hi_sig = 0.05, 6.0
+    if excess(lo_sig) > 0 or excess(hi_sig) < 0:
+        raise GpuschedError(
+            f"no log-normal on [{lo_s:g}, {hi_s:g}] s has median {median_s:g} s and mean "
+            f"{mean_s:g} s"
+        )
+    sigma = float(brentq(excess, lo_sig, hi_sig, xtol=1e-13))
+    return mu_for(sigma), sigma
+
+
+def _stratified_uniforms(rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` uniforms, one in each slice ``[i/n, (i+1)/n)``, in random order."""
+    return (rng.permutation(n) + rng.random(n)) / n
+
+
+# ------------------------------------------------------------------------ workloads
+
+
+def helios_jobs(
+    cluster: HeliosCluster, rng: np.random.Generator, n_jobs: int | None = None
+) -> Trace:
+    """Draw a Helios-like workload (module docstring, steps 1-3): no models yet.
+
+    Parameters
+    ----------
+    cluster
+        The Helios cluster's numbers.
+    rng
+        Random generator; drawn from in this order: inter-arrival gaps, durations, GPU
+        counts (each a permutation, then uniforms).
+    n_jobs
+        Jobs to draw; default the cluster's full count.
+
+    Returns
+    -------
+    Trace
+        Jobs ``<cluster>-<number>`` in arrival order, the first at 0 s, with whole-second
+        ``submit_time`` and ``duration`` and ``num_gpus`` in 1..512.
+    """
+    from scipy.special import ndtr, ndtri
+
+    n = cluster.n_jobs if n_jobs is None else int(n_jobs)
+    if n < 1:
+        raise GpuschedError(f"need at least 1 job, got {n}")
+    # 1. Poisson arrivals: exponential gaps with Table 1's mean, stratified
+    gaps = -cluster.mean_interarrival_s * np.log1p(-_stratified_uniforms(rng, n - 1))
+    submit = np.rint(np.concatenate([[0.0], np.cumsum(gaps)]))
+    # 2. truncated log-normal durations, stratified inverse CDF
+    lo, hi = _MIN_RUN_S, cluster.max_run_s
+    mu, sigma = duration_params(cluster.median_run_s, cluster.mean_training_s, lo, hi)
+    pa, pb = ndtr((math.log(lo) - mu) / sigma), ndtr((math.log(hi) - mu) / sigma)
+    z = ndtri(pa + _stratified_uniforms(rng, n) * (pb - pa))
+    duration = np.clip(np.rint(np.exp(mu + sigma * z)), lo, hi)
+    # 3. GPU counts: powers of two, geometric in log2, stratified
+    sizes, probs = gpu_mix(cluster.mean_gpus)
+    cum = np.cumsum(probs)
+    cum[-1] = 1.0
+    gpus = sizes[np.searchsorted(cum, _stratified_uniforms(rng, n), side="right")]
+    width = len(str(n))
+    ids = np.array([f"{cluster.name}-{i:0{width}d}" for i in range(1, n + 1)], dtype=object)
+    return Trace(
+        job_id=ids,
+        submit_time=submit,
+        num_gpus=gpus,
+        duration=duration,
+        iterations=np.full(n, np.nan),
+        model=np.full(n, "", dtype=object),
+        source=f"Helios {cluster.name.capitalize()}-like jobs ({n} drawn)",
+    )
+
+
+def sample_keeping_interarrivals(
+    submit: np.ndarray, n: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pick ``n`` jobs whose inter-arrival gaps keep the workload's gap distribution.
+
+    Each job after the first has a gap :math:`\\Delta A` (its submit time minus the
+    previous job's). The jobs are ranked by gap and split into ``n`` strata of equal size
+    (gap quantiles); one job is picked uniformly from each stratum. The picks keep their
+    original order, and each arrives its own gap after the previous pick (the first its gap
+    after 0 s). The sample's gaps are then one per ``1/n`` quantile slice of the original
+    gaps: its empirical distribution is within ``1/n`` of the original at every point
+    (Kolmogorov-Smirnov distance <= 1/n; <= 2/n for the ``n - 1`` gaps between picks),
+    whereas ``n`` consecutive jobs would carry the local burstiness of one stretch of the
+    trace, and ``n`` jobs picked at random a KS distance around ``0.9 / sqrt(n)``.
+
+    Parameters
+    ----------
+    submit
+        Submit times of the workload, s, sorted ascending (length ``N > n``).
+    n
+        Jobs to pick (``1 <= n < N``).
+    rng
+        Random generator (``n`` uniforms).
+
+    Returns
+    -------
+    index, new_submit
+        Positions of the picked jobs in ``submit`` (ascending) and their new submit times, s.
+    """
+    big_n = len(submit)
+    if not 1 <= n < big_n:
+        raise GpuschedError(f"can sample 1 to {big_n - 1} of {big_n} jobs, got {n}")
+    gaps = np.diff(submit)  # gap of job j (j >= 1) is gaps[j - 1]
+    order = np.argsort(gaps, kind="stable")  # candidates ranked by gap
+    edges = (np.arange(n + 1, dtype=np.int64) * (big_n - 1)) // n
+    pick = edges[:-1] + (rng.random(n) * (edges[1:] - edges[:-1])).astype(np.int64)
+    index = np.sort(order[pick] + 1)
+    return index, np.cumsum(gaps[index - 1])
+
+
+def annotate_models(trace: Trace, rng: np.random.Generator) -> Trace:
+    """Assign each job one of :data:`MODELS` uniformly at random, with its load and save times.
+
+    ``load_s`` and ``save_s`` are the catalogue's checkpoint times of the model
+    (:meth:`gpusched.jobmodels.catalogue.Catalogue.overheads`).
+
+    Parameters
+    ----------
+    trace
+        Jobs (any ``model`` they have is replaced).
+    rng
+        Random generator (one integer per job).
+    """
+    from gpusched.jobmodels.catalogue import load_catalogue
+
+    cat = load_catalogue()
+    times = []
+    for name in MODELS:
+        got = cat.overheads(name)
+        if got is None:  # the shipped catalogue has all seven
+            raise GpuschedError(f"{cat.path}: model {name!r} has no checkpoint table")
+        times.append(got)
+    table = np.array(times)
+    pick = rng.integers(0, len(MODELS), size=len(trace))
+    return Trace(
+        job_id=trace.job_id,
+        submit_time=trace.submit_time,
+        num_gpus=trace.num_gpus,
+        duration=trace.duration,
+        iterations=trace.iterations,
+        model=np.array(MODELS, dtype=object)[pick],
+        extra=trace.extra,
+        source=trace.source,
+        load_s=table[pick, 0],
+        save_s=table[pick, 1],
+    )
+
+
+def _check_jobs(jobs: int | None, n_full: int, what: str) -> None:
+    if jobs is not None and not 1 <= jobs <= n_full:
+        raise GpuschedError(f"{what} has {n_full:,} jobs: --jobs must be 1 to {n_full}, got {jobs}")
+
+
+def _finish(
+    full: Trace,
+    seed: int,
+    jobs: int | None,
+    max_gpus: int | None,
+    what: str,
+    rng: np.random.Generator,
+) -> Trace:
+    """Sample ``jobs`` of ``full`` keeping its gaps, cap GPU counts, describe the result."""
+    n_full = len(full)
+    _check_jobs(jobs, n_full, what)
+    sampled = jobs is not None and jobs < n_full
+    if sampled:
+        assert jobs is not None
+        index, submit = sample_keeping_interarrivals(full.submit_time, jobs, rng)
+        out = full.take(index)
+        out = Trace(
+            job_id=out.job_id,
+            submit_time=submit,
+            num_gpus=out.num_gpus,
+            duration=out.duration,
+            iterations=out.iterations,
+            model=out.model,
+            extra=out.extra,
+            load_s=out.load_s,
+            save_s=out.save_s,
+        )
+        how = f"{jobs} of {n_full} jobs sampled keeping the inter-arrival distribution"
+    else:
+        out, how = full, f"all {n_full} jobs"
+    cap = max_gpus if max_gpus is not None else (TESTBED_GPUS if sampled else SIM_GPUS)
+    if cap < 1:
+        raise GpuschedError(f"the GPU cap must be >= 1, got {cap}")
+    n_capped = int((out.num_gpus > cap).sum())
+    gpus = np.minimum(out.num_gpus, cap)
+    return Trace(
+        job_id=out.job_id,
+        submit_time=out.submit_time,
+        num_gpus=gpus,
+        duration=out.duration,
+        iterations=out.iterations,
+        model=out.model,
+        extra=out.extra,
+        source=(
+            f"{what} (seed={seed}): {how}; {n_capped} GPU count(s) capped at {cap}; "
+            "models and load/save times from the catalogue"
+        ),
+        load_s=out.load_s,
+        save_s=out.save_s,
+    )
+
+
+def at_load(trace: Trace, load: float, n_gpus_cluster: int, cap: int) -> Trace:
+    """``trace`` with its submit times scaled so that its offered load on ``n_gpus_cluster``
+    GPUs (GPU counts capped at ``cap``, as the workload will be) is ``load``.
+
+    Inter-arrival gaps keep their shape and order; only their scale changes (whole seconds).
+    """
+    from gpusched.workloads.synth import offered_load
+
+    if not (math.isfinite(load) and load > 0):
+        raise GpuschedError(f"--load must be a positive number, got {load}")
+    capped = Trace(
+        job_id=trace.job_id,
+        submit_time=trace.submit_time,
+        num_gpus=np.minimum(trace.num_gpus, cap),
+        duration=trace.duration,
+        iterations=trace.iterations,
+        model=trace.model,
+    )
+    now = offered_load(capped, n_gpus_cluster)
+    submit = np.rint(np.asarray(trace.submit_time, dtype=np.float64) * (now / load))
+    return Trace(
+        job_id=trace.job_id,
+        submit_time=submit,
+        num_gpus=trace.num_gpus,
+        duration=trace.duration,
+        iterations=trace.iterations,
+        model=trace.model,
+        extra=trace.extra,
+        source=trace.source,
+        load_s=trace.load_s,
+        save_s=trace.save_s,
+    )
+
+
+def lazer_helios_workload(
+    name: str,
+    seed: int,
+    jobs: int | None = None,
+    *,
+    max_gpus: int | None = None,
+    load: float | None = None,
+    n_gpus_cluster: int = SIM_GPUS,
+) -> Trace:
+    """Build ``lazer-earth``, ``lazer-saturn`` or ``lazer-uranus`` (module docstring).
+
+    Steps (all draws from ``np.random.default_rng(seed)``, in this order):
+
+    1. :func:`helios_jobs`: the full-size Helios-like workload (Table 1's job count).
+    2. :func:`annotate_models`: one of the seven models per job, with its load and save times.
+    3. ``jobs`` below the full count: :func:`sample_keeping_interarrivals` (the testbed's
+       100-job samples, Sec. 5.1). The sampled rows are rows of the full workload, with
+       new submit times.
+    4. GPU counts above ``max_gpus`` become ``max_gpus``.
+
+    Parameters
+    ----------
+    name
+        ``"earth"``, ``"saturn"`` or ``"uranus"``.
+    seed
+        Seed of every draw; the same arguments give the same trace.
+    jobs
+        Number of jobs, ``1..`` the full count; default the full count.
+    max_gpus
+        Largest GPU count; default 512 (the simulated cluster) for the full workload and 16
+        (the testbed) for a sample. Capping keeps each sampled job (and its share of large
+        jobs, which take the whole testbed) instead of redrawing it.
+    load
+        If given (full size only), arrivals are rescaled (:func:`at_load`) so that the
+        offered load on ``n_gpus_cluster`` GPUs is ``load``: Table 1's means give only
+        0.3-0.45 on 512 GPUs, where almost no job waits (docs/lazer.md).
+    n_gpus_cluster
+        GPUs ``load`` refers to; default 512 (lazer-sim-512).
+
+    Returns
+    -------
+    Trace
+        Columns ``job_id, submit_time, num_gpus, duration, model, load_s, save_s``.
+    """
+    cluster = helios_cluster(name)
+    _check_jobs(jobs, cluster.n_jobs, f"lazer-{name}")
+    rng = np.random.default_rng(seed)
+    full = annotate_models(helios_jobs(cluster, rng), rng)
+    what = f"lazer-{name}"
+    if load is not None:
+        if jobs is not None and jobs < cluster.n_jobs:
+            raise GpuschedError(f"{what}: --load applies to the full-size workload, not --jobs")
+        full = at_load(full, load, n_gpus_cluster, max_gpus or SIM_GPUS)
+        what = f"{what} at offered load {load:g} on {n_gpus_cluster} GPUs"
+    return _finish(full, seed, jobs, max_gpus, what, rng)
+
+
+def lazer_philly_workload(
+    seed: int,
+    jobs: int | None = None,
+    *,
+    path: str | Path | None = None,
+    max_gpus: int | None = None,
+) -> Trace:
+    """Build ``lazer-philly``: real Philly jobs annotated with the seven models.
+
+    Steps (draws from ``np.random.default_rng(seed)``): read the source (``path``, a
+    canonical trace such as ``gpusched trace import philly-pollux`` writes, default the
+    bundled ``traces/philly-2000.csv``: 2,000 consecutive real Philly jobs), sort it by
+    submit time and rebase it to start at 0 s; :func:`annotate_models`; ``jobs`` below the
+    source's count: :func:`sample_keeping_interarrivals`; cap GPU counts at ``max_gpus``
+    (default as :func:`lazer_helios_workload`). Durations, GPU counts and (for the full
+    source) arrivals are Philly's own; ``user`` is kept, other extra columns dropped.
+
+    Parameters
+    ----------
+    seed
+        Seed of every draw.
+    jobs
+        Number of jobs; default all of the source.
+    path
+        Source trace; default the bundled ``philly-2000``.
+    max_gpus
+        Largest GPU count (see :func:`lazer_helios_workload`).
+    """
+    from gpusched.run import resolve_trace
+    from gpusched.trace import read_trace
+
+    src = read_trace(resolve_trace("philly-2000") if path is None else path)
+    if len(src) < 1:
+        raise GpuschedError(f"{src.source}: the Philly source has no jobs")
+    if np.isnan(src.duration).any():
+        raise GpuschedError(f"{src.source}: every Philly job needs a 'duration'")
+    src = src.take(np.argsort(src.submit_time, kind="stable"))
+    extra = {"user": src.extra["user"]} if "user" in src.extra else {}
+    base = Trace(
+        job_id=src.job_id,
+        submit_time=src.submit_time - src.submit_time[0],
+        num_gpus=src.num_gpus,
+        duration=src.duration,
+        iterations=np.full(len(src), np.nan),
+        model=np.full(len(src), "", dtype=object),
+        extra=extra,
+        source=src.source,
+    )
+    rng = np.random.default_rng(seed)
+    full = annotate_models(base, rng)
+    return _finish(full, seed, jobs, max_gpus, f"lazer-philly of {Path(src.source).name}", rng)
