@@ -73,6 +73,8 @@ def workload_cmd(
     from gpusched.trace import write_trace
     from gpusched.workloads import build_workload
 
+    # a missing folder is made, and a bad one reported, before a full-size workload is drawn
+    output.parent.mkdir(parents=True, exist_ok=True)
     trace = build_workload(
         name,
         seed,
