@@ -46,7 +46,7 @@ from __future__ import annotations
 import functools
 import math
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -395,15 +395,9 @@ def annotate_models(trace: Trace, rng: np.random.Generator) -> Trace:
         times.append(got)
     table = np.array(times)
     pick = rng.integers(0, len(MODELS), size=len(trace))
-    return Trace(
-        job_id=trace.job_id,
-        submit_time=trace.submit_time,
-        num_gpus=trace.num_gpus,
-        duration=trace.duration,
-        iterations=trace.iterations,
+    return replace(
+        trace,
         model=np.array(MODELS, dtype=object)[pick],
-        extra=trace.extra,
-        source=trace.source,
         load_s=table[pick, 0],
         save_s=table[pick, 1],
     )
@@ -429,18 +423,7 @@ def _finish(
     if sampled:
         assert jobs is not None
         index, submit = sample_keeping_interarrivals(full.submit_time, jobs, rng)
-        out = full.take(index)
-        out = Trace(
-            job_id=out.job_id,
-            submit_time=submit,
-            num_gpus=out.num_gpus,
-            duration=out.duration,
-            iterations=out.iterations,
-            model=out.model,
-            extra=out.extra,
-            load_s=out.load_s,
-            save_s=out.save_s,
-        )
+        out = replace(full.take(index), submit_time=submit, source="")
         how = f"{jobs} of {n_full} jobs sampled keeping the inter-arrival distribution"
     else:
         out, how = full, f"all {n_full} jobs"
@@ -449,20 +432,13 @@ def _finish(
         raise GpuschedError(f"the GPU cap must be >= 1, got {cap}")
     n_capped = int((out.num_gpus > cap).sum())
     gpus = np.minimum(out.num_gpus, cap)
-    return Trace(
-        job_id=out.job_id,
-        submit_time=out.submit_time,
+    return replace(
+        out,
         num_gpus=gpus,
-        duration=out.duration,
-        iterations=out.iterations,
-        model=out.model,
-        extra=out.extra,
         source=(
             f"{what} (seed={seed}): {how}; {n_capped} GPU count(s) capped at {cap}; "
             "models and load/save times from the catalogue"
         ),
-        load_s=out.load_s,
-        save_s=out.save_s,
     )
 
 
@@ -476,28 +452,9 @@ def at_load(trace: Trace, load: float, n_gpus_cluster: int, cap: int) -> Trace:
 
     if not (math.isfinite(load) and load > 0):
         raise GpuschedError(f"--load must be a positive number, got {load}")
-    capped = Trace(
-        job_id=trace.job_id,
-        submit_time=trace.submit_time,
-        num_gpus=np.minimum(trace.num_gpus, cap),
-        duration=trace.duration,
-        iterations=trace.iterations,
-        model=trace.model,
-    )
-    now = offered_load(capped, n_gpus_cluster)
+    now = offered_load(replace(trace, num_gpus=np.minimum(trace.num_gpus, cap)), n_gpus_cluster)
     submit = np.rint(np.asarray(trace.submit_time, dtype=np.float64) * (now / load))
-    return Trace(
-        job_id=trace.job_id,
-        submit_time=submit,
-        num_gpus=trace.num_gpus,
-        duration=trace.duration,
-        iterations=trace.iterations,
-        model=trace.model,
-        extra=trace.extra,
-        source=trace.source,
-        load_s=trace.load_s,
-        save_s=trace.save_s,
-    )
+    return replace(trace, submit_time=submit)
 
 
 def lazer_helios_workload(
