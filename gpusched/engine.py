@@ -498,11 +498,9 @@ class Engine:
                     f"GPU {int(both[0])} is promised to job '{self.jobs.job_id[other]}' "
                     "(its start waits for a save to end)",
                 )
-        full = st.gpu_n_jobs[gpus] >= st.gpu_job.shape[1]
+        full, busy = self._blockers(gpus)
         if full.any():
-            holders = st.gpu_job[gpus[full]]
-            holders = holders[holders >= 0]
-            if (st.job_status[holders] == SAVING).all():
+            if busy.size == 0:
                 # DESIGN.md "Job lifecycle": a start onto GPUs still saving is honoured
                 # when the save ends (the save end is a decision point)
                 self._pending[j] = gpus.astype(np.int32)
@@ -512,6 +510,14 @@ class Engine:
             raise self._fail(j, now, f"GPU {gpu} is already allocated (to job '{holder}')")
         kernel.start_on(st, j, gpus.astype(np.int32), now)
 
+    def _blockers(self, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which of ``gpus`` are full (a mask), and the jobs on them that are not saving."""
+        st = self.state
+        full = st.gpu_n_jobs[gpus] >= st.gpu_job.shape[1]
+        holders = st.gpu_job[gpus[full]]
+        holders = holders[holders >= 0]
+        return full, holders[st.job_status[holders] != SAVING]
+
     def _honour_pending(self, now: float) -> None:
         """Start every pending job whose GPUs the saving jobs have released, in the order
         the starts were asked for; drop those the policy started otherwise meanwhile."""
@@ -520,14 +526,11 @@ class Engine:
             if st.job_status[j] != QUEUED:
                 del self._pending[j]  # started by an order fill meanwhile
                 continue
-            full = st.gpu_n_jobs[gpus] >= st.gpu_job.shape[1]
+            full, taken = self._blockers(gpus)
             if not full.any():
                 del self._pending[j]
                 kernel.start_on(st, j, gpus, now)
                 continue
-            holders = st.gpu_job[gpus[full]]
-            holders = holders[holders >= 0]
-            taken = holders[st.job_status[holders] != SAVING]
             if taken.size:
                 raise self._fail(
                     j,
