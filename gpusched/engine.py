@@ -298,7 +298,8 @@ class Engine:
         if self._pending:
             self._honour_pending(now)
         self.view.refresh(arrived, self._done_buf[:n_done].copy())
-        self.view.pending = _frozen(np.fromiter(self._pending, dtype=np.int32))
+        if self._pending or self.view.pending.size:  # no array per decision when none wait
+            self.view.pending = _frozen(np.fromiter(self._pending, dtype=np.int32))
         t0 = time.perf_counter()
         decision = call_policy(self.name, "decide", now, self.policy.decide, self.view, now)
         self._delays.append(time.perf_counter() - t0)
