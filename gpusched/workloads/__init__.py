@@ -39,23 +39,17 @@ def _a_srpt(
     return a_srpt_workload(seed, jobs, **options)
 
 
-def _gang_cap(cluster: str | None) -> int | None:
-    """The most GPUs one job can get on ``cluster`` (a bundled name or TOML path), or None."""
-    if cluster is None:
-        return None
-    from gpusched.cluster import load_cluster
-
-    spec = load_cluster(cluster)
-    return spec.n_gpus if spec.allow_spread else int(spec.server_gpus().max())
-
-
 def _lazer_options(cluster: str | None, load: float | None) -> dict[str, Any]:
-    """GPU cap from ``cluster``; ``load`` refers to its GPUs (default lazer-sim-512's 512)."""
-    options: dict[str, Any] = {"max_gpus": _gang_cap(cluster), "load": load}
-    if load is not None and cluster is not None:
+    """GPU cap: the most GPUs one job can get on ``cluster`` (a bundled name or TOML path);
+    ``load`` refers to its GPUs (default lazer-sim-512's 512)."""
+    options: dict[str, Any] = {"max_gpus": None, "load": load}
+    if cluster is not None:
         from gpusched.cluster import load_cluster
 
-        options["n_gpus_cluster"] = load_cluster(cluster).n_gpus
+        spec = load_cluster(cluster)  # read once: cap and load's GPUs
+        options["max_gpus"] = spec.n_gpus if spec.allow_spread else int(spec.server_gpus().max())
+        if load is not None:
+            options["n_gpus_cluster"] = spec.n_gpus
     return options
 
 
@@ -117,7 +111,8 @@ def _lazer_philly(
     """
     from gpusched.workloads.lazer import lazer_philly_workload
 
-    return lazer_philly_workload(seed, jobs, path=path, max_gpus=_gang_cap(cluster))
+    cap = _lazer_options(cluster, None)["max_gpus"]
+    return lazer_philly_workload(seed, jobs, path=path, max_gpus=cap)
 
 
 WORKLOADS: dict[str, Callable[..., Trace]] = {
