@@ -29,8 +29,10 @@ from gpusched.jobs import JobTable
 from gpusched.policy import Decision, Fused, Preempt, Start, call_policy, fused_spec
 from gpusched.state import (
     F_NOW,
+    F_RESIDUAL,
     F_WAKE,
     FINISHED,
+    I_EVER_SHARED,
     I_N_DECISIONS,
     I_N_FINISHED,
     I_N_QUEUE,
@@ -44,6 +46,7 @@ from gpusched.state import (
     RUNNING,
     SAVING,
     STATUS_NAMES,
+    XI_DEFAULT,
     KernelConfig,
     SimState,
     Timeline,
@@ -112,11 +115,15 @@ class Engine:
     params, seed
         Recorded in the result's manifest.
     perf
-        Optional performance model: an object with ``rate(job, gpus) -> float``
-        giving the progress rate (s of ideal work per s) of a job on the GPUs it was
-        just given, e.g. slower when a pipeline job is spread over servers. The
-        engine applies it at every (re)start. Needs the Python path, since the fused
-        kernel runs every job at its static rate.
+        Optional performance model: an object with ``rate(job, gpus, config) -> float``
+        giving the solo progress rate (s of ideal work per s) of a job on the GPUs it
+        was just given with its configuration (``Start.config``, None by default), e.g.
+        slower when a pipeline job is spread over servers. The engine applies it at
+        every (re)start. Needs the Python path, since the fused kernel runs every job
+        at its static rate. Optional: ``check_start(job, gpus, config, partners) ->
+        str | None`` refuses a start (a reason; ``partners`` are ``(job, config)`` of
+        the jobs already on those GPUs), and ``interference() -> (kind, xi)`` gives
+        each job's interference kind and the xi matrix for jobs sharing a GPU.
     load_s, save_s
         Optional per-job load time after each start and pause-and-save time after each
         preemption, s (default 0): the job holds its GPUs meanwhile and makes no progress.
@@ -164,6 +171,7 @@ class Engine:
             raise PolicyError("a placement-aware performance model needs the python engine path")
         self.perf = perf
         self.mode = "fused" if fused is not None and mode != "python" and perf is None else "python"
+        kind, xi = self._interference(jobs)
         self.state = new_state(
             jobs.submit_s,
             jobs.n_gpus,
@@ -172,6 +180,8 @@ class Engine:
             gpu_capacity=cluster.gpu_capacity,
             load_s=load_s,
             save_s=save_s,
+            kind=kind,
+            xi=xi,
         )
         st = self.state
         if not (np.isfinite(st.job_load_s).all() and np.isfinite(st.job_save_s).all()):
@@ -191,12 +201,15 @@ class Engine:
         )
         with notice() if notice is not None else nullcontext():
             warm_up(self.mode)  # no-op when loaded (and in the warm-up's own engines)
+        #: the configuration each started job carries (Start.config), for its lifetime
+        self._config: dict[int, Any] = {}
         self.view = View(
             self.state,
             cluster,
             self.slot_s,
             policy_name=self.name,
             knows_duration=bool(getattr(policy, "knows_duration", False)),
+            configs=self._config,
         )
         prepare = getattr(policy, "prepare", None)
         if prepare is not None:
@@ -213,6 +226,34 @@ class Engine:
         self.last_decision: Decision | None = None
         #: starts waiting for saves to end: job -> its GPUs (see _apply_start)
         self._pending: dict[int, np.ndarray] = {}
+
+    def _interference(self, jobs: JobTable) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Per-job interference kinds and the xi matrix (SJF-BSBF paper, eq. 5-6).
+
+        From the performance model's ``interference()`` when it has one (else one kind and
+        :data:`~gpusched.state.XI_DEFAULT`), then the policy's ``interference(xi)`` hook
+        may replace the matrix (the paper's Fig. 6b injects one ratio for every pair).
+        """
+        kind: np.ndarray | None = None
+        xi: np.ndarray | None = None
+        got = getattr(self.perf, "interference", None)
+        if got is not None:
+            kind, xi = got()
+        hook = getattr(self.policy, "interference", None)
+        if hook is not None:
+            base = np.full((1, 1), XI_DEFAULT) if xi is None else np.asarray(xi, np.float64)
+            xi = call_policy(self.name, "interference", None, hook, base.copy())
+            try:
+                ok = np.asarray(xi, dtype=np.float64)
+            except (TypeError, ValueError):
+                ok = np.empty((0, 0))
+            if ok.shape != base.shape or not (np.isfinite(ok).all() and (ok >= 1).all()):
+                raise PolicyError(
+                    f"policy '{self.name}': interference() must return a {base.shape[0]}x"
+                    f"{base.shape[1]} matrix of finite ratios >= 1"
+                )
+            xi = ok
+        return kind, xi
 
     # --- stepping ----------------------------------------------------------------------
 
@@ -450,7 +491,7 @@ class Engine:
         started = holding[st.job_last_start[holding] == now]
         for j in started.tolist():
             gpus = st.alloc_gpu[st.job_alloc_off[j] : st.job_alloc_off[j + 1]]
-            rate = float(self.perf.rate(int(j), gpus))
+            rate = float(self.perf.rate(int(j), gpus, self._config.get(j)))
             if not (rate > 0 and np.isfinite(rate)):
                 raise InvariantError(
                     f"performance model gave rate {rate} for job {self.jobs.job_id[j]}"
@@ -469,7 +510,9 @@ class Engine:
         if err:
             raise err
         g = int(st.job_n_gpus[j])
+        self._take_config(j, action.config, now)
         if action.gpus is None:
+            self._check_start(j, np.empty(0, np.int32), now)  # alone: only its config
             if not kernel.place_consolidated(st, j, self.cfg.allow_spread):
                 raise self._fail(j, now, f"needs {g} GPUs but only {self.view.free_gpus} are idle")
             kernel.start_job(st, j, now)
@@ -509,7 +552,33 @@ class Engine:
             gpu = int(gpus[full][0])
             holder = self.jobs.job_id[st.gpu_job[gpu, 0]]
             raise self._fail(j, now, f"GPU {gpu} is already allocated (to job '{holder}')")
+        self._check_start(j, gpus, now)
         kernel.start_on(st, j, gpus.astype(np.int32), now)
+
+    def _take_config(self, j: int, config: Any, now: float) -> None:
+        """Record a Start's job configuration; it stays the job's for its lifetime."""
+        if config is None:
+            return
+        if self.perf is None or not hasattr(self.perf, "check_start"):
+            raise self._fail(j, now, "gives a config, but no performance model reads one")
+        old = self._config.get(j)
+        if old is not None and old != config:
+            raise self._fail(
+                j, now, f"config {config!r} differs from the {old!r} it started with (it stays)"
+            )
+        self._config[j] = config
+
+    def _check_start(self, j: int, gpus: np.ndarray, now: float) -> None:
+        """Let the performance model refuse a start (bad config, no memory beside partners)."""
+        check = getattr(self.perf, "check_start", None)
+        if check is None:
+            return
+        st = self.state
+        on = st.gpu_job[gpus]
+        partners = sorted(set(on[on >= 0].tolist()) - {j})
+        why = check(j, gpus, self._config.get(j), [(p, self._config.get(p)) for p in partners])
+        if why:
+            raise self._fail(j, now, str(why))
 
     def _blockers(self, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Which of ``gpus`` are full (a mask), and the jobs on them that are not saving."""
@@ -530,6 +599,7 @@ class Engine:
             full, taken = self._blockers(gpus)
             if not full.any():
                 del self._pending[j]
+                self._check_start(j, gpus, now)
                 kernel.start_on(st, j, gpus, now)
                 continue
             if taken.size:
@@ -557,8 +627,8 @@ class Engine:
             self._code = kernel.UNTIL
 
     def timeline(self) -> dict[str, np.ndarray]:
-        """The timeline so far: time (s), busy GPUs, queued jobs, jobs holding GPUs, and
-        GPUs held by loading and by saving jobs."""
+        """The timeline so far: time (s), busy GPUs, queued jobs, jobs holding GPUs,
+        GPUs held by loading and by saving jobs, and GPUs holding two or more jobs."""
         chunks = self._tl + [Timeline(*(b[: self._tl_rows] for b in self._tl_buf))]
         return {k: np.concatenate([getattr(c, k) for c in chunks]) for k in Timeline._fields}
 
@@ -591,7 +661,7 @@ class Engine:
             tl,
             self.cluster.gpu_capacity,
             stopped=self._code == kernel.UNTIL,
-            constant_rate=self.perf is None,
+            constant_rate=self.perf is None and not self.state.sim_i[I_EVER_SHARED],
         )
         return RunResult(
             jobs=self.jobs,
@@ -641,6 +711,11 @@ def check_invariants(
         raise InvariantError(f"{int((~done).sum())} job(s) never finished")
     if (st.job_status == SAVING).any() and not stopped:
         raise InvariantError("a job is still saving at the end")
+    if st.sim_f[F_RESIDUAL] > 1e-6:
+        raise InvariantError(
+            f"work not conserved: a job finished with {float(st.sim_f[F_RESIDUAL]):.3g} of its "
+            "work left or overdone"
+        )
     ran = st.job_executed[done] * st.job_rate[done]
     work = st.job_work[done]
     if (st.job_remaining[done] != 0).any() or (
@@ -723,5 +798,5 @@ class _WarmUpFused(_WarmUpPolicy):
 class _UnitRate:
     """A performance model that keeps every job at rate 1 (exercises ``set_rate``)."""
 
-    def rate(self, job: int, gpus: np.ndarray) -> float:
+    def rate(self, job: int, gpus: np.ndarray, config: Any = None) -> float:
         return 1.0

@@ -10,6 +10,9 @@ them, so a paper family's machinery stays in its own subpackage:
     Exclusive run times (s) for the rows ``need`` (a boolean mask) that give no
     ``duration``; ``notes`` are lines ``replay`` prints. Raises
     :class:`~gpusched.errors.TraceError` naming the line for a row it cannot serve.
+    A job model that knows only some models says which rows are its own with
+    ``owns(trace) -> mask``; it is asked for those rows first, and the first job model
+    without ``owns`` (the catalogue) serves the rest.
 ``overheads(jobs) -> (load_s, save_s) | None``
     Per-job load and pause-and-save times (s) of the job table, NaN where the model gives
     none (the run's ``--load-s``/``--save-s`` then apply).
@@ -70,10 +73,28 @@ def durations(trace: Any, work: np.ndarray, need: np.ndarray) -> tuple[np.ndarra
     """
     from gpusched.errors import TraceError, show_name
 
-    for hook in _hooks("durations"):
-        result: tuple[np.ndarray, list[str]] = hook(trace, work, need)
-        return result
-    first = int(np.flatnonzero(need)[0])
+    notes: list[str] = []
+    left = need.copy()
+    general = None
+    for model in job_models():
+        hook = getattr(model, "durations", None)
+        owns = getattr(model, "owns", None)
+        if hook is None:
+            continue
+        if owns is None:
+            general = general or hook
+            continue
+        mine = left & owns(trace)
+        if mine.any():
+            work, more = hook(trace, work, mine)
+            notes += more
+            left &= ~mine
+    if not left.any():
+        return work, notes
+    if general is not None:
+        work, more = general(trace, work, left)
+        return work, notes + more
+    first = int(np.flatnonzero(left)[0])
     raise TraceError(
         f"{show_name(trace.source)}:{int(trace.line[first])}: column 'duration': missing, "
         "and no job model derives it from 'iterations' and 'model'"

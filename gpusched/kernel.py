@@ -27,9 +27,14 @@ import numpy as np
 from numba import njit
 
 from gpusched.state import (
+    F_EXTRA_GPU_S,
     F_NOW,
+    F_RESIDUAL,
+    F_SHARED_GPU_S,
     F_WAKE,
     FINISHED,
+    I_EVER_SHARED,
+    I_EXTRA,
     I_FREE_GPUS,
     I_N_DECISIONS,
     I_N_FINISHED,
@@ -39,6 +44,7 @@ from gpusched.state import (
     I_N_RUN,
     I_N_SORTED,
     I_NEXT_ARRIVAL,
+    I_SHARED_GPUS,
     KEY_FIFO,
     KEY_LAS,
     KEY_NONE,
@@ -114,13 +120,18 @@ def _assign(st, j, k, gpu):
     if n == 0:
         st.server_free[st.gpu_server[gpu]] -= 1
         st.sim_i[I_FREE_GPUS] -= 1
+    else:
+        st.sim_i[I_EXTRA] += 1
+        st.sim_i[I_EVER_SHARED] = 1
+        if n == 1:
+            st.sim_i[I_SHARED_GPUS] += 1
     st.alloc_gpu[st.job_alloc_off[j] + k] = gpu
     return True
 
 
 @njit(**_JIT)
-def _release(st, j):
-    """Free every GPU held by job ``j``."""
+def _release(st, j, t):
+    """Free every GPU held by job ``j`` at time ``t`` (s); partners left on them speed up then."""
     for k in range(st.job_alloc_off[j], st.job_alloc_off[j + 1]):
         gpu = st.alloc_gpu[k]
         if gpu < 0:
@@ -132,10 +143,16 @@ def _release(st, j):
                 st.gpu_job[gpu, n - 1] = -1
                 break
         st.gpu_n_jobs[gpu] = n - 1
+        st.alloc_gpu[k] = -1
         if n == 1:
             st.server_free[st.gpu_server[gpu]] += 1
             st.sim_i[I_FREE_GPUS] += 1
-        st.alloc_gpu[k] = -1
+        else:
+            st.sim_i[I_EXTRA] -= 1
+            if n == 2:
+                st.sim_i[I_SHARED_GPUS] -= 1
+            for s in range(n - 1):
+                _rerate(st, st.gpu_job[gpu, s], t)
 
 
 @njit(**_JIT)
@@ -209,6 +226,8 @@ def _sync(st, j, t):
         st.job_executed[j] += dt
         st.job_attained[j] += dt * st.job_n_gpus[j]
         st.job_remaining[j] -= dt * st.job_rate[j]
+        if st.job_shared[j]:
+            st.job_shared_s[j] += dt
     elif status == SAVING:
         st.job_save_spent_s[j] += t - s0
     st.job_seg_start[j] = t
@@ -230,14 +249,64 @@ def _end_time(st, j, begin):
 
 @njit(**_JIT)
 def set_rate(st, j, rate):
-    """Change holder ``j``'s progress rate from now on (performance models)."""
+    """Change holder ``j``'s solo progress rate from now on (performance models)."""
     now = st.sim_f[F_NOW]
-    _sync(st, j, now)
+    _sync(st, j, now)  # at the old rate
+    st.job_solo_rate[j] = rate
+    st.job_rate[j] = np.nan  # forces _rerate to recompute the end
+    _rerate(st, j, now)
+
+
+@njit(**_JIT)
+def _slowdown(st, j):
+    """``(xi, shared)``: the largest interference ratio over holder ``j``'s partners (1.0
+    without any) and whether it has one; a gang runs at the pace of its slowest GPU."""
+    slow = 1.0
+    shared = 0
+    row = st.job_kind[j]
+    for k in range(st.job_alloc_off[j], st.job_alloc_off[j + 1]):
+        gpu = st.alloc_gpu[k]
+        if gpu < 0:
+            continue
+        for s in range(st.gpu_n_jobs[gpu]):
+            p = st.gpu_job[gpu, s]
+            if p != j:
+                shared = 1
+                slow = max(slow, st.xi[row, st.job_kind[p]])
+    return slow, shared
+
+
+@njit(**_JIT)
+def _rerate(st, j, t):
+    """Recompute holder ``j``'s rate at time ``t`` (s): its solo rate over its slowdown.
+
+    SJF-BSBF paper, eq. 5-6: while a GPU holds two jobs each runs at its solo iteration
+    time times its interference ratio for that pair. Called the moment a partner starts
+    or ends, so progress and completion times stay exact.
+    """
+    _sync(st, j, t)
+    slow, shared = _slowdown(st, j)
+    st.job_shared[j] = shared
+    rate = st.job_solo_rate[j] / slow
+    if rate == st.job_rate[j]:
+        return
     st.job_rate[j] = rate
-    begin = st.job_phase_end[j] if st.job_status[j] == LOADING else now
+    status = st.job_status[j]
+    if status == SAVING:
+        return  # its next event is the save's end, whatever the rate
+    begin = st.job_phase_end[j] if status == LOADING else t
     pos = st.job_run_pos[j]
-    st.run_end[pos] = _end_time(st, j, max(begin, now))
+    st.run_end[pos] = _end_time(st, j, max(begin, t))
     st.run_cross[pos] = np.nan
+
+
+@njit(**_JIT)
+def _rerate_gpus_of(st, j, t):
+    """Recompute the rate of job ``j`` and of every job sharing one of its GPUs."""
+    for k in range(st.job_alloc_off[j], st.job_alloc_off[j + 1]):
+        gpu = st.alloc_gpu[k]
+        for s in range(st.gpu_n_jobs[gpu]):
+            _rerate(st, st.gpu_job[gpu, s], t)
 
 
 @njit(**_JIT)
@@ -247,6 +316,7 @@ def start_job(st, j, now):
     It loads for ``job_load_s`` (holding its GPUs, making no progress), then trains.
     """
     st.job_wait_s[j] += now - st.job_enqueued[j]
+    st.job_rate[j] = st.job_solo_rate[j]  # alone until _rerate_gpus_of says otherwise
     begin = now
     if st.job_load_s[j] > 0.0:
         st.job_status[j] = LOADING
@@ -267,9 +337,11 @@ def start_on(st, j, gpus, now):
     """Start queued job ``j`` on the given GPUs (validated by the caller); False if full."""
     for k in range(gpus.shape[0]):
         if not _assign(st, j, k, gpus[k]):
-            _release(st, j)
+            _release(st, j, now)
             return False
     start_job(st, j, now)
+    if st.sim_i[I_EXTRA] > 0:
+        _rerate_gpus_of(st, j, now)
     return True
 
 
@@ -290,7 +362,7 @@ def preempt(st, j, now):
         if st.job_load_s[j] > 0.0:
             st.job_n_futile[j] += 1
             st.job_futile_s[j] += now - st.job_last_start[j]
-        _release(st, j)
+        _release(st, j, now)
         _run_remove(st, j)
         _queue_push(st, j, now)
     elif st.job_save_s[j] > 0.0:
@@ -300,7 +372,7 @@ def preempt(st, j, now):
         st.run_end[pos] = st.job_phase_end[j]
         st.run_cross[pos] = np.inf
     else:
-        _release(st, j)
+        _release(st, j, now)
         _run_remove(st, j)
         _queue_push(st, j, now)
 
@@ -309,39 +381,80 @@ def preempt(st, j, now):
 
 
 @njit(**_JIT)
+def _event(st, i, end, t1, out_done, n_done):
+    """Handle the event of ``run[i]`` due at ``end`` (s): a save ends or the job finishes.
+
+    Returns the new count of completions written to ``out_done``.
+    """
+    j = st.run[i]
+    _sync(st, j, end)
+    if st.job_status[j] == SAVING:
+        _release(st, j, end)
+        _run_remove(st, j)
+        _queue_push(st, j, end)
+        return n_done
+    st.sim_f[F_RESIDUAL] = max(st.sim_f[F_RESIDUAL], abs(st.job_remaining[j]) / st.job_work[j])
+    st.job_remaining[j] = 0.0
+    st.job_finish[j] = min(end, t1)
+    st.job_status[j] = FINISHED
+    _release(st, j, end)
+    _run_remove(st, j)
+    st.sim_i[I_N_FINISHED] += 1
+    if n_done < out_done.shape[0]:
+        out_done[n_done] = j
+    return n_done + 1
+
+
+@njit(**_JIT)
 def _advance(st, t1, out_done):
     """Move the clock to ``t1``: finish every holder whose next event is due; return completions.
 
     Only jobs with an event in (now, t1] are touched: completion times are exact
     (float seconds), and a job's accounting is brought up to its event time. Finished
-    job indices are written to ``out_done`` (as many as fit).
+    job indices are written to ``out_done`` (as many as fit). While GPUs are shared, an
+    event changes the partners' rates, so events are taken in time order
+    (:func:`_advance_shared`); otherwise in any order.
     """
     t0 = st.sim_f[F_NOW]
     if t1 < t0 - EPS:
         return -1
+    if st.sim_i[I_EXTRA] > 0:
+        return _advance_shared(st, t0, t1, out_done)
     n_done = 0
     i = 0
     while i < st.sim_i[I_N_RUN]:
-        end = st.run_end[i]
-        if end > t1 + EPS:
+        if st.run_end[i] > t1 + EPS:
             i += 1
             continue
-        j = st.run[i]
-        _sync(st, j, end)
-        if st.job_status[j] == SAVING:
-            _release(st, j)
-            _run_remove(st, j)
-            _queue_push(st, j, end)
-            continue  # the swap-remove put another job at position i
-        st.job_remaining[j] = 0.0
-        st.job_finish[j] = min(end, t1)
-        st.job_status[j] = FINISHED
-        _release(st, j)
-        _run_remove(st, j)
-        st.sim_i[I_N_FINISHED] += 1
-        if n_done < out_done.shape[0]:
-            out_done[n_done] = j
-        n_done += 1
+        # the swap-remove puts another job at position i: look at it next
+        n_done = _event(st, i, st.run_end[i], t1, out_done, n_done)
+    st.sim_f[F_NOW] = t1
+    return n_done
+
+
+@njit(**_JIT)
+def _advance_shared(st, t0, t1, out_done):
+    """:func:`_advance` while some GPU holds two jobs: the earliest event first, and the
+    shared GPU-time integrated between events."""
+    n_done = 0
+    t = t0
+    while True:
+        first = -1
+        end = np.inf
+        for i in range(st.sim_i[I_N_RUN]):
+            if st.run_end[i] < end:
+                end = st.run_end[i]
+                first = i
+        if first < 0 or end > t1 + EPS:
+            break
+        if end > t:
+            st.sim_f[F_SHARED_GPU_S] += st.sim_i[I_SHARED_GPUS] * (end - t)
+            st.sim_f[F_EXTRA_GPU_S] += st.sim_i[I_EXTRA] * (end - t)
+            t = end
+        n_done = _event(st, first, end, t1, out_done, n_done)
+    if t1 > t:
+        st.sim_f[F_SHARED_GPU_S] += st.sim_i[I_SHARED_GPUS] * (t1 - t)
+        st.sim_f[F_EXTRA_GPU_S] += st.sim_i[I_EXTRA] * (t1 - t)
     st.sim_f[F_NOW] = t1
     return n_done
 
@@ -803,8 +916,8 @@ def record(st, cfg, k, tl):
     """Write timeline row ``k`` into the columns of ``tl``.
 
     Columns: time, busy GPUs, queued jobs, jobs holding GPUs, GPUs held by loading jobs,
-    GPUs held by saving jobs (the last two counted only when jobs have load or save
-    times, ``cfg.phases``; zero otherwise).
+    GPUs held by saving jobs (these two counted only when jobs have load or save
+    times, ``cfg.phases``; zero otherwise), GPUs holding two or more jobs.
     """
     now = st.sim_f[F_NOW]
     tl.time_s[k] = now
@@ -823,6 +936,7 @@ def record(st, cfg, k, tl):
                 loading += st.job_n_gpus[j]
     tl.loading_gpus[k] = loading
     tl.saving_gpus[k] = saving
+    tl.shared_gpus[k] = st.sim_i[I_SHARED_GPUS]
 
 
 @njit(**_JIT)

@@ -13,7 +13,13 @@ Definitions (all in seconds of simulated time):
   job trained anything since its last start (eq. 2); ``futile_gpu_s`` weighs it by the
   job's GPUs;
 * makespan = last finish - first submission;
-* GPU utilisation = \\sum_j g_j x (time holding GPUs) / (G x makespan);
+* slowdown (``slowdown_s``): training time beyond the job's duration, i.e. time lost to
+  running slower than alone at ideal placement (spread, shared, a smaller sub-batch);
+* shared time (``shared_s``): seconds the job trained while another job held one of its
+  GPUs; ``shared_gpu_s`` integrates the GPUs holding two or more jobs over the run;
+* GPU utilisation = busy GPU-time / (G x makespan), where a GPU is busy while it holds
+  at least one job (a GPU holding two jobs is one busy GPU): \\sum_j g_j x (time holding
+  GPUs) minus the GPU-time of every job beyond the first on a GPU;
 * total JCT = \\sum_j JCT_j (total flow time).
 
 Unfinished jobs (a run stopped by ``--until``) are counted in ``n_unfinished`` and
@@ -32,7 +38,7 @@ import numpy as np
 
 from gpusched import __version__
 from gpusched.engine import RunResult
-from gpusched.state import FINISHED
+from gpusched.state import F_EXTRA_GPU_S, F_SHARED_GPU_S, FINISHED
 from gpusched.trace import trace_sha256
 
 SUMMARY_KEYS = (
@@ -56,6 +62,7 @@ SUMMARY_KEYS = (
     "p50_futile_s",
     "p95_futile_s",
     "futile_gpu_s",
+    "shared_gpu_s",
     "total_wait_s",
     "total_load_s",
     "total_train_s",
@@ -92,7 +99,15 @@ def job_records(res: RunResult) -> dict[str, np.ndarray]:
         "save_s": st.job_save_spent_s,
         "futile_s": st.job_futile_s,
         "n_futile": st.job_n_futile,
+        "slowdown_s": np.where(done, _slowdown(st.job_executed, st.job_work), np.nan),
+        "shared_s": st.job_shared_s,
     }
+
+
+def _slowdown(executed: np.ndarray, work: np.ndarray) -> np.ndarray:
+    """Training time beyond the duration, s; float noise of a job at rate 1 reads 0."""
+    lost = executed - work
+    return np.where(np.abs(lost) <= 1e-9 * work, 0.0, lost)
 
 
 def _pct(a: np.ndarray, q: float) -> float | None:
@@ -120,7 +135,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
     else:
         makespan = 0.0
     holding = st.job_executed + st.job_load_spent_s + st.job_save_spent_s
-    busy_gpu_s = float((holding * st.job_n_gpus).sum())
+    busy_gpu_s = float((holding * st.job_n_gpus).sum()) - float(st.sim_f[F_EXTRA_GPU_S])
     util = busy_gpu_s / (res.cluster.n_gpus * makespan) if makespan > 0 else 0.0
     delays = res.sched_delay_s
     return {
@@ -144,6 +159,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
         "p50_futile_s": _pct(futile, 50),
         "p95_futile_s": _pct(futile, 95),
         "futile_gpu_s": float((st.job_futile_s * st.job_n_gpus).sum()),
+        "shared_gpu_s": float(st.sim_f[F_SHARED_GPU_S]),
         "total_wait_s": float(wait.sum()),
         "total_load_s": float(st.job_load_spent_s[done].sum()),
         "total_train_s": float(st.job_executed[done].sum()),

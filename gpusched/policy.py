@@ -66,10 +66,19 @@ class Start:
         job stays queued) and the engine makes it at the first decision point at which
         those saves have ended, before calling the policy. Do not let anything else
         take those GPUs meanwhile (an ``order`` fill can: that is a PolicyError).
+        On a cluster whose GPUs take several jobs (``gpu_capacity`` > 1) GPUs holding
+        fewer jobs than that may be named: the job then shares them (its partners and
+        it slow down by their interference ratios while they do).
+    config
+        A job configuration the performance model reads, e.g. the per-GPU sub-batch of
+        a gradient-accumulating job (SJF-BSBF paper, eq. 7); None for the default. It
+        stays the job's for its lifetime (later starts reuse it). The performance model
+        validates it and the memory it needs beside its partners.
     """
 
     job: int
     gpus: np.ndarray | None = None
+    config: Any = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,6 +88,18 @@ def _module_from_path(path: Path, module_name: str) -> ModuleType:
     return module
 
 
+def sibling_policy(here: str, file_name: str) -> type:
+    """The policy class of ``file_name`` in the folder of the policy module ``here``.
+
+    For a policy that extends another (``a_srpt_perfect`` extends ``a_srpt``): policy
+    files are loaded by path, not as a package, so they cannot import each other.
+    """
+    path = Path(here).with_name(file_name)
+    name = f"gpusched_policies._base_{path.stem}"
+    module = sys.modules.get(name) or _module_from_path(path, name)
+    return _policy_class(module, str(path))
+
+
 def _policy_class(module: ModuleType, where: str) -> type:
     classes = [
         obj

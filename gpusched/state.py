@@ -26,6 +26,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+#: Interference ratio when no job model gives one: two jobs on a GPU time-slice it, each
+#: at half speed, so sharing never creates GPU capacity out of nothing.
+XI_DEFAULT = 2.0
+
 # --- job status codes (int8) --------------------------------------------------
 PENDING = 0  #: not yet submitted
 QUEUED = 1  #: submitted, waiting for GPUs
@@ -39,7 +43,11 @@ STATUS_NAMES = ("pending", "queued", "loading", "running", "saving", "finished")
 # --- scalar slots in ``sim_f`` (float64) and ``sim_i`` (int64) -----------------
 F_NOW = 0  #: current simulated time, s
 F_WAKE = 1  #: earliest wake-up a policy asked for, s (inf = none)
-N_SIM_F = 2
+F_SHARED_GPU_S = 2  #: integral over time of the GPUs holding two or more jobs, GPU-s
+F_EXTRA_GPU_S = 3  #: integral of the jobs beyond the first on each GPU, GPU-s (= the
+# above when C = 2); busy GPU-time is the jobs' held GPU-time minus this
+F_RESIDUAL = 4  #: largest |remaining work| / work of a job at its completion (work conserved)
+N_SIM_F = 5
 
 I_NEXT_ARRIVAL = 0  #: index of the next job to arrive
 I_N_QUEUE = 1  #: length of ``queue``
@@ -50,7 +58,10 @@ I_N_DECISIONS = 5  #: decision points so far
 I_N_PREEMPT = 6  #: preemptions so far
 I_N_SORTED = 7  #: queue prefix already sorted by key (fused path)
 I_N_HELD = 8  #: length of the holders list kept in ``cand`` (fused preemptive path)
-N_SIM_I = 9
+I_SHARED_GPUS = 9  #: GPUs holding two or more jobs
+I_EXTRA = 10  #: jobs beyond the first on each GPU, summed over GPUs (0: nothing shared)
+I_EVER_SHARED = 11  #: 1 once any GPU has held two jobs (rates then varied)
+N_SIM_I = 12
 
 
 class SimState(NamedTuple):
@@ -64,7 +75,9 @@ class SimState(NamedTuple):
     job_submit: np.ndarray  # float64, s
     job_n_gpus: np.ndarray  # int32, GPUs of the gang
     job_work: np.ndarray  # float64, s of exclusive run time at rate 1 (the duration)
-    job_rate: np.ndarray  # float64, progress (s of work) per s while running
+    job_rate: np.ndarray  # float64, progress (s of work) per s while running: solo rate / xi
+    job_solo_rate: np.ndarray  # float64, the rate alone on its GPUs (a performance model's)
+    job_kind: np.ndarray  # int32, row and column of the job in ``xi`` (its model)
     job_load_s: np.ndarray  # float64, s spent loading after each start
     job_save_s: np.ndarray  # float64, s spent saving after each preemption
     job_alloc_off: np.ndarray  # int64 (n_jobs + 1), offset of the job's GPUs in alloc_gpu
@@ -82,6 +95,8 @@ class SimState(NamedTuple):
     job_n_preempt: np.ndarray  # int32
     job_n_futile: np.ndarray  # int32, preemptions before any training since the last load
     job_futile_s: np.ndarray  # float64, load time wasted by futile preemptions
+    job_shared: np.ndarray  # int8, 1 while another job holds one of the job's GPUs
+    job_shared_s: np.ndarray  # float64, s spent RUNNING with a partner on some GPU
     job_phase_end: np.ndarray  # float64, s at which LOADING/SAVING ends (LOADING: the start
     # itself when the job has no load time, so training began at job_phase_end either way)
     job_run_pos: np.ndarray  # int32, position in ``run`` (-1 if absent)
@@ -109,6 +124,8 @@ class SimState(NamedTuple):
     gpu_job: np.ndarray  # int32 (n_gpus, gpu_capacity), jobs on each GPU (-1 = empty)
     server_gpu_off: np.ndarray  # int32 (n_servers + 1), first GPU of each server
     server_free: np.ndarray  # int32, GPUs holding no job, per server
+    xi: np.ndarray  # float64 (kinds, kinds): interference ratio of a job of kind a while a
+    # job of kind b shares one of its GPUs (SJF-BSBF paper, eq. 5-6)
     # scalars
     sim_f: np.ndarray  # float64 (N_SIM_F,)
     sim_i: np.ndarray  # int64 (N_SIM_I,)
@@ -124,6 +141,8 @@ def new_state(
     rate: np.ndarray | None = None,
     load_s: np.ndarray | None = None,
     save_s: np.ndarray | None = None,
+    kind: np.ndarray | None = None,
+    xi: np.ndarray | None = None,
 ) -> SimState:
     """Build a fresh state with every job PENDING and every GPU free.
 
@@ -142,6 +161,10 @@ def new_state(
     rate, load_s, save_s
         Optional per-job progress rate (default 1), load and save times in s
         (default 0).
+    kind, xi
+        Optional per-job interference kind (default 0) and the interference matrix
+        (default ``[[XI_DEFAULT]]``): while job ``j`` shares a GPU with job ``p`` it runs
+        at ``rate / xi[kind[j], kind[p]]`` (the largest over its partners).
     """
     n = int(len(submit_s))
     submit = np.ascontiguousarray(submit_s, dtype=np.float64)
@@ -162,6 +185,15 @@ def new_state(
             return np.full(n, default, dtype=np.float64)
         return np.ascontiguousarray(values, dtype=np.float64)
 
+    kinds = np.zeros(n, dtype=np.int32) if kind is None else np.ascontiguousarray(kind, np.int32)
+    xi_m = np.full((1, 1), XI_DEFAULT) if xi is None else np.ascontiguousarray(xi, np.float64)
+    if xi_m.ndim != 2 or xi_m.shape[0] != xi_m.shape[1] or xi_m.size == 0:
+        raise ValueError(f"xi must be a non-empty square matrix, got shape {xi_m.shape}")
+    if not (np.isfinite(xi_m).all() and (xi_m >= 1.0).all()):
+        raise ValueError("interference ratios xi must be finite and >= 1")
+    if kinds.shape != (n,) or (n and (kinds.min() < 0 or kinds.max() >= xi_m.shape[0])):
+        raise ValueError("job kinds must index the xi matrix")
+    rates = per_job(rate, 1.0)
     sim_f = np.zeros(N_SIM_F, dtype=np.float64)
     sim_f[F_NOW] = -np.inf
     sim_f[F_WAKE] = np.inf
@@ -171,7 +203,9 @@ def new_state(
         job_submit=submit,
         job_n_gpus=gpus,
         job_work=work,
-        job_rate=per_job(rate, 1.0),
+        job_rate=rates,
+        job_solo_rate=rates.copy(),
+        job_kind=kinds,
         job_load_s=per_job(load_s, 0.0),
         job_save_s=per_job(save_s, 0.0),
         job_alloc_off=alloc_off,
@@ -188,6 +222,8 @@ def new_state(
         job_n_preempt=np.zeros(n, dtype=np.int32),
         job_n_futile=np.zeros(n, dtype=np.int32),
         job_futile_s=np.zeros(n),
+        job_shared=np.zeros(n, dtype=np.int8),
+        job_shared_s=np.zeros(n),
         job_phase_end=nan.copy(),
         job_run_pos=np.full(n, -1, dtype=np.int32),
         job_seg_start=nan.copy(),
@@ -209,6 +245,7 @@ def new_state(
         gpu_job=np.full((n_gpu_total, gpu_capacity), -1, dtype=np.int32),
         server_gpu_off=server_off,
         server_free=server_gpus.copy(),
+        xi=xi_m,
         sim_f=sim_f,
         sim_i=sim_i,
     )
@@ -231,6 +268,7 @@ class Timeline(NamedTuple):
     running: np.ndarray  # int32, jobs holding GPUs (loading, training or saving)
     loading_gpus: np.ndarray  # int32, GPUs held by loading jobs
     saving_gpus: np.ndarray  # int32, GPUs held by saving jobs
+    shared_gpus: np.ndarray  # int32, GPUs holding two or more jobs
 
 
 def new_timeline(size: int) -> Timeline:
@@ -238,6 +276,7 @@ def new_timeline(size: int) -> Timeline:
     i32 = np.int32
     return Timeline(
         np.empty(size, np.float64),
+        np.empty(size, i32),
         np.empty(size, i32),
         np.empty(size, i32),
         np.empty(size, i32),

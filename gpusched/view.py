@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -62,6 +64,12 @@ class View:
         Load time after each start and pause-and-save time after each preemption (s),
         and for a job holding GPUs the end of its current load or save (s; a loading
         job starts training then).
+    job_rate, job_solo_rate
+        Progress rate of a job holding GPUs (s of work per s: its solo rate over its
+        largest interference ratio while it shares a GPU) and its rate alone.
+    job_config
+        The configuration each started job carries (``Start.config``), by job index
+        (a read-only mapping; absent = the default).
     server_free, gpu_n_jobs, gpu_job, gpu_server
         Idle GPUs per server, jobs per GPU, the jobs on each GPU, server of each GPU.
     pending
@@ -79,6 +87,7 @@ class View:
         *,
         policy_name: str,
         knows_duration: bool,
+        configs: dict[int, Any] | None = None,
     ) -> None:
         self._st = st
         self._policy = policy_name
@@ -96,6 +105,11 @@ class View:
         self.job_load_s = _ro(st.job_load_s)
         self.job_save_s = _ro(st.job_save_s)
         self.job_phase_end = _ro(st.job_phase_end)
+        self.job_rate = _ro(st.job_rate)
+        self.job_solo_rate = _ro(st.job_solo_rate)
+        self.job_config: Mapping[int, Any] = MappingProxyType(
+            configs if configs is not None else {}
+        )
         self.server_free = _ro(st.server_free)
         self.gpu_n_jobs = _ro(st.gpu_n_jobs)
         self.gpu_job = _ro(st.gpu_job)

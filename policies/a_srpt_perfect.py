@@ -11,25 +11,11 @@ there applies here.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 
+from gpusched.registry import sibling_policy
 
-def _load_base() -> type:
-    name = "gpusched_policies._a_srpt_base"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("a_srpt.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name].ASRPTPolicy  # type: ignore[no-any-return]
-
-
-_ASRPT = _load_base()
+_ASRPT = sibling_policy(__file__, "a_srpt.py")
 
 
 class ASRPTPerfectPolicy(_ASRPT):  # type: ignore[misc, valid-type]

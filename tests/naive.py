@@ -311,3 +311,92 @@ def simulate(
         }
         for j in range(n)
     ]
+
+
+def simulate_shared(
+    jobs: list[tuple[float, int, float]],
+    n_gpus: int,
+    capacity: int,
+    xi: list[list[float]],
+    kind: list[int],
+    times: list[float],
+    choose,
+) -> tuple[list[tuple[float, int, list[int]]], list[dict], float]:
+    """GPU sharing, event by event: ``jobs`` = [(submit s, n_gpus, work s), ...].
+
+    The model (SJF-BSBF paper, eq. 5-6; DESIGN.md "GPU sharing"): a GPU holds up to
+    ``capacity`` jobs; a job runs at rate 1 / x, where x is the largest
+    ``xi[kind[j]][kind[p]]`` over the jobs p that share one of its GPUs (1 alone), and
+    rates change the moment a partner starts or ends. At each time of ``times`` (after the
+    completions up to it) ``choose(t, queued, jobs_on_gpu)`` returns starts
+    ``[(job, gpus), ...]``, which are applied at once. No load or save phases.
+
+    Returns the script of starts ``[(t, job, gpus)]``, one dict per job (``start``,
+    ``finish``, ``shared`` = s run with a partner) and the GPU-seconds of GPUs holding two
+    or more jobs.
+    """
+    n = len(jobs)
+    remaining = [float(w) for (_, _, w) in jobs]
+    on: list[list[int]] = [[] for _ in range(n_gpus)]
+    held: dict[int, list[int]] = {}
+    rate: dict[int, float] = {}
+    start: list[float | None] = [None] * n
+    finish: list[float | None] = [None] * n
+    shared = [0.0] * n
+    shared_gpu_s = 0.0
+    script: list[tuple[float, int, list[int]]] = []
+    queued: list[int] = []
+    arrived = 0
+    now = 0.0
+
+    def rerate() -> None:
+        for j, gpus in held.items():
+            x = 1.0
+            for gpu in gpus:
+                for p in on[gpu]:
+                    if p != j:
+                        x = max(x, xi[kind[j]][kind[p]])
+            rate[j] = 1.0 / x
+
+    def partnered(j: int) -> bool:
+        return any(len(on[gpu]) > 1 for gpu in held[j])
+
+    pending_times = sorted(times)
+    while True:
+        next_done = min((now + remaining[j] / rate[j] for j in held), default=math.inf)
+        next_time = pending_times[0] if pending_times else math.inf
+        t = min(next_done, next_time)
+        if t == math.inf:
+            break
+        dt = t - now
+        shared_gpu_s += dt * sum(1 for g in on if len(g) > 1)
+        for j in held:
+            remaining[j] -= dt * rate[j]
+            if partnered(j):
+                shared[j] += dt
+        now = t
+        done = [j for j in held if remaining[j] <= 1e-9 * jobs[j][2]]
+        for j in done:
+            for gpu in held.pop(j):
+                on[gpu].remove(j)
+            del rate[j]
+            finish[j] = now
+        if done:
+            rerate()
+        if pending_times and pending_times[0] <= now + EPS_T:
+            pending_times.pop(0)
+            while arrived < n and jobs[arrived][0] <= now + EPS_T:
+                queued.append(arrived)
+                arrived += 1
+            for j, gpus in choose(now, list(queued), [list(g) for g in on]):
+                assert j in queued and len(gpus) == jobs[j][1]
+                for gpu in gpus:
+                    assert len(on[gpu]) < capacity
+                    on[gpu].append(j)
+                held[j] = list(gpus)
+                queued.remove(j)
+                start[j] = now
+                script.append((now, j, list(gpus)))
+            rerate()
+    results = [{"start": start[j], "finish": finish[j], "shared": shared[j]} for j in range(n)]
+    return script, results, shared_gpu_s

@@ -347,8 +347,8 @@ class PipelinePerf:
         self.jobs = pipeline if pipeline is not None else PipelineJobs(jobs, cluster, catalogue)
         self.gpu_server = np.asarray(cluster.gpu_server())
 
-    def rate(self, job: int, gpus: np.ndarray) -> float:
-        """Progress rate (s of ideal work per s) of ``job`` on ``gpus``."""
+    def rate(self, job: int, gpus: np.ndarray, config: Any = None) -> float:
+        """Progress rate (s of ideal work per s) of ``job`` on ``gpus`` (no configs)."""
         pj = self.jobs
         if pj.spec_id[job] < 0:
             return 1.0

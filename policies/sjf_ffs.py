@@ -1,0 +1,52 @@
+"""SJF-FFS: shortest job first with first-fit sharing (the SJF-BSBF paper's baseline).
+
+Luo et al., *Scheduling Deep Learning Jobs in Multi-Tenant GPU Clusters via Wise Resource
+Sharing*, Sec. VI-A, baseline 4: "similar to our proposed SJF-BSBF except that it does not
+search the best sharing configuration as SJF-BSBF but allocates the job to those GPUs that
+only have one job in a first fit manner if the free GPUs are not sufficient for the new
+job". So this is :mod:`policies.sjf_bsbf` (Alg. 1) with lines 10-17 replaced:
+
+* the GPUs holding one job are taken in GPU order (first fit), whatever the pair's
+  interference, then free GPUs if still short (as SJF-BSBF does, so that the search is the
+  only difference);
+* the sub-batch is the largest that fits in GPU memory beside every partner (no search;
+  the job shares even when waiting would be better, which is what the baseline is for).
+
+``-p xi=R`` / ``-p xi_table=FILE`` inject interference ratios as for sjf-bsbf (Fig. 6b).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpusched.policy import Start
+from gpusched.registry import sibling_policy
+from gpusched.state import QUEUED
+
+_SJFBSBF = sibling_policy(__file__, "sjf_bsbf.py")
+
+
+class SJFFFSPolicy(_SJFBSBF):  # type: ignore[misc, valid-type]
+    """SJF order; when idle GPUs are too few, share the first GPUs holding one job."""
+
+    name = "sjf-ffs"
+    work_conserving = True
+
+    def _share(
+        self, view: Any, j: int, g: int, free: np.ndarray, one: np.ndarray, holder: np.ndarray
+    ) -> Start | None:
+        times = self.times
+        assert times is not None
+        ok = one & (view.job_status[np.maximum(holder, 0)] != QUEUED)
+        gpus = np.flatnonzero(ok)[:g].tolist()
+        gpus += np.flatnonzero(free)[: g - len(gpus)].tolist()
+        if len(gpus) < g:
+            return None
+        partners = sorted({int(holder[gpu]) for gpu in gpus if ok[gpu]})
+        pairs = [(b, view.job_config.get(b)) for b in partners]
+        for sub in times.sub_batches(j):  # largest first
+            if times.fits(j, sub, pairs):
+                return Start(j, np.asarray(sorted(gpus), dtype=np.int64), sub)
+        return None
