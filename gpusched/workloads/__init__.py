@@ -115,6 +115,37 @@ def _lazer_philly(
     return lazer_philly_workload(seed, jobs, path=path, max_gpus=cap)
 
 
+def _sjf_bsbf(
+    seed: int, jobs: int | None = None, cluster: str | None = None, load: float | None = None
+) -> Trace:
+    """SJF-BSBF paper (Sec. VI-A): 240 Philly busiest-period jobs with Pollux's six tasks.
+
+    Sampled as Pollux does (hours 2-10 of the day; jobs >= 60 s and < 1000 GPU-h), each
+    job one of bert, cifar10, deepspeech2, imagenet, ncf, yolov3 by its Philly GPU time,
+    with Pollux's starting GPU count and batch, and iterations from the task's epochs
+    (:mod:`gpusched.workloads.sjf_bsbf`). ``load`` L means 240 L jobs over the same 8 hours
+    (Sec. VI-C: 0.5x-2x is 120-480 jobs); ``jobs`` with ``load`` must agree. GPU counts
+    are capped at ``cluster``'s largest job, default sjf-bsbf-16x4 (64 GPUs).
+    """
+    from gpusched.workloads.sjf_bsbf import sjf_bsbf_workload
+
+    cap = _lazer_options(cluster, None)["max_gpus"]
+    return sjf_bsbf_workload(seed, jobs, load=load, max_gpus=64 if cap is None else cap)
+
+
+def _sjf_bsbf_testbed(seed: int, jobs: int | None = None) -> Trace:
+    """SJF-BSBF paper (Sec. VI-A): the 30-job physical-testbed workload for testbed-4x4.
+
+    20 jobs with <= 8 GPUs and 10 with 12 or 16, iterations 100..5000, drawn as sjf-bsbf
+    and scaled down (:func:`gpusched.workloads.sjf_bsbf.sjf_bsbf_testbed_workload`).
+    """
+    from gpusched.workloads.sjf_bsbf import sjf_bsbf_testbed_workload
+
+    if jobs is not None and jobs != 30:
+        raise GpuschedError(f"sjf-bsbf-testbed has 30 jobs (20 + 10), got --jobs {jobs}")
+    return sjf_bsbf_testbed_workload(seed)
+
+
 WORKLOADS: dict[str, Callable[..., Trace]] = {
     "synth-default": _synth_default,
     "a-srpt": _a_srpt,
@@ -122,6 +153,8 @@ WORKLOADS: dict[str, Callable[..., Trace]] = {
     "lazer-saturn": _lazer_saturn,
     "lazer-uranus": _lazer_uranus,
     "lazer-philly": _lazer_philly,
+    "sjf-bsbf": _sjf_bsbf,
+    "sjf-bsbf-testbed": _sjf_bsbf_testbed,
 }
 
 

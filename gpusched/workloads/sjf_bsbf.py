@@ -1,0 +1,381 @@
+"""The SJF-BSBF paper's workloads: Pollux-style Philly samples annotated with Pollux's six tasks.
+
+Y. Luo, Q. Wang, S. Shi, J. Lai, S. Qi, J. Zhang and X. Wang, "Scheduling Deep Learning Jobs
+in Multi-Tenant GPU Clusters via Wise Resource Sharing" (IWQoS 2024, arXiv:2407.13088),
+Sec. VI-A "Workload Settings": "We randomly sample 240 jobs from the busiest period in the
+deep learning cluster traces published by Microsoft and also annotate six DL tasks (BERT,
+CIFAR10, DeepSpeech2, ImageNet, NCF and YoloV3) used in Pollux to them. The settings of GPU
+numbers and training iterations also follow those of Pollux." Sec. VI-C scales "the
+baseline workload of 240 jobs by 0.5x-2x, ranging from 120 jobs to 480 jobs". The testbed
+workload: "30 DDL jobs by scaling down the original job trace ... 20 jobs using no more than
+8 GPUs and 10 jobs using 12 or 16 GPUs. The training iteration of jobs varies from 100 to
+5000."
+
+Pollux is A. Qiao et al., "Pollux: Co-adaptive Cluster Scheduling for Goodput-Optimized
+Deep Learning", OSDI'21; its workload procedure is ``simulator/workload.py`` and
+``simulator/applications.py`` of petuum/adaptdl, branch osdi21-artifact (read, not copied).
+
+Source data, bundled: ``gpusched/data/philly_busiest_8h.csv.gz`` (its header says how it was
+derived): 4,000 of the 31,293 Philly jobs Pollux samples from, i.e. duration >= 60 s, GPU
+time < 1000 GPU-h, submitted in hours 2-10 of any day of the trace, with their time of day.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gpusched.errors import GpuschedError
+from gpusched.trace import Trace
+
+__all__ = [
+    "APPLICATIONS",
+    "BASE_JOBS",
+    "MODELS",
+    "TESTBED_SPAN_S",
+    "WINDOW_S",
+    "Application",
+    "load_pool",
+    "sjf_bsbf_testbed_workload",
+    "sjf_bsbf_workload",
+]
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "philly_busiest_8h.csv.gz"
+
+BASE_JOBS = 240
+"""Jobs of the baseline workload (Sec. VI-A); ``load`` L means ``BASE_JOBS * L`` jobs."""
+
+WINDOW_S = 8 * 3600
+"""Length of the busiest period, seconds: Pollux's hours 2-10 of the day."""
+
+TESTBED_SPAN_S = 1800.0
+"""Arrival span of the testbed workload, seconds (see :func:`sjf_bsbf_testbed_workload`)."""
+
+TESTBED_JOBS = (20, 10)
+"""Testbed jobs with <= 8 GPUs and with 12 or 16 GPUs (Sec. VI-A)."""
+
+TESTBED_ITERATIONS = (100, 5000)
+"""Smallest and largest testbed iteration count (Sec. VI-A)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Application:
+    """One of Pollux's six training tasks.
+
+    Parameters
+    ----------
+    epochs
+        Epochs a job trains: Pollux's ``max_epochs`` in ``simulator/applications.py``.
+    samples_per_epoch
+        Training samples in one epoch (see :data:`APPLICATIONS` for each source).
+    configs
+        ``(num_replicas, global_batch)`` pairs a job starts with, drawn uniformly as Pollux's
+        ``rng.choice(get_configurations(0.5, 0.8))`` does. They are the distinct pairs of
+        Pollux's published ``simulator/workloads/workload-{1..8}.csv`` (1,280 jobs): that
+        list depends on Pollux's throughput profiles, which are not bundled.
+    """
+
+    epochs: int
+    samples_per_epoch: int
+    configs: tuple[tuple[int, int], ...]
+
+
+APPLICATIONS: dict[str, Application] = {
+    # SQuAD v1.1 fine-tuning: 88,641 features from 87,599 questions at max_seq_length 384
+    # and doc_stride 128 (the run_squad.py defaults Pollux's benchmark/models/bert uses)
+    "bert": Application(2, 88_641, ((6, 384), (8, 384), (12, 384), (16, 384))),
+    # CIFAR-10 training set (Krizhevsky 2009)
+    "cifar10": Application(100, 50_000, ((6, 2048), (8, 2048), (12, 4096), (16, 4096))),
+    # Pollux's deepspeech2 profile (simulator/traces/deepspeech2/validation-160.csv): one
+    # epoch is 357.8 progress units of its initial batch of 20 sequences, 7,156 utterances
+    "deepspeech2": Application(80, 7_156, ((6, 320), (8, 320), (12, 640))),
+    # ILSVRC-2012 training set (Russakovsky et al. 2015)
+    "imagenet": Application(90, 1_281_167, ((24, 3200), (32, 6400), (48, 6400))),
+    # MovieLens-1M as NCF trains on it (He et al. 2017; benchmark/models/ncf, num_ng=4):
+    # 994,169 training ratings, each with 4 sampled negatives, 5 samples per rating
+    "ncf": Application(10, 4_970_845, ((1, 32768),)),
+    # PASCAL VOC 2007+2012 trainval, 16,551 images (benchmark/models/yolov3 trains on VOC)
+    "yolov3": Application(50, 16_551, ((4, 64),)),
+}
+
+MODELS = tuple(sorted(APPLICATIONS))
+"""The six model names written to the ``model`` column."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """The bundled Philly jobs: one element per job, sorted by ``offset_s``."""
+
+    philly_id: np.ndarray  # int64
+    offset_s: np.ndarray  # int64, seconds from the window start
+    gpu_time_s: np.ndarray  # int64, GPU-seconds
+
+    def __len__(self) -> int:
+        return int(self.philly_id.shape[0])
+
+
+def load_pool(path: str | Path = DATA) -> Pool:
+    """Read the bundled busiest-period Philly jobs (``#`` lines are provenance comments).
+
+    Parameters
+    ----------
+    path
+        The gzip CSV; default the bundled ``philly_busiest_8h.csv.gz``.
+
+    Returns
+    -------
+    Pool
+        Philly job ids, seconds from the window start, and GPU time in GPU-seconds.
+    """
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        lines = [ln for ln in fh.read().splitlines() if ln and not ln.startswith("#")]
+    if lines[0] != "philly_job_id,window_offset_s,num_gpus,duration_s":
+        raise GpuschedError(f"{path}: unexpected header {lines[0]!r}")
+    table = np.array([ln.split(",") for ln in lines[1:]], dtype=np.int64)
+    return Pool(table[:, 0], table[:, 1], table[:, 2] * table[:, 3])
+
+
+def _application(gpu_time_s: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Pollux's application class of each job from its Philly GPU time.
+
+    Under 1 GPU-h: cifar10 or ncf (even odds); 1-10 GPU-h: deepspeech2, half of them (even
+    odds) bert; 10-100 GPU-h: yolov3; 100 GPU-h and more: imagenet.
+    """
+    hours = gpu_time_s / 3600.0
+    n = hours.shape[0]
+    small = np.where(rng.random(n) < 0.5, "cifar10", "ncf")
+    speech = np.where(rng.random(n) < 0.5, "deepspeech2", "bert")
+    return np.select(
+        [hours < 1, hours < 10, hours < 100], [small, speech, "yolov3"], "imagenet"
+    ).astype(object)
+
+
+def _fitting(app: str, max_gpus: int) -> tuple[tuple[int, int], ...]:
+    """The configurations of ``app`` with at most ``max_gpus`` replicas, or an error."""
+    fit = tuple(c for c in APPLICATIONS[app].configs if c[0] <= max_gpus)
+    if not fit:
+        smallest = min(c[0] for c in APPLICATIONS[app].configs)
+        raise GpuschedError(
+            f"{app} has no Pollux configuration with <= {max_gpus} GPUs (smallest {smallest});"
+            " use a cluster with more GPUs"
+        )
+    return fit
+
+
+def _iterations(app: str, global_batch: int) -> int:
+    """Iterations of a job: ceil(epochs * samples per epoch / global batch)."""
+    a = APPLICATIONS[app]
+    return max(1, math.ceil(a.epochs * a.samples_per_epoch / global_batch))
+
+
+def _per_gpu_batch(global_batch: int, replicas: int) -> int:
+    """Per-GPU batch B_k: ceil(global batch / replicas), as Pollux's ``local_bsz``."""
+    return max(1, math.ceil(global_batch / replicas))
+
+
+def _jobs_for(jobs: int | None, load: float | None, n_pool: int) -> int:
+    """The job count from ``jobs`` and/or ``load`` (``load`` L means 240 L jobs)."""
+    n = jobs
+    if load is not None:
+        scaled = BASE_JOBS * float(load)
+        if not (load > 0 and math.isfinite(scaled) and scaled == round(scaled)):
+            raise GpuschedError(
+                f"--load must be > 0 with {BASE_JOBS} x load a whole number of jobs, got {load}"
+            )
+        if jobs is not None and jobs != round(scaled):
+            raise GpuschedError(
+                f"--jobs {jobs} and --load {load:g} disagree: load {load:g} means"
+                f" {round(scaled)} jobs ({BASE_JOBS} x load); give one of them"
+            )
+        n = round(scaled)
+    n = BASE_JOBS if n is None else int(n)
+    if not 1 <= n <= n_pool:
+        raise GpuschedError(f"sjf-bsbf needs 1 to {n_pool} jobs, got {n}")
+    return n
+
+
+def _trace(
+    ids: list[str],
+    submit: np.ndarray,
+    apps: list[str],
+    configs: list[tuple[int, int]],
+    iterations: list[int],
+    philly: np.ndarray,
+    source: str,
+) -> Trace:
+    n = len(ids)
+    return Trace(
+        job_id=np.array(ids, dtype=object),
+        submit_time=np.asarray(submit, dtype=np.float64),
+        num_gpus=np.array([c[0] for c in configs]),
+        duration=np.full(n, np.nan),
+        iterations=np.array(iterations, dtype=np.float64),
+        model=np.array(apps, dtype=object),
+        extra={
+            "batch_size": np.array([str(_per_gpu_batch(b, g)) for g, b in configs], dtype=object),
+            "philly_job_id": np.array([str(int(p)) for p in philly], dtype=object),
+        },
+        source=source,
+    )
+
+
+def sjf_bsbf_workload(
+    seed: int,
+    jobs: int | None = None,
+    *,
+    load: float | None = None,
+    max_gpus: int = 64,
+) -> Trace:
+    """Build the SJF-BSBF simulation workload (Sec. VI-A; 240 jobs, or 120-480 for Fig. 6(a)).
+
+    Steps, every draw from ``np.random.default_rng(seed)``, in this order:
+
+    1. **Busiest period.** Pollux's reading, which the paper follows ("we mainly follow the
+       settings of Pollux"): jobs submitted in hours 2-10 (trace clock) of *any* day,
+       submit time = time of day minus 2 h, so arrivals fall in [0, 28,800) s. Jobs with
+       duration < 60 s or GPU time >= 1000 GPU-h are left out, as Pollux does. (The single
+       busiest 8-hour window of the trace, 2017-10-20 02:06-10:06, nearly hours 2-10 of
+       the busiest day, holds 1,978 such jobs, 95 % of them under 1 GPU-h and 9 of 100 GPU-h
+       or more: a 240-job draw from it would often have no ImageNet or BERT job, while the
+       paper's Fig. 5(b) reports all six models.)
+    2. **Sample.** ``n`` jobs uniformly without replacement from the bundled 4,000 of those
+       31,293 jobs, sorted by submit time (ties by Philly job id).
+    3. **Application** from the Philly GPU time (:func:`_application`, Pollux's classes).
+    4. **GPUs and batch.** A ``(num_replicas, global_batch)`` pair uniformly among the
+       application's :attr:`Application.configs` that fit ``max_gpus``: Pollux's starting
+       configuration, so ``num_gpus`` is Pollux's replica count, not the Philly job's
+       (Pollux computes but never uses the latter). ``batch_size`` is the per-GPU batch
+       B_k = ceil(global batch / replicas), Pollux's ``local_bsz`` rounding.
+    5. **Iterations** = ceil(epochs x samples per epoch / global batch) (:data:`APPLICATIONS`).
+
+    ``load`` L (Sec. VI-C, "we scale the baseline workload of 240 jobs by 0.5x-2x, ranging
+    from 120 jobs to 480 jobs") means 240 L jobs over the same 8-hour period, so arrivals
+    are L times as frequent; 240 L must be a whole number, and ``jobs`` with ``load`` must
+    agree. There is no duration column: the job model derives it from the model, batch
+    and iterations.
+
+    Parameters
+    ----------
+    seed
+        Seed of every draw.
+    jobs
+        Number of jobs (default 240), at most the 4,000 bundled.
+    load
+        Load factor L relative to the 240-job baseline, or None.
+    max_gpus
+        Most GPUs one job may get (default 64, the sjf-bsbf-16x4 cluster).
+
+    Returns
+    -------
+    Trace
+        Columns job_id, submit_time (s from the window start), num_gpus, model,
+        iterations, batch_size (per GPU), philly_job_id (the sampled Philly row).
+    """
+    pool = load_pool()
+    n = _jobs_for(jobs, load, len(pool))
+    fits = {app: _fitting(app, max_gpus) for app in MODELS}
+    rng = np.random.default_rng(seed)
+    pick = np.sort(rng.choice(len(pool), size=n, replace=False))  # pool is time-sorted
+    apps = [str(a) for a in _application(pool.gpu_time_s[pick], rng)]
+    configs = [fits[a][int(rng.integers(len(fits[a])))] for a in apps]
+    iterations = [_iterations(a, b) for a, (_, b) in zip(apps, configs, strict=True)]
+    how = f"{n} jobs" + (f" (load {load:g})" if load is not None else "")
+    return _trace(
+        [f"{a}-{i}" for i, a in enumerate(apps)],
+        pool.offset_s[pick].astype(np.float64),
+        apps,
+        configs,
+        iterations,
+        pool.philly_id[pick],
+        f"sjf_bsbf_workload(seed={seed}): {how} of {DATA.name}, max {max_gpus} GPUs",
+    )
+
+
+def _testbed_iterations(full: int, lo: int, hi: int) -> int:
+    """Map a full-size iteration count in [lo, hi] log-linearly onto [100, 5000]."""
+    a, b = TESTBED_ITERATIONS
+    if hi == lo:
+        return a
+    x = (math.log(full) - math.log(lo)) / (math.log(hi) - math.log(lo))
+    return int(round(a * (b / a) ** x))
+
+
+def sjf_bsbf_testbed_workload(seed: int) -> Trace:
+    """Build the SJF-BSBF physical-testbed workload (Sec. VI-A): 30 jobs for testbed-4x4.
+
+    The paper scales the trace down to "30 DDL jobs ... 20 jobs using no more than 8 GPUs
+    and 10 jobs using 12 or 16 GPUs. The training iteration of jobs varies from 100 to
+    5000." Steps, every draw from ``np.random.default_rng(seed)``:
+
+    1. The bundled busiest-period jobs (as :func:`sjf_bsbf_workload`) in a random order,
+       each given its Pollux application and a configuration drawn uniformly among the
+       application's configurations with at most 16 GPUs.
+    2. Going down that order, a job is kept if its configuration has <= 8 GPUs and fewer
+       than 20 such jobs are kept, or 12 or 16 GPUs and fewer than 10 such are kept;
+       otherwise it is passed over. ImageNet jobs are always passed over: Pollux's
+       ImageNet configurations need 24 or more GPUs, beyond the 16-GPU testbed.
+    3. Iterations: each job's full-size count (:func:`sjf_bsbf_workload` step 5) mapped
+       log-linearly from [smallest, largest] full-size count over the configurations
+       eligible here (BERT's 462 to YOLOv3's 12,931) onto [100, 5000], rounded, so the
+       order of job lengths is kept and the paper's range is met exactly.
+    4. Arrivals: the kept jobs' times in the 8-hour window, scaled by
+       ``TESTBED_SPAN_S / 28,800`` (1,800 s in all). The paper gives no arrival span;
+       its testbed makespans are 2,129-2,398 s (Table II), so all jobs arrive well
+       within that.
+
+    Parameters
+    ----------
+    seed
+        Seed of every draw.
+
+    Returns
+    -------
+    Trace
+        30 jobs; columns as :func:`sjf_bsbf_workload`, sorted by submit time.
+    """
+    pool = load_pool()
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(pool))
+    apps_all = _application(pool.gpu_time_s[order], rng)
+    cap = 16
+    eligible = {a: tuple(c for c in APPLICATIONS[a].configs if c[0] <= cap) for a in MODELS}
+    counts = [_iterations(a, b) for a in MODELS for _, b in eligible[a]]
+    lo, hi = min(counts), max(counts)
+    want = {"small": TESTBED_JOBS[0], "large": TESTBED_JOBS[1]}
+    kept: list[tuple[int, str, tuple[int, int]]] = []
+    for k, app in zip(order, apps_all, strict=True):
+        options = eligible[str(app)]
+        if not options:
+            continue
+        cfg = options[int(rng.integers(len(options)))]
+        kind = "small" if cfg[0] <= 8 else "large" if cfg[0] in (12, 16) else ""
+        if kind and want[kind] > 0:
+            want[kind] -= 1
+            kept.append((int(k), str(app), cfg))
+            if not any(want.values()):
+                break
+    if any(want.values()):  # only if the bundled data were changed
+        raise GpuschedError(f"{DATA.name}: too few jobs for the testbed workload")
+    kept.sort(key=lambda t: (int(pool.offset_s[t[0]]), int(pool.philly_id[t[0]])))
+    idx = np.array([t[0] for t in kept])
+    apps = [t[1] for t in kept]
+    configs = [t[2] for t in kept]
+    iterations = [
+        _testbed_iterations(_iterations(a, c[1]), lo, hi)
+        for a, c in zip(apps, configs, strict=True)
+    ]
+    submit = np.round(pool.offset_s[idx] * (TESTBED_SPAN_S / WINDOW_S), 3)
+    return _trace(
+        [f"{a}-{i}" for i, a in enumerate(apps)],
+        submit,
+        apps,
+        configs,
+        iterations,
+        pool.philly_id[idx],
+        f"sjf_bsbf_testbed_workload(seed={seed}): 30 jobs (20 with <= 8 GPUs, 10 with 12"
+        f" or 16) of {DATA.name}, iterations scaled to 100..5000",
+    )
