@@ -130,8 +130,35 @@ def _assign(st, j, k, gpu):
 
 
 @njit(**_JIT)
-def _release(st, j, t):
-    """Free every GPU held by job ``j`` at time ``t`` (s); partners left on them speed up then."""
+def _release(st, j):
+    """Free every GPU held by job ``j`` (no GPU of it is shared: see :func:`_release_at`)."""
+    for k in range(st.job_alloc_off[j], st.job_alloc_off[j + 1]):
+        gpu = st.alloc_gpu[k]
+        if gpu < 0:
+            continue
+        n = st.gpu_n_jobs[gpu]
+        for s in range(n):
+            if st.gpu_job[gpu, s] == j:
+                st.gpu_job[gpu, s] = st.gpu_job[gpu, n - 1]
+                st.gpu_job[gpu, n - 1] = -1
+                break
+        st.gpu_n_jobs[gpu] = n - 1
+        if n == 1:
+            st.server_free[st.gpu_server[gpu]] += 1
+            st.sim_i[I_FREE_GPUS] += 1
+        st.alloc_gpu[k] = -1
+
+
+@njit(**_JIT)
+def _release_at(st, j, t):
+    """Free every GPU held by job ``j`` at time ``t`` (s); partners left on them speed up then.
+
+    The general form of :func:`_release`, for when some GPU is shared (``I_EXTRA`` > 0);
+    the exclusive hot paths keep the short one.
+    """
+    if st.sim_i[I_EXTRA] == 0:
+        _release(st, j)
+        return
     for k in range(st.job_alloc_off[j], st.job_alloc_off[j + 1]):
         gpu = st.alloc_gpu[k]
         if gpu < 0:
@@ -337,7 +364,7 @@ def start_on(st, j, gpus, now):
     """Start queued job ``j`` on the given GPUs (validated by the caller); False if full."""
     for k in range(gpus.shape[0]):
         if not _assign(st, j, k, gpus[k]):
-            _release(st, j, now)
+            _release_at(st, j, now)
             return False
     start_job(st, j, now)
     if st.sim_i[I_EXTRA] > 0:
@@ -362,7 +389,7 @@ def preempt(st, j, now):
         if st.job_load_s[j] > 0.0:
             st.job_n_futile[j] += 1
             st.job_futile_s[j] += now - st.job_last_start[j]
-        _release(st, j, now)
+        _release_at(st, j, now)
         _run_remove(st, j)
         _queue_push(st, j, now)
     elif st.job_save_s[j] > 0.0:
@@ -372,7 +399,7 @@ def preempt(st, j, now):
         st.run_end[pos] = st.job_phase_end[j]
         st.run_cross[pos] = np.inf
     else:
-        _release(st, j, now)
+        _release_at(st, j, now)
         _run_remove(st, j)
         _queue_push(st, j, now)
 
@@ -381,15 +408,19 @@ def preempt(st, j, now):
 
 
 @njit(**_JIT)
-def _event(st, i, end, t1, out_done, n_done):
+def _event(st, i, end, t1, out_done, n_done, shared):
     """Handle the event of ``run[i]`` due at ``end`` (s): a save ends or the job finishes.
 
-    Returns the new count of completions written to ``out_done``.
+    ``shared``: some GPU holds two jobs (partners are re-rated). Returns the new count of
+    completions written to ``out_done``.
     """
     j = st.run[i]
     _sync(st, j, end)
     if st.job_status[j] == SAVING:
-        _release(st, j, end)
+        if shared:
+            _release_at(st, j, end)
+        else:
+            _release(st, j)
         _run_remove(st, j)
         _queue_push(st, j, end)
         return n_done
@@ -397,7 +428,10 @@ def _event(st, i, end, t1, out_done, n_done):
     st.job_remaining[j] = 0.0
     st.job_finish[j] = min(end, t1)
     st.job_status[j] = FINISHED
-    _release(st, j, end)
+    if shared:
+        _release_at(st, j, end)
+    else:
+        _release(st, j)
     _run_remove(st, j)
     st.sim_i[I_N_FINISHED] += 1
     if n_done < out_done.shape[0]:
@@ -427,7 +461,7 @@ def _advance(st, t1, out_done):
             i += 1
             continue
         # the swap-remove puts another job at position i: look at it next
-        n_done = _event(st, i, st.run_end[i], t1, out_done, n_done)
+        n_done = _event(st, i, st.run_end[i], t1, out_done, n_done, False)
     st.sim_f[F_NOW] = t1
     return n_done
 
@@ -451,7 +485,7 @@ def _advance_shared(st, t0, t1, out_done):
             st.sim_f[F_SHARED_GPU_S] += st.sim_i[I_SHARED_GPUS] * (end - t)
             st.sim_f[F_EXTRA_GPU_S] += st.sim_i[I_EXTRA] * (end - t)
             t = end
-        n_done = _event(st, first, end, t1, out_done, n_done)
+        n_done = _event(st, first, end, t1, out_done, n_done, True)
     if t1 > t:
         st.sim_f[F_SHARED_GPU_S] += st.sim_i[I_SHARED_GPUS] * (t1 - t)
         st.sim_f[F_EXTRA_GPU_S] += st.sim_i[I_EXTRA] * (t1 - t)
