@@ -121,8 +121,8 @@ class Engine:
         slower when a pipeline job is spread over servers. The engine applies it at
         every (re)start. Needs the Python path, since the fused kernel runs every job
         at its static rate. Optional: ``check_start(job, gpus, config, partners) ->
-        str | None`` refuses a start (a reason; ``partners`` are ``(job, config)`` of
-        the jobs already on those GPUs), and ``interference() -> (kind, xi)`` gives
+        str | None`` refuses a start (a reason), asked once per group of the job's GPUs
+        that hold the same other jobs (``partners``, as ``(job, config)``), and ``interference() -> (kind, xi)`` gives
         each job's interference kind and the xi matrix for jobs sharing a GPU.
     load_s, save_s
         Optional per-job load time after each start and pause-and-save time after each
@@ -574,11 +574,13 @@ class Engine:
         if check is None:
             return
         st = self.state
-        on = st.gpu_job[gpus]
-        partners = sorted(set(on[on >= 0].tolist()) - {j})
-        why = check(j, gpus, self._config.get(j), [(p, self._config.get(p)) for p in partners])
-        if why:
-            raise self._fail(j, now, str(why))
+        config = self._config.get(j)
+        groups = {tuple(sorted(set(row[row >= 0].tolist()) - {j})) for row in st.gpu_job[gpus]}
+        for group in sorted(groups) or [()]:  # the jobs beside it on each GPU
+            on = gpus[[set(g) - {j} == set(group) for g in st.gpu_job[gpus].tolist()]]
+            why = check(j, on, config, [(p, self._config.get(p)) for p in group])
+            if why:
+                raise self._fail(j, now, str(why))
 
     def _blockers(self, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Which of ``gpus`` are full (a mask), and the jobs on them that are not saving."""

@@ -76,9 +76,17 @@ class SJFBSBFPolicy:
         if self.xi:
             return np.full_like(base, self.xi)
         if self.xi_table:
-            from gpusched.jobmodels.sharing import xi_matrix_for
+            from gpusched.jobmodels.sharing import MODELS, load_xi_table
 
-            return xi_matrix_for(self.xi_table, base)
+            table = load_xi_table(self.xi_table)
+            if base.shape[0] <= len(MODELS):
+                raise ParamError(
+                    f"policy '{self.name}': xi_table sets ratios of the models "
+                    f"{', '.join(MODELS)}, and no job of this trace is one of them"
+                )
+            out = base.copy()
+            out[: len(MODELS), : len(MODELS)] = table
+            return out
         return base
 
     def prepare(self, jobs: Any, cluster: Any) -> None:

@@ -46,7 +46,7 @@ class SJFFFSPolicy(_SJFBSBF):  # type: ignore[misc, valid-type]
             return None
         partners = sorted({int(holder[gpu]) for gpu in gpus if ok[gpu]})
         pairs = [(b, view.job_config.get(b)) for b in partners]
-        for sub in times.sub_batches(j):  # largest first
-            if times.fits(j, sub, pairs):
+        for sub in times.sub_batches(j):  # largest first; beside each partner's GPU alone
+            if all(times.fits(j, sub, [pair]) for pair in pairs):
                 return Start(j, np.asarray(sorted(gpus), dtype=np.int64), sub)
         return None

@@ -33,7 +33,11 @@ def test_core_finds_the_builtin_job_models_by_name():
     from gpusched import jobmodel
 
     names = [type(m).__module__ for m in jobmodel.job_models()]
-    assert names == ["gpusched.jobmodels.catalogue", "gpusched.jobmodels.pipeline_jobs"]
+    assert names == [
+        "gpusched.jobmodels.catalogue",
+        "gpusched.jobmodels.pipeline_jobs",
+        "gpusched.jobmodels.sharing",
+    ]
 
 
 def test_a_plain_run_imports_no_workload_module_and_no_sklearn():

@@ -23,6 +23,7 @@ from gpusched.jobmodels.sharing import (
     load_xi_table,
 )
 from gpusched.jobs import JobTable
+from gpusched.state import XI_DEFAULT
 from gpusched.trace import read_trace
 
 # A made-up model with round numbers, so that eq. 3/4/7 can be worked by hand.
@@ -295,7 +296,7 @@ def test_interference_kinds_and_plain_row():
     assert kind.dtype == np.int32 and kind.tolist() == [4, 6, 0]
     assert xi.shape == (7, 7)
     np.testing.assert_array_equal(xi[:6, :6], S.default_xi())
-    assert (xi[6] == 1).all() and (xi[:, 6] == 1).all()
+    assert (xi[6] == XI_DEFAULT).all() and (xi[:, 6] == XI_DEFAULT).all()
 
 
 def test_perf_hook_none_without_sharing_models():

@@ -97,7 +97,8 @@ def consolidated(free: np.ndarray, gpu_server: np.ndarray, g: int) -> np.ndarray
     fit = np.flatnonzero(per >= g)
     if fit.size:
         server = fit[np.argmin(per[fit])]
-        return idx[gpu_server[idx] == server][:g]
+        on: np.ndarray = idx[gpu_server[idx] == server][:g]
+        return on
     chosen: list[int] = []
     for server in np.lexsort((np.arange(per.size), -per)):
         on = idx[gpu_server[idx] == server]
@@ -144,8 +145,8 @@ class JobTimes:
         """Alg. 2's candidates, the full batch first (None: the job's default)."""
         if self.model is None:
             return [None]
-        subs: list[Any] = self.model.sub_batches(j)
-        return [None if k == 0 else s for k, s in enumerate(subs)]
+        subs: list[Any] = self.model.sub_batches(j)  # [] for a job of no sharing model
+        return [None if k == 0 else s for k, s in enumerate(subs)] or [None]
 
     def solo_s(self, j: int, sub: Any) -> float:
         """Time job ``j`` runs alone from its start with sub-batch ``sub``, s (eq. 7)."""

@@ -25,7 +25,7 @@ A sub-batch ``b`` takes ``s = ceil(B / b)`` accumulation steps; eq. 7 is evaluat
 ``b`` (the largest step, ``b >= B / s``).
 
 Jobs whose ``model`` is not one of the six are *plain*: rate 1 anywhere, no sub-batch
-(config None), no memory, and xi 1 against every job (they neither slow nor are slowed).
+(config None), no memory, and the engine's default xi (time-slicing, 2) against every job.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import CatalogueError, ParamError, TraceError, did_you_mean, show_name
+from gpusched.state import XI_DEFAULT
 
 __all__ = [
     "JOB_MODEL",
@@ -284,6 +285,27 @@ def load_profiles(path: str | Path | None = None) -> dict[str, Profile]:
     return dict(_load(Path(path) if path is not None else _DEFAULT)[0])
 
 
+def reference_gpu_mem_gb() -> float:
+    """GPU memory of the duration reference (``[reference].gpu_mem_gb``), GB."""
+    value = _load(_DEFAULT)[1].get("reference", {}).get("gpu_mem_gb")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise CatalogueError(f"{_DEFAULT}: [reference] gpu_mem_gb: expected a number > 0")
+    return float(value)
+
+
+def solo_sub_batch(p: Profile, batch: int, limit_gb: float) -> int | None:
+    """The largest sub-batch of ``batch`` that fits ``limit_gb`` alone (None if none does).
+
+    A job whose requested per-GPU batch does not fit its GPU trains with gradient
+    accumulation even alone (Sec. IV-A 4: "workers can only fit one small micro-batch at
+    a given time"): that is its default configuration, and its duration is taken there.
+    """
+    for b in sub_batches(batch):
+        if mem_gb(p, b) <= limit_gb:
+            return b
+    return None
+
+
 def reference_gpus_per_server() -> int:
     """GPUs per server of the duration reference (``[reference].gpus_per_server``)."""
     ref = _load(_DEFAULT)[1].get("reference", {})
@@ -429,8 +451,10 @@ class SharingPerf:
             self.gpu_server
         ]
         self.gpus_per_server = int(np.max(cluster.server_gpus()))
+        self.solo = self._solo_batches(jobs)
         xi6 = default_xi() if xi is None else np.asarray(xi, dtype=np.float64)
-        self.xi = np.ones((PLAIN + 1, PLAIN + 1))
+        # a job of no sharing model beside any job: the engine's default (time-slicing)
+        self.xi = np.full((PLAIN + 1, PLAIN + 1), XI_DEFAULT)
         self.xi[:PLAIN, :PLAIN] = xi6
         self._cache: dict[tuple[int, int, int, int, int], float] = {}
 
@@ -454,6 +478,21 @@ class SharingPerf:
             raise TraceError(errors)
         return out
 
+    def _solo_batches(self, jobs: Any) -> np.ndarray:
+        """Each job's default sub-batch: the largest that fits the cluster's GPUs alone."""
+        limit = self._limit(None)
+        out = self.batch.copy()
+        for j in np.flatnonzero(self.kind != PLAIN).tolist():
+            got = solo_sub_batch(self._profiles[MODELS[self.kind[j]]], int(self.batch[j]), limit)
+            if got is None:
+                raise TraceError(
+                    f"{show_name(jobs.source)}: job {show_name(jobs.job_id[j])}: "
+                    f"{MODELS[self.kind[j]]} does not fit {limit:g} GB of GPU memory even "
+                    "at sub-batch 1"
+                )
+            out[j] = got
+        return out
+
     # -- solo times ----------------------------------------------------------------------
 
     def _t(self, job: int, sub: int, n: int, n_servers: int) -> float:
@@ -466,7 +505,7 @@ class SharingPerf:
         return got
 
     def _sub(self, job: int, config: Any) -> int:
-        return int(self.batch[job]) if config is None else int(config)
+        return int(self.solo[job]) if config is None else int(config)
 
     def t_iter_s(self, job: int, config: Any = None, n_servers: int | None = None) -> float:
         """Solo iteration time of ``job`` on its GPU count, s (NaN for a plain job).
@@ -490,16 +529,17 @@ class SharingPerf:
         g = np.asarray(gpus, dtype=np.int64)
         n = int(g.shape[0])
         ns = int(np.unique(self.gpu_server[g]).shape[0])
-        ideal = self._t(job, int(self.batch[job]), n, ideal_servers(n, self.gpus_per_server))
+        ideal = self._t(job, int(self.solo[job]), n, ideal_servers(n, self.gpus_per_server))
         return ideal / self._t(job, self._sub(job, config), n, ns)
 
     # -- memory --------------------------------------------------------------------------
 
     def sub_batches(self, job: int) -> list[int]:
-        """Alg. 2's sub-batches of ``job``, descending (``[]`` for a plain job)."""
+        """Alg. 2's sub-batches of ``job``, descending from the largest that fits alone
+        (``[]`` for a plain job)."""
         if self.kind[job] == PLAIN:
             return []
-        return sub_batches(int(self.batch[job]))
+        return [b for b in sub_batches(int(self.batch[job])) if b <= self.solo[job]]
 
     def mem_gb(self, job: int, config: Any = None) -> float:
         """GPU memory of one of ``job``'s workers at ``config``, GB (0 for a plain job)."""
@@ -561,7 +601,7 @@ class SharingPerf:
         """``(kind, xi)``: int32 kind per job (6 = plain) and the ``(7, 7)`` ratios.
 
         ``xi[kind[a], kind[b]]`` is the slowdown of job ``a`` beside job ``b`` (eq. 5-6);
-        the plain row and column are 1.
+        the plain row and column are :data:`gpusched.state.XI_DEFAULT` (time-slicing).
         """
         return self.kind, self.xi
 
@@ -591,6 +631,7 @@ class SharingJobModel:
 
         profiles = load_profiles()
         gps = reference_gpus_per_server()
+        mem = reference_gpu_mem_gb()
         name = show_name(trace.source)
         col = trace.extra.get("batch_size")
         errors: list[str] = []
@@ -611,8 +652,15 @@ class SharingJobModel:
                 errors.append(f"{where} {_batch_error(text)}")
                 continue
             b = p.batch_size if got is None else got
+            solo = solo_sub_batch(p, b, mem)
+            if solo is None:
+                errors.append(
+                    f"{where} column 'batch_size': {model} does not fit {mem:g} GB of GPU "
+                    "memory even at sub-batch 1"
+                )
+                continue
             n = int(trace.num_gpus[i])
-            work[i] = trace.iterations[i] * t_iter(p, b, b, n, ideal_servers(n, gps))
+            work[i] = trace.iterations[i] * t_iter(p, b, solo, n, ideal_servers(n, gps))
             if not MIN_DURATION_S <= work[i] <= MAX_TIME_S:
                 errors.append(
                     f"{where} column 'iterations': {float(trace.iterations[i])!r} iterations "
@@ -623,7 +671,8 @@ class SharingJobModel:
             raise TraceError(errors)
         return work, [
             f"{int(need.sum())} job durations derived as iterations x the SJF-BSBF iteration "
-            f"time (eq. 7) at full batch on {gps}-GPU servers"
+            f"time (eq. 7) at full batch (or the largest sub-batch that fits {mem:g} GB) on "
+            f"{gps}-GPU servers"
         ]
 
     def perf(self, jobs: Any, cluster: Any) -> SharingPerf | None:
