@@ -424,7 +424,9 @@ def _event(st, i, end, t1, out_done, n_done, shared):
         _run_remove(st, j)
         _queue_push(st, j, end)
         return n_done
-    st.sim_f[F_RESIDUAL] = max(st.sim_f[F_RESIDUAL], abs(st.job_remaining[j]) / st.job_work[j])
+    # relative to the work, or to the float resolution of the time itself (huge times)
+    scale = max(st.job_work[j], abs(end) * 1e-10)
+    st.sim_f[F_RESIDUAL] = max(st.sim_f[F_RESIDUAL], abs(st.job_remaining[j]) / scale)
     st.job_remaining[j] = 0.0
     st.job_finish[j] = min(end, t1)
     st.job_status[j] = FINISHED

@@ -125,12 +125,19 @@ def _sjf_bsbf(
     with Pollux's starting GPU count and batch, and iterations from the task's epochs
     (:mod:`gpusched.workloads.sjf_bsbf`). ``load`` L means 240 L jobs over the same 8 hours
     (Sec. VI-C: 0.5x-2x is 120-480 jobs); ``jobs`` with ``load`` must agree. GPU counts
-    are capped at ``cluster``'s largest job, default sjf-bsbf-16x4 (64 GPUs).
+    are capped at ``cluster``'s largest job, default sjf-bsbf-16x4 (64 GPUs). Beyond the
+    4,000 bundled jobs the busy window repeats once a day, 240 jobs per 64 GPUs of
+    ``cluster`` each day (for speed runs).
     """
     from gpusched.workloads.sjf_bsbf import sjf_bsbf_workload
 
-    cap = _lazer_options(cluster, None)["max_gpus"]
-    return sjf_bsbf_workload(seed, jobs, load=load, max_gpus=64 if cap is None else cap)
+    if cluster is None:
+        return sjf_bsbf_workload(seed, jobs, load=load)
+    from gpusched.cluster import load_cluster
+
+    spec = load_cluster(cluster)
+    cap = spec.n_gpus if spec.allow_spread else int(spec.server_gpus().max())
+    return sjf_bsbf_workload(seed, jobs, load=load, max_gpus=cap, n_gpus_cluster=spec.n_gpus)
 
 
 def _sjf_bsbf_testbed(seed: int, jobs: int | None = None) -> Trace:

@@ -47,6 +47,7 @@ _LABELS = {
     "p50_futile_s": "futile time P50",
     "p95_futile_s": "futile time P95",
     "futile_gpu_s": "futile GPU-s",
+    "shared_gpu_s": "shared GPU-s",
     "total_wait_s": "total waiting",
     "total_load_s": "total loading",
     "total_train_s": "total training",
@@ -70,6 +71,7 @@ _JOB_KEYS = frozenset(
         "p50_wait_s",
         "p95_wait_s",
         "total_jct_s",
+        "total_wait_s",
     }
 )
 #: Rows of the box besides the title and the table: border, hint and its padding.
