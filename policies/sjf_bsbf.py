@@ -20,7 +20,13 @@ Reading choices, besides those of :mod:`gpusched.algorithms.share`:
    the sub-batches Alg. 2 chose for them (memory grows with the sub-batch).
 2. A job is placed only on GPUs of jobs that are worth sharing with (plus free ones); if
    those are too few it waits, rather than sharing with a job Alg. 2 rejected.
-3. L_k is the job's duration (its solo time at full batch), known in advance as for SJF;
+3. Speed, not a reading: when a job finds no GPUs worth sharing, later jobs of the same
+   shape (model, GPUs, batch: the same solo times up to a factor, :meth:`JobTimes.shape`)
+   in this decision are not evaluated. They are longer (SJF order), and for a longer job
+   sharing pays less or equally (the pair's JCT gain is non-increasing in the newcomer's
+   length whenever every xi >= 1), while the jobs it could share with only lose GPUs
+   within a decision; so they would find none either, and the schedule is unchanged.
+4. L_k is the job's duration (its solo time at full batch), known in advance as for SJF;
    "size-based ... according to their used GPU numbers" in Sec. V-B 1 contradicts line 1,
    and line 1 wins.
 
@@ -36,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.algorithms.share import JobTimes, best_sub_batch, consolidated
+from gpusched.algorithms.share import JobTimes, best_sub_batches, consolidated
 from gpusched.errors import ParamError
 from gpusched.policy import Decision, Start
 from gpusched.state import QUEUED
@@ -95,29 +101,34 @@ class SJFBSBFPolicy:
         self.times = times
 
     def decide(self, view: Any, now: float) -> Decision:
-        times = self.times
-        assert times is not None
         q = view.queued
         if q.size == 0:
             return Decision()
         n_on = np.array(view.gpu_n_jobs, dtype=np.int64)  # our copy, updated as we start
         holder = np.array(view.gpu_job[:, 0], dtype=np.int64)
-        cap = view.gpu_job.shape[1]
+        shares = view.gpu_job.shape[1] > 1
+        n_free = int((n_on == 0).sum())
+        n_one = int((n_on == 1).sum()) if shares else 0
+        need = view.job_n_gpus
+        times = self.times
+        assert times is not None
+        refused: set[tuple[Any, ...]] = set()  # job shapes that found no GPUs to share
         actions: list[Start] = []
         for j in q[np.argsort(view.job_duration[q], kind="stable")].tolist():  # line 1
-            g = int(view.job_n_gpus[j])
-            free = n_on == 0
-            one = n_on == 1 if cap > 1 else np.zeros_like(free)
-            n_free = int(free.sum())
-            if n_free + int(one.sum()) == 0:
+            g = int(need[j])
+            if n_free + n_one == 0:
                 break
             if n_free >= g:  # lines 6-7
-                gpus = consolidated(free, view.gpu_server, g)
-                start = Start(j, gpus)
-            elif n_free + int(one.sum()) >= g:  # line 9
-                start = self._share(view, j, g, free, one, holder)
-                if start is None:
+                start = Start(j, consolidated(n_on == 0, view.gpu_server, g))
+            elif n_free + n_one >= g:  # line 9
+                shape = times.shape(j)
+                if shape in refused:
                     continue
+                got = self._share(view, j, g, n_on == 0, n_on == 1, holder)
+                if got is None:
+                    refused.add(shape)
+                    continue
+                start = got
             else:
                 continue
             actions.append(start)
@@ -125,6 +136,10 @@ class SJFBSBFPolicy:
             for gpu in start.gpus.tolist():
                 if n_on[gpu] == 0:
                     holder[gpu] = j
+                    n_free -= 1
+                    n_one += shares
+                else:
+                    n_one -= 1
                 n_on[gpu] += 1
         return Decision(actions=actions)
 
@@ -134,26 +149,29 @@ class SJFBSBFPolicy:
         """Lines 10-17: the GPUs of the running jobs worth sharing with, best pairs first."""
         times = self.times
         assert times is not None
-        picks = []
-        for b in np.unique(holder[one]).tolist():  # line 10: each job on a one-job GPU
-            if view.job_status[b] == QUEUED:  # started in this decision: not running yet
-                continue
-            solo_b = float(view.job_remaining[b] / view.job_solo_rate[b])
-            share, sub, t = best_sub_batch(times, j, b, view.job_config.get(b), solo_b)  # l. 11
-            if share:  # line 12
-                picks.append((t, b, sub))
-        picks.sort(key=lambda p: (p[0], p[1]))  # line 14
+        partners = np.unique(holder[one])  # line 10: each job on a one-job GPU
+        partners = partners[view.job_status[partners] != QUEUED]  # not started this decision
+        if partners.size == 0:
+            return None
+        solo_b = view.job_remaining[partners] / view.job_solo_rate[partners]
+        configs = [view.job_config.get(b) for b in partners.tolist()]
+        share, k, t = best_sub_batches(times, j, partners, configs, solo_b)  # line 11
+        keep = np.flatnonzero(share)  # line 12
+        if keep.size == 0:
+            return None
+        keep = keep[np.lexsort((partners[keep], t[keep]))]  # line 14: by the pair's JCT
+        subs = times.profile(j)[0]
         gpus: list[int] = []
-        subs = []
-        for _, b, sub in picks:  # lines 15-17
-            on_b = np.flatnonzero(one & (holder == b))
+        chosen: list[Any] = []
+        for i in keep.tolist():  # lines 15-17
+            on_b = np.flatnonzero(one & (holder == partners[i]))
             gpus += on_b[: g - len(gpus)].tolist()
-            subs.append(sub)
+            chosen.append(subs[int(k[i])])
             if len(gpus) == g:
                 break
         if len(gpus) < g:  # free GPUs last
             gpus += np.flatnonzero(free)[: g - len(gpus)].tolist()
-        if len(gpus) < g or not subs:
+        if len(gpus) < g:
             return None
-        sized = [s for s in subs if s is not None]
+        sized = [s for s in chosen if s is not None]
         return Start(j, np.asarray(sorted(gpus), dtype=np.int64), min(sized) if sized else None)

@@ -58,21 +58,18 @@ def test_theorem_1_by_hand() -> None:
 
 
 class _Times:
-    """A job A with full batch 8 and sub-batches 8, 4, 2, 1; only <= 4 fits beside B."""
+    """Job 0 (A): full batch 8 and sub-batches 4, 2, 1; job 1 (B) takes 5 GB of an 11 GB
+    GPU, so only sub-batches <= 4 fit beside it."""
 
-    solo = {None: 100.0, 4: 110.0, 2: 130.0, 1: 170.0}
+    kind = np.array([0, 0])
+    xi = np.full((1, 1), 1.2)
+    limit_gb = 11.0
 
-    def xi_pair(self, a: int, b: int) -> tuple[float, float]:
-        return 1.2, 1.2
+    def profile(self, j: int) -> tuple[list[Any], np.ndarray, np.ndarray]:
+        return [None, 4, 2, 1], np.array([100.0, 110.0, 130.0, 170.0]), np.array([8, 5, 4, 3.0])
 
-    def sub_batches(self, j: int) -> list[Any]:
-        return [None, 4, 2, 1]
-
-    def solo_s(self, j: int, sub: Any) -> float:
-        return self.solo[sub]
-
-    def fits(self, j: int, sub: Any, partners: list[tuple[int, Any]]) -> bool:
-        return sub is not None
+    def mem(self, j: int, sub: Any) -> float:
+        return 5.0
 
 
 def test_alg_2_searches_the_sub_batch_by_hand() -> None:

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["JobTimes", "best_sub_batch", "consolidated", "pair_jct"]
+__all__ = ["JobTimes", "best_sub_batch", "best_sub_batches", "consolidated", "pair_jct"]
 
 
 def pair_jct(solo_a: float, solo_b: float, xi_a: float, xi_b: float) -> float:
@@ -67,20 +67,42 @@ def best_sub_batch(
     For every sub-batch of ``a`` that fits in GPU memory beside ``b_job`` (at its
     ``b_config``), Theorem 1 compares sharing now with waiting; the best average JCT wins
     (ties to the smaller sub-batch, as the printed ``<=`` does). ``share`` is False when
-    waiting is best, or when no sub-batch fits.
+    waiting is best, or when no sub-batch fits (``avg_jct`` inf).
     """
-    xi_a, xi_b = times.xi_pair(a, b_job)
-    wait = sequential_jct(times.solo_s(a, None), solo_b)
-    best: tuple[bool, Any, float] = (False, None, np.inf)
-    for sub in times.sub_batches(a):
-        if not times.fits(a, sub, [(b_job, b_config)]):
-            continue
-        together = pair_jct(times.solo_s(a, sub), solo_b, xi_a, xi_b)
-        share = together < wait
-        t_share = together if share else wait
-        if t_share <= best[2]:
-            best = (share, sub, t_share)
-    return best
+    share, k, t = best_sub_batches(times, a, np.array([b_job]), [b_config], np.array([solo_b]))
+    subs = times.profile(a)[0]
+    return bool(share[0]), subs[int(k[0])] if np.isfinite(t[0]) else None, float(t[0])
+
+
+def best_sub_batches(
+    times: JobTimes, a: int, partners: np.ndarray, configs: list[Any], solo_b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`best_sub_batch` for many running jobs at once (numpy over partners x sub-batches).
+
+    Returns per partner: share (bool), the index of the chosen sub-batch in
+    ``times.profile(a)[0]``, and the pair's average JCT (inf when no sub-batch fits).
+    """
+    _, solo_a, mem_a = times.profile(a)
+    xa = times.xi[times.kind[a], times.kind[partners]][:, None]
+    xb = times.xi[times.kind[partners], times.kind[a]][:, None]
+    mem_b = np.array([times.mem(b, c) for b, c in zip(partners.tolist(), configs, strict=True)])
+    fits = mem_a[None, :] + mem_b[:, None] <= times.limit_gb
+    sb = solo_b[:, None]
+    shared_a = solo_a[None, :] * xa  # eq. 16-17: each slower by its ratio while both run
+    shared_b = sb * xb
+    together = np.where(
+        shared_a <= shared_b,
+        (2 * shared_a + sb - shared_a / xb) / 2.0,  # A ends first, B finishes alone
+        (2 * shared_b + solo_a[None, :] - shared_b / xa) / 2.0,  # B ends first
+    )
+    wait = ((2 * solo_b + solo_a[0]) / 2.0)[:, None]  # A waits, then runs at its full batch
+    share = together < wait
+    t = np.where(fits, np.where(share, together, wait), np.inf)
+    n_sub = solo_a.shape[0]
+    k = n_sub - 1 - np.argmin(t[:, ::-1], axis=1)  # ties: the smaller sub-batch (Alg. 2 "<=")
+    rows = np.arange(partners.shape[0])
+    best = t[rows, k]
+    return share[rows, k] & np.isfinite(best), k, best
 
 
 def consolidated(free: np.ndarray, gpu_server: np.ndarray, g: int) -> np.ndarray | None:
@@ -126,6 +148,7 @@ class JobTimes:
         from gpusched.jobmodels.sharing import JOB_MODEL
 
         self.work = np.asarray(jobs.work_s, dtype=np.float64)
+        self.n_gpus = np.asarray(jobs.n_gpus, dtype=np.int64)
         self.model = JOB_MODEL.perf(jobs, cluster)
         if self.model is not None:
             self.kind, base = self.model.interference()
@@ -135,27 +158,51 @@ class JobTimes:
             self.kind, base = np.zeros(len(jobs), np.int32), np.full((1, 1), XI_DEFAULT)
         self.base_xi = np.asarray(base, dtype=np.float64)
         self.xi = self.base_xi if xi is None else np.asarray(xi, dtype=np.float64)
+        #: GPU memory a job and its partners must fit, GB (the cluster's smallest GPU)
+        self.limit_gb = self.model.limit_gb() if self.model is not None else np.inf
+        self._profiles: dict[int, tuple[list[Any], np.ndarray, np.ndarray]] = {}
 
     def xi_pair(self, a: int, b: int) -> tuple[float, float]:
         """(xi_A, xi_B) of jobs ``a`` and ``b`` sharing a GPU (eq. 16-17)."""
         ka, kb = self.kind[a], self.kind[b]
         return float(self.xi[ka, kb]), float(self.xi[kb, ka])
 
+    def profile(self, j: int) -> tuple[list[Any], np.ndarray, np.ndarray]:
+        """Job ``j``'s sub-batches (Alg. 2's candidates, its default first as None), its
+        solo time at each (s, eq. 7) and its memory at each (GB); cached."""
+        got = self._profiles.get(j)
+        if got is None:
+            if self.model is None or not self.model.sub_batches(j):
+                got = ([None], np.array([self.work[j]]), np.zeros(1))
+            else:
+                subs: list[Any] = [None, *self.model.sub_batches(j)[1:]]
+                t0 = self.model.t_iter_s(j, None)
+                solo = [self.work[j] * self.model.t_iter_s(j, s) / t0 for s in subs]
+                got = (subs, np.array(solo), np.array([self.model.mem_gb(j, s) for s in subs]))
+            self._profiles[j] = got
+        return got
+
+    def shape(self, j: int) -> tuple[Any, ...]:
+        """Jobs of one shape have the same sub-batches, memory and interference, and solo
+        times proportional to their durations."""
+        if self.model is None:
+            return (int(self.kind[j]), int(self.n_gpus[j]))
+        return (int(self.kind[j]), int(self.n_gpus[j]), int(self.model.batch[j]))
+
     def sub_batches(self, j: int) -> list[Any]:
         """Alg. 2's candidates, the full batch first (None: the job's default)."""
-        if self.model is None:
-            return [None]
-        subs: list[Any] = self.model.sub_batches(j)  # [] for a job of no sharing model
-        return [None if k == 0 else s for k, s in enumerate(subs)] or [None]
+        return self.profile(j)[0]
 
     def solo_s(self, j: int, sub: Any) -> float:
         """Time job ``j`` runs alone from its start with sub-batch ``sub``, s (eq. 7)."""
-        if self.model is None or sub is None:
-            return float(self.work[j])
-        return float(self.work[j] * self.model.t_iter_s(j, sub) / self.model.t_iter_s(j, None))
+        subs, solo, _ = self.profile(j)
+        return float(solo[subs.index(sub)])
+
+    def mem(self, j: int, sub: Any) -> float:
+        """GPU memory of job ``j`` at sub-batch ``sub``, GB (0 without a memory model)."""
+        subs, _, mem = self.profile(j)
+        return float(mem[subs.index(sub)]) if sub in subs else float(mem[0])
 
     def fits(self, j: int, sub: Any, partners: list[tuple[int, Any]]) -> bool:
         """Whether job ``j`` at ``sub`` fits in GPU memory beside ``partners``."""
-        if self.model is None:
-            return True
-        return self.model.check_start(j, np.empty(0, np.int64), sub, partners) is None
+        return self.mem(j, sub) + sum(self.mem(b, c) for b, c in partners) <= self.limit_gb

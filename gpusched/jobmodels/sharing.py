@@ -480,7 +480,7 @@ class SharingPerf:
 
     def _solo_batches(self, jobs: Any) -> np.ndarray:
         """Each job's default sub-batch: the largest that fits the cluster's GPUs alone."""
-        limit = self._limit(None)
+        limit = self.limit_gb(None)
         out = self.batch.copy()
         for j in np.flatnonzero(self.kind != PLAIN).tolist():
             got = solo_sub_batch(self._profiles[MODELS[self.kind[j]]], int(self.batch[j]), limit)
@@ -547,7 +547,7 @@ class SharingPerf:
             return 0.0
         return mem_gb(self._profiles[MODELS[self.kind[job]]], self._sub(job, config))
 
-    def _limit(self, gpus: np.ndarray | None) -> float:
+    def limit_gb(self, gpus: np.ndarray | None = None) -> float:
         mem = self.gpu_mem_gb if gpus is None else self.gpu_mem_gb[np.asarray(gpus, np.int64)]
         known = mem[~np.isnan(mem)]
         return float(known.min()) if known.size else math.inf
@@ -564,7 +564,7 @@ class SharingPerf:
         any known GPU memory the full batch. None when no sub-batch fits, or for a plain job
         (which has none: start it with config None).
         """
-        room = self._limit(gpus) - self._partners_gb(partners)
+        room = self.limit_gb(gpus) - self._partners_gb(partners)
         for b in self.sub_batches(job):
             if self.mem_gb(job, b) <= room:
                 return b
@@ -588,7 +588,7 @@ class SharingPerf:
             if int(config) not in subs:
                 return f"config {int(config)}: expected a sub-batch, one of {subs}"
         need = self.mem_gb(job, config) + self._partners_gb(partners)
-        limit = self._limit(gpus)
+        limit = self.limit_gb(gpus)
         if need > limit:
             return (
                 f"needs {need:.2f} GB of GPU memory (job {job} at sub-batch "
