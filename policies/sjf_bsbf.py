@@ -76,6 +76,7 @@ class SJFBSBFPolicy:
         self.xi = float(xi)
         self.xi_table = xi_table
         self.times: JobTimes | None = None
+        self._partners: tuple[np.ndarray, np.ndarray, list[Any], np.ndarray] | None = None
 
     def interference(self, base: np.ndarray) -> np.ndarray:
         """The run's interference matrix: the model's, or the one this policy injects."""
@@ -113,6 +114,7 @@ class SJFBSBFPolicy:
         times = self.times
         assert times is not None
         refused: set[tuple[Any, ...]] = set()  # job shapes that found no GPUs to share
+        self._partners = None  # the running jobs alone on some GPU, until the next start
         actions: list[Start] = []
         for j in q[np.argsort(view.job_duration[q], kind="stable")].tolist():  # line 1
             g = int(need[j])
@@ -132,6 +134,7 @@ class SJFBSBFPolicy:
             else:
                 continue
             actions.append(start)
+            self._partners = None
             assert start.gpus is not None
             for gpu in start.gpus.tolist():
                 if n_on[gpu] == 0:
@@ -149,13 +152,22 @@ class SJFBSBFPolicy:
         """Lines 10-17: the GPUs of the running jobs worth sharing with, best pairs first."""
         times = self.times
         assert times is not None
-        partners = np.unique(holder[one])  # line 10: each job on a one-job GPU
-        partners = partners[view.job_status[partners] != QUEUED]  # not started this decision
+        if self._partners is None:
+            partners = np.unique(holder[one])  # line 10: each job on a one-job GPU
+            partners = partners[view.job_status[partners] != QUEUED]  # not started just now
+            configs = [view.job_config.get(b) for b in partners.tolist()]
+            self._partners = (
+                partners,
+                view.job_remaining[partners] / view.job_solo_rate[partners],
+                configs,
+                np.array(
+                    [times.mem(b, c) for b, c in zip(partners.tolist(), configs, strict=True)]
+                ),
+            )
+        partners, solo_b, configs, mem_b = self._partners
         if partners.size == 0:
             return None
-        solo_b = view.job_remaining[partners] / view.job_solo_rate[partners]
-        configs = [view.job_config.get(b) for b in partners.tolist()]
-        share, k, t = best_sub_batches(times, j, partners, configs, solo_b)  # line 11
+        share, k, t = best_sub_batches(times, j, partners, configs, solo_b, mem_b)  # line 11
         keep = np.flatnonzero(share)  # line 12
         if keep.size == 0:
             return None

@@ -75,17 +75,24 @@ def best_sub_batch(
 
 
 def best_sub_batches(
-    times: JobTimes, a: int, partners: np.ndarray, configs: list[Any], solo_b: np.ndarray
+    times: JobTimes,
+    a: int,
+    partners: np.ndarray,
+    configs: list[Any],
+    solo_b: np.ndarray,
+    mem_b: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`best_sub_batch` for many running jobs at once (numpy over partners x sub-batches).
 
-    Returns per partner: share (bool), the index of the chosen sub-batch in
+    ``mem_b``: the partners' memory at their configs, GB, if the caller has it. Returns per
+    partner: share (bool), the index of the chosen sub-batch in
     ``times.profile(a)[0]``, and the pair's average JCT (inf when no sub-batch fits).
     """
     _, solo_a, mem_a = times.profile(a)
     xa = times.xi[times.kind[a], times.kind[partners]][:, None]
     xb = times.xi[times.kind[partners], times.kind[a]][:, None]
-    mem_b = np.array([times.mem(b, c) for b, c in zip(partners.tolist(), configs, strict=True)])
+    if mem_b is None:
+        mem_b = np.array([times.mem(b, c) for b, c in zip(partners.tolist(), configs, strict=True)])
     fits = mem_a[None, :] + mem_b[:, None] <= times.limit_gb
     sb = solo_b[:, None]
     shared_a = solo_a[None, :] * xa  # eq. 16-17: each slower by its ratio while both run
