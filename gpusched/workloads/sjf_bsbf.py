@@ -246,19 +246,31 @@ def _daily(
     submit = day * 86_400.0 + pool.offset_s[pick]
     order = np.lexsort((pick, submit))
     pick, submit = pick[order], submit[order]
-    apps = [str(a) for a in _application(pool.gpu_time_s[pick], rng)]
-    configs = [fits[a][int(rng.integers(len(fits[a])))] for a in apps]
-    iterations = [_iterations(a, b) for a, (_, b) in zip(apps, configs, strict=True)]
-    return _trace(
-        [f"{a}-{i}" for i, a in enumerate(apps)],
+    return _annotated(
+        pool,
+        pick,
         submit,
-        apps,
-        configs,
-        iterations,
-        pool.philly_id[pick],
+        fits,
+        rng,
         f"sjf_bsbf_workload(seed={seed}): {n} jobs, {per_day} a day, of {DATA.name} "
         f"(with replacement), {n_gpus_cluster} GPUs, max {max_gpus} GPUs",
     )
+
+
+def _annotated(
+    pool: Pool,
+    pick: np.ndarray,
+    submit: np.ndarray,
+    fits: dict[str, tuple[tuple[int, int], ...]],
+    rng: np.random.Generator,
+    source: str,
+) -> Trace:
+    """Steps 3-5 of :func:`sjf_bsbf_workload` for the pool rows ``pick`` at ``submit``."""
+    apps = [str(a) for a in _application(pool.gpu_time_s[pick], rng)]
+    configs = [fits[a][int(rng.integers(len(fits[a])))] for a in apps]
+    iterations = [_iterations(a, b) for a, (_, b) in zip(apps, configs, strict=True)]
+    ids = [f"{a}-{i}" for i, a in enumerate(apps)]
+    return _trace(ids, submit, apps, configs, iterations, pool.philly_id[pick], source)
 
 
 def sjf_bsbf_workload(
@@ -325,17 +337,13 @@ def sjf_bsbf_workload(
     if n > len(pool):
         return _daily(seed, n, pool, fits, rng, n_gpus_cluster, max_gpus)
     pick = np.sort(rng.choice(len(pool), size=n, replace=False))  # pool is time-sorted
-    apps = [str(a) for a in _application(pool.gpu_time_s[pick], rng)]
-    configs = [fits[a][int(rng.integers(len(fits[a])))] for a in apps]
-    iterations = [_iterations(a, b) for a, (_, b) in zip(apps, configs, strict=True)]
     how = f"{n} jobs" + (f" (load {load:g})" if load is not None else "")
-    return _trace(
-        [f"{a}-{i}" for i, a in enumerate(apps)],
+    return _annotated(
+        pool,
+        pick,
         pool.offset_s[pick].astype(np.float64),
-        apps,
-        configs,
-        iterations,
-        pool.philly_id[pick],
+        fits,
+        rng,
         f"sjf_bsbf_workload(seed={seed}): {how} of {DATA.name}, max {max_gpus} GPUs",
     )
 
