@@ -575,9 +575,9 @@ class Engine:
             return
         st = self.state
         config = self._config.get(j)
-        groups = {tuple(sorted(set(row[row >= 0].tolist()) - {j})) for row in st.gpu_job[gpus]}
-        for group in sorted(groups) or [()]:  # the jobs beside it on each GPU
-            on = gpus[[set(g) - {j} == set(group) for g in st.gpu_job[gpus].tolist()]]
+        beside = [tuple(sorted(set(row[row >= 0].tolist()) - {j})) for row in st.gpu_job[gpus]]
+        for group in sorted(set(beside)) or [()]:  # the jobs beside it, GPU by GPU
+            on = gpus[[b == group for b in beside]]
             why = check(j, on, config, [(p, self._config.get(p)) for p in group])
             if why:
                 raise self._fail(j, now, str(why))

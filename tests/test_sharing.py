@@ -240,3 +240,28 @@ def test_a_performance_model_may_refuse_a_shared_start() -> None:
 def test_a_policy_interference_must_be_a_matrix_of_ratios() -> None:
     with pytest.raises(PolicyError, match="matrix of finite ratios >= 1"):
         replay([(0.0, 1, 10.0)], Script({0.0: [(0, [0])]}, xi=0.5))
+
+
+def test_memory_is_checked_gpu_by_gpu_beside_the_jobs_there() -> None:
+    # a 2-GPU gang joins GPU 0 (job 0, 6 GB) and GPU 1 (job 1, 6 GB): each GPU holds its
+    # partner and it (6 + 4 <= 11), though the partners together take 12 GB
+    seen: list[tuple[list[int], list[int]]] = []
+
+    class Perf:
+        gb = {0: 6.0, 1: 6.0, 2: 4.0}
+
+        def rate(self, job: int, gpus: np.ndarray, config: Any = None) -> float:
+            return 1.0
+
+        def check_start(self, job: int, gpus: Any, config: Any, partners: list) -> str | None:
+            seen.append((sorted(np.asarray(gpus).tolist()), [p for p, _ in partners]))
+            need = self.gb[job] + sum(self.gb[p] for p, _ in partners)
+            return f"needs {need} GB" if need > 11 else None
+
+    rows = [(0.0, 1, 10.0), (0.0, 1, 10.0), (0.0, 2, 10.0)]
+    replay(rows, Script({0.0: [(0, [0]), (1, [1]), (2, [0, 1])]}), gpus=2, perf=Perf())
+    assert ([0, 1], [0]) not in seen
+    assert ([0], [0]) in seen and ([1], [1]) in seen
+    Perf.gb[2] = 6.0
+    with pytest.raises(PolicyError, match="needs 12.0 GB"):
+        replay(rows, Script({0.0: [(0, [0]), (1, [1]), (2, [0, 1])]}), gpus=2, perf=Perf())
