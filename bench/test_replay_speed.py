@@ -58,3 +58,33 @@ def test_python_decide_path(benchmark, policy):
     benchmark.extra_info["us_per_decision"] = (
         1e6 * benchmark.stats.stats.mean / res.extra["n_decisions"]
     )
+
+
+@pytest.mark.parametrize("policy", ["sjf-ffs", "sjf-bsbf"])
+@pytest.mark.parametrize("n_jobs", [10_000, 100_000])
+def test_sharing(benchmark, n_jobs, policy):
+    """GPU sharing (issue: 100k jobs on 64 x 8, C = 2, under sjf-bsbf in <= 60 s).
+
+    The sjf-bsbf workload beyond its 4,000 bundled jobs (the busy window once a day) on
+    sjf-bsbf-64x8; the job model's rates, the policy's decisions and the sharing kernel.
+    """
+    from gpusched import jobmodel
+    from gpusched.cluster import load_cluster
+    from gpusched.engine import Engine
+    from gpusched.jobs import prepare_jobs
+    from gpusched.registry import load_policy_class, make_policy
+    from gpusched.workloads import WORKLOADS
+
+    cluster = load_cluster("sjf-bsbf-64x8")
+    jobs = prepare_jobs(WORKLOADS["sjf-bsbf"](1, n_jobs, cluster="sjf-bsbf-64x8"), cluster)
+
+    def run():
+        cls = load_policy_class(policy)
+        perf = jobmodel.perf(jobs, cluster)
+        return Engine(jobs, cluster, make_policy(cls, {}, 0), perf=perf).run()
+
+    res = benchmark.pedantic(run, rounds=1, warmup_rounds=0)
+    assert res.state.sim_i[3] == len(jobs)
+    benchmark.extra_info["us_per_decision"] = (
+        1e6 * benchmark.stats.stats.mean / res.extra["n_decisions"]
+    )
