@@ -146,3 +146,21 @@ def test_bad_xi_is_a_param_error(bad: str) -> None:
 def test_xi_and_xi_table_together_are_refused() -> None:
     with pytest.raises(ParamError, match="not both"):
         run([(0.0, 1, 10.0)], "sjf-ffs", 1, 1, params=["xi=1.5", "xi_table=x.toml"])
+
+
+def test_xi_table_replaces_the_model_pairs(tmp_path: Any) -> None:
+    from gpusched.jobmodels.sharing import MODELS, load_xi_table
+    from gpusched.registry import load_policy_class
+
+    table = tmp_path / "xi.toml"
+    rows = [
+        f"[xi.{a}]\n" + "".join(f"{b} = {1.5 if a == b else 1.25}\n" for b in MODELS)
+        for a in MODELS
+    ]
+    table.write_text("\n".join(rows))
+    policy = load_policy_class("sjf-bsbf")(xi_table=str(table))
+    got = policy.interference(np.full((7, 7), 2.0))
+    np.testing.assert_array_equal(got[:6, :6], load_xi_table(table))
+    assert got[6].tolist() == [2.0] * 7  # jobs of no sharing model keep the engine's ratio
+    with pytest.raises(ParamError, match="no job of this trace is one of them"):
+        run([(0.0, 1, 10.0)], "sjf-bsbf", 1, 1, params=[f"xi_table={table}"], gpu_capacity=2)
