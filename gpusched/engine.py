@@ -122,8 +122,9 @@ class Engine:
         every (re)start. Needs the Python path, since the fused kernel runs every job
         at its static rate. Optional: ``check_start(job, gpus, config, partners) ->
         str | None`` refuses a start (a reason), asked once per group of the job's GPUs
-        that hold the same other jobs (``partners``, as ``(job, config)``), and ``interference() -> (kind, xi)`` gives
-        each job's interference kind and the xi matrix for jobs sharing a GPU.
+        that hold the same other jobs (``partners``, as ``(job, config)``); and
+        ``interference() -> (kind, xi)`` gives each job's interference kind and the xi
+        matrix for jobs sharing a GPU.
     load_s, save_s
         Optional per-job load time after each start and pause-and-save time after each
         preemption, s (default 0): the job holds its GPUs meanwhile and makes no progress.
@@ -562,9 +563,10 @@ class Engine:
         if self.perf is None or not hasattr(self.perf, "check_start"):
             raise self._fail(j, now, "gives a config, but no performance model reads one")
         old = self._config.get(j)
-        if old is not None and old != config:
+        started = not np.isnan(self.state.job_first_start[j])
+        if (old is not None or started) and old != config:
             raise self._fail(
-                j, now, f"config {config!r} differs from the {old!r} it started with (it stays)"
+                j, now, f"config {config!r} differs from the {old!r} it first started with"
             )
         self._config[j] = config
 

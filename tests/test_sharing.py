@@ -265,3 +265,29 @@ def test_memory_is_checked_gpu_by_gpu_beside_the_jobs_there() -> None:
     Perf.gb[2] = 6.0
     with pytest.raises(PolicyError, match="needs 12.0 GB"):
         replay(rows, Script({0.0: [(0, [0]), (1, [1]), (2, [0, 1])]}), gpus=2, perf=Perf())
+
+
+def test_a_config_stays_for_the_jobs_lifetime() -> None:
+    from gpusched.policy import Preempt
+
+    class Perf:
+        def rate(self, job: int, gpus: np.ndarray, config: Any = None) -> float:
+            return 1.0 if config is None else 0.5
+
+        def check_start(self, job: int, gpus: Any, config: Any, partners: list) -> str | None:
+            return None
+
+    class Restart(Script):
+        def decide(self, view: Any, now: float) -> Decision:
+            d = super().decide(view, now)
+            if now == 5.0:
+                d.actions.append(Preempt(0))
+            return d
+
+    rows = [(0.0, 1, 100.0)]
+    # restarted without a config, it keeps the one it started with: rate 0.5 throughout
+    res = replay(rows, Restart({0.0: [(0, [0], 4)], 5.0: [], 6.0: [(0, [0])]}), perf=Perf())
+    assert res.state.job_finish[0] == pytest.approx(6.0 + (100.0 - 2.5) / 0.5)
+    # started at its default, a later start may not bring a config
+    with pytest.raises(PolicyError, match="differs from the None it first started with"):
+        replay(rows, Restart({0.0: [(0, [0])], 5.0: [], 6.0: [(0, [0], 4)]}), perf=Perf())
