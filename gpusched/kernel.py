@@ -130,23 +130,29 @@ def _assign(st, j, k, gpu):
 
 
 @njit(**_JIT)
+def _unseat(st, j, k):
+    """Take job ``j`` off its ``k``-th GPU; return that GPU and how many jobs it held."""
+    gpu = st.alloc_gpu[k]
+    n = st.gpu_n_jobs[gpu]
+    for s in range(n):
+        if st.gpu_job[gpu, s] == j:
+            st.gpu_job[gpu, s] = st.gpu_job[gpu, n - 1]
+            st.gpu_job[gpu, n - 1] = -1
+            break
+    st.gpu_n_jobs[gpu] = n - 1
+    st.alloc_gpu[k] = -1
+    if n == 1:
+        st.server_free[st.gpu_server[gpu]] += 1
+        st.sim_i[I_FREE_GPUS] += 1
+    return gpu, n
+
+
+@njit(**_JIT)
 def _release(st, j):
     """Free every GPU held by job ``j`` (no GPU of it is shared: see :func:`_release_at`)."""
     for k in range(st.job_alloc_off[j], st.job_alloc_off[j + 1]):
-        gpu = st.alloc_gpu[k]
-        if gpu < 0:
-            continue
-        n = st.gpu_n_jobs[gpu]
-        for s in range(n):
-            if st.gpu_job[gpu, s] == j:
-                st.gpu_job[gpu, s] = st.gpu_job[gpu, n - 1]
-                st.gpu_job[gpu, n - 1] = -1
-                break
-        st.gpu_n_jobs[gpu] = n - 1
-        if n == 1:
-            st.server_free[st.gpu_server[gpu]] += 1
-            st.sim_i[I_FREE_GPUS] += 1
-        st.alloc_gpu[k] = -1
+        if st.alloc_gpu[k] >= 0:
+            _unseat(st, j, k)
 
 
 @njit(**_JIT)
@@ -160,21 +166,10 @@ def _release_at(st, j, t):
         _release(st, j)
         return
     for k in range(st.job_alloc_off[j], st.job_alloc_off[j + 1]):
-        gpu = st.alloc_gpu[k]
-        if gpu < 0:
+        if st.alloc_gpu[k] < 0:
             continue
-        n = st.gpu_n_jobs[gpu]
-        for s in range(n):
-            if st.gpu_job[gpu, s] == j:
-                st.gpu_job[gpu, s] = st.gpu_job[gpu, n - 1]
-                st.gpu_job[gpu, n - 1] = -1
-                break
-        st.gpu_n_jobs[gpu] = n - 1
-        st.alloc_gpu[k] = -1
-        if n == 1:
-            st.server_free[st.gpu_server[gpu]] += 1
-            st.sim_i[I_FREE_GPUS] += 1
-        else:
+        gpu, n = _unseat(st, j, k)
+        if n > 1:
             st.sim_i[I_EXTRA] -= 1
             if n == 2:
                 st.sim_i[I_SHARED_GPUS] -= 1
