@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["durations", "job_models", "overheads", "perf"]
+__all__ = ["duration_problem", "durations", "job_models", "overheads", "perf"]
 
 _BUILTIN = "gpusched.jobmodels"
 _GROUP = "gpusched.jobmodels"
@@ -61,6 +61,20 @@ def job_models() -> tuple[Any, ...]:
 
 def _hooks(name: str) -> list[Callable[..., Any]]:
     return [h for m in job_models() if (h := getattr(m, name, None)) is not None]
+
+
+def duration_problem(iterations: float, model: str, n_gpus: int, work: float) -> str | None:
+    """Why a derived duration is out of the trace's bounds (for a ``durations`` hook's
+    line-numbered error), or None when it is within them."""
+    from gpusched.trace import MAX_TIME_S, MIN_DURATION_S
+
+    if MIN_DURATION_S <= work <= MAX_TIME_S:
+        return None
+    return (
+        f"column 'iterations': {float(iterations)!r} iterations of '{model}' on {n_gpus} "
+        f"GPU(s) take {float(work)!r} s; expected a duration in "
+        f"[{MIN_DURATION_S:g}, {MAX_TIME_S:g}] s"
+    )
 
 
 def durations(trace: Any, work: np.ndarray, need: np.ndarray) -> tuple[np.ndarray, list[str]]:

@@ -860,7 +860,7 @@ class CatalogueJobModel:
     ) -> tuple[np.ndarray, list[str]]:
         """Fill ``work[need]`` (s); return it and the note ``replay`` prints."""
         from gpusched.errors import TraceError, show_name
-        from gpusched.trace import MAX_TIME_S, MIN_DURATION_S
+        from gpusched.jobmodel import duration_problem
 
         cat = load_catalogue()
         name = show_name(trace.source)
@@ -879,12 +879,9 @@ class CatalogueJobModel:
             if np.isnan(cache[key]):
                 continue  # unknown model, reported once
             work[i] = trace.iterations[i] * cache[key]
-            if not MIN_DURATION_S <= work[i] <= MAX_TIME_S:
-                errors.append(
-                    f"{where} column 'iterations': {float(trace.iterations[i])!r} iterations of "
-                    f"'{key[0]}' on {key[1]} GPU(s) take {float(work[i])!r} s; expected a "
-                    f"duration in [{MIN_DURATION_S:g}, {MAX_TIME_S:g}] s"
-                )
+            problem = duration_problem(trace.iterations[i], key[0], key[1], work[i])
+            if problem:
+                errors.append(f"{where} {problem}")
         if errors:
             raise TraceError(errors)
         return work, [

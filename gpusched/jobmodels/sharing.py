@@ -627,7 +627,7 @@ class SharingJobModel:
             A model that is not one of the six, a ``batch_size`` that is not a positive
             integer, or a duration outside the trace bounds.
         """
-        from gpusched.trace import MAX_TIME_S, MIN_DURATION_S
+        from gpusched.jobmodel import duration_problem
 
         profiles = load_profiles()
         gps = reference_gpus_per_server()
@@ -661,12 +661,9 @@ class SharingJobModel:
                 continue
             n = int(trace.num_gpus[i])
             work[i] = trace.iterations[i] * t_iter(p, b, solo, n, ideal_servers(n, gps))
-            if not MIN_DURATION_S <= work[i] <= MAX_TIME_S:
-                errors.append(
-                    f"{where} column 'iterations': {float(trace.iterations[i])!r} iterations "
-                    f"of '{model}' on {n} GPU(s) take {float(work[i])!r} s; expected a "
-                    f"duration in [{MIN_DURATION_S:g}, {MAX_TIME_S:g}] s"
-                )
+            problem = duration_problem(trace.iterations[i], model, n, work[i])
+            if problem:
+                errors.append(f"{where} {problem}")
         if errors:
             raise TraceError(errors)
         return work, [
