@@ -39,17 +39,23 @@ def _a_srpt(
     return a_srpt_workload(seed, jobs, **options)
 
 
+def _cluster_gpus(cluster: str) -> tuple[int, int]:
+    """``(cap, total)``: the most GPUs one job can get on ``cluster`` (a bundled name or TOML
+    path; read once) and all its GPUs."""
+    from gpusched.cluster import load_cluster
+
+    spec = load_cluster(cluster)
+    return (spec.n_gpus if spec.allow_spread else int(spec.server_gpus().max())), spec.n_gpus
+
+
 def _lazer_options(cluster: str | None, load: float | None) -> dict[str, Any]:
-    """GPU cap: the most GPUs one job can get on ``cluster`` (a bundled name or TOML path);
-    ``load`` refers to its GPUs (default lazer-sim-512's 512)."""
+    """GPU cap: the most GPUs one job can get on ``cluster``; ``load`` refers to its GPUs
+    (default lazer-sim-512's 512)."""
     options: dict[str, Any] = {"max_gpus": None, "load": load}
     if cluster is not None:
-        from gpusched.cluster import load_cluster
-
-        spec = load_cluster(cluster)  # read once: cap and load's GPUs
-        options["max_gpus"] = spec.n_gpus if spec.allow_spread else int(spec.server_gpus().max())
+        options["max_gpus"], total = _cluster_gpus(cluster)
         if load is not None:
-            options["n_gpus_cluster"] = spec.n_gpus
+            options["n_gpus_cluster"] = total
     return options
 
 
@@ -133,11 +139,8 @@ def _sjf_bsbf(
 
     if cluster is None:
         return sjf_bsbf_workload(seed, jobs, load=load)
-    from gpusched.cluster import load_cluster
-
-    spec = load_cluster(cluster)
-    cap = spec.n_gpus if spec.allow_spread else int(spec.server_gpus().max())
-    return sjf_bsbf_workload(seed, jobs, load=load, max_gpus=cap, n_gpus_cluster=spec.n_gpus)
+    cap, total = _cluster_gpus(cluster)
+    return sjf_bsbf_workload(seed, jobs, load=load, max_gpus=cap, n_gpus_cluster=total)
 
 
 def _sjf_bsbf_testbed(seed: int, jobs: int | None = None) -> Trace:
