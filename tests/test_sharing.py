@@ -51,6 +51,13 @@ class Script:
         return Decision(actions=actions, wake_at=min(later) if later else None)
 
 
+class UnitRate:
+    """A performance model that runs every job at rate 1 alone (tests add hooks to it)."""
+
+    def rate(self, job: int, gpus: np.ndarray, config: Any = None) -> float:
+        return 1.0
+
+
 def replay(
     rows: list[tuple[float, int, float]],
     policy: Any,
@@ -89,10 +96,7 @@ def test_a_gang_runs_at_the_pace_of_its_slowest_gpu() -> None:
     # xi[0][1] = 1.25, xi[0][2] = 2.0: job 0 runs at 1/2 while both partners are there.
     xi = np.array([[1.0, 1.25, 2.0], [1.5, 1.0, 1.0], [3.0, 1.0, 1.0]])
 
-    class Perf:
-        def rate(self, job: int, gpus: np.ndarray, config: Any = None) -> float:
-            return 1.0
-
+    class Perf(UnitRate):
         def interference(self) -> tuple[np.ndarray, np.ndarray]:
             return np.array([0, 1, 2], dtype=np.int32), xi
 
@@ -185,10 +189,7 @@ def test_engine_matches_the_naive_reference_on_random_shared_schedules(seed: int
     if not starts:
         return
 
-    class Perf:
-        def rate(self, job: int, gpus: np.ndarray, config: Any = None) -> float:
-            return 1.0
-
+    class Perf(UnitRate):
         def interference(self) -> tuple[np.ndarray, np.ndarray]:
             return kind, xi
 
@@ -226,10 +227,7 @@ def test_a_config_needs_a_model_that_reads_it() -> None:
 
 
 def test_a_performance_model_may_refuse_a_shared_start() -> None:
-    class Perf:
-        def rate(self, job: int, gpus: np.ndarray, config: Any = None) -> float:
-            return 1.0
-
+    class Perf(UnitRate):
         def check_start(self, job: int, gpus: Any, config: Any, partners: list) -> str | None:
             return "does not fit in GPU memory beside job 0" if partners else None
 
@@ -247,11 +245,8 @@ def test_memory_is_checked_gpu_by_gpu_beside_the_jobs_there() -> None:
     # partner and it (6 + 4 <= 11), though the partners together take 12 GB
     seen: list[tuple[list[int], list[int]]] = []
 
-    class Perf:
+    class Perf(UnitRate):
         gb = {0: 6.0, 1: 6.0, 2: 4.0}
-
-        def rate(self, job: int, gpus: np.ndarray, config: Any = None) -> float:
-            return 1.0
 
         def check_start(self, job: int, gpus: Any, config: Any, partners: list) -> str | None:
             seen.append((sorted(np.asarray(gpus).tolist()), [p for p, _ in partners]))
