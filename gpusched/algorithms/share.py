@@ -41,20 +41,24 @@ import numpy as np
 __all__ = ["JobTimes", "best_sub_batch", "best_sub_batches", "consolidated", "pair_jct"]
 
 
-def pair_jct(solo_a: float, solo_b: float, xi_a: float, xi_b: float) -> float:
+def pair_jct(solo_a: Any, solo_b: Any, xi_a: Any, xi_b: Any) -> Any:
     """Average JCT (from now) of new job A and running job B sharing from now on, s.
 
     ``solo_a`` / ``solo_b`` are their times alone (A from its start, B what it has left);
-    together each runs ``xi`` times slower (eq. 16-17) until the shorter ends.
+    together each runs ``xi`` times slower (eq. 16-17) until the shorter ends. Numbers or
+    arrays (broadcast).
     """
     shared_a = solo_a * xi_a  # A's time if it shared all along
     shared_b = solo_b * xi_b
-    if shared_a <= shared_b:  # A ends first; B did shared_a / xi_b of its solo time
-        return (shared_a + shared_a + solo_b - shared_a / xi_b) / 2.0
-    return (shared_b + shared_b + solo_a - shared_b / xi_a) / 2.0
+    avg = np.where(
+        shared_a <= shared_b,
+        (2 * shared_a + solo_b - shared_a / xi_b) / 2.0,  # A ends first, B finishes alone
+        (2 * shared_b + solo_a - shared_b / xi_a) / 2.0,  # B ends first, A finishes alone
+    )
+    return avg if avg.ndim else float(avg)
 
 
-def sequential_jct(solo_a_full: float, solo_b: float) -> float:
+def sequential_jct(solo_a_full: Any, solo_b: Any) -> Any:
     """Average JCT (from now) when A waits for B and then runs alone at its full batch, s."""
     return (solo_b + solo_b + solo_a_full) / 2.0
 
@@ -94,15 +98,8 @@ def best_sub_batches(
     if mem_b is None:
         mem_b = np.array([times.mem(b, c) for b, c in zip(partners.tolist(), configs, strict=True)])
     fits = mem_a[None, :] + mem_b[:, None] <= times.limit_gb
-    sb = solo_b[:, None]
-    shared_a = solo_a[None, :] * xa  # eq. 16-17: each slower by its ratio while both run
-    shared_b = sb * xb
-    together = np.where(
-        shared_a <= shared_b,
-        (2 * shared_a + sb - shared_a / xb) / 2.0,  # A ends first, B finishes alone
-        (2 * shared_b + solo_a[None, :] - shared_b / xa) / 2.0,  # B ends first
-    )
-    wait = ((2 * solo_b + solo_a[0]) / 2.0)[:, None]  # A waits, then runs at its full batch
+    together = pair_jct(solo_a[None, :], solo_b[:, None], xa, xb)  # partners x sub-batches
+    wait = sequential_jct(solo_a[0], solo_b)[:, None]  # A waits, then runs at its full batch
     share = together < wait
     t = np.where(fits, np.where(share, together, wait), np.inf)
     n_sub = solo_a.shape[0]
@@ -146,12 +143,12 @@ class JobTimes:
         The job table.
     cluster
         The cluster spec.
-    xi
-        The interference matrix the run uses (the engine's; a policy's override), indexed
-        by ``kind``.
+
+    ``xi`` is the interference matrix the run uses, indexed by ``kind``: the job model's
+    (``base_xi``) unless a policy replaces it with the one it injects.
     """
 
-    def __init__(self, jobs: Any, cluster: Any, xi: np.ndarray | None = None) -> None:
+    def __init__(self, jobs: Any, cluster: Any) -> None:
         from gpusched.jobmodels.sharing import JOB_MODEL
 
         self.work = np.asarray(jobs.work_s, dtype=np.float64)
@@ -164,15 +161,10 @@ class JobTimes:
 
             self.kind, base = np.zeros(len(jobs), np.int32), np.full((1, 1), XI_DEFAULT)
         self.base_xi = np.asarray(base, dtype=np.float64)
-        self.xi = self.base_xi if xi is None else np.asarray(xi, dtype=np.float64)
+        self.xi = self.base_xi  # the run's matrix: a policy may replace it (interference)
         #: GPU memory a job and its partners must fit, GB (the cluster's smallest GPU)
         self.limit_gb = self.model.limit_gb() if self.model is not None else np.inf
         self._profiles: dict[int, tuple[list[Any], np.ndarray, np.ndarray]] = {}
-
-    def xi_pair(self, a: int, b: int) -> tuple[float, float]:
-        """(xi_A, xi_B) of jobs ``a`` and ``b`` sharing a GPU (eq. 16-17)."""
-        ka, kb = self.kind[a], self.kind[b]
-        return float(self.xi[ka, kb]), float(self.xi[kb, ka])
 
     def profile(self, j: int) -> tuple[list[Any], np.ndarray, np.ndarray]:
         """Job ``j``'s sub-batches (Alg. 2's candidates, its default first as None), its
@@ -199,11 +191,6 @@ class JobTimes:
     def sub_batches(self, j: int) -> list[Any]:
         """Alg. 2's candidates, the full batch first (None: the job's default)."""
         return self.profile(j)[0]
-
-    def solo_s(self, j: int, sub: Any) -> float:
-        """Time job ``j`` runs alone from its start with sub-batch ``sub``, s (eq. 7)."""
-        subs, solo, _ = self.profile(j)
-        return float(solo[subs.index(sub)])
 
     def mem(self, j: int, sub: Any) -> float:
         """GPU memory of job ``j`` at sub-batch ``sub``, GB (0 without a memory model)."""
