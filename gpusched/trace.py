@@ -8,7 +8,8 @@ column      required meaning
 =========== ======== ====================================================================
 job_id      yes      unique, non-empty job identifier (text)
 submit_time yes      submission time, seconds, in [0, ``MAX_TIME_S``]
-num_gpus    yes      GPUs requested, an integer in [1, ``MAX_GPUS``]
+num_gpus    yes      GPUs requested, an integer in [1, ``MAX_GPUS``]; 0 for a job that
+                     declares per-role demands instead (see below)
 duration    (a)      exclusive run time at ideal placement, seconds, in
                      [``MIN_DURATION_S``, ``MAX_TIME_S``]
 iterations  (b)      training iterations to run, a number in (0, ``MAX_ITERATIONS``]
@@ -20,7 +21,10 @@ save_s      no       seconds the job spends pausing and saving after each preemp
 ...         no       anything else (``user``, ``group``, ``batch_size``, ``gpu_type``, ...)
 =========== ======== ====================================================================
 
-Each row must give either (a) ``duration`` or (b) both ``iterations`` and ``model``; an
+Each row must give either (a) ``duration`` or (b) both ``iterations`` and ``model``, unless
+its ``num_gpus`` is 0: such a job is placed through the resource ledger by roles (workers
+and parameter servers, DESIGN.md "Multi-resource machines") and a job model that owns it
+(:mod:`gpusched.jobmodels.ps`) derives its work from its own columns. An
 empty field means "not given" (for ``load_s``/``save_s`` too: the engine then uses the
 catalogue's or the run's default). Rows keep their file order (the engine sorts stably by
 submit time).
@@ -155,7 +159,7 @@ ITERATIONS_WHAT = f"a number in (0, {MAX_ITERATIONS:.0f}]"
 """What an iteration (or step) count may be, as words for a message."""
 
 _OVERHEAD_WHAT = f"0 or a number of seconds in [{MIN_DURATION_S:g}, {MAX_TIME_S:g}]"
-_GPUS_WHAT = f"an integer in [1, {MAX_GPUS}]"
+_GPUS_WHAT = f"an integer in [0, {MAX_GPUS}] (0: a job placed by roles)"
 
 
 def submit_ok(a: np.ndarray) -> np.ndarray:
@@ -912,7 +916,7 @@ def _read_trace(path: str | Path) -> Trace:
     job_id = t.text("job_id")
     t.unique_ids(job_id, "job_id")
     submit = t.floats("submit_time", SUBMIT_WHAT, submit_ok)
-    num_gpus = t.integers("num_gpus", _GPUS_WHAT, 1, MAX_GPUS)
+    num_gpus = t.integers("num_gpus", _GPUS_WHAT, 0, MAX_GPUS)
     duration = t.floats("duration", DURATION_WHAT, duration_ok, optional=True)
     iterations = t.floats("iterations", ITERATIONS_WHAT, iterations_ok, optional=True)
     model = t.text("model")
@@ -921,7 +925,7 @@ def _read_trace(path: str | Path) -> Trace:
 
     # Each row needs a duration, or iterations and a model. Raw fields decide "given", so a
     # malformed duration is reported once (above), not again here.
-    missing = np.isnan(duration) & (np.isnan(iterations) | (model == ""))
+    missing = np.isnan(duration) & (np.isnan(iterations) | (model == "")) & (num_gpus > 0)
     dur_raw = t.cols.get("duration", ("",) * t.n)
     it_raw = t.cols.get("iterations", ("",) * t.n)
     for i in np.flatnonzero(missing).tolist():
@@ -985,12 +989,16 @@ def validate_trace(trace: Trace) -> None:
             problems.append(
                 (ln, f"{name}:{ln}: column '{col}': expected {what}, got {float(arr[i])!r}")
             )
-    for i in np.flatnonzero(trace.num_gpus < 1).tolist():
+    for i in np.flatnonzero(trace.num_gpus < 0).tolist():
         ln = int(trace.line[i])
         problems.append(
             (ln, f"{name}:{ln}: column 'num_gpus': expected {_GPUS_WHAT}, got {trace.num_gpus[i]}")
         )
-    no_work = np.isnan(trace.duration) & (np.isnan(trace.iterations) | (trace.model == ""))
+    no_work = (
+        np.isnan(trace.duration)
+        & (np.isnan(trace.iterations) | (trace.model == ""))
+        & (trace.num_gpus > 0)
+    )
     for i in np.flatnonzero(no_work).tolist():
         ln = int(trace.line[i])
         problems.append(

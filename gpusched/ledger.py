@@ -1,0 +1,173 @@
+"""The resource ledger: servers x resource types, for jobs placed by roles.
+
+DESIGN.md, "Multi-resource machines and elastic jobs": servers have capacities per
+resource type (GPU, CPU, memory, storage); jobs that declare per-role demands (a worker's
+and a parameter server's demand vectors) are placed by *counts per machine* rather than
+on GPU indices, and the engine owns this ledger and checks it after every decision: no
+resource on any machine is ever over-committed. Gang jobs keep the GPU-index path; a run
+uses one or the other (:class:`gpusched.engine.Engine` refuses a trace that mixes them).
+
+A job model supplies the roles (:func:`gpusched.jobmodel.roles`): an object with
+``mask`` (bool per job: placed by roles), ``worker`` and ``ps`` (``(n_jobs, R)`` demand
+per worker and per parameter server, in the units of :data:`RESOURCES`), ``max_workers``
+(the most workers a job may use at once, the PD-ORS paper's eq. 4) and
+``rate(job, workers, ps) -> float`` (the job's progress rate, s of work per s, on the
+given counts per machine).
+
+The ledger integrates each job's held resources over time, so utilisation per resource is
+exact even though jobs finish between decision points.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpusched.errors import ClusterError
+
+__all__ = ["RESOURCES", "Ledger", "capacities"]
+
+#: Resource types, in the order of every ``(..., R)`` array: the cluster TOML's per-server
+#: ``gpus``, ``cpus``, ``mem_gb`` and ``storage_gb``.
+RESOURCES: tuple[str, ...] = ("gpus", "cpus", "mem_gb", "storage_gb")
+
+#: Slack on capacity checks, relative (demands are decimal numbers such as 2.5 GB).
+_EPS = 1e-9
+
+
+def capacities(cluster: Any) -> np.ndarray:
+    """Per-server capacity of each resource, ``(n_servers, R)`` float64.
+
+    Raises
+    ------
+    ClusterError
+        A server group that does not give ``cpus``, ``mem_gb`` or ``storage_gb``
+        (optional for GPU-index runs, needed when jobs are placed by roles).
+    """
+    rows: list[list[float]] = []
+    for k, g in enumerate(cluster.groups):
+        missing = [r for r in RESOURCES[1:] if getattr(g, r) is None]
+        if missing:
+            raise ClusterError(
+                f"cluster '{cluster.name}': server group {k + 1} gives no "
+                f"{', '.join(missing)}; jobs placed by roles (num_gpus 0) need "
+                f"{', '.join(RESOURCES)} for every server"
+            )
+        rows += [[float(g.gpus), float(g.cpus), float(g.mem_gb), float(g.storage_gb)]] * g.count
+    return np.asarray(rows, dtype=np.float64).reshape(-1, len(RESOURCES))
+
+
+class Ledger:
+    """Who holds how much of each resource on each machine, for jobs placed by roles.
+
+    Parameters
+    ----------
+    capacity
+        ``(H, R)`` capacities.
+    worker, ps
+        ``(n_jobs, R)`` demand of one worker and of one parameter server of each job.
+    max_workers
+        ``(n_jobs,)`` most workers a job may hold at once (eq. 4 of the PD-ORS paper).
+    """
+
+    def __init__(
+        self, capacity: np.ndarray, worker: np.ndarray, ps: np.ndarray, max_workers: np.ndarray
+    ) -> None:
+        self.capacity = np.asarray(capacity, dtype=np.float64)
+        self.worker = np.asarray(worker, dtype=np.float64)
+        self.ps = np.asarray(ps, dtype=np.float64)
+        self.max_workers = np.asarray(max_workers, dtype=np.int64)
+        self.used = np.zeros_like(self.capacity)
+        #: job -> (workers per machine, PSs per machine), for jobs holding resources
+        self.alloc: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._since: dict[int, float] = {}
+        #: resource-seconds held, per resource (integrated job by job)
+        self.held_s = np.zeros(self.capacity.shape[1])
+
+    @property
+    def n_machines(self) -> int:
+        return int(self.capacity.shape[0])
+
+    @property
+    def free(self) -> np.ndarray:
+        """``(H, R)`` capacity not held by any job."""
+        return self.capacity - self.used
+
+    def demand(self, j: int, w: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """``(H, R)`` resources job ``j`` holds with ``w`` workers and ``s`` PSs per machine."""
+        return np.outer(w, self.worker[j]) + np.outer(s, self.ps[j])
+
+    def counts(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Job ``j``'s workers and PSs per machine (zeros when it holds nothing)."""
+        got = self.alloc.get(j)
+        if got is None:
+            z = np.zeros(self.n_machines, dtype=np.int64)
+            return z, z.copy()
+        return got
+
+    def problem(self, j: int, w: np.ndarray, s: np.ndarray) -> str | None:
+        """Why job ``j`` may not hold ``w`` workers and ``s`` PSs per machine (None: it may).
+
+        The counts replace what the job holds now, so its own resources count as free.
+        """
+        total_w = int(w.sum())
+        if total_w > self.max_workers[j]:
+            return (
+                f"asks for {total_w} workers, more than its global batch allows "
+                f"({int(self.max_workers[j])}, eq. 4)"
+            )
+        if total_w > 0 and int(s.sum()) == 0:
+            return "gives workers but no parameter server"
+        if total_w == 0 and int(s.sum()) > 0:
+            return "gives parameter servers but no worker"
+        old_w, old_s = self.counts(j)
+        after = self.used - self.demand(j, old_w, old_s) + self.demand(j, w, s)
+        over = after > self.capacity * (1 + _EPS) + _EPS
+        if over.any():
+            h, r = (int(x) for x in np.argwhere(over)[0])
+            return (
+                f"would put {after[h, r]:g} {RESOURCES[r]} on machine {h} "
+                f"(capacity {self.capacity[h, r]:g})"
+            )
+        return None
+
+    def set(self, j: int, w: np.ndarray, s: np.ndarray, now: float) -> None:
+        """Give job ``j`` exactly ``w`` workers and ``s`` PSs per machine from ``now`` on
+        (checked by the caller with :meth:`problem`); all zeros releases it."""
+        self.release(j, now)
+        if int(w.sum()) == 0:
+            return
+        self.alloc[j] = (w.astype(np.int64), s.astype(np.int64))
+        self.used += self.demand(j, w, s)
+        self._since[j] = now
+
+    def release(self, j: int, at: float) -> None:
+        """Free whatever job ``j`` holds, as of time ``at`` (s)."""
+        got = self.alloc.pop(j, None)
+        if got is None:
+            return
+        d = self.demand(j, *got)
+        self.used -= d
+        self.held_s += d.sum(axis=0) * (at - self._since.pop(j))
+        self.used[np.abs(self.used) < 1e-9] = 0.0  # no drift from adding and removing decimals
+
+    def settle(self, now: float) -> None:
+        """Bring :attr:`held_s` up to ``now`` for the jobs still holding resources."""
+        for j, (w, s) in self.alloc.items():
+            self.held_s += self.demand(j, w, s).sum(axis=0) * (now - self._since[j])
+            self._since[j] = now
+
+    def check(self) -> str | None:
+        """The ledger's invariant: what is held adds up and fits every machine."""
+        total = np.zeros_like(self.used)
+        for j, (w, s) in self.alloc.items():
+            total += self.demand(j, w, s)
+        if not np.allclose(total, self.used, rtol=1e-9, atol=1e-6):
+            return "the ledger's totals do not match the jobs' allocations"
+        if (self.used > self.capacity * (1 + _EPS) + 1e-6).any():
+            h, r = (int(x) for x in np.argwhere(self.used > self.capacity + 1e-6)[0])
+            return (
+                f"machine {h} holds {self.used[h, r]:g} {RESOURCES[r]} of {self.capacity[h, r]:g}"
+            )
+        return None
