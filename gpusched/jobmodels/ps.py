@@ -64,7 +64,7 @@ import numpy as np
 from gpusched.errors import TraceError, show_name, show_value
 from gpusched.ledger import RESOURCES
 
-__all__ = ["COLUMNS", "PSParams", "PSRoles", "params_of", "utility"]
+__all__ = ["COLUMNS", "PSJob", "PSParams", "PSRoles", "params_of", "utility"]
 
 #: Required columns and what a good value is.
 _REQUIRED: dict[str, str] = {
@@ -158,6 +158,46 @@ class PSParams:
     def training_utility(self, j: Any, training_s: Any) -> Any:
         """Utility of job(s) ``j`` trained in ``training_s`` seconds after arrival."""
         return utility(self.theta[j], training_s)
+
+
+@dataclass(frozen=True)
+class PSJob:
+    """One job as the schedulers of the paper see it, in slots (1 slot = 1 s).
+
+    ``arrival`` is the first slot the job may use (its decision point); ``c_int`` and
+    ``c_ext`` are the worker-slots per sample at the ratio, internal and external (eq. 3's
+    denominator): ``v`` samples in one slot need ``v c`` workers.
+    """
+
+    arrival: int
+    work: float  # V = E K samples
+    c_int: float
+    c_ext: float
+    gamma: float
+    batch: int  # F: at most this many workers at once (eq. 4)
+    worker: np.ndarray  # (R,) alpha
+    ps: np.ndarray  # (R,) beta
+    theta: np.ndarray  # (3,)
+
+    @classmethod
+    def of(cls, p: PSParams, j: int, arrival: int) -> PSJob:
+        """Job ``j`` of ``p``, arriving at slot ``arrival``."""
+        return cls(
+            arrival=int(arrival),
+            work=float(p.work_samples[j]),
+            c_int=float(p.sample_time(True)[j]),
+            c_ext=float(p.sample_time(False)[j]),
+            gamma=float(p.gamma[j]),
+            batch=int(p.batch[j]),
+            worker=p.worker[j].copy(),
+            ps=p.ps[j].copy(),
+            theta=p.theta[j].copy(),
+        )
+
+    def utility(self, completion: Any) -> Any:
+        """Utility when the job's last active slot is ``completion`` (training time
+        ``completion + 1 - arrival`` slots: it ends by the end of that slot)."""
+        return utility(self.theta, np.asarray(completion) + 1 - self.arrival)
 
 
 def _float_col(
