@@ -24,9 +24,19 @@ import numpy as np
 
 from gpusched import kernel
 from gpusched.cluster import ClusterSpec
-from gpusched.errors import InvariantError, PolicyError
+from gpusched.errors import InvariantError, PolicyError, TraceError, show_name
 from gpusched.jobs import JobTable
-from gpusched.policy import Decision, Fused, Preempt, Start, call_policy, fused_spec
+from gpusched.ledger import RESOURCES, Ledger, LedgerView, capacities
+from gpusched.policy import (
+    Allocate,
+    Decision,
+    Fused,
+    Preempt,
+    Reject,
+    Start,
+    call_policy,
+    fused_spec,
+)
 from gpusched.state import (
     F_NOW,
     F_RESIDUAL,
@@ -36,6 +46,7 @@ from gpusched.state import (
     I_N_DECISIONS,
     I_N_FINISHED,
     I_N_QUEUE,
+    I_N_REJECTED,
     I_N_RUN,
     I_NEXT_ARRIVAL,
     KEY_LAS,
@@ -43,6 +54,7 @@ from gpusched.state import (
     LOADING,
     PENDING,
     QUEUED,
+    REJECTED,
     RUNNING,
     SAVING,
     STATUS_NAMES,
@@ -131,6 +143,12 @@ class Engine:
     notice
         Optional context-manager factory wrapped around loading the kernels of the
         chosen path (the CLI's "compiling simulation kernels" note on a first run).
+    roles
+        Optional roles of jobs placed by roles on multi-resource machines (a job model's,
+        see :mod:`gpusched.ledger`): ``mask``, ``worker``, ``ps``, ``max_workers`` and
+        ``rate(job, workers, ps)``. When some job is one, the engine keeps the resource
+        ledger, the policy must declare ``places_roles = True`` and act with
+        :class:`~gpusched.policy.Allocate` / :class:`~gpusched.policy.Reject`.
     """
 
     def __init__(
@@ -148,6 +166,7 @@ class Engine:
         load_s: np.ndarray | None = None,
         save_s: np.ndarray | None = None,
         notice: Callable[[], AbstractContextManager[Any]] | None = None,
+        roles: Any = None,
     ) -> None:
         if not slot_s > 0 or not np.isfinite(slot_s):
             raise ValueError(f"slot must be a positive number of seconds, got {slot_s}")
@@ -227,6 +246,46 @@ class Engine:
         self.last_decision: Decision | None = None
         #: starts waiting for saves to end: job -> its GPUs (see _apply_start)
         self._pending: dict[int, np.ndarray] = {}
+        #: the resource ledger of jobs placed by roles (None: a GPU-index run)
+        self.ledger: Ledger | None = None
+        self.roles = roles
+        self._ledger_rows: list[np.ndarray] = []  # used resources per timeline row
+        self._setup_ledger(roles)
+
+    def _setup_ledger(self, roles: Any) -> None:
+        """Keep the resource ledger when some job is placed by roles (DESIGN.md,
+        "Multi-resource machines and elastic jobs"); refuse what cannot run."""
+        places = bool(getattr(self.policy, "places_roles", False))
+        mask = None if roles is None else np.asarray(roles.mask, dtype=bool)
+        if mask is None or not mask.any():
+            if places and len(self.jobs):
+                raise PolicyError(
+                    f"policy '{self.name}' allocates workers and parameter servers, but no "
+                    "job of this trace is placed by roles (num_gpus 0 with the "
+                    "parameter-server columns)"
+                )
+            return
+        name = show_name(self.jobs.source or "<trace>")
+        if not mask.all():
+            raise TraceError(
+                f"{name}: {int(mask.sum())} job(s) are placed by roles (num_gpus 0) and "
+                f"{int((~mask).sum())} are gangs on GPU indices; a run holds one kind only"
+            )
+        if not places:
+            raise PolicyError(
+                f"policy '{self.name}' places gangs on GPU indices, but the {int(mask.sum())} "
+                f"jobs of {name} are placed by roles (workers and parameter servers, "
+                "num_gpus 0): use a policy that allocates them (fifo-ps, drf, dorm, oasis, "
+                "pd-ors)"
+            )
+        st = self.state
+        if (st.job_load_s > 0).any() or (st.job_save_s > 0).any():
+            raise PolicyError(
+                "load and save phases are not modelled for jobs placed by roles "
+                "(--load-s/--save-s must be 0)"
+            )
+        self.ledger = Ledger(capacities(self.cluster), roles.worker, roles.ps, roles.max_workers)
+        self.view.ledger = LedgerView(self.ledger, mask)
 
     def _interference(self, jobs: JobTable) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Per-job interference kinds and the xi matrix (SJF-BSBF paper, eq. 5-6).
@@ -275,7 +334,7 @@ class Engine:
             return np.inf
         if st.sim_f[F_NOW] == -np.inf:
             return float(kernel.first_decision_time(st, self.cfg))
-        if st.sim_i[I_N_FINISHED] == len(self.jobs):
+        if st.sim_i[I_N_FINISHED] + st.sim_i[I_N_REJECTED] == len(self.jobs):
             return np.inf
         e = kernel.next_event_time(st, self.cfg)
         return np.inf if e == np.inf else float(kernel.decision_time(e, self.slot_s, self.now))
@@ -321,7 +380,9 @@ class Engine:
         if code < 0:
             raise InvariantError(f"kernel reported invariant violation code {code} at t={self.now}")
         if code == kernel.STUCK:
-            left = len(self.jobs) - int(self.state.sim_i[I_N_FINISHED])
+            left = len(self.jobs) - int(
+                self.state.sim_i[I_N_FINISHED] + self.state.sim_i[I_N_REJECTED]
+            )
             raise PolicyError(
                 f"policy '{self.name}' left {left} job(s) waiting with nothing running and "
                 f"no wake-up at t={self.now:.6g} s: the run can never finish"
@@ -332,6 +393,9 @@ class Engine:
         st = self.state
         first_arrival = int(st.sim_i[I_NEXT_ARRIVAL])
         code, n_done, n_arrived = kernel.step(st, self.cfg, self._done_buf)
+        if self.ledger is not None:
+            for j in self._done_buf[:n_done].tolist():
+                self.ledger.release(j, float(st.job_finish[j]))
         if code != kernel.LIMIT:
             self._set_code(code)
             return
@@ -362,6 +426,11 @@ class Engine:
             self._tl_rows = 0
         kernel.record(st, self.cfg, self._tl_rows, self._tl_buf)
         self._tl_rows += 1
+        if self.ledger is not None:
+            why = self.ledger.check()
+            if why:
+                raise InvariantError(f"at t={now:.6g} s: {why}")
+            self._ledger_rows.append(self.ledger.used.sum(axis=0))
 
     # --- applying a decision -----------------------------------------------------------
 
@@ -451,11 +520,21 @@ class Engine:
                 err = self._status_problem(j, now, (RUNNING, LOADING))
                 if err:
                     raise err
+                if self.ledger is not None:
+                    self.ledger.release(j, now)
                 kernel.preempt(st, j, now)
+            elif isinstance(action, Allocate):
+                self._apply_allocate(action, now)
+            elif isinstance(action, Reject):
+                self._apply_reject(action, now)
             else:
                 raise self._fail(None, now, f"unknown action {action!r}")
         if decision.actions:
             kernel.compact_queue(st)  # once: drop the jobs the Starts took out of the queue
+        if decision.order is not None and self.ledger is not None:
+            raise self._fail(
+                None, now, "gives an order, but jobs placed by roles are started with Allocate"
+            )
         if decision.order is not None:
             try:
                 order = np.asarray(decision.order)
@@ -471,7 +550,7 @@ class Engine:
                 if np.unique(order).size != order.size:
                     raise self._fail(None, now, "order lists a job twice")
                 status = st.job_status[order]
-                bad = (status == PENDING) | (status == FINISHED)
+                bad = (status == PENDING) | (status == FINISHED) | (status == REJECTED)
                 if bad.any():
                     j = int(order[bad][0])
                     raise self._status_problem(
@@ -504,9 +583,69 @@ class Engine:
             raise self._fail(None, now, f"asked to wake at {w!r} s, which is not after now")
         self.state.sim_f[F_WAKE] = min(self.state.sim_f[F_WAKE], w)
 
+    def _counts(self, j: int, value: Any, what: str, now: float) -> np.ndarray:
+        """An Allocate's counts per machine as int64, or a PolicyError saying what is wrong."""
+        assert self.ledger is not None
+        h = self.ledger.n_machines
+        try:
+            arr = np.asarray(value)
+        except (ValueError, TypeError):
+            arr = np.asarray([None], dtype=object)
+        if arr.shape != (h,) or not np.issubdtype(arr.dtype, np.integer):
+            raise self._fail(
+                j,
+                now,
+                f"Allocate.{what} must be {h} integer counts (one per machine), got {value!r}",
+            )
+        if (arr < 0).any():
+            raise self._fail(j, now, f"Allocate.{what} has a negative count: {arr.tolist()}")
+        return arr.astype(np.int64)
+
+    def _apply_allocate(self, action: Allocate, now: float) -> None:
+        """Start, resize or pause a job placed by roles (DESIGN.md, "elastic jobs")."""
+        st = self.state
+        j = self._check_job(action.job, now)
+        if self.ledger is None:
+            raise self._fail(j, now, "Allocate is for jobs placed by roles; this run has none")
+        err = self._status_problem(j, now, (QUEUED, RUNNING))
+        if err:
+            raise err
+        w = self._counts(j, action.workers, "workers", now)
+        s = self._counts(j, action.ps, "ps", now)
+        why = self.ledger.problem(j, w, s)
+        if why:
+            raise self._fail(j, now, why)
+        queued = st.job_status[j] == QUEUED
+        if int(w.sum()) == 0:  # pause: back to the queue, keeping its progress
+            if not queued:
+                self.ledger.release(j, now)
+                kernel.preempt(st, j, now)
+            return
+        rate = float(self.roles.rate(j, w, s))
+        if not (rate > 0 and np.isfinite(rate)):
+            raise InvariantError(f"role model gave rate {rate} for job {self.jobs.job_id[j]}")
+        self.ledger.set(j, w, s, now)
+        if queued:
+            kernel.start_on(st, j, np.empty(0, np.int32), now)
+        kernel.set_rate(st, j, rate)
+
+    def _apply_reject(self, action: Reject, now: float) -> None:
+        """End a queued job that never ran with status rejected."""
+        st = self.state
+        j = self._check_job(action.job, now)
+        err = self._status_problem(j, now, (QUEUED,))
+        if err:
+            raise err
+        if not np.isnan(st.job_first_start[j]):
+            raise self._fail(j, now, "has run already; only a job that never ran may be rejected")
+        st.job_status[j] = REJECTED
+        st.sim_i[I_N_REJECTED] += 1
+
     def _apply_start(self, action: Start, now: float) -> None:
         st = self.state
         j = self._check_job(action.job, now)
+        if self.ledger is not None:
+            raise self._fail(j, now, "is placed by roles: start it with Allocate, not Start")
         err = self._status_problem(j, now, (QUEUED,))
         if err:
             raise err
@@ -634,7 +773,12 @@ class Engine:
         """The timeline so far: time (s), busy GPUs, queued jobs, jobs holding GPUs,
         GPUs held by loading and by saving jobs, and GPUs holding two or more jobs."""
         chunks = self._tl + [Timeline(*(b[: self._tl_rows] for b in self._tl_buf))]
-        return {k: np.concatenate([getattr(c, k) for c in chunks]) for k in Timeline._fields}
+        tl = {k: np.concatenate([getattr(c, k) for c in chunks]) for k in Timeline._fields}
+        if self.ledger is not None:  # resources held by role jobs, per resource
+            held = np.asarray(self._ledger_rows).reshape(-1, len(RESOURCES))
+            for r, name in enumerate(RESOURCES):
+                tl[f"held_{name}"] = held[:, r]
+        return tl
 
     def sync(self) -> None:
         """Bring every running job's accounting (remaining, executed, attained) up to now."""
@@ -660,6 +804,20 @@ class Engine:
         """Check the invariants and package the run."""
         self.sync()
         tl = self.timeline()
+        extra: dict[str, Any] = {}
+        if self.ledger is not None:
+            self.ledger.settle(self.now if np.isfinite(self.now) else 0.0)
+            why = self.ledger.check()
+            if why:
+                raise InvariantError(why)
+            ran = ~np.isnan(self.state.job_first_start)
+            if (ran & (self.state.job_status == REJECTED)).any():
+                raise InvariantError("a rejected job ran")
+            extra["ledger"] = {
+                "resources": list(RESOURCES),
+                "held_s": self.ledger.held_s.tolist(),
+                "capacity": self.ledger.capacity.sum(axis=0).tolist(),
+            }
         check_invariants(
             self.state,
             tl,
@@ -683,6 +841,7 @@ class Engine:
             extra={
                 "n_decisions": int(self.state.sim_i[I_N_DECISIONS]),
                 "perf": type(self.perf).__name__ if self.perf is not None else None,
+                **extra,
             },
         )
 
@@ -711,8 +870,9 @@ def check_invariants(
     if tl["time_s"].size > 1 and not (np.diff(tl["time_s"]) > 0).all():
         raise InvariantError("simulated time is not strictly increasing")
     done = st.job_status == FINISHED
-    if not stopped and not done.all():
-        raise InvariantError(f"{int((~done).sum())} job(s) never finished")
+    ended = done | (st.job_status == REJECTED)
+    if not stopped and not ended.all():
+        raise InvariantError(f"{int((~ended).sum())} job(s) never finished")
     if (st.job_status == SAVING).any() and not stopped:
         raise InvariantError("a job is still saving at the end")
     if st.sim_f[F_RESIDUAL] > 1e-6:

@@ -19,6 +19,13 @@ them, so a paper family's machinery stays in its own subpackage:
 ``perf(jobs, cluster) -> perf | None``
     A placement-aware rate model for :class:`~gpusched.engine.Engine` (``rate(job, gpus)``),
     or None when the jobs are not this model's.
+``roles(jobs, cluster) -> roles | None``
+    For jobs placed by roles on multi-resource machines (``num_gpus`` 0): their demands
+    per worker and per parameter server and their rate on given counts per machine
+    (:mod:`gpusched.ledger`), or None when the table has none of this model's.
+``summary(result) -> dict | None``
+    A family's own keys for summary.json (e.g. total utility): the one extension point of
+    the summary, so the core's list stays fixed.
 
 The built-in job models are the modules of :mod:`gpusched.jobmodels` that define
 ``JOB_MODEL``; a package adds one through the entry-point group ``gpusched.jobmodels``
@@ -37,7 +44,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["duration_problem", "durations", "job_models", "overheads", "perf"]
+__all__ = [
+    "duration_problem",
+    "durations",
+    "job_models",
+    "overheads",
+    "perf",
+    "roles",
+    "summaries",
+]
 
 _BUILTIN = "gpusched.jobmodels"
 _GROUP = "gpusched.jobmodels"
@@ -135,3 +150,21 @@ def perf(jobs: Any, cluster: Any) -> Any:
         if model is not None:
             return model
     return None
+
+
+def roles(jobs: Any, cluster: Any) -> Any:
+    """The first job model's roles for jobs placed by roles, or None (a GPU-index run)."""
+    for hook in _hooks("roles"):
+        got = hook(jobs, cluster)
+        if got is not None:
+            return got
+    return None
+
+
+def summaries(result: Any) -> dict[str, Any]:
+    """Every job model's summary keys for a run (later models cannot replace earlier keys)."""
+    out: dict[str, Any] = {}
+    for hook in _hooks("summary"):
+        for key, value in (hook(result) or {}).items():
+            out.setdefault(key, value)
+    return out

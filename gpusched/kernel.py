@@ -41,6 +41,7 @@ from gpusched.state import (
     I_N_HELD,
     I_N_PREEMPT,
     I_N_QUEUE,
+    I_N_REJECTED,
     I_N_RUN,
     I_N_SORTED,
     I_NEXT_ARRIVAL,
@@ -586,7 +587,7 @@ def step(st, cfg, out_done):
     if now == -np.inf:
         t = first_decision_time(st, cfg)
     else:
-        if st.sim_i[I_N_FINISHED] == n:
+        if st.sim_i[I_N_FINISHED] + st.sim_i[I_N_REJECTED] == n:
             return DONE, 0, 0
         e = next_event_time(st, cfg)
         if e == np.inf:

@@ -26,7 +26,7 @@ import numpy as np
 
 from gpusched.errors import ClusterError
 
-__all__ = ["RESOURCES", "Ledger", "capacities"]
+__all__ = ["RESOURCES", "Ledger", "LedgerView", "capacities"]
 
 #: Resource types, in the order of every ``(..., R)`` array: the cluster TOML's per-server
 #: ``gpus``, ``cpus``, ``mem_gb`` and ``storage_gb``.
@@ -171,3 +171,49 @@ class Ledger:
                 f"machine {h} holds {self.used[h, r]:g} {RESOURCES[r]} of {self.capacity[h, r]:g}"
             )
         return None
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    out = np.array(a, copy=True)
+    out.flags.writeable = False
+    return out
+
+
+class LedgerView:
+    """What a policy sees of the ledger (``view.ledger``): read-only copies.
+
+    Attributes
+    ----------
+    resources
+        The resource names, in the order of the last axis (:data:`RESOURCES`).
+    capacity
+        ``(H, R)`` per-machine capacity.
+    worker, ps, max_workers
+        Per-job demand of one worker and of one PS, ``(n_jobs, R)``, and each job's
+        worker limit (eq. 4); zeros for jobs not placed by roles.
+    role_job
+        Bool per job: placed by roles.
+    """
+
+    def __init__(self, ledger: Ledger, mask: np.ndarray) -> None:
+        self._ledger = ledger
+        self.resources = RESOURCES
+        self.capacity = _ro(ledger.capacity)
+        self.worker = _ro(ledger.worker)
+        self.ps = _ro(ledger.ps)
+        self.max_workers = _ro(ledger.max_workers)
+        self.role_job = _ro(mask)
+
+    @property
+    def n_machines(self) -> int:
+        return self._ledger.n_machines
+
+    @property
+    def free(self) -> np.ndarray:
+        """``(H, R)`` capacity no job holds now (a copy)."""
+        return _ro(self._ledger.free)
+
+    def allocation(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Job ``j``'s workers and PSs per machine now (copies; zeros when it holds none)."""
+        w, s = self._ledger.counts(int(j))
+        return _ro(w), _ro(s)

@@ -22,8 +22,16 @@ Definitions (all in seconds of simulated time):
   GPUs) minus the GPU-time of every job beyond the first on a GPU;
 * total JCT = \\sum_j JCT_j (total flow time).
 
-Unfinished jobs (a run stopped by ``--until``) are counted in ``n_unfinished`` and
-left out of the JCT statistics; their ``finish`` and ``jct`` are empty in jobs.csv.
+Unfinished jobs (a run stopped by ``--until`` or a trace's horizon) are counted in
+``n_unfinished`` and left out of the JCT statistics; their ``finish`` and ``jct`` are
+empty in jobs.csv.
+
+Runs of jobs placed by roles (parameter-server jobs on multi-resource machines) add
+``n_admitted`` (jobs that ran), ``n_rejected`` (refused by the policy: neither finished
+nor unfinished) and ``utilization_<resource>`` (resource-time held / (capacity x
+makespan)) for each resource of the ledger; jobs.csv gains ``status``. A job model adds
+its own keys through its ``summary`` hook (:func:`gpusched.jobmodel.summaries`), e.g.
+the PD-ORS family's ``total_utility``.
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ import numpy as np
 
 from gpusched import __version__
 from gpusched.engine import RunResult
-from gpusched.state import F_EXTRA_GPU_S, F_SHARED_GPU_S, FINISHED
+from gpusched.state import F_EXTRA_GPU_S, F_SHARED_GPU_S, FINISHED, REJECTED
 from gpusched.trace import trace_sha256
 
 SUMMARY_KEYS = (
@@ -101,7 +109,33 @@ def job_records(res: RunResult) -> dict[str, np.ndarray]:
         "n_futile": st.job_n_futile,
         "slowdown_s": np.where(done, _slowdown(st.job_executed, st.job_work), np.nan),
         "shared_s": st.job_shared_s,
+        **_role_records(res),
     }
+
+
+def _role_records(res: RunResult) -> dict[str, np.ndarray]:
+    """jobs.csv's extra columns in a run of jobs placed by roles: the status."""
+    if "ledger" not in res.extra:
+        return {}
+    from gpusched.state import STATUS_NAMES
+
+    names = np.asarray(STATUS_NAMES, dtype=object)
+    return {"status": names[res.state.job_status]}
+
+
+def _role_summary(res: RunResult, makespan: float) -> dict[str, Any]:
+    """Admission and per-resource utilisation of a run of jobs placed by roles."""
+    led = res.extra.get("ledger")
+    if led is None:
+        return {}
+    st = res.state
+    out: dict[str, Any] = {
+        "n_admitted": int((~np.isnan(st.job_first_start)).sum()),
+        "n_rejected": int((st.job_status == REJECTED).sum()),
+    }
+    for name, held, cap in zip(led["resources"], led["held_s"], led["capacity"], strict=True):
+        out[f"utilization_{name}"] = held / (cap * makespan) if cap > 0 and makespan > 0 else 0.0
+    return out
 
 
 def _slowdown(executed: np.ndarray, work: np.ndarray) -> np.ndarray:
@@ -138,10 +172,13 @@ def summarize(res: RunResult) -> dict[str, Any]:
     busy_gpu_s = float((holding * st.job_n_gpus).sum()) - float(st.sim_f[F_EXTRA_GPU_S])
     util = busy_gpu_s / (res.cluster.n_gpus * makespan) if makespan > 0 else 0.0
     delays = res.sched_delay_s
+    rejected = int((st.job_status == REJECTED).sum())
+    from gpusched import jobmodel
+
     return {
         "n_jobs": n,
         "n_finished": int(done.sum()),
-        "n_unfinished": int(n - done.sum()),
+        "n_unfinished": int(n - done.sum()) - rejected,
         "stopped_at_s": res.stopped_at,
         "avg_jct_s": _mean(jct),
         "p50_jct_s": _pct(jct, 50),
@@ -168,6 +205,8 @@ def summarize(res: RunResult) -> dict[str, Any]:
         "sched_delay_ms_avg": _mean(delays * 1e3) if delays is not None else None,
         "sched_delay_ms_p95": _pct(delays * 1e3, 95) if delays is not None else None,
         "wall_s": res.wall_s,
+        **_role_summary(res, makespan),
+        **(jobmodel.summaries(res) if "ledger" in res.extra else {}),
     }
 
 

@@ -11,7 +11,9 @@ A decision is any mix of
   default placement (consolidated first), optionally preempting running jobs left
   out (``preemptive``) or stopping at the first job that does not fit (``blocking``);
 * explicit :class:`Start` (on given GPUs, or by default placement) and
-  :class:`Preempt` actions, applied before the order;
+  :class:`Preempt` actions, applied before the order; for jobs placed by roles on
+  multi-resource machines (parameter-server jobs), :class:`Allocate` (start, resize or
+  pause) and :class:`Reject`;
 * ``wake_at``: call me again at this simulated time even if nothing happens
   (or, for timers that depend on the allocation just made, an optional
   ``wake(view, now)`` method the engine calls after applying the decision).
@@ -39,10 +41,12 @@ __all__ = [
     "KEY_LAS",
     "KEY_SJF",
     "KEY_SRTF",
+    "Allocate",
     "Decision",
     "Fused",
     "Policy",
     "Preempt",
+    "Reject",
     "Start",
     "call_policy",
     "parse_params",
@@ -88,6 +92,38 @@ class Preempt:
     job: int
 
 
+@dataclass(frozen=True, slots=True)
+class Allocate:
+    """Set a role job's workers and parameter servers per machine from now on.
+
+    For jobs placed by roles through the resource ledger (``view.roles``; DESIGN.md
+    "Multi-resource machines and elastic jobs"). One action starts a queued job, resizes
+    or moves a running one (its global batch stays fixed; only its speed changes, eq. 1 of
+    the PD-ORS paper), or pauses it (all zeros: it returns to the queue, keeping its
+    progress). The engine checks every machine's capacity of every resource, the job's
+    worker limit (eq. 4) and that workers come with at least one parameter server.
+
+    Attributes
+    ----------
+    job
+        Job index.
+    workers, ps
+        Counts per machine (length ``view.n_machines``, non-negative integers).
+    """
+
+    job: int
+    workers: np.ndarray
+    ps: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Refuse a queued job that never ran: it ends with status *rejected* (reported as
+    rejected, never as unfinished)."""
+
+    job: int
+
+
 @dataclass(slots=True)
 class Decision:
     """A policy's answer at one decision point.
@@ -102,7 +138,8 @@ class Decision:
     blocking
         Stop the fill at the first job that does not fit (strict FIFO).
     actions
-        Explicit :class:`Start` / :class:`Preempt` actions, applied first, in order.
+        Explicit :class:`Start` / :class:`Preempt` / :class:`Allocate` / :class:`Reject`
+        actions, applied first, in order.
     wake_at
         Simulated time (s) at which to decide again even if no event happens.
     """
@@ -110,7 +147,7 @@ class Decision:
     order: np.ndarray | None = None
     preemptive: bool = False
     blocking: bool = False
-    actions: list[Start | Preempt] = field(default_factory=list)
+    actions: list[Start | Preempt | Allocate | Reject] = field(default_factory=list)
     wake_at: float | None = None
 
 

@@ -205,6 +205,10 @@ def build_engine(
                 "use a coarser slot"
             )
     perf = jobmodel.perf(jobs, spec_cluster)  # e.g. pipeline jobs (A-SRPT eq. 4-7)
+    roles = jobmodel.roles(jobs, spec_cluster)  # e.g. parameter-server jobs (PD-ORS eq. 1-3)
+    horizon_s = getattr(roles, "horizon_s", math.inf)  # the trace's horizon T, if any
+    if until_s is None and math.isfinite(horizon_s):
+        until_s = horizon_s
     load, save = phase_times(jobs, load_s, save_s)
     engine = Engine(
         jobs,
@@ -219,6 +223,7 @@ def build_engine(
         load_s=load,
         save_s=save,
         notice=notice,
+        roles=roles,
     )
     return engine, path
 

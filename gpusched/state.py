@@ -37,8 +37,9 @@ LOADING = 2  #: holds GPUs, loading checkpoint/data, makes no progress
 RUNNING = 3  #: holds GPUs and makes progress at ``job_rate``
 SAVING = 4  #: holds GPUs, pausing and saving after a preemption
 FINISHED = 5  #: done
+REJECTED = 6  #: refused by the policy (a terminal status; never run, never unfinished)
 
-STATUS_NAMES = ("pending", "queued", "loading", "running", "saving", "finished")
+STATUS_NAMES = ("pending", "queued", "loading", "running", "saving", "finished", "rejected")
 
 # --- scalar slots in ``sim_f`` (float64) and ``sim_i`` (int64) -----------------
 F_NOW = 0  #: current simulated time, s
@@ -61,7 +62,8 @@ I_N_HELD = 8  #: length of the holders list kept in ``cand`` (fused preemptive p
 I_SHARED_GPUS = 9  #: GPUs holding two or more jobs
 I_EXTRA = 10  #: jobs beyond the first on each GPU, summed over GPUs (0: nothing shared)
 I_EVER_SHARED = 11  #: 1 once any GPU has held two jobs (rates then varied)
-N_SIM_I = 12
+I_N_REJECTED = 12  #: jobs the policy rejected (terminal, like finished ones)
+N_SIM_I = 13
 
 
 class SimState(NamedTuple):

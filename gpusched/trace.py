@@ -912,7 +912,8 @@ def read_trace(path: str | Path) -> Trace:
 
 def _read_trace(path: str | Path) -> Trace:
     t = CsvTable(path)
-    t.require(REQUIRED_COLUMNS, (("duration",), ("iterations", "model")))
+    # the third group: parameter-server jobs (num_gpus 0), whose job model derives the work
+    t.require(REQUIRED_COLUMNS, (("duration",), ("iterations", "model"), ("epochs", "samples")))
     job_id = t.text("job_id")
     t.unique_ids(job_id, "job_id")
     submit = t.floats("submit_time", SUBMIT_WHAT, submit_ok)

@@ -77,6 +77,10 @@ class View:
         release its GPUs (the engine starts them when the saves end).
     cluster
         The cluster spec.
+    ledger
+        For runs of jobs placed by roles (parameter-server jobs on multi-resource
+        machines): a :class:`~gpusched.ledger.LedgerView` of capacities, free resources,
+        demands and allocations; None otherwise.
     """
 
     def __init__(
@@ -121,6 +125,7 @@ class View:
         self.pending: np.ndarray = _frozen(np.empty(0, dtype=np.int32))
         self._queued: np.ndarray | None = None
         self._running: np.ndarray | None = None
+        self.ledger: Any = None
 
     def refresh(self, arrived: np.ndarray, finished: np.ndarray) -> None:
         """Engine hook: take the events of this decision point."""

@@ -125,23 +125,23 @@ class PSParams:
     @property
     def work_samples(self) -> np.ndarray:
         """V = E K, samples to train (eq. 3, ``V_i`` of eq. 17)."""
-        return self.epochs * self.samples
+        return np.asarray(self.epochs * self.samples, dtype=np.float64)
 
     def sample_time(self, internal: Any) -> np.ndarray:
         """Seconds per sample on one worker at the ratio (the denominator of eq. 3):
         ``tau + 2 g gamma / (b F)`` with b internal where ``internal`` (Fact 1)."""
         b = np.where(internal, self.b_int, self.b_ext)
-        return self.tau + 2.0 * self.grad_mb * self.gamma / (b * self.batch)
+        return np.asarray(self.tau + 2.0 * self.grad_mb * self.gamma / (b * self.batch))
 
     @property
     def ideal_samples_per_s(self) -> np.ndarray:
         """F workers at the ratio on one machine: the fastest a job can train (eq. 13)."""
-        return self.batch / self.sample_time(True)
+        return np.asarray(self.batch / self.sample_time(True), dtype=np.float64)
 
     @property
     def duration_s(self) -> np.ndarray:
         """Time to train V samples at :attr:`ideal_samples_per_s` (the engine's work)."""
-        return self.work_samples / self.ideal_samples_per_s
+        return np.asarray(self.work_samples / self.ideal_samples_per_s, dtype=np.float64)
 
     def samples_per_s(self, j: int, w: np.ndarray, s: np.ndarray) -> float:
         """Eq. 1 summed over machines: samples job ``j`` trains per second on ``w`` workers
@@ -334,7 +334,7 @@ class PSJobModel:
 
     def owns(self, trace: Any) -> np.ndarray:
         """Rows placed by roles (``num_gpus`` = 0), bool per row."""
-        return np.asarray(trace.num_gpus) == 0
+        return np.asarray(np.asarray(trace.num_gpus) == 0, dtype=bool)
 
     def durations(
         self, trace: Any, work: np.ndarray, need: np.ndarray
@@ -357,6 +357,12 @@ class PSJobModel:
         if errors:
             raise TraceError(errors)
         return work, [f"{int(need.sum())} parameter-server jobs placed by roles (eq. 1-3)"]
+
+    def summary(self, res: Any) -> dict[str, Any] | None:
+        """``total_utility`` and ``median_training_s`` of a run of parameter-server jobs."""
+        if not (np.asarray(res.jobs.n_gpus) == 0).any():
+            return None
+        return PSRoles(res.jobs).summary(res)
 
     def roles(self, jobs: Any, cluster: Any) -> PSRoles | None:
         """The roles of the job table's parameter-server jobs, or None if it has none."""
