@@ -231,9 +231,6 @@ class Engine:
             knows_duration=bool(getattr(policy, "knows_duration", False)),
             configs=self._config,
         )
-        prepare = getattr(policy, "prepare", None)
-        if prepare is not None:
-            call_policy(self.name, "prepare", None, prepare, jobs, cluster)
         self._done_buf = np.zeros(max(len(jobs), 1), dtype=np.int32)
         self._tl: list[Timeline] = []  # full timeline chunks
         self._tl_buf = new_timeline(0)  # the python path's chunk being filled
@@ -251,6 +248,9 @@ class Engine:
         self.roles = roles
         self._ledger_rows: list[np.ndarray] = []  # used resources per timeline row
         self._setup_ledger(roles)
+        prepare = getattr(policy, "prepare", None)
+        if prepare is not None:
+            call_policy(self.name, "prepare", None, prepare, jobs, cluster)
 
     def _setup_ledger(self, roles: Any) -> None:
         """Keep the resource ledger when some job is placed by roles (DESIGN.md,
@@ -418,6 +418,9 @@ class Engine:
             w = call_policy(self.name, "wake", now, wake, self.view, now)
             if w is not None:
                 self._set_wake(self._as_time(w, "wake() returned", now), now)
+        if self.ledger is not None and np.isfinite(self.cfg.until_s):
+            # jobs placed by roles may wait for room until the horizon (then unfinished)
+            st.sim_f[F_WAKE] = min(st.sim_f[F_WAKE], self.cfg.until_s + self.slot_s)
         self._check_progress(now)
         if self._tl_rows == len(self._tl_buf.time_s):
             if self._tl_rows:
@@ -512,6 +515,8 @@ class Engine:
                     now,
                     f"Decision.{flag} must be True or False, got {getattr(decision, flag)!r}",
                 )
+        if self.ledger is not None:
+            self._check_room(decision.actions, now)
         for action in decision.actions:
             if isinstance(action, Start):
                 self._apply_start(action, now)
@@ -612,7 +617,7 @@ class Engine:
             raise err
         w = self._counts(j, action.workers, "workers", now)
         s = self._counts(j, action.ps, "ps", now)
-        why = self.ledger.problem(j, w, s)
+        why = self.ledger.job_problem(j, w, s)
         if why:
             raise self._fail(j, now, why)
         queued = st.job_status[j] == QUEUED
@@ -628,6 +633,26 @@ class Engine:
         if queued:
             kernel.start_on(st, j, np.empty(0, np.int32), now)
         kernel.set_rate(st, j, rate)
+
+    def _check_room(self, actions: Any, now: float) -> None:
+        """All of a decision's Allocates must fit together (capacity of every resource of
+        every machine, after the whole decision: jobs may swap machines in one)."""
+        assert self.ledger is not None
+        changes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        if not isinstance(actions, list | tuple):
+            return  # _apply reports it
+        for action in actions:
+            if isinstance(action, Allocate):
+                j = self._check_job(action.job, now)
+                w = self._counts(j, action.workers, "workers", now)
+                changes[j] = (w, self._counts(j, action.ps, "ps", now))
+            elif isinstance(action, Preempt | Reject):
+                j = self._check_job(action.job, now)
+                z = np.zeros(self.ledger.n_machines, dtype=np.int64)
+                changes[j] = (z, z)
+        why = self.ledger.room_problem(changes)
+        if why:
+            raise self._fail(None, now, f"Allocate {why}")
 
     def _apply_reject(self, action: Reject, now: float) -> None:
         """End a queued job that never ran with status rejected."""
@@ -823,7 +848,9 @@ class Engine:
             tl,
             self.cluster.gpu_capacity,
             stopped=self._code == kernel.UNTIL,
-            constant_rate=self.perf is None and not self.state.sim_i[I_EVER_SHARED],
+            constant_rate=(
+                self.perf is None and self.ledger is None and not self.state.sim_i[I_EVER_SHARED]
+            ),
         )
         return RunResult(
             jobs=self.jobs,

@@ -106,11 +106,9 @@ class Ledger:
             return z, z.copy()
         return got
 
-    def problem(self, j: int, w: np.ndarray, s: np.ndarray) -> str | None:
-        """Why job ``j`` may not hold ``w`` workers and ``s`` PSs per machine (None: it may).
-
-        The counts replace what the job holds now, so its own resources count as free.
-        """
+    def job_problem(self, j: int, w: np.ndarray, s: np.ndarray) -> str | None:
+        """Why job ``j`` may not hold ``w`` workers and ``s`` PSs in total (None: it may),
+        whatever the machines' room: eq. 4 and at least one PS with its workers."""
         total_w = int(w.sum())
         if total_w > self.max_workers[j]:
             return (
@@ -121,16 +119,31 @@ class Ledger:
             return "gives workers but no parameter server"
         if total_w == 0 and int(s.sum()) > 0:
             return "gives parameter servers but no worker"
-        old_w, old_s = self.counts(j)
-        after = self.used - self.demand(j, old_w, old_s) + self.demand(j, w, s)
-        over = after > self.capacity * (1 + _EPS) + _EPS
-        if over.any():
-            h, r = (int(x) for x in np.argwhere(over)[0])
-            return (
-                f"would put {after[h, r]:g} {RESOURCES[r]} on machine {h} "
-                f"(capacity {self.capacity[h, r]:g})"
-            )
         return None
+
+    def room_problem(self, changes: dict[int, tuple[np.ndarray, np.ndarray]]) -> str | None:
+        """Why the jobs cannot all hold the given counts at once (None: they can).
+
+        ``changes`` maps jobs to their new workers and PSs per machine; they replace what
+        those jobs hold, so one decision may move jobs between machines in any order.
+        """
+        after = self.used.copy()
+        for j, (w, s) in changes.items():
+            after += self.demand(j, w, s) - self.demand(j, *self.counts(j))
+        over = after > self.capacity * (1 + _EPS) + _EPS
+        if not over.any():
+            return None
+        h, r = (int(x) for x in np.argwhere(over)[0])
+        who = sorted(j for j, (w, s) in changes.items() if w[h] or s[h])
+        return (
+            f"would put {after[h, r]:g} {RESOURCES[r]} on machine {h} (capacity "
+            f"{self.capacity[h, r]:g}; jobs given room there now: {who})"
+        )
+
+    def problem(self, j: int, w: np.ndarray, s: np.ndarray) -> str | None:
+        """Why job ``j`` may not hold ``w`` workers and ``s`` PSs per machine now (None: it
+        may); its own resources count as free."""
+        return self.job_problem(j, w, s) or self.room_problem({j: (w, s)})
 
     def set(self, j: int, w: np.ndarray, s: np.ndarray, now: float) -> None:
         """Give job ``j`` exactly ``w`` workers and ``s`` PSs per machine from ``now`` on

@@ -60,3 +60,7 @@ def run(
 
 
 ALL_POLICIES = sorted(available_policies())
+#: policies that place jobs by roles (parameter-server jobs on the resource ledger) and
+#: those that place gangs on GPU indices: a run holds one kind of job only
+ROLE_POLICIES = [p for p in ALL_POLICIES if getattr(load_policy_class(p), "places_roles", False)]
+GANG_POLICIES = [p for p in ALL_POLICIES if p not in ROLE_POLICIES]

@@ -400,3 +400,89 @@ def simulate_shared(
             rerate()
     results = [{"start": start[j], "finish": finish[j], "shared": shared[j]} for j in range(n)]
     return script, results, shared_gpu_s
+
+
+def simulate_roles(
+    jobs: list[dict],
+    capacity: list[list[float]],
+    n_workers: int,
+    horizon: float,
+) -> dict[str, list]:
+    """FIFO over parameter-server jobs placed by roles, from the PD-ORS paper's model.
+
+    Written from the model only: at every whole second t (one slot) (1) running jobs train
+    samples at eq. 1's speed (a job finishing inside the slot ends at the exact time), (2)
+    jobs submitted by t join the queue, (3) in arrival order each job takes
+    ``min(n_workers, F)`` workers and ``ceil(workers / gamma)`` parameter servers, placed
+    one at a time on the next machine (cyclically, from where the last placement ended)
+    with room for it; the first job that does not fit blocks the rest. The run ends at
+    ``horizon``. Each job is a dict with ``submit``, ``V`` (samples), ``tau``, ``g``,
+    ``F``, ``gamma``, ``b_int``, ``b_ext``, ``worker`` and ``ps`` (demand lists).
+    Returns per job ``start`` and ``finish`` (None when it never started / finished).
+    """
+    h = len(capacity)
+    free = [list(c) for c in capacity]
+    start: list[float | None] = [None] * len(jobs)
+    finish: list[float | None] = [None] * len(jobs)
+    running: dict[int, tuple[list[int], list[int], float]] = {}  # j -> (w, s, samples left)
+    queue: list[int] = []
+    cursor = 0
+    arrived = 0
+
+    def speed(j: int, w: list[int], s: list[int]) -> float:
+        job = jobs[j]
+        machines = {m for m in range(h) if w[m] or s[m]}
+        b = job["b_int"] if len(machines) == 1 else job["b_ext"]
+        per_sample = job["tau"] + (2 * job["g"] / sum(s)) / b / (job["F"] / sum(w))
+        return sum(w) / per_sample
+
+    t = float(math.ceil(jobs[0]["submit"] - EPS_T)) if jobs else 0.0
+    prev = t
+    while t <= horizon + EPS_T:
+        for j in sorted(running):
+            w, s, left = running[j]
+            v = speed(j, w, s)
+            if left / v <= t - prev + EPS_T:
+                finish[j] = prev + left / v
+                for m in range(h):
+                    for r in range(len(free[m])):
+                        free[m][r] += w[m] * jobs[j]["worker"][r] + s[m] * jobs[j]["ps"][r]
+                del running[j]
+            else:
+                running[j] = (w, s, left - v * (t - prev))
+        while arrived < len(jobs) and jobs[arrived]["submit"] <= t + EPS_T:
+            queue.append(arrived)
+            arrived += 1
+        while queue:
+            j = queue[0]
+            job = jobs[j]
+            n_w = min(n_workers, job["F"])
+            n_s = max(1, math.ceil(n_w / job["gamma"] - 1e-9))
+            trial = [list(f) for f in free]
+            w, s = [0] * h, [0] * h
+            c = cursor
+            ok = True
+            for demand, count, out in ((job["worker"], n_w, w), (job["ps"], n_s, s)):
+                for _ in range(count):
+                    for k in range(h):
+                        m = (c + k) % h
+                        if all(trial[m][r] >= demand[r] - 1e-9 for r in range(len(demand))):
+                            for r in range(len(demand)):
+                                trial[m][r] -= demand[r]
+                            out[m] += 1
+                            c = (m + 1) % h
+                            break
+                    else:
+                        ok = False
+                        break
+                if not ok:
+                    break
+            if not ok:
+                break
+            free, cursor = trial, c
+            queue.pop(0)
+            start[j] = t
+            running[j] = (w, s, job["V"])
+        prev = t
+        t += 1.0
+    return {"start": start, "finish": finish}

@@ -11,7 +11,7 @@ import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from gpusched.run import replay
-from tests.helpers import ALL_POLICIES
+from tests.helpers import GANG_POLICIES
 
 
 class TextSnapshot(SingleFileSnapshotExtension):
@@ -32,13 +32,13 @@ def event_log(result) -> str:
 
 
 @pytest.mark.parametrize("cluster", ["default", "testbed-4x4"])
-@pytest.mark.parametrize("policy", ALL_POLICIES)
+@pytest.mark.parametrize("policy", GANG_POLICIES)
 def test_golden_tiny(policy, cluster, snapshot):
     _, result = replay("tiny", policy, cluster=cluster)
     assert event_log(result) == snapshot(extension_class=TextSnapshot)
 
 
-@pytest.mark.parametrize("policy", ALL_POLICIES)
+@pytest.mark.parametrize("policy", GANG_POLICIES)
 def test_golden_synth_500(policy, snapshot):
     _, result = replay("synth-500", policy, slot_s=60.0)
     assert event_log(result) == snapshot(extension_class=TextSnapshot)

@@ -19,7 +19,7 @@ from gpusched.engine import Engine
 from gpusched.jobs import prepare_jobs
 from gpusched.registry import load_policy_class, make_policy
 from gpusched.state import FINISHED, QUEUED
-from tests.helpers import ALL_POLICIES, make_trace
+from tests.helpers import GANG_POLICIES, make_trace
 
 
 @st.composite
@@ -58,7 +58,7 @@ def phases(draw, n_max: int = 18):
 
 
 @pytest.mark.parametrize("mode", ["auto", "python"])
-@pytest.mark.parametrize("policy", ALL_POLICIES)
+@pytest.mark.parametrize("policy", GANG_POLICIES)
 @settings(max_examples=40, deadline=None)
 @given(w=workloads())
 def test_policy_invariants(policy, mode, w):
@@ -80,7 +80,7 @@ def test_policy_invariants(policy, mode, w):
     assert (jct >= res.state.job_work - 1e-6).all()
 
 
-@pytest.mark.parametrize("policy", ALL_POLICIES)
+@pytest.mark.parametrize("policy", GANG_POLICIES)
 @settings(max_examples=15, deadline=None)
 @given(w=workloads(), seed=st.integers(0, 2**16))
 def test_same_seed_same_schedule(policy, w, seed):
@@ -92,7 +92,7 @@ def test_same_seed_same_schedule(policy, w, seed):
 
 
 @pytest.mark.parametrize(
-    "policy", [p for p in ALL_POLICIES if p in ("fifo", "sjf", "srtf", "tiresias")]
+    "policy", [p for p in GANG_POLICIES if p in ("fifo", "sjf", "srtf", "tiresias")]
 )
 @settings(max_examples=40, deadline=None)
 @given(w=workloads())
@@ -119,7 +119,7 @@ def test_slot_length_moves_average_jct_by_at_most_a_slot():
 
 
 @pytest.mark.parametrize("mode", ["auto", "python"])
-@pytest.mark.parametrize("policy", ALL_POLICIES)
+@pytest.mark.parametrize("policy", GANG_POLICIES)
 @settings(max_examples=25, deadline=None)
 @given(w=workloads(), ph=phases())
 def test_jct_is_wait_load_train_save(policy, mode, w, ph):
