@@ -164,10 +164,27 @@ def fmt(value: Any, key: str = "") -> str:
     return str(value)
 
 
+#: the columns of runs of jobs placed by roles (parameter-server jobs on the ledger)
+SHOWN_ROLES = (
+    ("n_finished", "finished"),
+    ("n_unfinished", "unfinished"),
+    ("n_rejected", "rejected"),
+    ("total_utility", "utility"),
+    ("median_training_s", "median train s"),
+    ("avg_jct_s", "avg JCT s"),
+    ("avg_wait_s", "avg wait s"),
+    ("utilization_gpus", "GPU util"),
+    ("utilization_cpus", "CPU util"),
+    ("utilization_mem_gb", "mem util"),
+    ("wall_s", "wall s"),
+)
+
+
 def print_table(rows: list[dict[str, Any]], first: str) -> None:
     """Print ``rows`` (policy x metrics) as an aligned table."""
-    shown = list(SHOWN)
-    if any(r.get("n_unfinished") for r in rows):
+    roles = any("utilization_gpus" in r for r in rows)
+    shown = list(SHOWN_ROLES if roles else SHOWN)
+    if not roles and any(r.get("n_unfinished") for r in rows):
         shown.insert(1, ("n_unfinished", "unfinished"))
     head = [first] + [label for _, label in shown]
     body = [[str(r[first])] + [fmt(r.get(k), k) for k, _ in shown] for r in rows]
