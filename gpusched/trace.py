@@ -24,7 +24,8 @@ save_s      no       seconds the job spends pausing and saving after each preemp
 Each row must give either (a) ``duration`` or (b) both ``iterations`` and ``model``, unless
 its ``num_gpus`` is 0: such a job is placed through the resource ledger by roles (workers
 and parameter servers, DESIGN.md "Multi-resource machines") and a job model that owns it
-(:mod:`gpusched.jobmodels.ps`) derives its work from its own columns. An
+(:mod:`gpusched.jobmodels.ps`) derives its work from its own columns (a file whose every
+row has ``num_gpus`` 0 needs no ``duration``, ``iterations`` or ``model`` column). An
 empty field means "not given" (for ``load_s``/``save_s`` too: the engine then uses the
 catalogue's or the run's default). Rows keep their file order (the engine sorts stably by
 submit time).
@@ -912,8 +913,10 @@ def read_trace(path: str | Path) -> Trace:
 
 def _read_trace(path: str | Path) -> Trace:
     t = CsvTable(path)
-    # the third group: parameter-server jobs (num_gpus 0), whose job model derives the work
-    t.require(REQUIRED_COLUMNS, (("duration",), ("iterations", "model"), ("epochs", "samples")))
+    # when every job is placed by roles (num_gpus 0) no row needs a duration, iterations or
+    # model, and write_trace leaves those columns out
+    by_roles = t.n > 0 and all(v == "0" for v in t.cols.get("num_gpus", ("",)))
+    t.require(REQUIRED_COLUMNS, () if by_roles else (("duration",), ("iterations", "model")))
     job_id = t.text("job_id")
     t.unique_ids(job_id, "job_id")
     submit = t.floats("submit_time", SUBMIT_WHAT, submit_ok)

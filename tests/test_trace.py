@@ -142,6 +142,26 @@ def test_missing_column(tmp_path: Path) -> None:
     assert "missing required column 'duration' (or 'iterations' and 'model')" in msg
 
 
+def test_jobs_placed_by_roles_need_no_duration_column(tmp_path: Path) -> None:
+    t = Trace(
+        job_id=["a", "b"],
+        submit_time=[0.0, 2.0],
+        num_gpus=[0, 0],
+        duration=[np.nan, np.nan],
+        iterations=[np.nan, np.nan],
+        model=["", ""],
+        extra={"epochs": ["3", "4"]},
+    )
+    p = tmp_path / "ps.csv"
+    write_trace(t, p)
+    assert p.read_text().splitlines()[0] == "job_id,submit_time,num_gpus,epochs"
+    assert read_trace(p) == t
+    # one gang job among them still needs the column
+    p = _write(tmp_path, "job_id,submit_time,num_gpus,epochs\na,0,0,3\nb,0,1,4\n")
+    (msg,) = _errors(p)
+    assert "missing required column 'duration' (or 'iterations' and 'model')" in msg
+
+
 def test_empty_file(tmp_path: Path) -> None:
     p = _write(tmp_path, "")
     (msg,) = _errors(p)

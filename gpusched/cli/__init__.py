@@ -65,13 +65,28 @@ def workload_cmd(
         Path | None,
         typer.Option("--source", help="a-srpt, lazer-philly: a Philly trace to sample from"),
     ] = None,
+    horizon: Annotated[
+        int | None,
+        typer.Option(
+            "--horizon",
+            help="pd-ors: the horizon T in slots of 1 s; jobs arrive in slots 0..T-1 (default 20)",
+        ),
+    ] = None,
+    arrivals: Annotated[
+        str | None,
+        typer.Option(
+            "--arrivals",
+            help="pd-ors: 'alternating' (default; even slots weigh 2/3, odd 1/3) or 'philly'"
+            " (the bundled Philly sample's arrival times scaled onto the horizon)",
+        ),
+    ] = None,
 ) -> None:
     """Build a paper's evaluation workload reproducibly.
 
-    Presets: synth-default, a-srpt, lazer-earth, lazer-saturn, lazer-uranus, lazer-philly.
+    Presets: synth-default, a-srpt, lazer-earth, lazer-saturn, lazer-uranus, lazer-philly, sjf-bsbf, sjf-bsbf-testbed, pd-ors.
     """
     from gpusched.trace import write_trace
-    from gpusched.workloads import build_workload
+    from gpusched.workloads import NOTED, build_workload
 
     # a missing folder is made, and a bad one reported, before a full-size workload is drawn
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -83,9 +98,12 @@ def workload_cmd(
         load=load,
         path=source,
         cluster=cluster,
+        horizon=horizon,
+        arrivals=arrivals,
     )
     write_trace(trace, output)
-    typer.echo(f"wrote {len(trace)} jobs to {output}")
+    note = f": {trace.source}" if name in NOTED else ""
+    typer.echo(f"wrote {len(trace)} jobs to {output}{note}")
 
 
 def _version(value: bool) -> None:

@@ -156,6 +156,31 @@ def _sjf_bsbf_testbed(seed: int, jobs: int | None = None) -> Trace:
     return sjf_bsbf_testbed_workload(seed)
 
 
+def _pd_ors(
+    seed: int,
+    jobs: int | None = None,
+    horizon: int | None = None,
+    arrivals: str | None = None,
+) -> Trace:
+    """PD-ORS paper (Sec. V): parameter-server jobs (num_gpus 0) with sigmoid utilities.
+
+    ``jobs`` I (default 50) arrive in slots 0..T-1 of the horizon T = ``horizon`` (default
+    20; 1 slot = 1 s); parameters uniform in the paper's intervals, utility classes
+    10/55/35 % (:mod:`gpusched.workloads.pd_ors`). ``arrivals`` "alternating" (default)
+    weighs even slots 2/3 and odd slots 1/3; "philly" scales the bundled Philly sample's
+    arrival times onto the horizon (the paper's Google-trace snippet is not bundled).
+    For the pd-ors-100 and pd-ors-30 clusters.
+    """
+    from gpusched.workloads.pd_ors import DEFAULT_HORIZON, pd_ors_workload
+
+    return pd_ors_workload(
+        seed,
+        jobs,
+        horizon=DEFAULT_HORIZON if horizon is None else horizon,
+        arrivals=arrivals or "alternating",
+    )
+
+
 WORKLOADS: dict[str, Callable[..., Trace]] = {
     "synth-default": _synth_default,
     "a-srpt": _a_srpt,
@@ -165,7 +190,11 @@ WORKLOADS: dict[str, Callable[..., Trace]] = {
     "lazer-philly": _lazer_philly,
     "sjf-bsbf": _sjf_bsbf,
     "sjf-bsbf-testbed": _sjf_bsbf_testbed,
+    "pd-ors": _pd_ors,
 }
+
+NOTED = frozenset({"pd-ors"})
+"""Presets whose trace ``source`` is a one-line note the CLI prints after writing it."""
 
 
 def build_workload(name: str, seed: int, jobs: int | None = None, **options: Any) -> Trace:
