@@ -175,10 +175,10 @@ def test_reject_is_terminal_and_not_unfinished():
 
 def test_horizon_reports_unfinished():
     pol = Scripted({0.0: [Allocate(0, counts(1, 0), counts(1, 0))]})
-    res = engine(ps_trace(1), pol, until=3.0).run()
+    res = engine(ps_trace(1, horizon=3), pol, until=3.0).run()
     s = summarize(res)
     assert s["n_unfinished"] == 1 and s["n_finished"] == 0
-    assert s["median_training_s"] is None or s["median_training_s"] >= 0
+    assert s["median_training_slots"] == 3.0  # the horizon T for an unfinished job (Fig. 9)
     assert res.state.job_status[0] != FINISHED
 
 

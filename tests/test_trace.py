@@ -432,7 +432,9 @@ def test_extreme_bounds_replay_exactly(tmp_path: Path) -> None:
 def test_bad_integers(tmp_path: Path, value: str, hint: str) -> None:
     p = _write(tmp_path, H + f"a,0,{value},1\n")
     msg = _one_error(p)
-    assert msg.startswith(f"{p}:2: column 'num_gpus': expected an integer in [0, 2147483647] (0: a job placed by roles), got ")
+    assert msg.startswith(
+        f"{p}:2: column 'num_gpus': expected an integer in [0, 2147483647] (0: a job placed by roles), got "
+    )
     assert hint in msg
     assert len(msg) < 300  # a 5000-digit value is cut
 

@@ -170,7 +170,7 @@ SHOWN_ROLES = (
     ("n_unfinished", "unfinished"),
     ("n_rejected", "rejected"),
     ("total_utility", "utility"),
-    ("median_training_s", "median train s"),
+    ("median_training_slots", "median train"),
     ("avg_jct_s", "avg JCT s"),
     ("avg_wait_s", "avg wait s"),
     ("utilization_gpus", "GPU util"),

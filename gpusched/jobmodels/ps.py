@@ -308,24 +308,21 @@ class PSRoles:
         return self.params.samples_per_s(j, w, s) / float(self._ideal[j])
 
     def summary(self, res: Any) -> dict[str, Any]:
-        """``total_utility``, ``median_training_s`` (unfinished and rejected jobs count the
-        horizon, as the paper's Fig. 9) and per-job utilities for jobs.csv."""
-        st = res.state
+        """``total_utility`` (of the jobs finished, eq. DMLRS's objective) and
+        ``median_training_slots`` over every job, with the horizon T for a job that did
+        not finish (rejected ones too), as the paper's Fig. 9 does."""
         from gpusched.state import FINISHED
 
+        st = res.state
         done = (st.job_status == FINISHED) & self.mask
         train = st.job_finish - st.job_submit
         u = np.where(done, self.params.training_utility(slice(None), train), 0.0)
         horizon = self.horizon_s if math.isfinite(self.horizon_s) else res.stopped_at
-        ps_jobs = np.flatnonzero(self.mask)
-        times = np.where(
-            done[ps_jobs],
-            train[ps_jobs],
-            np.nan if horizon is None else horizon - st.job_submit[ps_jobs],
-        )
+        jobs = np.flatnonzero(self.mask)
+        times = np.where(done[jobs], train[jobs], np.nan if horizon is None else horizon)
         return {
             "total_utility": float(u.sum()),
-            "median_training_s": float(np.nanmedian(times)) if times.size else None,
+            "median_training_slots": float(np.nanmedian(times)) if times.size else None,
         }
 
 
