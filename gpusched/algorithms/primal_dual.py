@@ -125,8 +125,8 @@ Alloc = tuple[float, np.ndarray, np.ndarray]
 
 #: Slack on capacity checks (resources are decimals such as 2.5 GB), as the ledger's.
 _TOL = 1e-9
-#: Draws per rounding batch: the first, and the most (the batch doubles while it fails).
-_BATCH0, _BATCH_MAX = 64, 4096
+#: The most draws per rounding batch (the first is 2 * rounds; each next one doubles).
+_BATCH_MAX = 4096
 
 
 # --------------------------------------------------------------------------- prices
@@ -394,13 +394,11 @@ def _lp_machines(
     m = np.minimum(need, counts)
     # dominance: group a drops group b if a holds everything and is no dearer in both
     gw, gs = pw[first], ps[first]
-    le = (gw[:, None] <= gw[None, :]) & (gs[:, None] <= gs[None, :])
-    eq = (gw[:, None] == gw[None, :]) & (gs[:, None] == gs[None, :])
-    n_g = len(first)
-    lower = np.arange(n_g)[:, None] < np.arange(n_g)[None, :]
-    beats = whole[:, None] & le & (~eq | lower)
-    np.fill_diagonal(beats, False)
-    dropped = beats.any(axis=0)
+    a = np.flatnonzero(whole)[:, None]
+    b = np.arange(len(first))[None, :]
+    no_dearer = (gw[a] <= gw[b]) & (gs[a] <= gs[b])
+    same = (gw[a] == gw[b]) & (gs[a] == gs[b])
+    dropped = (no_dearer & (~same | (a < b))).any(axis=0)
     # the first m of each remaining group, in machine order
     h = len(f)
     order = np.lexsort((np.arange(h), inverse))  # by group, then machine index
@@ -528,7 +526,7 @@ def _round(
 
     best: tuple[float, np.ndarray] | None = None
     n_ok = n_bad = 0
-    batch = _BATCH0
+    batch = min(2 * rounds, _BATCH_MAX)
     while n_ok < rounds and n_bad < max_failures:
         up = (rng.random((batch, len(idx))) < frac[idx]).astype(np.float64)
         ok = feasible(up)
