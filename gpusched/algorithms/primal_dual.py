@@ -460,7 +460,8 @@ def _lp_external(
     b_ub = np.concatenate([fk[hh, rr], [job.batch, -d, 0.0]])
     bounds = np.column_stack([np.zeros(2 * k), np.concatenate([wb[kept], sb[kept]])])
     c = np.concatenate([pw[kept], ps[kept]])
-    res = linprog(c / c.max(), A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    scale = float(c.max()) if c.max() > 0 else 1.0
+    res = linprog(c / scale, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
     if res.status != 0:  # infeasible (or HiGHS gave up: no external schedule)
         return None
     # each group's total, shared equally by all its machines (reading 6)
