@@ -336,14 +336,20 @@ def theta_internal(job: PSJob, v: float, p_t: np.ndarray, free_t: np.ndarray) ->
     return float(cost[best]), w, s
 
 
-def _unit_bounds(job: PSJob, free_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Most whole workers and PSs that fit each machine on their own, ``(H,)`` each."""
+def _unit_bounds(
+    job: PSJob, free_t: np.ndarray, split: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Most whole workers and PSs that fit each machine on their own, ``(H,)`` each; with
+    ``split`` (OASiS) workers only where it is True and PSs only where it is False."""
     f = np.maximum(free_t, 0.0) + _TOL
     out = []
     for need, cap in ((job.worker, job.batch), (job.ps, math.ceil(job.batch / job.gamma))):
         pos = need > 0
         fit = np.floor(f[:, pos] / need[pos]).min(axis=1) if pos.any() else np.full(len(f), cap)
         out.append(np.minimum(fit, cap))
+    if split is not None:
+        out[0] = np.where(split, out[0], 0)
+        out[1] = np.where(split, 0, out[1])
     return out[0], out[1]
 
 
@@ -382,7 +388,7 @@ def _lp_machines(
       those machines go (ties between such groups: the lower group is kept).
     """
     alpha, beta, gamma = job.worker, job.ps, job.gamma
-    first, inverse, counts = _groups(np.column_stack([f, pw, ps]))
+    first, inverse, counts = _groups(np.column_stack([f, pw, ps, wb, sb]))
     host = (wb[first] > 0) & (sb[first] > 0)
     dw = np.where(wb[first] > 0, d, 0.0)
     ds = np.where(sb[first] > 0, d / gamma, 0.0)
@@ -561,6 +567,7 @@ def theta_external(
     rounds: int = 10,
     max_failures: int = 5000,
     rng: np.random.Generator,
+    split: np.ndarray | None = None,
 ) -> Alloc | None:
     """Alg. 4 lines 8-11: LP relaxation and randomized rounding, workers on any machines.
 
@@ -580,6 +587,10 @@ def theta_external(
         Give up after this many infeasible draws.
     rng
         The only source of randomness.
+    split
+        OASiS (Bao et al., INFOCOM 2018, as the PD-ORS paper's Sec. V runs it): bool
+        ``(H,)``, workers only on the True machines and PSs only on the others; None lets
+        both anywhere (PD-ORS).
 
     Returns
     -------
@@ -594,7 +605,7 @@ def theta_external(
     if v <= 0:
         return _empty(h)
     d = v * job.c_ext  # eq. 26
-    wb, sb = _unit_bounds(job, free_t)
+    wb, sb = _unit_bounds(job, free_t, split)
     n_w = math.ceil(d)
     if n_w > job.batch or wb.sum() < n_w or sb.sum() < math.ceil(n_w / job.gamma):
         return None  # no integer schedule: eq. 25, or too few whole workers/PSs fit
@@ -614,9 +625,11 @@ def theta_external(
     )
 
 
-def _external_floor(job: PSJob, v: float, p_t: np.ndarray, free_t: np.ndarray) -> float:
+def _external_floor(
+    job: PSJob, v: float, p_t: np.ndarray, free_t: np.ndarray, split: np.ndarray | None = None
+) -> float:
     """A lower bound of the cost of any external integer schedule (reading 8)."""
-    wb, sb = _unit_bounds(job, free_t)
+    wb, sb = _unit_bounds(job, free_t, split)
     if not (wb > 0).any() or not (sb > 0).any():
         return math.inf
     n_w = math.ceil(v * job.c_ext)
@@ -636,17 +649,27 @@ def theta(
     rounds: int = 10,
     max_failures: int = 5000,
     rng: np.random.Generator,
+    split: np.ndarray | None = None,
 ) -> Alloc | None:
     """Alg. 4 line 12: theta(t, v), the cheaper of :func:`theta_internal` and
     :func:`theta_external` (ties: internal; reading 8 of the module docstring).
 
     Parameters are those of :func:`theta_external`; returns ``(cost, w, s)`` or None.
+    With ``split`` (OASiS) no machine holds both roles, so there is no internal case.
     """
-    inner = theta_internal(job, v, p_t, free_t)
+    inner = None if split is not None else theta_internal(job, v, p_t, free_t)
     if inner is not None and inner[0] <= _external_floor(job, v, p_t, free_t):
         return inner
     outer = theta_external(
-        job, v, p_t, free_t, g_delta=g_delta, rounds=rounds, max_failures=max_failures, rng=rng
+        job,
+        v,
+        p_t,
+        free_t,
+        g_delta=g_delta,
+        rounds=rounds,
+        max_failures=max_failures,
+        rng=rng,
+        split=split,
     )
     if outer is None or (inner is not None and inner[0] <= outer[0]):
         return inner
@@ -666,6 +689,7 @@ def plan(
     rounds: int = 10,
     max_failures: int = 5000,
     rng: np.random.Generator,
+    split: np.ndarray | None = None,
 ) -> Schedule | None:
     """Alg. 2 and Alg. 3: the schedule of ``job`` maximising ``utility - cost`` at ``prices``.
 
@@ -680,8 +704,8 @@ def plan(
     granularity
         The workload V is split into this many equal units; each slot trains a whole
         number of units (reading 9 of the module docstring).
-    g_delta, rounds, max_failures, rng
-        As in :func:`theta_external`.
+    g_delta, rounds, max_failures, rng, split
+        As in :func:`theta_external` (``split``: OASiS's disjoint worker and PS machines).
 
     Returns
     -------
@@ -715,6 +739,7 @@ def plan(
                 rounds=rounds,
                 max_failures=max_failures,
                 rng=rng,
+                split=split,
             )
             if got is None:
                 break  # monotone: more units need more workers

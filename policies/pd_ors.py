@@ -1,0 +1,143 @@
+"""PD-ORS: primal-dual online resource scheduling of parameter-server jobs.
+
+Yu, Liu, Wu, Ji, Bentley, "Toward Efficient Online Scheduling for Distributed Machine
+Learning Systems", IEEE TNSE 2022, Algorithm 1, reading as the paper's:
+
+* line 1: every resource of every machine in every future slot starts at price L
+  (eq. 12 with rho = 0); U^r and L come from eq. 13-14 over the trace's jobs (the paper
+  defines them over the job set; "estimated empirically based on historical data");
+* line 2: when job i arrives, find the schedule pi* maximising its payoff
+  lambda = u_i(t~ - a_i) - sum of prices x demands over the schedule (the RHS of eq. 11)
+  with Algorithm 2 (every completion time t~ up to the horizon), Algorithm 3 (the dynamic
+  program of eq. 21 over the workload per slot) and Algorithm 4 (per slot: one machine,
+  sorted by price, when every worker and PS is co-located; else the LP relaxation of eq.
+  23-26 and the randomized rounding of eq. 27-28); all in
+  :mod:`gpusched.algorithms.primal_dual`;
+* line 3: if lambda > 0, admit the job, reserve its schedule's resources in every slot it
+  uses (rho += ...), and raise those prices (eq. 12);
+* line 4: otherwise reject it (:class:`~gpusched.policy.Reject`).
+
+The engine then runs the admitted schedules slot by slot: at each slot boundary the policy
+sets each admitted job's workers and PSs for that slot (:class:`~gpusched.policy.Allocate`,
+a pause where the schedule leaves a slot empty). Readings where the paper is silent:
+
+* a schedule plans integer workers ``w >= v c`` and ``s = ceil(w / gamma)`` PSs for the
+  samples v of a slot, so the job trains at least as fast as planned (eq. 1 with actual
+  counts); a job that finishes before its last planned slot frees its resources at once,
+  but its reservation stays in the prices (the paper's rho is never decreased);
+* the workload per slot is a multiple of V / ``granularity`` (default 10): the paper
+  enumerates v = 0..V samples, about 1e7 values here (see primal_dual's docstring);
+* ``g_delta`` (G_delta of eq. 29-30, default 1, the best value of Fig. 11), ``rounds``
+  (S of Alg. 4) and ``max_failures`` (the 5,000 failed roundings after which the paper
+  discards the job's external option) are parameters; the rounding draws come from the
+  policy's seed, so runs are deterministic;
+* slots are whole simulated seconds (1 slot = 1 s, :mod:`gpusched.jobmodels.ps`); a job
+  arriving at time a is first scheduled in slot ceil(a).
+
+:mod:`policies.oasis` is this policy with workers and PSs on two disjoint halves of the
+machines (``split``), as the paper's Sec. V runs OASiS.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gpusched.algorithms import primal_dual as pd
+from gpusched.jobmodels.ps import PSJob, params_of
+from gpusched.ledger import capacities
+from gpusched.policy import Allocate, Decision, Reject
+from gpusched.state import FINISHED
+
+
+class PDORSPolicy:
+    """Admit on positive payoff, reserve the best schedule, run it slot by slot."""
+
+    name = "pd-ors"
+    knows_duration = False
+    needs_predictor = False
+    work_conserving = False
+    places_roles = True
+    split = False  # OASiS: workers and PSs on disjoint halves of the machines
+
+    def __init__(
+        self,
+        *,
+        g_delta: float = 1.0,
+        rounds: int = 10,
+        granularity: int = 10,
+        max_failures: int = 5000,
+        rng: np.random.Generator | None = None,
+    ) -> None:
+        if not g_delta > 0:
+            raise ValueError("g_delta must be > 0")
+        if rounds < 1 or granularity < 1 or max_failures < 1:
+            raise ValueError("rounds, granularity and max_failures must be >= 1")
+        self.g_delta = g_delta
+        self.rounds = rounds
+        self.granularity = granularity
+        self.max_failures = max_failures
+        self.rng = rng if rng is not None else np.random.default_rng(0)
+        self.plans: dict[int, pd.Schedule] = {}
+
+    def prepare(self, jobs, cluster) -> None:
+        self.params = params_of(jobs)
+        horizon = self.params.horizon
+        if not np.isfinite(horizon).any():
+            raise ValueError("the trace gives no horizon (column 'horizon'); PD-ORS plans to it")
+        self.horizon = int(math.floor(float(np.nanmax(horizon))))
+        cap = capacities(cluster)
+        self.workers_on = _halves(cap.shape[0]) if self.split else None
+        arrivals = np.ceil(np.asarray(jobs.submit_s) - 1e-9).astype(int)
+        self.jobs = [PSJob.of(self.params, j, int(a)) for j, a in enumerate(arrivals)]
+        U, L = pd.price_bounds(self.jobs, self.horizon, cap)
+        self.prices = pd.Prices(cap, self.horizon, U, L)
+
+    def decide(self, view, now: float) -> Decision:
+        t = int(round(now))
+        actions: list = []
+        for j in view.arrived.tolist():  # Alg. 1, line 2: in arrival order
+            sched = None
+            if t < self.horizon:
+                sched = pd.plan(
+                    self.jobs[j],
+                    self.prices,
+                    horizon=self.horizon,
+                    granularity=self.granularity,
+                    g_delta=self.g_delta,
+                    rounds=self.rounds,
+                    max_failures=self.max_failures,
+                    rng=self.rng,
+                    split=self.workers_on,
+                )
+            if sched is not None and sched.payoff > 0:  # line 3
+                self.prices.commit(self.jobs[j], sched)
+                self.plans[j] = sched
+            else:  # line 4
+                actions.append(Reject(j))
+        led = view.ledger
+        for j, sched in list(self.plans.items()):
+            if view.job_status[j] == FINISHED:  # done, maybe before its last planned slot
+                del self.plans[j]
+                continue
+            slot = min(t, self.horizon - 1)
+            w = sched.workers[slot] if t < self.horizon else np.zeros_like(sched.workers[0])
+            s = sched.ps[slot] if t < self.horizon else np.zeros_like(sched.ps[0])
+            old_w, old_s = led.allocation(j)
+            if not (np.array_equal(old_w, w) and np.array_equal(old_s, s)):
+                actions.append(Allocate(j, w, s))
+        wake = now + view.slot_s if self.plans and t + 1 <= self.horizon else None
+        return Decision(actions=actions, wake_at=wake)
+
+    def status_line(self, view, now: float) -> str:
+        return f"admitted {len(self.plans)} running/planned"
+
+
+def _halves(h: int) -> np.ndarray:
+    """OASiS's disjoint machine sets: True (workers) on the first half, PSs on the rest."""
+    if h < 2:
+        raise ValueError("OASiS puts workers and PSs on two disjoint sets: it needs >= 2 machines")
+    worker = np.zeros(h, dtype=bool)
+    worker[: h // 2] = True
+    return worker
