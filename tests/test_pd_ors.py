@@ -1,0 +1,105 @@
+"""PD-ORS and OASiS as policies (Alg. 1 over the primal-dual machinery), through the engine.
+
+The algorithms themselves (prices, theta, the DP against brute force, the rounding) are
+tested in tests/test_primal_dual.py; here: admission and rejection, the admitted schedule
+run slot by slot, OASiS's disjoint machines, determinism, and a property test that every
+admitted job finishes by the horizon (schedules plan at least the samples eq. 1 trains)
+while no resource is over-committed and rejected jobs never run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpusched.registry import load_policy_class, make_policy
+from gpusched.state import FINISHED, REJECTED
+from tests.test_ledger import engine, ps_trace
+
+
+def policy(name: str, seed: int = 0, **params):
+    return make_policy(load_policy_class(name), params, seed)
+
+
+def test_admits_a_job_that_fits_and_runs_its_schedule():
+    pol = policy("pd-ors")
+    eng = engine(ps_trace(1, horizon=20, epochs=2), pol, until=20.0)
+    res = eng.run()
+    assert res.state.job_status[0] == FINISHED
+    sched = pol.plans.get(0)
+    # the schedule's last slot is t~: the job ends by the end of it
+    assert sched is None or res.state.job_finish[0] <= sched.completion + 1 + 1e-9
+    assert res.state.job_finish[0] <= 20.0
+
+
+def test_rejects_what_cannot_finish_by_the_horizon_or_is_worth_nothing():
+    # 1e4 epochs: at least 1e9 samples x 1.5e-3 s / 8 workers, far beyond T = 20
+    res = engine(ps_trace(1, horizon=20, epochs=10_000), policy("pd-ors"), until=20.0).run()
+    assert res.state.job_status[0] == REJECTED
+    assert np.isnan(res.state.job_first_start[0])
+    # a job of utility 0 has payoff 0 - cost <= 0 (Alg. 1 line 4)
+    res = engine(ps_trace(1, horizon=20, utility_priority=0), policy("pd-ors"), until=20.0).run()
+    assert res.state.job_status[0] == REJECTED
+
+
+def test_oasis_keeps_workers_and_ps_apart():
+    trace = ps_trace(4, horizon=30, submit=[0, 0, 1, 2], epochs=2, bw_external=1e5)
+    eng = engine(trace, policy("oasis"), until=30.0)
+    seen = 0
+    while eng.step():
+        for w, s in eng.ledger.alloc.values():
+            assert w[1] == 0 and s[0] == 0  # 2 machines: workers on 0, PSs on 1
+            seen += 1
+    assert seen > 0
+    res = eng.result()
+    assert (res.state.job_status == FINISHED).any()
+
+
+def test_pd_ors_colocates_when_it_is_cheaper():
+    eng = engine(ps_trace(1, horizon=20, epochs=2), policy("pd-ors"), until=20.0)
+    placed = []
+    while eng.step():
+        placed += [(w.copy(), s.copy()) for w, s in eng.ledger.alloc.values()]
+    assert placed
+    # empty cluster, prices at L everywhere: the internal case (one machine) is the cheapest
+    assert all(np.flatnonzero(w + s).size == 1 for w, s in placed)
+
+
+@pytest.mark.parametrize("name", ["pd-ors", "oasis"])
+def test_same_seed_same_schedule(name):
+    trace = ps_trace(6, horizon=25, submit=[0, 0, 1, 1, 2, 4])
+    a = engine(trace, policy(name, seed=3), until=25.0).run().state
+    b = engine(trace, policy(name, seed=3), until=25.0).run().state
+    assert np.array_equal(a.job_status, b.job_status)
+    assert np.array_equal(a.job_finish, b.job_finish, equal_nan=True)
+
+
+def test_bad_parameters_are_refused():
+    from gpusched.errors import PolicyError
+
+    with pytest.raises(PolicyError, match="g_delta must be > 0"):
+        policy("pd-ors", g_delta=0.0)
+    with pytest.raises(PolicyError, match="no horizon"):
+        engine(ps_trace(1), policy("pd-ors"))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(1, 8),
+    name=st.sampled_from(["pd-ors", "oasis"]),
+    epochs=st.integers(1, 40),
+    batch=st.integers(1, 16),
+)
+def test_admitted_jobs_finish_by_the_horizon(seed, n, name, epochs, batch):
+    rng = np.random.default_rng(seed)
+    submit = np.sort(rng.integers(0, 12, size=n)).astype(float)
+    trace = ps_trace(n, submit=submit, horizon=15, epochs=epochs, global_batch=batch)
+    res = engine(trace, policy(name, seed=seed), until=15.0).run()
+    s = res.state
+    rejected = s.job_status == REJECTED
+    assert np.isnan(s.job_first_start[rejected]).all()
+    assert ((s.job_status == FINISHED) | rejected).all()  # admitted => finished in time
+    assert (s.job_finish[~rejected] <= 15.0 + 1e-9).all()
