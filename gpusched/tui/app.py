@@ -9,7 +9,9 @@ arrive faster than they are drawn.
 Layout: the cluster view (left) and the metrics (right) share the top and take only the
 rows they draw (the cluster view at most about half the screen, then it aggregates or
 scrolls); the queue and running lists share the rest; the event feed sits above the
-footer.
+footer. In a run of jobs placed by roles (the engine has a resource ledger) the cluster
+view is a :class:`~gpusched.tui.widgets.ResourceView` (occupancy per machine and resource),
+and the metrics and lists count workers, PSs and rejected jobs instead of GPUs.
 
 Quitting mid-run (``q``) stops the run where it is, as ``--until`` would, and shows the
 summary of the part run (its stop time and the jobs left); ``q`` again quits.
@@ -22,6 +24,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -34,7 +37,14 @@ from textual.worker import get_current_worker
 from gpusched.tui.messages import FrameReady, ServerSelected, SimFailed, SimFinished
 from gpusched.tui.screens import HelpScreen, SummaryScreen
 from gpusched.tui.session import MAX_SPEED, SPEEDS, Driver, Frame, default_speed, run_summary
-from gpusched.tui.widgets import ClusterView, EventFeed, Legend, MetricsPanel, QueueView
+from gpusched.tui.widgets import (
+    ClusterView,
+    EventFeed,
+    Legend,
+    MetricsPanel,
+    QueueView,
+    ResourceView,
+)
 
 #: Rows outside the panels: header, event feed, footer.
 CHROME_ROWS = 3
@@ -88,6 +98,10 @@ class GpuschedApp(App[dict[str, Any] | None]):
         self.engine = engine
         self.jobs = engine.jobs
         self.cluster = engine.cluster
+        #: jobs are placed by roles on the engine's resource ledger (read before the worker
+        #: runs, like the jobs' worker limits: the lists show them)
+        self.roles = engine.ledger is not None
+        self._max_workers = np.array(engine.roles.max_workers) if self.roles else None
         self.speed = default_speed(engine) if speed is None else float(speed)
         self._slow_speed = self.speed if math.isfinite(self.speed) else 60.0
         self.driver = Driver(engine, speed=self.speed, paused=paused, frame_s=frame_s)
@@ -106,25 +120,41 @@ class GpuschedApp(App[dict[str, Any] | None]):
 
     def compose(self) -> ComposeResult:
         has_status = callable(getattr(self.engine.policy, "status_line", None))
+        roles = self.roles
         yield Header()
         with Horizontal(id="top"):
             with Vertical(id="left"):
-                view = ClusterView(self.cluster, id="cluster")
+                view: ClusterView | ResourceView
+                if roles:
+                    from gpusched.ledger import capacities
+
+                    view = ResourceView(self.cluster, capacities(self.cluster), id="cluster")
+                else:
+                    view = ClusterView(self.cluster, id="cluster")
                 yield Legend(view, id="legend")
                 yield view.data_bind(GpuschedApp.frame)
                 yield Static(id="server-info")
-            yield MetricsPanel(self.cluster.n_gpus, has_status=has_status, id="metrics").data_bind(
-                GpuschedApp.frame
-            )
+            yield MetricsPanel(
+                self.cluster.n_gpus, has_status=has_status, roles=roles, id="metrics"
+            ).data_bind(GpuschedApp.frame)
         with Horizontal(id="lists"):
-            yield QueueView("queued", self.jobs, self.cluster, id="queued").data_bind(
-                GpuschedApp.frame
-            )
-            yield QueueView("running", self.jobs, self.cluster, id="running").data_bind(
-                GpuschedApp.frame
-            )
+            for kind in ("queued", "running"):
+                yield QueueView(
+                    kind,
+                    self.jobs,
+                    self.cluster,
+                    roles=roles,
+                    max_workers=self._max_workers,
+                    id=kind,
+                ).data_bind(GpuschedApp.frame)
         yield EventFeed(self.jobs, id="feed").data_bind(GpuschedApp.frame)
         yield Footer()
+
+    def cluster_view(self) -> ClusterView | ResourceView:
+        """The cluster view: GPUs, or the resources of a run of jobs placed by roles."""
+        view = self.query_one("#cluster")
+        assert isinstance(view, ClusterView | ResourceView)
+        return view
 
     def on_resize(self, event: Resize) -> None:
         self._fit_cluster(event.size.height)
@@ -133,7 +163,7 @@ class GpuschedApp(App[dict[str, Any] | None]):
     def _fit_cluster(self, height: int) -> None:
         """Let the cluster view have about half the screen, or the metrics' height if more."""
         try:
-            view = self.query_one(ClusterView)
+            view = self.cluster_view()
             metrics = self.query_one(MetricsPanel)
         except Exception:
             return
@@ -142,8 +172,9 @@ class GpuschedApp(App[dict[str, Any] | None]):
         view.max_rows = max(half, beside, 3)
 
     def on_mount(self) -> None:
-        cluster = self.query_one(ClusterView)
-        cluster.border_title = f"Cluster · {self.cluster.name}"
+        cluster = self.cluster_view()
+        what = "Resources" if self.roles else "Cluster"
+        cluster.border_title = f"{what} · {self.cluster.name}"
         self.query_one(MetricsPanel).border_title = "Metrics"
         cluster.focus()
         self._fit_cluster(self.size.height)
@@ -192,7 +223,7 @@ class GpuschedApp(App[dict[str, Any] | None]):
 
     def _update_side(self) -> None:
         try:
-            cluster = self.query_one(ClusterView)
+            cluster = self.cluster_view()
         except Exception:
             return
         self._fit_cluster(self.size.height)  # the metrics may have grown a status row
@@ -240,7 +271,7 @@ class GpuschedApp(App[dict[str, Any] | None]):
         self._set_speed(self._slow_speed if math.isinf(self.speed) else MAX_SPEED)
 
     def action_zoom(self) -> None:
-        self.query_one(ClusterView).action_zoom()
+        self.cluster_view().action_zoom()
         self.call_after_refresh(self._update_side)  # the legend of the new level
 
     def action_help(self) -> None:

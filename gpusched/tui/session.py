@@ -20,6 +20,12 @@ may start and stop in between, so the feed then counts from the run's counters i
 Queue order shown: for fused (kernel) policies the kernel's own priority key,
 re-evaluated in NumPy; for Python policies, the policy's ``priority_key(view, jobs)``
 method if it has one (lower first), else the order of its last decision.
+
+Runs of jobs placed by roles (parameter-server jobs on the engine's resource ledger, see
+:mod:`gpusched.ledger`) hold no GPU index: their frames also carry :class:`RoleFrame`, a
+copy of the ledger (resources held per machine, each running job's workers and PSs per
+machine) and the per-resource history. Rejected jobs (a terminal status any policy may
+give a job that never ran) are in every frame and in the event feed.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from gpusched.state import (
     I_N_FINISHED,
     I_N_PREEMPT,
     I_N_QUEUE,
+    I_N_REJECTED,
     I_N_RUN,
     KEY_FIFO,
     KEY_LAS,
@@ -48,6 +55,7 @@ from gpusched.state import (
     KEY_SJF,
     KEY_SRTF,
     QUEUED,
+    REJECTED,
     SAVING,
 )
 
@@ -70,7 +78,7 @@ SPEEDS: tuple[float, ...] = (
     604800,
 )
 MAX_SPEED = math.inf
-#: Queued jobs copied into a frame (the view says how many more there are).
+#: Queued jobs (and rejected jobs) copied into a frame (the view says how many more there are).
 QUEUE_ROWS = 5000
 _HIST = 4096  # samples kept for the sparklines (halved when full)
 
@@ -137,7 +145,42 @@ class Events:
     n_arrived: int  # jobs submitted in (t_from, t_to]
     n_finished: int  # jobs finished in between
     n_preempted: int  # preemptions in between
-    n_holding: tuple[int, int]  # jobs holding GPUs before and after
+    n_holding: tuple[int, int]  # jobs holding GPUs (or ledger resources) before and after
+    rejected: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))  # newly rejected
+    n_rejected: int = 0  # jobs rejected in between
+
+
+@dataclass(slots=True, eq=False)
+class RoleFrame:
+    """Copies of the resource ledger at one moment, for runs of jobs placed by roles.
+
+    Resources are those of :data:`gpusched.ledger.RESOURCES` (GPUs, vCPUs, memory GB,
+    storage GB), in that order along every last axis. The allocation is given as the
+    (job, machine) pairs on which a job holds at least one worker or PS, sorted by job
+    then machine.
+    """
+
+    capacity: np.ndarray  # (H, R) float64 per machine (shared by every frame: read-only)
+    used: np.ndarray  # (H, R) float64 held per machine
+    alloc_job: np.ndarray  # int32, job of each pair
+    alloc_machine: np.ndarray  # int64, machine of each pair
+    alloc_workers: np.ndarray  # int64, the job's workers on that machine
+    alloc_ps: np.ndarray  # int64, the job's PSs on that machine
+    run_workers: np.ndarray  # int64 per job of Frame.running: workers in total
+    run_ps: np.ndarray  # int64 per job of Frame.running: PSs in total
+    run_machines: np.ndarray  # int64 per job of Frame.running: machines it uses
+    n_admitted: int  # jobs that ever ran
+    hist_used: np.ndarray  # (samples, R) cluster-wide used fraction at Frame.hist_t
+
+    @property
+    def total_used(self) -> np.ndarray:
+        """``(R,)`` held over the whole cluster."""
+        return np.asarray(self.used.sum(axis=0))
+
+    @property
+    def total_capacity(self) -> np.ndarray:
+        """``(R,)`` capacity of the whole cluster."""
+        return np.asarray(self.capacity.sum(axis=0))
 
 
 @dataclass(slots=True, eq=False)
@@ -177,11 +220,19 @@ class Frame:
     events: Events | None = None  # since the previous frame in which the engine advanced
     wall_fps: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    n_rejected: int = 0  # jobs the policy rejected (terminal: neither finished nor unfinished)
+    rejected: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))  # newest first
+    roles: RoleFrame | None = None  # the ledger, in runs of jobs placed by roles
 
     @property
     def stopped(self) -> bool:
         """The run ended with jobs left (quit mid-run, or ``--until``)."""
-        return self.finished and self.n_finished < self.n_jobs
+        return self.finished and self.n_finished + self.n_rejected < self.n_jobs
+
+    @property
+    def n_unfinished(self) -> int:
+        """Jobs neither finished nor rejected (yet): summary.json's ``n_unfinished`` at the end."""
+        return self.n_jobs - self.n_finished - self.n_rejected
 
 
 class Driver:
@@ -220,6 +271,16 @@ class Driver:
         self._hb = np.empty(n, dtype=np.int64)
         self._hq = np.empty(n, dtype=np.int64)
         self._hn = 0
+        self._ledger = engine.ledger  # None unless jobs are placed by roles
+        self._capacity = np.empty((0, 0))
+        self._hr = np.empty((0, 0))  # cluster-wide used fraction per resource, per sample
+        self._cap_total = np.empty(0)
+        if self._ledger is not None:
+            self._capacity = self._ledger.capacity.copy()
+            self._capacity.flags.writeable = False
+            total = self._capacity.sum(axis=0)
+            self._cap_total = np.where(total > 0, total, 1.0)
+            self._hr = np.empty((n, self._capacity.shape[1]))
         self._key_name: str | None = None
         self._key_code = KEY_NONE
         self._ev_run = np.empty(0, dtype=np.int32)  # jobs holding GPUs at the last change
@@ -227,6 +288,7 @@ class Driver:
         self._ev_t = -math.inf
         self._ev_decisions = 0
         self._ev_counts = (0, 0)  # jobs finished, preemptions
+        self._ev_rejected = np.empty(0, dtype=np.int32)  # every job rejected at the last change
         self._events: Events | None = None
         if engine.mode == "fused":
             self._key_code = int(engine.cfg.key)
@@ -364,11 +426,15 @@ class Driver:
             self._ht[:k] = self._ht[1 : self._hn : 2]
             self._hb[:k] = self._hb[1 : self._hn : 2]
             self._hq[:k] = self._hq[1 : self._hn : 2]
+            if self._ledger is not None:
+                self._hr[:k] = self._hr[1 : self._hn : 2]
             self._hn = k
         i = self._hn
         self._ht[i] = self.engine.now
         self._hb[i] = st.gpu_n_jobs.shape[0] - st.sim_i[I_FREE_GPUS]
         self._hq[i] = st.sim_i[I_N_QUEUE]
+        if self._ledger is not None:
+            self._hr[i] = self._ledger.used.sum(axis=0) / self._cap_total
         self._hn += 1
 
     def _queue_order(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -430,6 +496,12 @@ class Driver:
         with np.errstate(invalid="ignore", divide="ignore"):
             prog = np.clip(1.0 - st.job_remaining[run] / np.where(work > 0, work, 1.0), 0.0, 1.0)
         n = self._hn
+        n_rej = int(st.sim_i[I_N_REJECTED])
+        rejected = (
+            np.flatnonzero(st.job_status == REJECTED).astype(np.int32)
+            if n_rej
+            else np.empty(0, np.int32)
+        )
         return Frame(
             seq=self.seq,
             clock=max(clock, now) if math.isfinite(now) else clock,
@@ -457,12 +529,59 @@ class Driver:
             hist_t=self._ht[:n].copy(),
             hist_busy=self._hb[:n].copy(),
             hist_queue=self._hq[:n].copy(),
-            events=self._diff(run),
+            events=self._diff(run, rejected),
             extra=self._policy_status(),
+            n_rejected=n_rej,
+            rejected=rejected[::-1][:QUEUE_ROWS].copy(),
+            roles=self._roles(run),
         )
 
-    def _diff(self, run: np.ndarray) -> Events | None:
-        """Events since the last frame in which the engine advanced (``run`` sorted)."""
+    def _roles(self, run: np.ndarray) -> RoleFrame | None:
+        """Copies of the ledger (``run``: the jobs running, sorted), None without one."""
+        led = self._ledger
+        if led is None:
+            return None
+        jobs = sorted(led.alloc)
+        parts_m: list[np.ndarray] = []
+        parts_w: list[np.ndarray] = []
+        parts_s: list[np.ndarray] = []
+        sizes: list[int] = []
+        for j in jobs:
+            w, s = led.alloc[j]
+            m = np.flatnonzero((w > 0) | (s > 0))
+            parts_m.append(m)
+            parts_w.append(w[m])
+            parts_s.append(s[m])
+            sizes.append(m.size)
+        i64 = np.empty(0, dtype=np.int64)
+        alloc_job = np.repeat(np.asarray(jobs, dtype=np.int32), sizes)
+        machine = np.concatenate(parts_m).astype(np.int64) if jobs else i64
+        workers = np.concatenate(parts_w).astype(np.int64) if jobs else i64
+        ps = np.concatenate(parts_s).astype(np.int64) if jobs else i64
+        # totals per running job: its pairs are alloc_job's run of equal entries
+        lo = np.searchsorted(alloc_job, run, "left")
+        hi = np.searchsorted(alloc_job, run, "right")
+        cw = np.concatenate([[0], np.cumsum(workers)])
+        cs = np.concatenate([[0], np.cumsum(ps)])
+        st = self.engine.state
+        n = self._hn
+        return RoleFrame(
+            capacity=self._capacity,
+            used=led.used.copy(),
+            alloc_job=alloc_job,
+            alloc_machine=machine,
+            alloc_workers=workers,
+            alloc_ps=ps,
+            run_workers=(cw[hi] - cw[lo]).astype(np.int64),
+            run_ps=(cs[hi] - cs[lo]).astype(np.int64),
+            run_machines=(hi - lo).astype(np.int64),
+            n_admitted=int(np.count_nonzero(~np.isnan(st.job_first_start))),
+            hist_used=self._hr[:n].copy(),
+        )
+
+    def _diff(self, run: np.ndarray, rejected: np.ndarray) -> Events | None:
+        """Events since the last frame in which the engine advanced (``run`` sorted;
+        ``rejected``: every rejected job, sorted)."""
         st = self.engine.state
         n_dec = int(st.sim_i[I_N_DECISIONS])
         now = self.engine.now
@@ -496,7 +615,10 @@ class Driver:
             n_finished=counts[0] - self._ev_counts[0],
             n_preempted=counts[1] - self._ev_counts[1],
             n_holding=(int(prev.size), int(run.size)),
+            rejected=np.setdiff1d(rejected, self._ev_rejected, assume_unique=True).astype(np.int32),
+            n_rejected=int(rejected.size - self._ev_rejected.size),
         )
+        self._ev_rejected = rejected
         self._ev_counts = counts
         self._ev_run, self._ev_status = run, status
         self._ev_t, self._ev_decisions = now, n_dec

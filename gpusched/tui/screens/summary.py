@@ -4,7 +4,8 @@ Laid out to fit the terminal: one table (name, summary.json value, readable valu
 the screen is tall enough, else two tables side by side (jobs and JCT; the run and the
 scheduler), without the readable column if even that is too wide; the box scrolls if
 it still does not fit. A run stopped before the end says so first: its stop time and
-the jobs left.
+the jobs left. A run of jobs placed by roles adds its admission counts, per-resource
+utilisation and its job model's keys (e.g. ``total_utility``), named like the others.
 """
 
 from __future__ import annotations
@@ -56,6 +57,14 @@ _LABELS = {
     "sched_delay_ms_avg": "scheduling delay avg (ms)",
     "sched_delay_ms_p95": "scheduling delay P95 (ms)",
     "wall_s": "engine wall time (s)",
+    "n_admitted": "admitted",
+    "n_rejected": "rejected",
+    "utilization_gpus": "GPU utilisation (ledger)",
+    "utilization_cpus": "vCPU utilisation",
+    "utilization_mem_gb": "memory utilisation",
+    "utilization_storage_gb": "storage utilisation",
+    "total_utility": "total utility",
+    "median_training_slots": "median training (slots)",
 }
 #: Keys of the left table in the two-table layout (the rest go right).
 _JOB_KEYS = frozenset(
@@ -72,6 +81,10 @@ _JOB_KEYS = frozenset(
         "p95_wait_s",
         "total_jct_s",
         "total_wait_s",
+        "n_admitted",
+        "n_rejected",
+        "total_utility",
+        "median_training_slots",
     }
 )
 #: Rows of the box besides the title and the table: border, hint and its padding.
@@ -87,7 +100,7 @@ def _value(key: str, v: Any) -> tuple[str, str]:
         return "-", ""
     if key.endswith("_s") and key != "wall_s":
         return f"{v:.6g}", fmt_s(v)
-    if key == "gpu_utilization":
+    if key == "gpu_utilization" or key.startswith("utilization_"):
         return f"{v:.6g}", f"{100 * v:.1f}%"
     if isinstance(v, float):
         return f"{v:.6g}", ""

@@ -5,5 +5,6 @@ from gpusched.tui.widgets.event_feed import EventFeed
 from gpusched.tui.widgets.legend import Legend
 from gpusched.tui.widgets.metrics_panel import MetricsPanel
 from gpusched.tui.widgets.queue_view import QueueView
+from gpusched.tui.widgets.resource_view import ResourceView
 
-__all__ = ["ClusterView", "EventFeed", "Legend", "MetricsPanel", "QueueView"]
+__all__ = ["ClusterView", "EventFeed", "Legend", "MetricsPanel", "QueueView", "ResourceView"]

@@ -64,6 +64,17 @@ def job_color(j: int) -> str:
     return PALETTE[(7 * j) % len(PALETTE)]
 
 
+def server_groups(cluster: Any) -> tuple[np.ndarray, list[str]]:
+    """Each server's group (its rack, else its server group of the TOML) and the names."""
+    racks = [str(x) for x in cluster.server_rack()]
+    if any(racks):
+        names = list(dict.fromkeys(r or "(no rack)" for r in racks))
+        grp = np.array([names.index(r or "(no rack)") for r in racks])
+        return grp, [f"rack {n}" for n in names]
+    grp = np.asarray(cluster.server_group(), dtype=np.int64)
+    return grp, [f"{g.gpu_type} {g.count}x{g.gpus}" for g in cluster.groups]
+
+
 class ClusterView(CachedStyles, ScrollView, can_focus=True):
     """GPUs of the cluster, coloured by job and state, with a server cursor."""
 
@@ -95,14 +106,7 @@ class ClusterView(CachedStyles, ScrollView, can_focus=True):
         self.n_servers = int(cluster.n_servers)
         #: servers with GPUs: the ones drawn and selectable
         self.servers = np.flatnonzero(self.server_gpus > 0)
-        racks = [str(x) for x in cluster.server_rack()]
-        if any(racks):
-            names = list(dict.fromkeys(r or "(no rack)" for r in racks))
-            self.server_grp = np.array([names.index(r or "(no rack)") for r in racks])
-            self.group_names = [f"rack {n}" for n in names]
-        else:
-            self.server_grp = np.asarray(cluster.server_group(), dtype=np.int64)
-            self.group_names = [f"{g.gpu_type} {g.count}x{g.gpus}" for g in cluster.groups]
+        self.server_grp, self.group_names = server_groups(cluster)
         self.n_groups = len(self.group_names)
         self.group_gpus = np.bincount(
             self.server_grp, weights=self.server_gpus, minlength=self.n_groups

@@ -1,4 +1,8 @@
-"""The event feed: one line saying what the last decision (or the last few) did."""
+"""The event feed: one line saying what the last decision (or the last few) did.
+
+Started, preempted, finished and rejected jobs are named for one decision; over several
+they are counted. A job placed by roles is named with the workers and PSs it started on.
+"""
 
 from __future__ import annotations
 
@@ -17,24 +21,40 @@ from gpusched.tui.widgets.cluster_view import job_color
 NAMED = 3
 
 
-def _jobs(t: Text, jobs: np.ndarray, job_id: np.ndarray, n_gpus: np.ndarray | None) -> None:
-    """Append up to :data:`NAMED` jobs of ``jobs`` (with their GPUs if > 1), then ``+N``."""
+def _jobs(
+    t: Text,
+    jobs: np.ndarray,
+    job_id: np.ndarray,
+    n_gpus: np.ndarray | None,
+    frame: Frame | None = None,
+) -> None:
+    """Append up to :data:`NAMED` jobs of ``jobs`` (with their GPUs if > 1, or their workers
+    and PSs in ``frame`` for jobs placed by roles), then ``+N``."""
+    roles = None if frame is None else frame.roles
     for k, j in enumerate(jobs[:NAMED].tolist()):
         if k:
             t.append(", ")
         t.append(str(job_id[j]), style=f"bold {job_color(j)}")
-        if n_gpus is not None and int(n_gpus[j]) > 1:
+        if n_gpus is None or frame is None:
+            continue
+        if roles is not None:
+            i = int(np.searchsorted(frame.running, j))
+            if i < frame.running.size and frame.running[i] == j:
+                t.append(f" ({int(roles.run_workers[i])}w+{int(roles.run_ps[i])}ps)")
+        elif int(n_gpus[j]) > 1:
             t.append(f" ({int(n_gpus[j])} GPUs)")
     if jobs.size > NAMED:
         t.append(f" +{jobs.size - NAMED} more", style="dim")
 
 
-def _named(t: Text, ev: Events, job_id: np.ndarray, n_gpus: np.ndarray) -> None:
-    """Append the jobs one decision started, preempted and finished, then the arrivals."""
+def _named(t: Text, ev: Events, job_id: np.ndarray, n_gpus: np.ndarray, frame: Frame) -> None:
+    """Append the jobs one decision started, preempted, finished and rejected, then the
+    arrivals."""
     parts = [
         ("started", ev.started, n_gpus),
         ("preempted", ev.preempted, None),
         ("finished", ev.finished, None),
+        ("rejected", ev.rejected, None),
     ]
     first = True
     for word, jobs, gpus in parts:
@@ -46,7 +66,7 @@ def _named(t: Text, ev: Events, job_id: np.ndarray, n_gpus: np.ndarray) -> None:
         t.append(f"{word} ", style="dim")
         if jobs.size > NAMED:
             t.append(f"{jobs.size}: ")
-        _jobs(t, jobs, job_id, gpus)
+        _jobs(t, jobs, job_id, gpus, frame)
     if first:
         t.append("no job started, preempted or finished", style="dim")
     if ev.n_arrived:
@@ -79,12 +99,15 @@ def feed_line(frame: Frame | None, job_id: np.ndarray, n_gpus: np.ndarray) -> Te
         t.append(f" ({ev.n_decisions} decisions)", style="dim")
     t.append("  ")
     if ev.n_decisions <= 1:
-        _named(t, ev, job_id, n_gpus)
+        _named(t, ev, job_id, n_gpus, frame)
     else:
         t.append(f"{ev.n_arrived} arrived, {ev.n_finished} finished, ")
+        if ev.n_rejected:
+            t.append(f"{ev.n_rejected} rejected, ")
         t.append(f"{ev.n_preempted} preempted; ")
         before, after = ev.n_holding
-        t.append(f"{before} → {after} jobs on GPUs", style="dim")
+        where = "running" if frame.roles is not None else "on GPUs"
+        t.append(f"{before} → {after} jobs {where}", style="dim")
     if frame.finished:
         t.append("  · stopped" if frame.stopped else "  · run ended", style="dim")
     elif math.isfinite(frame.next_event):

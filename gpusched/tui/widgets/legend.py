@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gpusched.tui.widgets.cluster_view import ClusterView
+from gpusched.tui.widgets.resource_view import ResourceView
 
 
 class Legend(Widget):
@@ -20,7 +21,7 @@ class Legend(Widget):
     Legend { height: 1; }
     """
 
-    def __init__(self, view: ClusterView, **kwargs: Any) -> None:
+    def __init__(self, view: ClusterView | ResourceView, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.view = view
         self.level = view.shown_level

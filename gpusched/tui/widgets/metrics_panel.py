@@ -1,5 +1,10 @@
 """The metrics panel: clock, progress, JCT so far, utilisation / queue sparklines, and the
-policy's status line (wrapped: the panel grows to show all of it)."""
+policy's status line (wrapped: the panel grows to show all of it).
+
+In a run of jobs placed by roles it also counts the jobs admitted, rejected and
+unfinished, gives the workers and PSs running instead of busy GPUs, and draws one
+utilisation sparkline per resource (the used fraction of the whole cluster).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,14 @@ import math
 import textwrap
 from typing import Any
 
+import numpy as np
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from gpusched.ledger import RESOURCES
 from gpusched.tui.session import Frame, fmt_s, fmt_speed, resample
+from gpusched.tui.widgets.resource_view import RES_COLORS, RES_SHORT
 
 SPARK = "▁▂▃▄▅▆▇█"
 
@@ -29,6 +37,8 @@ def sparkline(values: list[float], top: float) -> str:
 
 #: Rows of the panel above the policy's status line.
 BASE_ROWS = 6
+#: The same in a run of jobs placed by roles (admission counts, a sparkline per 2 resources).
+ROLE_ROWS = 8
 #: At most this many rows of status line (a longer one ends in an ellipsis).
 MAX_STATUS_ROWS = 4
 
@@ -42,6 +52,8 @@ class MetricsPanel(Widget):
         GPUs of the cluster.
     has_status
         The policy has a ``status_line``: keep a row for it from the start.
+    roles
+        The run places jobs by roles (the frames carry the resource ledger).
     """
 
     DEFAULT_CSS = """
@@ -50,9 +62,13 @@ class MetricsPanel(Widget):
 
     frame: reactive[Frame | None] = reactive(None, layout=False)
 
-    def __init__(self, n_gpus: int, *, has_status: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self, n_gpus: int, *, has_status: bool = False, roles: bool = False, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.n_gpus = n_gpus
+        self.roles = roles
+        self.base_rows = ROLE_ROWS if roles else BASE_ROWS
         #: rows kept for the status line: they only grow, so the layout does not jump
         self.status_rows = 1 if has_status else 0
 
@@ -80,7 +96,7 @@ class MetricsPanel(Widget):
     def _fit(self) -> None:
         """Make the panel tall enough for its rows and every line of the status."""
         self.status_rows = max(self.status_rows, len(self._status_lines()))
-        height = BASE_ROWS + self.status_rows + self.styles.gutter.height
+        height = self.base_rows + self.status_rows + self.styles.gutter.height
         if self.styles.height is None or self.styles.height.value != height:
             self.styles.height = height
 
@@ -111,11 +127,74 @@ class MetricsPanel(Widget):
         t.append("  " if short else " done  ", style="dim")
         t.append(dec, style="bold")
         t.append(" dec.\n" if short else " decisions\n", style="dim")
+        if self.roles:
+            self._admission(t, f)
         t.append("JCT avg ", style="dim")
         t.append(fmt_s(f.avg_jct_s), style="bold")
         t.append("  P95 ", style="dim")
         t.append(fmt_s(f.p95_jct_s), style="bold")
         t.append("\n")
+        if self.roles:
+            self._roles(t, f)
+        else:
+            self._gpus(t, f)
+        t.append("queue ", style="dim")
+        que = resample(f.hist_t, f.hist_queue, max(self.size.width - 6, 1))
+        top = max(que) if que else 1.0
+        t.append(sparkline(que, top), style="#c4a000")
+        for line in self._status_lines():
+            t.append("\n")
+            t.append(line, style="italic")
+        return t
+
+    def _counts(self, t: Text, items: list[tuple[str, str, int]]) -> None:
+        """``name value`` pairs on one row, with the short names if the long don't fit."""
+        long = "  ".join(f"{name} {v}" for name, _short, v in items)
+        use_short = len(long) > self.size.width
+        for k, (name, short, value) in enumerate(items):
+            t.append(("  " if k else "") + f"{short if use_short else name} ", style="dim")
+            t.append(f"{value}", style="bold red" if name == "rejected" and value else "bold")
+        t.append("\n")
+
+    def _admission(self, t: Text, f: Frame) -> None:
+        """``admitted A  rejected R  unfinished U`` (summary.json's counts, so far)."""
+        admitted = f.roles.n_admitted if f.roles is not None else 0
+        items = [
+            ("admitted", "adm.", admitted),
+            ("rejected", "rej.", f.n_rejected),
+            ("unfinished", "left", f.n_unfinished),
+        ]
+        self._counts(t, items)
+
+    def _roles(self, t: Text, f: Frame) -> None:
+        """Workers and PSs running, the queue, and a sparkline per resource (two a row)."""
+        roles = f.roles
+        if roles is None:
+            return
+        machines = int(np.unique(roles.alloc_machine).size)
+        items = [
+            ("workers", "wkrs", int(roles.run_workers.sum())),
+            ("PSs", "PSs", int(roles.run_ps.sum())),
+            ("machines", "on", machines),
+            ("queue", "queue", f.n_queued),
+        ]
+        self._counts(t, items)
+        n_res = int(roles.capacity.shape[1])
+        now = roles.total_used / np.where(roles.total_capacity > 0, roles.total_capacity, 1.0)
+        half = max((self.size.width - 1) // 2 - 9, 1)  # "GPU " + sparkline + " 100%"
+        for a in range(0, n_res, 2):
+            for r in range(a, min(a + 2, n_res)):
+                if r > a:
+                    t.append(" ")
+                vals = resample(f.hist_t, roles.hist_used[:, r], half)
+                name = RES_SHORT.get(RESOURCES[r], RESOURCES[r]) if r < len(RESOURCES) else str(r)
+                t.append(f"{name:<4}", style="dim")
+                t.append(sparkline(vals, 1.0).ljust(half), style=RES_COLORS[r % len(RES_COLORS)])
+                t.append(f"{100 * float(now[r]):4.0f}%")
+            t.append("\n")
+
+    def _gpus(self, t: Text, f: Frame) -> None:
+        """Busy GPUs, the queue and the GPU utilisation sparkline."""
         pct = 100.0 * f.busy_gpus / max(self.n_gpus, 1)
         t.append("GPUs ", style="dim")
         t.append(f"{f.busy_gpus}/{self.n_gpus} ({pct:.0f}%)", style="bold")
@@ -124,14 +203,6 @@ class MetricsPanel(Widget):
         t.append("\n")
         width = max(self.size.width - 6, 1)
         util = resample(f.hist_t, f.hist_busy, width)
-        que = resample(f.hist_t, f.hist_queue, width)
         t.append("util  ", style="dim")
         t.append(sparkline(util, float(self.n_gpus)), style="#4e9a06")
         t.append("\n")
-        t.append("queue ", style="dim")
-        top = max(que) if que else 1.0
-        t.append(sparkline(que, top), style="#c4a000")
-        for line in self._status_lines():
-            t.append("\n")
-            t.append(line, style="italic")
-        return t

@@ -8,6 +8,11 @@ frame manages ~4 frames/s at 1,000 rows on this machine).
 Columns fit the width: in a narrow list the job ids are shortened (down to 5 characters)
 and the running list's progress bar shrinks or goes (the percentage stays) before any
 other column is cut.
+
+Jobs the policy rejected are listed after the queued jobs (newest first, ``rej`` in the
+first column). In a run of jobs placed by roles the GPU column gives each queued job's
+worker limit (``maxW``, eq. 4 of the PD-ORS paper) and each running job's workers and
+PSs, and the machines column the machines it uses.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from gpusched.state import LOADING, RUNNING, SAVING, STATUS_NAMES
+from gpusched.state import LOADING, REJECTED, RUNNING, SAVING, STATUS_NAMES
 from gpusched.tui.session import Frame, fmt_s
 from gpusched.tui.widgets.cluster_view import C_LOAD, C_RUN, C_SAVE, C_SHARED, job_color
 from gpusched.tui.widgets.styled import CachedStyles
@@ -37,10 +42,25 @@ BAR_W, MIN_BAR_W = 10, 4
 _QUEUE_FIXED = 4 + 1 + 1 + 1 + 4 + 1 + 7
 _KEY_W = 8
 _RUN_FIXED = 1 + 1 + 4 + 1 + 9 + 1 + 5 + 7
+#: The running list of a run of jobs placed by roles has a PS column too.
+_PS_W = 4
+C_REJECTED = "#cc0000"
 
 
 class QueueView(CachedStyles, ScrollView, can_focus=True):
-    """Queued jobs (``kind="queued"``) or jobs holding GPUs (``kind="running"``)."""
+    """Queued (and rejected) jobs (``kind="queued"``) or running jobs (``kind="running"``).
+
+    Parameters
+    ----------
+    kind
+        ``"queued"`` or ``"running"``.
+    jobs, cluster
+        The run's job table and cluster spec.
+    roles
+        The run places jobs by roles: show workers, PSs and machines instead of GPUs.
+    max_workers
+        With ``roles``: each job's worker limit, shown for queued jobs (else their GPUs).
+    """
 
     DEFAULT_CSS = """
     QueueView { background: $surface; }
@@ -48,13 +68,28 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
 
     frame: reactive[Frame | None] = reactive(None, layout=False, repaint=False)
 
-    def __init__(self, kind: str, jobs: Any, cluster: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        kind: str,
+        jobs: Any,
+        cluster: Any,
+        *,
+        roles: bool = False,
+        max_workers: np.ndarray | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         if kind not in ("queued", "running"):
             raise ValueError(f"unknown job list kind {kind!r}")
         self.kind = kind
+        self.roles = roles
         self.job_id = np.asarray(jobs.job_id)
         self.job_n_gpus = np.asarray(jobs.n_gpus)
+        #: the number in the queue's size column: GPUs, or the worker limit of role jobs
+        self.job_size = (
+            np.asarray(max_workers) if roles and max_workers is not None else self.job_n_gpus
+        )
+        self.size_name = "maxW" if roles and max_workers is not None else "GPUs"
         longest = max((len(str(x)) for x in self.job_id[:100000]), default=3)
         #: the widest id column wanted; :meth:`_widths` fits it to the view
         self.id_w_max = min(max(longest, 3), 14)
@@ -71,7 +106,7 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         f = self.frame
         if f is None:
             return 0
-        return int(f.queue.size if self.kind == "queued" else f.running.size)
+        return int(f.queue.size + f.rejected.size if self.kind == "queued" else f.running.size)
 
     def on_resize(self) -> None:
         self.watch_frame(self.frame)
@@ -84,7 +119,7 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
             room = width - _QUEUE_FIXED - key
             self.id_w = min(self.id_w_max, max(room, MIN_ID_W))
             return
-        room = width - _RUN_FIXED
+        room = width - _RUN_FIXED - (_PS_W if self.roles else 0)
         self.id_w = min(self.id_w_max, max(room - MIN_BAR_W - 1, MIN_ID_W))
         bar = room - self.id_w - 1
         self.bar_w = min(bar, BAR_W) if bar >= MIN_BAR_W else 0
@@ -104,7 +139,11 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
             if self.kind == "queued":
                 more = frame.n_queued - frame.queue.size
                 extra = f" (+{more} not shown)" if more > 0 else ""
-                self.border_title = f"Queue · {frame.n_queued} jobs{extra}"
+                rej = f" · {frame.n_rejected} rejected" if frame.n_rejected else ""
+                self.border_title = f"Queue · {frame.n_queued} jobs{extra}{rej}"
+            elif frame.roles is not None:
+                w, p = int(frame.roles.run_workers.sum()), int(frame.roles.run_ps.sum())
+                self.border_title = f"Running · {frame.running.size} jobs · {w} workers · {p} PSs"
             else:
                 self.border_title = f"Running · {frame.running.size} jobs · {frame.busy_gpus} GPUs"
         self.refresh()
@@ -130,8 +169,10 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         f = self.frame
         if self.kind == "queued":
             key = f" {f.key_name:>7}" if f is not None and f.key_name else ""
-            return f"{'#':>4}  {'job':<{self.id_w}} {'GPUs':>4} {'waited':>7}{key}"
+            return f"{'#':>4}  {'job':<{self.id_w}} {self.size_name:>4} {'waited':>7}{key}"
         prog = f"{'progress':<{self.bar_w + 5}}" if self.bar_w else "done"
+        if self.roles:
+            return f" {'job':<{self.id_w}} {'wkrs':>4} {'PSs':>3} {'machines':<9} {prog} state"
         return f" {'job':<{self.id_w}} {'GPUs':>4} {'servers':<9} {prog} state"
 
     def _gpus_of(self, j: int, f: Frame) -> np.ndarray:
@@ -154,27 +195,26 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
     def _servers_of(self, j: int, f: Frame) -> str:
         s = self._servers.get(j)
         if s is None:
-            srv = np.unique(self.gpu_server[self._gpus_of(j, f)])
-            if srv.size == 0:
-                s = "-"
-            elif srv.size == 1:
-                s = f"s{srv[0]}"
-            elif srv.size == 2:
-                s = f"s{srv[0]},s{srv[1]}"
+            if f.roles is not None:  # the machines holding the job's workers and PSs
+                a = f.roles.alloc_job
+                lo, hi = np.searchsorted(a, j, "left"), np.searchsorted(a, j, "right")
+                s = _places(f.roles.alloc_machine[lo:hi], "m")
             else:
-                s = f"s{srv[0]}+{srv.size - 1}"
+                s = _places(np.unique(self.gpu_server[self._gpus_of(j, f)]), "s")
             self._servers[j] = s
         return s
 
     def _row(self, i: int, f: Frame) -> list[Segment]:
         w = self.id_w
         if self.kind == "queued":
+            if i >= f.queue.size:
+                return self._rejected_row(int(f.rejected[i - f.queue.size]))
             j = int(f.queue[i])
             segs = [
                 Segment(f"{i + 1:>4} ", self._style("dim")),
                 Segment("■", self._style(job_color(j))),
                 Segment(
-                    f"{str(self.job_id[j])[:w]:<{w}} {int(self.job_n_gpus[j]):>4} "
+                    f"{str(self.job_id[j])[:w]:<{w}} {int(self.job_size[j]):>4} "
                     f"{fmt_s(float(f.queue_waited[i])):>7}",
                     self._style("plain"),
                 ),
@@ -187,13 +227,16 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         j = int(f.running[i])
         status = int(f.run_status[i])
         p = float(f.run_progress[i])
-        shared = self._is_shared(j, f)
+        shared = f.roles is None and self._is_shared(j, f)
         state = STATUS_NAMES[status] + ("+shared" if shared else "")
+        if f.roles is not None:
+            size = f"{int(f.roles.run_workers[i]):>4} {int(f.roles.run_ps[i]):>3}"
+        else:
+            size = f"{int(self.job_n_gpus[j]):>4}"
         segs = [
             Segment("■", self._style(job_color(j))),
             Segment(
-                f"{str(self.job_id[j])[:w]:<{w}} {int(self.job_n_gpus[j]):>4} "
-                f"{self._servers_of(j, f):<9} ",
+                f"{str(self.job_id[j])[:w]:<{w}} {size} {self._servers_of(j, f):<9} ",
                 self._style("plain"),
             ),
         ]
@@ -212,6 +255,19 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         )
         return segs
 
+    def _rejected_row(self, j: int) -> list[Segment]:
+        """A rejected job: ``rej``, its id and size, no waiting time (it left the queue)."""
+        w = self.id_w
+        return [
+            Segment(f"{'rej':>4} ", self._style(C_REJECTED)),
+            Segment("■", self._style(job_color(j))),
+            Segment(
+                f"{str(self.job_id[j])[:w]:<{w}} {int(self.job_size[j]):>4} {'-':>7}",
+                self._style("dim"),
+            ),
+            Segment(f" {STATUS_NAMES[REJECTED]}", self._style(C_REJECTED)),
+        ]
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         if y == 0:
@@ -223,3 +279,14 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         if f is None or i >= self.n_rows:
             return Strip.blank(width, self.base_style)
         return Strip(self._row(i, f)).adjust_cell_length(width, self.base_style)
+
+
+def _places(where: np.ndarray, prefix: str) -> str:
+    """Servers or machines (sorted) in short: ``s3``, ``s3,s7``, ``s3+4`` (five servers)."""
+    if where.size == 0:
+        return "-"
+    if where.size == 1:
+        return f"{prefix}{where[0]}"
+    if where.size == 2:
+        return f"{prefix}{where[0]},{prefix}{where[1]}"
+    return f"{prefix}{where[0]}+{where.size - 1}"
