@@ -37,7 +37,7 @@ sentence):
   worker or PS fits on no machine gets no workers (it waits). If HiGHS stops at a limit
   without a feasible answer, nothing changes at that decision.
 
-Cost: a decision with 30-50 active jobs on 100 machines took 0.1-1.5 s (nearly all in
+Cost: a decision with 30-50 active jobs on 100 machines took 0.1-2 s (nearly all in
 HiGHS), far above a heuristic policy's. Deterministic: no random draws, and HiGHS is
 deterministic under its node limit; only a run that hits ``time_limit`` (a backstop)
 can depend on the machine's speed.
