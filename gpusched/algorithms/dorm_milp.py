@@ -1,0 +1,234 @@
+"""Dorm's utilisation-fairness MILP for parameter-server jobs: how many workers each job gets.
+
+P. Sun, Y. Wen, T. N. B. Duong, S. Yan, "Towards Distributed Machine Learning in Shared
+Clusters: A Dynamically-Partitioned Approach", IEEE SMARTCOMP 2017,
+doi:10.1109/SMARTCOMP.2017.7947053, arXiv:1704.06738 (Dorm, ref. [12] of the PD-ORS paper):
+a cluster is partitioned among the applications by an MILP that maximises resource
+utilisation subject to fairness and to a bound on how many partitions are resized at once
+(the adjustment overhead). The PD-ORS paper (Yu et al., TNSE 2022, Sec. V, baseline 3)
+uses it for workers and parameter servers. Only Dorm's abstract was at hand, so the
+constraints below are our reading of that one-sentence description. This module writes the
+problem over *totals* per job on the pooled capacity of the cluster (``policies/dorm.py``
+places the totals afterwards); its shape, per active job i with worker demand alpha_i, PS
+demand beta_i (both ``(R,)``), global batch F_i and worker:PS ratio gamma_i, on total
+capacity C (``(R,)``):
+
+* variables: integer workers ``n_i`` in [0, F_i] (eq. 4), integer PSs ``p_i``, a binary
+  ``z_i`` "job i is adjusted" for each running job, a shortfall ``e_i >= 0``;
+* PSs at the ratio (eq. 2): ``p_i = ceil(n_i / gamma_i)`` exactly, written as
+  ``n_i <= gamma_i p_i <= n_i + m_i`` with ``m_i`` strictly between the largest rounding
+  gap over n in [0, F_i] and gamma_i (so ``p_i >= 1`` whenever ``n_i >= 1`` and 0 PSs
+  without workers); the PSs are pinned because an utilisation objective would otherwise
+  buy idle PSs;
+* capacity: ``sum_i n_i alpha_ir + p_i beta_ir <= C_r`` for every resource r (pooled:
+  fragmentation over machines is left to the placement);
+* fairness: job i's share of its dominant resource r*_i (the largest of
+  ``(alpha_i + beta_i / gamma_i) / C``, a worker with its part of a PS) is at least
+  ``(1 - slack) min(1 / |A|, share at F_i)``: an equal share of the active jobs A, or less
+  when the job cannot use that much (its demand-limited share; what small jobs leave is
+  not shared out again, unlike DRF's water-filling); the share of r*_i is a lower bound of
+  the job's dominant share, so the linear constraint is sufficient. The bounds are soft:
+  ``share + e_i >= bound`` and each unit of shortfall costs :data:`FAIRNESS_WEIGHT` in the
+  objective, far more than any utilisation (at most R), so the MILP meets every bound it
+  can and otherwise minimises the total shortfall first;
+* adjustment overhead: for running jobs (``n0_i`` their workers now)
+  ``n_i - n0_i <= (F_i - n0_i) z_i`` and ``n0_i - n_i <= n0_i z_i``, and
+  ``sum_i z_i <= max_adjust``; jobs that start are not adjustments. A valid inequality tightens the LP relaxation: a
+  job left alone keeps its shortfall, ``e_i >= (bound_i - share at n0_i) (1 - z_i)``
+  (it halved the solve time on 50 jobs);
+* objective: maximise utilisation ``sum_r (sum_i n_i alpha_ir + p_i beta_ir) / C_r``
+  minus the fairness penalty, minus :data:`ADJUST_WEIGHT` per adjusted job (a tie-break:
+  among equally good answers, resize fewer jobs; it is below the solver's gap, so a
+  preference only).
+
+Solved by HiGHS through :func:`scipy.optimize.milp` (imported on first use) to a relative
+gap on the objective (default 1e-3; proving optimality to 1e-6 took seconds per decision
+with 50 jobs on 100 machines), with a node limit (deterministic) and a time limit (a
+backstop: when it is reached the answer depends on the machine's speed).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "ADJUST_WEIGHT",
+    "FAIRNESS_WEIGHT",
+    "dominant",
+    "fair_bounds",
+    "ps_count",
+    "solve_counts",
+]
+
+#: objective cost of one unit of dominant-share shortfall (utilisation is at most R = 4)
+FAIRNESS_WEIGHT = 1000.0
+#: objective cost of adjusting one running job (a tie-break, below any utilisation step)
+ADJUST_WEIGHT = 1e-6
+
+
+def ps_count(n: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+    """PSs for ``n`` workers at the ratio (eq. 2): ``ceil(n / gamma)``, 0 for 0 workers."""
+    n = np.asarray(n, dtype=np.int64)
+    return np.where(n > 0, np.ceil(n / gamma - 1e-9), 0).astype(np.int64)
+
+
+def dominant(worker: np.ndarray, ps: np.ndarray, gamma: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """Each job's dominant resource r*: the largest share of ``worker + ps / gamma``.
+
+    Parameters
+    ----------
+    worker, ps
+        ``(k, R)`` demand of one worker and of one PS.
+    gamma
+        ``(k,)`` workers per PS.
+    cap
+        ``(R,)`` total capacity (resources with none are never dominant).
+    """
+    unit = worker + ps / gamma[:, None]
+    inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
+    return np.asarray(np.argmax(unit * inv, axis=1), dtype=np.int64)
+
+
+def fair_bounds(
+    worker: np.ndarray,
+    ps: np.ndarray,
+    gamma: np.ndarray,
+    max_workers: np.ndarray,
+    cap: np.ndarray,
+    slack: float,
+) -> np.ndarray:
+    """Each job's lower bound on its share of its dominant resource.
+
+    ``(1 - slack) min(1 / k, share of r* at max_workers workers and their PSs)``.
+    """
+    k = worker.shape[0]
+    r = dominant(worker, ps, gamma, cap)
+    rows = np.arange(k)
+    c = cap[r]
+    top = max_workers * worker[rows, r] + ps_count(max_workers, gamma) * ps[rows, r]
+    at_max = np.where(c > 0, top / np.where(c > 0, c, 1.0), 0.0)
+    return np.asarray((1.0 - slack) * np.minimum(1.0 / max(k, 1), at_max), dtype=np.float64)
+
+
+def _ratio_slack(gamma: np.ndarray, max_workers: np.ndarray) -> np.ndarray:
+    """``m_i`` of ``gamma p <= n + m``: halfway between the largest rounding gap
+    ``gamma ceil(n / gamma) - n`` over n in [0, F_i] and gamma_i."""
+    out = np.empty(gamma.shape[0])
+    for i, (g, f) in enumerate(zip(gamma.tolist(), max_workers.tolist(), strict=True)):
+        n = np.arange(int(f) + 1)
+        gap = float((g * ps_count(n, np.full(n.size, g)) - n).max())
+        out[i] = (gap + g) / 2.0
+    return out
+
+
+def solve_counts(
+    worker: np.ndarray,
+    ps: np.ndarray,
+    gamma: np.ndarray,
+    max_workers: np.ndarray,
+    cap: np.ndarray,
+    current: np.ndarray,
+    running: np.ndarray,
+    *,
+    slack: float,
+    max_adjust: int,
+    time_limit_s: float,
+    node_limit: int,
+    mip_gap: float = 1e-3,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Workers and PSs per active job from Dorm's MILP (module docstring).
+
+    Parameters
+    ----------
+    worker, ps
+        ``(k, R)`` demand of one worker and of one PS of each active job.
+    gamma
+        ``(k,)`` workers per PS (eq. 2).
+    max_workers
+        ``(k,)`` most workers each job may get (F_i, or 0 for a job that fits nowhere).
+    cap
+        ``(R,)`` total capacity of the cluster.
+    current
+        ``(k,)`` workers each job holds now.
+    running
+        ``(k,)`` bool: the job holds resources now (changing it is an adjustment).
+    slack
+        Fairness slack in [0, 1]: the bound is ``1 - slack`` times the fair share.
+    max_adjust
+        Most running jobs whose worker count may change.
+    time_limit_s, node_limit
+        HiGHS limits (s; branch-and-bound nodes).
+    mip_gap
+        HiGHS's relative MIP gap: stop once the objective is within this fraction of the
+        best bound (0: prove optimality).
+
+    Returns
+    -------
+    (workers, ps) or None
+        ``(k,)`` int64 totals per job (``ps`` is :func:`ps_count` of ``workers``); None
+        when the solver stopped without a feasible answer.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    k, n_res = worker.shape
+    if k == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    f = max_workers.astype(np.float64)
+    inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
+    # x = [n (k) | p (k) | z (k) | e (k)]
+    n_, p_, z_, e_ = (slice(i * k, (i + 1) * k) for i in range(4))
+    eye = np.eye(k)
+    rows: list[np.ndarray] = []
+    lo: list[np.ndarray] = []
+    hi: list[np.ndarray] = []
+
+    def add(block: list[tuple[slice, np.ndarray]], lower: np.ndarray, upper: np.ndarray) -> None:
+        a = np.zeros((lower.size, 4 * k))
+        for sl, coef in block:
+            a[:, sl] = coef
+        rows.append(a)
+        lo.append(lower)
+        hi.append(upper)
+
+    inf = np.full(k, np.inf)
+    # capacity: sum_i n_i alpha_ir + p_i beta_ir <= C_r
+    add([(n_, worker.T), (p_, ps.T)], np.full(n_res, -np.inf), cap.astype(np.float64))
+    # ratio: 0 <= gamma_i p_i - n_i <= m_i  (p_i = ceil(n_i / gamma_i))
+    add([(n_, -eye), (p_, np.diag(gamma))], np.zeros(k), _ratio_slack(gamma, max_workers))
+    # fairness: share of r*_i + e_i >= bound_i
+    r = dominant(worker, ps, gamma, cap)
+    rows_k = np.arange(k)
+    bound = fair_bounds(worker, ps, gamma, max_workers, cap, slack)
+    share_w = worker[rows_k, r] * inv[r]
+    share_p = ps[rows_k, r] * inv[r]
+    add([(n_, np.diag(share_w)), (p_, np.diag(share_p)), (e_, eye)], bound, inf)
+    # adjustment, running jobs: n_i - (F_i - n0_i) z_i <= n0_i and n_i + n0_i z_i >= n0_i
+    # (z_i = 0 pins n_i = n0_i); rows of queued jobs are left free
+    cur = current.astype(np.float64)
+    add([(n_, eye), (z_, -np.diag(f - cur))], -inf, np.where(running, cur, np.inf))
+    add([(n_, eye), (z_, np.diag(cur))], np.where(running, cur, -np.inf), inf)
+    # valid, and tightens the LP: a pinned job keeps its shortfall, e_i >= g_i (1 - z_i)
+    # with g_i = bound_i - share of r*_i at n0_i (when positive)
+    held_share = share_w * cur + share_p * ps_count(current, gamma)
+    g = np.where(running, np.maximum(bound - held_share, 0.0), 0.0)
+    add([(z_, np.diag(g)), (e_, eye)], g, inf)
+    # sum_i z_i <= max_adjust
+    add([(z_, np.ones((1, k)))], np.array([-np.inf]), np.array([float(max_adjust)]))
+
+    util_w = worker @ inv
+    util_p = ps @ inv
+    c = np.concatenate([-util_w, -util_p, np.full(k, ADJUST_WEIGHT), np.full(k, FAIRNESS_WEIGHT)])
+    upper = np.concatenate(
+        [f, ps_count(max_workers, gamma).astype(np.float64), running.astype(np.float64), bound]
+    )
+    integrality = np.concatenate([np.ones(3 * k), np.zeros(k)])
+    res = milp(
+        c,
+        integrality=integrality,
+        bounds=Bounds(np.zeros(4 * k), upper),
+        constraints=LinearConstraint(np.vstack(rows), np.concatenate(lo), np.concatenate(hi)),
+        options={"time_limit": time_limit_s, "node_limit": node_limit, "mip_rel_gap": mip_gap},
+    )
+    if res.x is None:
+        return None
+    return np.rint(res.x[n_]).astype(np.int64), np.rint(res.x[p_]).astype(np.int64)
