@@ -25,8 +25,12 @@ a pause where the schedule leaves a slot empty). Readings where the paper is sil
   samples v of a slot, so the job trains at least as fast as planned (eq. 1 with actual
   counts); a job that finishes before its last planned slot frees its resources at once,
   but its reservation stays in the prices (the paper's rho is never decreased);
-* the workload per slot is a multiple of V / ``granularity`` (default 10): the paper
-  enumerates v = 0..V samples, about 1e7 values here (see primal_dual's docstring);
+* the workload per slot is a multiple of V / ``granularity`` units: the paper enumerates
+  v = 0..V samples, about 1e7 values here (see primal_dual's docstring). A slot can hold
+  a unit only if the job trains V / granularity samples in one slot, so a job that needs
+  k slots at its fastest needs granularity >= k; the default (0) is twice the horizon in
+  slots, so every job that can finish by the horizon can be scheduled, with room to
+  spread its units unevenly over the slots;
 * ``g_delta`` (G_delta of eq. 29-30, default 1, the best value of Fig. 11), ``rounds``
   (S of Alg. 4) and ``max_failures`` (the 5,000 failed roundings after which the paper
   discards the job's external option) are parameters; the rounding draws come from the
@@ -66,14 +70,16 @@ class PDORSPolicy:
         *,
         g_delta: float = 1.0,
         rounds: int = 10,
-        granularity: int = 10,
+        granularity: int = 0,
         max_failures: int = 5000,
         rng: np.random.Generator | None = None,
     ) -> None:
         if not g_delta > 0:
             raise ValueError("g_delta must be > 0")
-        if rounds < 1 or granularity < 1 or max_failures < 1:
-            raise ValueError("rounds, granularity and max_failures must be >= 1")
+        if rounds < 1 or max_failures < 1:
+            raise ValueError("rounds and max_failures must be >= 1")
+        if granularity < 0:
+            raise ValueError("granularity must be >= 1 (or 0: twice the horizon in slots)")
         self.g_delta = g_delta
         self.rounds = rounds
         self.granularity = granularity
@@ -87,6 +93,7 @@ class PDORSPolicy:
         if not np.isfinite(horizon).any():
             raise ValueError("the trace gives no horizon (column 'horizon'); PD-ORS plans to it")
         self.horizon = int(math.floor(float(np.nanmax(horizon))))
+        self.units = self.granularity or 2 * self.horizon
         cap = capacities(cluster)
         self.workers_on = _halves(cap.shape[0]) if self.split else None
         arrivals = np.ceil(np.asarray(jobs.submit_s) - 1e-9).astype(int)
@@ -104,7 +111,7 @@ class PDORSPolicy:
                     self.jobs[j],
                     self.prices,
                     horizon=self.horizon,
-                    granularity=self.granularity,
+                    granularity=self.units,
                     g_delta=self.g_delta,
                     rounds=self.rounds,
                     max_failures=self.max_failures,

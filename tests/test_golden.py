@@ -11,7 +11,8 @@ import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from gpusched.run import replay
-from tests.helpers import GANG_POLICIES
+from gpusched.state import STATUS_NAMES
+from tests.helpers import GANG_POLICIES, ROLE_POLICIES
 
 
 class TextSnapshot(SingleFileSnapshotExtension):
@@ -27,7 +28,10 @@ def event_log(result) -> str:
         submit, start, finish = (
             float(a[i]) for a in (st.job_submit, st.job_first_start, st.job_finish)
         )
-        lines.append(f"{jid},{submit!r},{start!r},{finish!r},{st.job_n_preempt[i]}")
+        line = f"{jid},{submit!r},{start!r},{finish!r},{st.job_n_preempt[i]}"
+        if "ledger" in result.extra:  # a run of jobs placed by roles: the status too
+            line += f",{STATUS_NAMES[st.job_status[i]]}"
+        lines.append(line)
     return "\n".join(lines) + "\n"
 
 
@@ -41,4 +45,10 @@ def test_golden_tiny(policy, cluster, snapshot):
 @pytest.mark.parametrize("policy", GANG_POLICIES)
 def test_golden_synth_500(policy, snapshot):
     _, result = replay("synth-500", policy, slot_s=60.0)
+    assert event_log(result) == snapshot(extension_class=TextSnapshot)
+
+
+@pytest.mark.parametrize("policy", ROLE_POLICIES)
+def test_golden_ps_20(policy, snapshot):
+    _, result = replay("ps-20", policy, cluster="pd-ors-30")
     assert event_log(result) == snapshot(extension_class=TextSnapshot)
