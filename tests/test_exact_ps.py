@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -281,6 +283,17 @@ def test_sec5_instances_satisfy_every_constraint(seed: int) -> None:
     assert (res.completion >= 0).any()  # the instance is not trivially empty
 
 
+def test_the_completion_is_the_last_slot_with_workers() -> None:
+    # theta2 < 0: a later completion pays more, so the optimum must keep a worker busy in
+    # its completion slot (eq. 6) rather than finish early and claim a late completion
+    jb = job(slots_of_work=0.5, batch=4, theta=(10.0, -1.0, 2.0))
+    capacity = MACHINE[None].copy()
+    res = solve_offline([jb], capacity, 4)
+    check_schedule([jb], capacity, 4, res)
+    assert res.completion.tolist() == [3]
+    assert res.workers[0, 3].sum() >= 1
+
+
 def test_a_job_that_cannot_finish_gets_nothing() -> None:
     late = job(arrival=3, slots_of_work=2.0, batch=4)  # 2 slots from slot 3, T = 4
     after = job(arrival=5, slots_of_work=0.5)  # arrives after the horizon
@@ -309,24 +322,21 @@ def test_time_limit_reports_the_incumbent_and_the_bound() -> None:
         ({"horizon": 0}, "horizon must be an integer >= 1"),
         ({"horizon": 2.5}, "horizon must be an integer >= 1"),
         ({"time_limit": 0.0}, "time_limit must be seconds > 0"),
-        ({"job": {"arrival": -1}}, "job 0: arrival must be a slot >= 0"),
-        ({"job": {"work": 0.0}}, "job 0: work must be finite and > 0"),
-        ({"job": {"gamma": math.nan}}, "job 0: gamma must be finite and > 0"),
-        ({"job": {"c_ext": 1e-4}}, "job 0: c_ext (0.0001) is below c_int"),
-        ({"job": {"batch": 0}}, "job 0: batch must be an integer >= 1"),
-        ({"job": {"worker": np.ones(3)}}, "job 0: worker must be 4 finite demands"),
-        ({"job": {"ps": -np.ones(4)}}, "job 0: ps must be 4 finite demands"),
-        ({"job": {"theta": np.ones(2)}}, "job 0: theta must be 3 finite numbers"),
+        ({"arrival": -1}, "job 0: arrival must be a slot >= 0"),
+        ({"work": 0.0}, "job 0: work must be finite and > 0"),
+        ({"gamma": math.nan}, "job 0: gamma must be finite and > 0"),
+        ({"c_ext": 1e-4}, "job 0: c_ext (0.0001) is below c_int"),
+        ({"batch": 0}, "job 0: batch must be an integer >= 1"),
+        ({"worker": np.ones(3)}, "job 0: worker must be 4 finite demands"),
+        ({"ps": -np.ones(4)}, "job 0: ps must be 4 finite demands"),
+        ({"theta": np.ones(2)}, "job 0: theta must be 3 finite numbers"),
     ],
 )
-def test_bad_input_is_a_clear_value_error(change: dict[str, object], needle: str) -> None:
-    base = job()
-    fields = {f: getattr(base, f) for f in PSJob.__dataclass_fields__}
-    fields.update(change.get("job", {}))  # type: ignore[call-overload]
-    args: dict[str, object] = {"capacity": MACHINE[None], "horizon": 3, "time_limit": 5.0}
-    args.update({k: v for k, v in change.items() if k != "job"})
-    with pytest.raises(ValueError, match=None) as err:
-        solve_offline(
-            [PSJob(**fields)], args["capacity"], args["horizon"], time_limit=args["time_limit"]
-        )  # type: ignore[arg-type]
-    assert needle in str(err.value)
+def test_bad_input_is_a_clear_value_error(change: dict[str, Any], needle: str) -> None:
+    args: dict[str, Any] = {"capacity": MACHINE[None], "horizon": 3, "time_limit": 5.0}
+    fields = {f: getattr(job(), f) for f in PSJob.__dataclass_fields__}
+    for key, value in change.items():
+        (args if key in args else fields)[key] = value
+    jobs = [PSJob(**fields)]
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        solve_offline(jobs, args["capacity"], args["horizon"], time_limit=args["time_limit"])
