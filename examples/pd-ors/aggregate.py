@@ -5,7 +5,7 @@ Usage: python examples/pd-ors/aggregate.py OUT
 For each experiment (folder name without its -sN seed suffix) and policy, over the seeds:
 total utility (mean, and min-max), jobs finished / rejected / unfinished, the median
 training time (slots; the horizon T for a job that did not finish, as the paper's Fig. 9),
-the average wait of finished jobs, and the utilisation of GPUs and CPUs (resource-time held
+the average training time (completion - arrival) and wait of the finished jobs, and the utilisation of GPUs and CPUs (resource-time held
 over capacity x makespan) so that an idle cluster shows as one.
 """
 
@@ -47,9 +47,10 @@ def main(root: str) -> None:
         print(f"\n### {exp}\n")
         print(
             "| policy | seeds | total utility [range] | finished | rejected | unfinished "
-            "| median training (slots) | avg wait (slots) | GPU util | CPU util | wall s |"
+            "| median training (slots) | avg training of finished (slots) | avg wait (slots) "
+            "| GPU util | CPU util | wall s |"
         )
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for (e, policy), runs in data.items():
             if e != exp:
                 continue
@@ -58,7 +59,7 @@ def main(root: str) -> None:
                 f"| {policy} | {len(runs)} | {_fmt(col('total_utility'))} "
                 f"| {mean(col('n_finished')):.1f} | {mean(col('n_rejected')):.1f} "
                 f"| {mean(col('n_unfinished')):.1f} | {_fmt(col('median_training_slots'))} "
-                f"| {mean(col('avg_wait_s')):.2f} | {mean(col('utilization_gpus')):.2f} "
+                f"| {mean(col('avg_jct_s')):.2f} | {mean(col('avg_wait_s')):.2f} | {mean(col('utilization_gpus')):.2f} "
                 f"| {mean(col('utilization_cpus')):.2f} | {mean(col('wall_s')):.1f} |"
             )
 
