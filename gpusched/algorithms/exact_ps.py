@@ -17,7 +17,7 @@ each machine h:
 * ``q_it``: continuous, the workers of the slot that train at the internal rate
   (``q = W`` in internal mode, 0 in external), with ``W_it = sum_h w_ith``, ``S_it = sum_h s_ith``;
 * ``e_it``: binary, 1 if t is the job's completion slot (its last slot with workers, eq. 6);
-  ``x_i = sum_t e_it <= 1`` is the admission (eq. 9's "at most one schedule").
+  ``x_i = sum_t e_it <= 1`` is the paper's binary admission ``x_i``.
 
 Objective: maximise ``sum_i sum_t e_it u_i(t)``, ``u_i(t) = job.utility(t)`` (the paper's
 ``x_i u_i(t~_i - a_i)``; no monotonicity of u is assumed, the completion is explicit).
@@ -40,7 +40,7 @@ Constraints, each a linear row:
 * eq. 2 as the online algorithms plan it: ``W_it <= gamma_i S_it`` (enough PSs) and
   ``S_it <= W_it / gamma_i + 1 - delta_i`` (no more PSs than ``ceil(W / gamma)``, and none
   in a slot without workers; ``delta_i`` is half the smallest positive fractional part of
-  ``W / gamma`` over ``W = 1..F``, so no needed PS is cut). Samples are counted at the
+  ``W / gamma`` over the possible W, so no needed PS is cut). Samples are counted at the
   ratio's rate ``W / c``; with ``W < gamma S`` eq. 1's true rate is higher, so this is
   pessimistic too. Eq. 2 read as an equality would force W to multiples of gamma: the
   model's feasible set contains every such schedule, so its optimum is at least theirs;
@@ -67,7 +67,10 @@ at most ``I`` times that.
 HiGHS stops at a relative gap of :data:`MIP_REL_GAP`; "optimal" means within that gap of the
 dual bound, which :attr:`Offline.bound` reports. A run stopped by ``time_limit`` returns the
 best schedule found (the empty schedule, always feasible, when none was) and the bound; it
-depends on the machine's speed, unlike an optimal result, which is deterministic.
+depends on the machine's speed, unlike an optimal result, which is deterministic. Heavily
+loaded instances (jobs that need most of the cluster for several slots) can stay far from
+proven within a minute, and HiGHS's incumbent can then be poor: compare against
+:attr:`Offline.bound`, an upper bound on the optimum, when the status is ``"time limit"``.
 """
 
 from __future__ import annotations
@@ -179,9 +182,10 @@ def _fits(demand: np.ndarray, capacity: np.ndarray, cap: int) -> np.ndarray:
     return out
 
 
-def _delta(gamma: float, batch: int) -> float:
-    """Half the smallest positive fractional part of ``W / gamma``, ``W = 1..F`` (0.5 if none)."""
-    ratio = np.arange(1, batch + 1) / gamma
+def _delta(gamma: float, w_max: int) -> float:
+    """Half the smallest positive fractional part of ``W / gamma``, ``W = 1..w_max`` (0.5 if
+    none)."""
+    ratio = np.arange(1, w_max + 1) / gamma
     frac = ratio - np.floor(ratio)
     pos = frac[frac > _EPS]
     return 0.5 * float(pos.min()) if pos.size else 0.5
@@ -209,8 +213,8 @@ def _check(jobs: Sequence[PSJob], capacity: np.ndarray, horizon: int, time_limit
         where = f"solve_offline: job {i}"
         if not isinstance(job, PSJob):
             raise ValueError(f"{where}: expected a PSJob, got {type(job).__name__}")
-        if job.arrival < 0:
-            raise ValueError(f"{where}: arrival must be a slot >= 0, got {job.arrival}")
+        if not isinstance(job.arrival, int | np.integer) or job.arrival < 0:
+            raise ValueError(f"{where}: arrival must be an integer slot >= 0, got {job.arrival!r}")
         for name in ("work", "c_int", "c_ext", "gamma"):
             v = getattr(job, name)
             if not (math.isfinite(v) and v > 0):
@@ -220,7 +224,7 @@ def _check(jobs: Sequence[PSJob], capacity: np.ndarray, horizon: int, time_limit
                 f"{where}: c_ext ({job.c_ext!r}) is below c_int ({job.c_int!r}); the model "
                 "needs the external link no faster than the internal one (b_ext <= b_int)"
             )
-        if job.batch < 1:
+        if not isinstance(job.batch, int | np.integer) or job.batch < 1:
             raise ValueError(f"{where}: batch must be an integer >= 1, got {job.batch!r}")
         for name in ("worker", "ps"):
             d = np.asarray(getattr(job, name), dtype=np.float64)
@@ -283,7 +287,7 @@ def _job_rows(model: _Model, job: PSJob, v: _JobVars) -> None:
     """Every row of one job: all but eq. 5, which couples the jobs."""
     w_max, q_max = float(v.w_max), float(v.q_max)
     rho = job.c_int / job.c_ext
-    delta = _delta(job.gamma, job.batch)
+    delta = _delta(job.gamma, v.w_max)
     e_row = v.t_min - v.first  # row (slot - a_i) of the earliest completion slot
     model.row([(v.e, 1.0)], -np.inf, 1.0)  # x_i = sum_t e_it <= 1
     # eq. 3 in worker-slots at the internal rate: sum_t rho W + (1 - rho) q >= V c_int x
