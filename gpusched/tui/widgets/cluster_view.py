@@ -75,17 +75,16 @@ def server_groups(cluster: Any) -> tuple[np.ndarray, list[str]]:
     return grp, [f"{g.gpu_type} {g.count}x{g.gpus}" for g in cluster.groups]
 
 
-class ClusterView(CachedStyles, ScrollView, can_focus=True):
-    """GPUs of the cluster, coloured by job and state, with a server cursor."""
+class ItemGrid(CachedStyles, ScrollView, can_focus=True):
+    """What the cluster's two views share: items (servers, machines or groups) drawn in
+    rows at one of several zoom ``LEVELS``, a cursor moved by the arrow keys, and the
+    frame they draw. Subclasses give ``_relayout()`` and ``_item_count()``."""
 
-    DEFAULT_CSS = """
-    ClusterView { background: $surface; }
-    ClusterView:focus { background-tint: $foreground 4%; }
-    """
+    LEVELS: tuple[str, ...] = ("auto",)
 
     BINDINGS = [
-        Binding("left", "move(-1)", "prev server", show=False),
-        Binding("right", "move(1)", "next server", show=False),
+        Binding("left", "move(-1)", "prev", show=False),
+        Binding("right", "move(1)", "next", show=False),
         Binding("up", "move_line(-1)", "up", show=False),
         Binding("down", "move_line(1)", "down", show=False),
     ]
@@ -95,6 +94,40 @@ class ClusterView(CachedStyles, ScrollView, can_focus=True):
     cursor: var[int] = var(0)
     #: rows the view may take (0: fill the height it is given); it takes only what it draws
     max_rows: var[int] = var(0)
+
+    def _relayout(self) -> None:  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    def _item_count(self) -> int:  # pragma: no cover
+        raise NotImplementedError
+
+    def on_resize(self, event: Resize) -> None:
+        self._relayout()
+
+    def watch_level(self) -> None:
+        self._relayout()
+
+    def watch_max_rows(self) -> None:
+        self._relayout()
+
+    def action_move(self, delta: int) -> None:
+        n = self._item_count()
+        if n:
+            self.cursor = (self.cursor + delta) % n
+
+    def action_zoom(self) -> None:
+        self.level = self.LEVELS[(self.LEVELS.index(self.level) + 1) % len(self.LEVELS)]
+
+
+class ClusterView(ItemGrid):
+    """GPUs of the cluster, coloured by job and state, with a server cursor."""
+
+    LEVELS = LEVELS
+
+    DEFAULT_CSS = """
+    ClusterView { background: $surface; }
+    ClusterView:focus { background-tint: $foreground 4%; }
+    """
 
     def __init__(self, cluster: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -123,15 +156,6 @@ class ClusterView(CachedStyles, ScrollView, can_focus=True):
         self._agg: dict[str, np.ndarray] = {}
 
     # --- layout ----------------------------------------------------------------------------
-
-    def on_resize(self, event: Resize) -> None:
-        self._relayout()
-
-    def watch_level(self) -> None:
-        self._relayout()
-
-    def watch_max_rows(self) -> None:
-        self._relayout()
 
     def _pack(
         self, width: int, cw: int, gap: int, *, one_cell: bool = False
@@ -488,11 +512,6 @@ class ClusterView(CachedStyles, ScrollView, can_focus=True):
             self.scroll_to_region(Region(0, pos[0], 1, 1), animate=False)
         self.post_message(ServerSelected(item, self.shown_level))
 
-    def action_move(self, delta: int) -> None:
-        n = self._item_count()
-        if n:
-            self.cursor = (self.cursor + delta) % n
-
     def action_move_line(self, delta: int) -> None:
         n = self._item_count()
         if not n:
@@ -506,9 +525,6 @@ class ClusterView(CachedStyles, ScrollView, can_focus=True):
             self.cursor = target
         else:
             self.cursor = int(np.searchsorted(self.servers, target))
-
-    def action_zoom(self) -> None:
-        self.level = LEVELS[(LEVELS.index(self.level) + 1) % len(LEVELS)]
 
     def on_click(self, event: Click) -> None:
         row = event.y + self.scroll_offset.y

@@ -27,18 +27,20 @@ import numpy as np
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.binding import Binding
-from textual.events import Click, Resize
+from textual.events import Click
 from textual.geometry import Size
-from textual.reactive import reactive, var
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from gpusched.ledger import RESOURCES
 from gpusched.tui.messages import ServerSelected
 from gpusched.tui.session import Frame
-from gpusched.tui.widgets.cluster_view import BARS, IDLE_GLYPH, job_color, server_groups
-from gpusched.tui.widgets.styled import CachedStyles
+from gpusched.tui.widgets.cluster_view import (
+    BARS,
+    IDLE_GLYPH,
+    ItemGrid,
+    job_color,
+    server_groups,
+)
 
 #: How each resource of :data:`gpusched.ledger.RESOURCES` is named, and its unit.
 RES_NAMES = {"gpus": "GPUs", "cpus": "vCPUs", "mem_gb": "memory", "storage_gb": "storage"}
@@ -80,7 +82,7 @@ def amount(x: float) -> str:
     return f"{x:,.0f}" if x == round(x) or abs(x) >= 1000 else f"{x:,.1f}"
 
 
-class ResourceView(CachedStyles, ScrollView, can_focus=True):
+class ResourceView(ItemGrid):
     """Per-machine and cluster-wide occupancy of each resource, with a machine cursor.
 
     Parameters
@@ -92,23 +94,12 @@ class ResourceView(CachedStyles, ScrollView, can_focus=True):
         :data:`gpusched.ledger.RESOURCES` (:func:`gpusched.ledger.capacities`).
     """
 
+    LEVELS = LEVELS
+
     DEFAULT_CSS = """
     ResourceView { background: $surface; }
     ResourceView:focus { background-tint: $foreground 4%; }
     """
-
-    BINDINGS = [
-        Binding("left", "move(-1)", "prev machine", show=False),
-        Binding("right", "move(1)", "next machine", show=False),
-        Binding("up", "move_line(-1)", "up", show=False),
-        Binding("down", "move_line(1)", "down", show=False),
-    ]
-
-    frame: reactive[Frame | None] = reactive(None, layout=False, repaint=False)
-    level: var[str] = var("auto")
-    cursor: var[int] = var(0)
-    #: rows the view may take (0: fill the height it is given); it takes only what it draws
-    max_rows: var[int] = var(0)
 
     def __init__(self, cluster: Any, capacity: np.ndarray, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -135,15 +126,6 @@ class ResourceView(CachedStyles, ScrollView, can_focus=True):
         self._init_styles()
 
     # --- layout ----------------------------------------------------------------------------
-
-    def on_resize(self, event: Resize) -> None:
-        self._relayout()
-
-    def watch_level(self) -> None:
-        self._relayout()
-
-    def watch_max_rows(self) -> None:
-        self._relayout()
 
     def _pack(self, width: int, cell: int) -> list[list[tuple[int, int]]]:
         """Machines packed into rows of ``width``: per row, (machine, x) of each cell."""
@@ -411,20 +393,12 @@ class ResourceView(CachedStyles, ScrollView, can_focus=True):
                 self.scroll_to(y=pos[0] - body + 1, animate=False)
         self.post_message(ServerSelected(cursor, self.shown_level))
 
-    def action_move(self, delta: int) -> None:
-        n = self._item_count()
-        if n:
-            self.cursor = (self.cursor + delta) % n
-
     def action_move_line(self, delta: int) -> None:
         if not self._item_count():
             return
         r, i = self._pos.get(self.cursor, (0, 0))
         line = self._lines[min(max(r + delta, 0), len(self._lines) - 1)]
         self.cursor = line[min(i, len(line) - 1)][0]
-
-    def action_zoom(self) -> None:
-        self.level = LEVELS[(LEVELS.index(self.level) + 1) % len(LEVELS)]
 
     def on_click(self, event: Click) -> None:
         row = event.y - self.head_rows + self.scroll_offset.y
