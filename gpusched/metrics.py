@@ -206,7 +206,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
         "sched_delay_ms_p95": _pct(delays * 1e3, 95) if delays is not None else None,
         "wall_s": res.wall_s,
         **_role_summary(res, makespan),
-        **(jobmodel.summaries(res) if "ledger" in res.extra else {}),
+        **jobmodel.summaries(res),
     }
 
 
