@@ -102,6 +102,11 @@ class PDORSPolicy:
         self.prices = pd.Prices(cap, self.horizon, U, L)
 
     def decide(self, view, now: float) -> Decision:
+        if view.slot_s != 1.0:
+            raise ValueError(
+                f"plans in slots of 1 s (the PS job model's time unit), but the run's slot is "
+                f"{view.slot_s:g} s: run with --slot 1"
+            )
         t = int(round(now))
         actions: list = []
         for j in view.arrived.tolist():  # Alg. 1, line 2: in arrival order
