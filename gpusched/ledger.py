@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import ClusterError
+from gpusched.view import _frozen
 
 __all__ = ["RESOURCES", "Ledger", "LedgerView", "capacities"]
 
@@ -187,9 +188,8 @@ class Ledger:
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
-    out = np.array(a, copy=True)
-    out.flags.writeable = False
-    return out
+    """A read-only copy of ``a`` (the ledger changes; what a policy got must not)."""
+    return _frozen(np.array(a, copy=True))
 
 
 class LedgerView:

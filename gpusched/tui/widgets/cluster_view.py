@@ -118,6 +118,17 @@ class ItemGrid(CachedStyles, ScrollView, can_focus=True):
     def action_zoom(self) -> None:
         self.level = self.LEVELS[(self.LEVELS.index(self.level) + 1) % len(self.LEVELS)]
 
+    def _legend(self, *, short: bool) -> Text:  # pragma: no cover
+        raise NotImplementedError
+
+    def legend(self, width: int = 0) -> Text:
+        """One line explaining what the level shown draws (the short form if the full one
+        is wider than ``width``)."""
+        full = self._legend(short=False)
+        if width <= 0 or full.cell_len <= width:
+            return full
+        return self._legend(short=True)
+
 
 class ClusterView(ItemGrid):
     """GPUs of the cluster, coloured by job and state, with a server cursor."""
@@ -421,13 +432,6 @@ class ClusterView(ItemGrid):
         return out
 
     # --- legend and selection -----------------------------------------------------------------
-
-    def legend(self, width: int = 0) -> Text:
-        """One line explaining the glyphs of the level shown (shorter if ``width`` is)."""
-        full = self._legend(short=False)
-        if width <= 0 or full.cell_len <= width:
-            return full
-        return self._legend(short=True)
 
     def _legend(self, *, short: bool) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")

@@ -311,13 +311,6 @@ class ResourceView(ItemGrid):
 
     # --- legend and selection ---------------------------------------------------------------
 
-    def legend(self, width: int = 0) -> Text:
-        """One line naming the resources' colours and the level shown (shorter if need be)."""
-        full = self._legend(short=False)
-        if width <= 0 or full.cell_len <= width:
-            return full
-        return self._legend(short=True)
-
     def _legend(self, *, short: bool) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
         gap = " " if short else "  "
