@@ -230,7 +230,11 @@ def place_consolidated(st, j, allow_spread):
 
 @njit(**_JIT)
 def _sync(st, j, t):
-    """Bring holder ``j``'s accounting from ``job_seg_start`` up to time ``t`` (s)."""
+    """Bring holder ``j``'s accounting from ``job_seg_start`` up to time ``t`` (s).
+
+    Training progress is recomputed from the anchor (:func:`_anchor`), not accumulated,
+    so syncing at more or fewer moments never changes a bit of it.
+    """
     s0 = st.job_seg_start[j]
     if not t > s0:
         return
@@ -245,15 +249,25 @@ def _sync(st, j, t):
         else:
             st.job_load_spent_s[j] += t - s0
     if status == RUNNING:
-        dt = t - s0
-        st.job_executed[j] += dt
-        st.job_attained[j] += dt * st.job_n_gpus[j]
-        st.job_remaining[j] -= dt * st.job_rate[j]
+        dt = t - st.job_anchor_t[j]
+        st.job_executed[j] = st.job_anchor_exec[j] + dt
+        st.job_attained[j] = st.job_anchor_att[j] + dt * st.job_n_gpus[j]
+        st.job_remaining[j] = st.job_anchor_rem[j] - dt * st.job_rate[j]
         if st.job_shared[j]:
-            st.job_shared_s[j] += dt
+            st.job_shared_s[j] += t - s0
     elif status == SAVING:
         st.job_save_spent_s[j] += t - s0
     st.job_seg_start[j] = t
+
+
+@njit(**_JIT)
+def _anchor(st, j, t):
+    """Holder ``j`` trains at its current rate from time ``t`` (s) on, its accounting
+    (synced) as it stands: progress at any later time is measured from here."""
+    st.job_anchor_t[j] = t
+    st.job_anchor_rem[j] = st.job_remaining[j]
+    st.job_anchor_exec[j] = st.job_executed[j]
+    st.job_anchor_att[j] = st.job_attained[j]
 
 
 @njit(**_JIT)
@@ -318,6 +332,7 @@ def _rerate(st, j, t):
     if status == SAVING:
         return  # its next event is the save's end, whatever the rate
     begin = st.job_phase_end[j] if status == LOADING else t
+    _anchor(st, j, max(begin, t))
     pos = st.job_run_pos[j]
     st.run_end[pos] = _end_time(st, j, max(begin, t))
     st.run_cross[pos] = np.nan
@@ -352,6 +367,7 @@ def start_job(st, j, now):
         st.job_first_start[j] = now
     st.job_last_start[j] = now
     st.job_seg_start[j] = now
+    _anchor(st, j, begin)
     _run_add(st, j, _end_time(st, j, begin))
 
 
@@ -644,17 +660,7 @@ def _sort_jobs(st, c, lo, m):
 
 
 @njit(**_JIT)
-def _ran_since(status, s0, phase_end, now):
-    """Seconds a holder has been RUNNING between its accounting time ``s0`` and ``now``."""
-    if status == RUNNING:
-        return max(now - s0, 0.0)
-    if status == LOADING and phase_end < now:
-        return now - max(phase_end, s0)
-    return 0.0
-
-
-@njit(**_JIT)
-def _las_place(st, cfg, j, ran, now):
+def _las_place(st, cfg, j, now):
     """Tiresias: bring job ``j``'s level and place in that level's list up to now.
 
     The simulator keeps one list per level. A job first joins the back of its level
@@ -663,7 +669,7 @@ def _las_place(st, cfg, j, ran, now):
     t_x = now - (a_j - T_k) / g_j. Such places are times since the first submission
     (>= 0); after each re-pack :func:`_las_front` moves the holders to the front (< 0).
     """
-    att = st.job_attained[j] + ran * st.job_n_gpus[j]
+    att = st.job_attained[j]  # synced by the caller
     lvl = las_level(att, cfg.thresholds)
     t0 = st.job_submit[0]
     if np.isnan(st.job_seq[j]):
@@ -692,11 +698,13 @@ def _las_front(st):
 
 @njit(**_JIT)
 def _compute_keys(st, cfg, c, lo, m):
-    """Priority keys of ``c[lo:m]`` at now (holders' remaining / attained taken as of now)."""
+    """Priority keys of ``c[lo:m]`` at now (holders' remaining / attained synced to now,
+    the very values a Python policy reads)."""
     now = st.sim_f[F_NOW]
     for i in range(lo, m):
         j = c[i]
-        ran = _ran_since(st.job_status[j], st.job_seg_start[j], st.job_phase_end[j], now)
+        if st.job_run_pos[j] >= 0 and (cfg.key == KEY_SRTF or cfg.key == KEY_LAS):
+            _sync(st, j, now)
         if cfg.key == KEY_FIFO:
             st.job_key[j] = st.job_submit[j]
             st.job_key2[j] = 0.0
@@ -704,10 +712,10 @@ def _compute_keys(st, cfg, c, lo, m):
             st.job_key[j] = st.job_work[j]
             st.job_key2[j] = 0.0
         elif cfg.key == KEY_SRTF:
-            st.job_key[j] = st.job_remaining[j] - ran * st.job_rate[j]
+            st.job_key[j] = st.job_remaining[j]
             st.job_key2[j] = 0.0
         else:  # KEY_LAS: level, then place in the level's list
-            _las_place(st, cfg, j, ran, now)
+            _las_place(st, cfg, j, now)
             st.job_key[j] = st.job_level[j]
             st.job_key2[j] = st.job_seq[j]
 

@@ -10,7 +10,10 @@ Accounting is lazy: while a job holds GPUs its ``job_remaining``, ``job_executed
 ``job_seg_start`` only; the
 kernel brings them up to date (``sync``) when it needs them and before any Python code
 reads the state, so the per-decision cost does not grow with every running job's
-bookkeeping.
+bookkeeping. Training progress (remaining, executed, attained) is computed from the
+``job_anchor_*`` values, fixed when the job last started training at its current rate:
+a pure function of the time, so it is the same to the last bit however often it is
+brought up to date (the fused path and a Python policy sync at different moments).
 
 Jobs are indexed ``0..n_jobs-1`` in submission order (stable sort of the trace by
 ``submit_time``), so "job index" order is arrival order. GPUs are numbered server
@@ -103,6 +106,10 @@ class SimState(NamedTuple):
     # itself when the job has no load time, so training began at job_phase_end either way)
     job_run_pos: np.ndarray  # int32, position in ``run`` (-1 if absent)
     job_seg_start: np.ndarray  # float64, s up to which a holder's accounting is current
+    job_anchor_t: np.ndarray  # float64, s from which a holder trains at its current rate
+    job_anchor_rem: np.ndarray  # float64, job_remaining at job_anchor_t
+    job_anchor_exec: np.ndarray  # float64, job_executed at job_anchor_t
+    job_anchor_att: np.ndarray  # float64, job_attained at job_anchor_t
     job_enqueued: np.ndarray  # float64, s at which the job last entered the queue
     job_key: np.ndarray  # float64 scratch: primary priority key
     job_key2: np.ndarray  # float64 scratch: secondary priority key
@@ -229,6 +236,10 @@ def new_state(
         job_phase_end=nan.copy(),
         job_run_pos=np.full(n, -1, dtype=np.int32),
         job_seg_start=nan.copy(),
+        job_anchor_t=nan.copy(),
+        job_anchor_rem=work.copy(),
+        job_anchor_exec=np.zeros(n),
+        job_anchor_att=np.zeros(n),
         job_enqueued=nan.copy(),
         job_key=np.zeros(n),
         job_key2=np.zeros(n),
