@@ -33,6 +33,15 @@ Full::
     gpu_mem_gb = 32        # optional, as are cpus, mem_gb, storage_gb, rack
     tier = "cloud"         # optional: "edge" | "cloud" (default)
     delay_s = 0.0          # optional: per-chunk transmission delay, s
+    workers = { gpu = 1, cpu = 2 }   # optional: typed workers per server (edge-cloud)
+    ps = 2                 # optional: parameter-server slots per server (edge-cloud)
+    unbounded = false      # optional: the cloud, with unbounded workers and PSs
+
+Typed workers, ``ps`` and ``unbounded`` describe an edge-cloud cluster (DESIGN.md, "Tasks,
+typed workers and tiers"): jobs made of data chunks run one chunk per worker of the job's
+type (:mod:`gpusched.tiers`). ``unbounded`` needs ``tier = "cloud"`` and ``count = 1`` and
+excludes ``workers``/``ps``; worker type names are identifiers of letters, digits, ``-``
+and ``_``.
 
 The defaults of ``nic_gbps`` and ``intra_gbyte_s`` are the A-SRPT paper's
 evaluation settings (10 Gbps NIC, 300 GB/s NVLink of V100 servers).
@@ -148,6 +157,13 @@ class ServerGroup:
         ``"edge"`` or ``"cloud"`` (the edge-cloud model); ``"cloud"`` by default.
     delay_s
         Transmission delay of one data chunk to a server of this group, s (>= 0).
+    workers
+        Typed workers per server, as ``(type, count)`` pairs (the edge-cloud model); empty
+        for GPU clusters.
+    ps
+        Parameter-server slots per server (the edge-cloud model).
+    unbounded
+        The cloud of the edge-cloud model: unbounded workers of every type and PSs.
     """
 
     count: int
@@ -160,6 +176,9 @@ class ServerGroup:
     rack: str | None = None
     tier: str = "cloud"
     delay_s: float = 0.0
+    workers: tuple[tuple[str, int], ...] = ()
+    ps: int = 0
+    unbounded: bool = False
 
     def __post_init__(self) -> None:
         # Backstop for specs built in code; the loader reports file and key first.
@@ -183,6 +202,25 @@ class ServerGroup:
                 f"ServerGroup.delay_s: expected a number >= 0 and <= {MAX_DELAY_S:g}, "
                 f"got {self.delay_s!r}"
             )
+        for name, n in self.workers:
+            if not (isinstance(name, str) and _type_name_ok(name)):
+                raise ClusterError(f"ServerGroup.workers: bad worker type name {name!r}")
+            if not _is_int(n) or not 0 <= n <= MAX_GPUS:
+                raise ClusterError(
+                    f"ServerGroup.workers[{name!r}]: expected an integer >= 0, got {n!r}"
+                )
+        if not _is_int(self.ps) or not 0 <= self.ps <= MAX_GPUS:
+            raise ClusterError(f"ServerGroup.ps: expected an integer >= 0, got {self.ps!r}")
+        if self.unbounded and (self.tier != "cloud" or self.count != 1 or self.workers or self.ps):
+            raise ClusterError(
+                "ServerGroup.unbounded: only one cloud server (tier 'cloud', count 1, "
+                "no workers or ps) is unbounded"
+            )
+
+    @property
+    def n_workers(self) -> int:
+        """Typed workers per server (0 for GPU clusters and the unbounded cloud)."""
+        return sum(n for _, n in self.workers)
 
     @property
     def n_gpus(self) -> int:
@@ -407,6 +445,12 @@ class ClusterSpec:
                     d[key] = value
             d["tier"] = g.tier
             d["delay_s"] = g.delay_s
+            if g.workers:
+                d["workers"] = dict(g.workers)
+            if g.ps:
+                d["ps"] = g.ps
+            if g.unbounded:
+                d["unbounded"] = True
             servers.append(d)
         return {
             "cluster": {
@@ -437,6 +481,9 @@ _SERVER_KEYS = (
     "rack",
     "tier",
     "delay_s",
+    "workers",
+    "ps",
+    "unbounded",
 )
 _TOP_KEYS = ("cluster", "servers")
 
@@ -591,6 +638,15 @@ def parse_cluster(text: str, source: str = "<string>") -> ClusterSpec:
     except RecursionError:
         raise ClusterError(f"{where}: invalid TOML: arrays or tables nested too deeply") from None
     return _Validator(source).spec(doc)
+
+
+def _type_name_ok(name: str) -> bool:
+    """A worker type name: 1-64 letters, digits, '-' or '_'."""
+    return (
+        0 < len(name) <= MAX_NAME_CHARS
+        and name.isascii()
+        and all(c.isalnum() or c in "-_" for c in name)
+    )
 
 
 def _is_int(v: object) -> bool:
@@ -835,6 +891,17 @@ class _Validator:
             if "delay_s" in entry
             else 0.0
         )
+        workers = self.workers(entry, where)
+        ps = self.integer(entry, "ps", where, minimum=0, maximum=MAX_GPUS) if "ps" in entry else 0
+        unbounded = entry.get("unbounded", False)
+        if not isinstance(unbounded, bool):
+            raise self.fail(f"{where}.unbounded", f"expected true or false, {self.got(unbounded)}")
+        if unbounded and (tier != "cloud" or count != 1 or workers or ps):
+            raise self.fail(
+                f"{where}.unbounded",
+                'only one cloud server is unbounded: it needs tier = "cloud" and count = 1, '
+                "and gives no workers or ps (it has as many as any job needs)",
+            )
         return ServerGroup(
             count=count,
             gpus=gpus,
@@ -846,4 +913,29 @@ class _Validator:
             rack=rack,
             tier=tier,
             delay_s=delay,
+            workers=workers,
+            ps=ps,
+            unbounded=unbounded,
         )
+
+    def workers(self, entry: dict[str, Any], where: str) -> tuple[tuple[str, int], ...]:
+        """The ``workers`` table: worker type -> count per server."""
+        if "workers" not in entry:
+            return ()
+        table = entry["workers"]
+        if not isinstance(table, dict) or not table:
+            raise self.fail(
+                f"{where}.workers",
+                f"expected a table of worker type = count, e.g. {{ gpu = 1 }}, {self.got(table)}",
+            )
+        out = []
+        for name in table:
+            if not _type_name_ok(name):
+                raise self.fail(
+                    f"{where}.workers",
+                    f"worker type {show_name(name)}: expected letters, digits, '-' or '_' "
+                    f"(at most {MAX_NAME_CHARS} characters)",
+                )
+            n = self.integer(table, name, f"{where}.workers", minimum=0, maximum=MAX_GPUS)
+            out.append((name, n))
+        return tuple(out)

@@ -30,7 +30,9 @@ from gpusched.ledger import RESOURCES, Ledger, LedgerView, capacities
 from gpusched.policy import (
     Allocate,
     Decision,
+    Dispatch,
     Fused,
+    HostPS,
     Preempt,
     Reject,
     Start,
@@ -65,6 +67,7 @@ from gpusched.state import (
     new_state,
     new_timeline,
 )
+from gpusched.tasks import TaskBook
 from gpusched.view import View, _frozen
 
 _CHUNK = 8192  # decision points per kernel call in fused mode (progress granularity)
@@ -149,6 +152,13 @@ class Engine:
         ``rate(job, workers, ps)``. When some job is one, the engine keeps the resource
         ledger, the policy must declare ``places_roles = True`` and act with
         :class:`~gpusched.policy.Allocate` / :class:`~gpusched.policy.Reject`.
+    tasks, layout
+        Optional: the jobs are made of tasks (``jobs`` then holds one row per task), a job
+        model's task set (``parent``, ``first``, ``parents``, ``type_name``, ``gang``,
+        ``rate(job, zeta)``), on the cluster's typed workers (a
+        :class:`~gpusched.tasks.WorkerLayout`, whose ``cluster`` must be ``cluster``). The
+        engine then keeps a :class:`~gpusched.tasks.TaskBook` and enforces its rules; the
+        policy must declare ``runs_tasks = True``.
     """
 
     def __init__(
@@ -167,6 +177,8 @@ class Engine:
         save_s: np.ndarray | None = None,
         notice: Callable[[], AbstractContextManager[Any]] | None = None,
         roles: Any = None,
+        tasks: Any = None,
+        layout: Any = None,
     ) -> None:
         if not slot_s > 0 or not np.isfinite(slot_s):
             raise ValueError(f"slot must be a positive number of seconds, got {slot_s}")
@@ -187,10 +199,14 @@ class Engine:
             raise PolicyError(f"policy '{self.name}' has no fused kernel path for these parameters")
         if mode not in ("auto", "fused", "python"):
             raise ValueError(f"unknown engine mode {mode!r}")
-        if mode == "fused" and perf is not None:
-            raise PolicyError("a placement-aware performance model needs the python engine path")
+        if mode == "fused" and (perf is not None or tasks is not None):
+            raise PolicyError(
+                "a placement-aware performance model or jobs made of tasks need the python "
+                "engine path"
+            )
         self.perf = perf
-        self.mode = "fused" if fused is not None and mode != "python" and perf is None else "python"
+        plain = perf is None and tasks is None
+        self.mode = "fused" if fused is not None and mode != "python" and plain else "python"
         kind, xi = self._interference(jobs)
         self.state = new_state(
             jobs.submit_s,
@@ -216,7 +232,8 @@ class Engine:
             blocking=bool(fused.blocking) if fused else False,
             allow_spread=bool(cluster.allow_spread),
             thresholds=np.asarray(fused.thresholds if fused else (), dtype=np.float64),
-            phases=bool((st.job_load_s > 0).any() or (st.job_save_s > 0).any()),
+            phases=bool((st.job_load_s > 0).any() or (st.job_save_s > 0).any())
+            or tasks is not None,  # a task holding its worker while its data ships is loading
             period=float(fused.period) if (fused and self.mode == "fused") else 0.0,
         )
         with notice() if notice is not None else nullcontext():
@@ -248,6 +265,10 @@ class Engine:
         self.roles = roles
         self._ledger_rows: list[np.ndarray] = []  # used resources per timeline row
         self._setup_ledger(roles)
+        #: the record of tasks, for jobs made of tasks (None otherwise)
+        self.book: TaskBook | None = None
+        self._tier_rows: list[tuple[int, int]] = []  # busy edge and cloud workers per row
+        self._setup_tasks(tasks, layout)
         prepare = getattr(policy, "prepare", None)
         if prepare is not None:
             call_policy(self.name, "prepare", None, prepare, jobs, cluster)
@@ -286,6 +307,34 @@ class Engine:
             )
         self.ledger = Ledger(capacities(self.cluster), roles.worker, roles.ps, roles.max_workers)
         self.view.ledger = LedgerView(self.ledger, mask)
+
+    def _setup_tasks(self, tasks: Any, layout: Any) -> None:
+        """Keep the task book when the jobs are made of tasks (DESIGN.md, "Tasks, typed
+        workers and tiers"); refuse a policy that cannot run them."""
+        runs = bool(getattr(self.policy, "runs_tasks", False))
+        needs = bool(getattr(self.policy, "needs_tasks", False))
+        if tasks is None:
+            if needs and len(self.jobs):
+                raise PolicyError(
+                    f"policy '{self.name}' schedules jobs made of data chunks on typed workers, "
+                    "but this trace has none (rows with the 'chunks' column)"
+                )
+            return
+        if not runs:
+            raise PolicyError(
+                f"policy '{self.name}' places gangs on GPUs, but the jobs of "
+                f"{show_name(self.jobs.source or '<trace>')} are made of data chunks on typed "
+                "workers: use a policy that runs them (a-online, a-online-e, srtf, tiresias-l, "
+                "batchsche)"
+            )
+        st = self.state
+        if (st.job_load_s > 0).any() or (st.job_save_s > 0).any():
+            raise PolicyError(
+                "load and save phases are not modelled for jobs made of tasks "
+                "(--load-s/--save-s must be 0; shipping a chunk's data is the load)"
+            )
+        self.book = TaskBook(tasks, layout, st)
+        self.view.tasks = self.book.view
 
     def _interference(self, jobs: JobTable) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Per-job interference kinds and the xi matrix (SJF-BSBF paper, eq. 5-6).
@@ -396,6 +445,9 @@ class Engine:
         if self.ledger is not None:
             for j in self._done_buf[:n_done].tolist():
                 self.ledger.release(j, float(st.job_finish[j]))
+        if self.book is not None:
+            for j in self._done_buf[:n_done].tolist():
+                self.book.released(j, float(st.job_finish[j]))
         if code != kernel.LIMIT:
             self._set_code(code)
             return
@@ -434,6 +486,9 @@ class Engine:
             if why:
                 raise InvariantError(f"at t={now:.6g} s: {why}")
             self._ledger_rows.append(self.ledger.used.sum(axis=0))
+        if self.book is not None:
+            cloud = self.book.cloud_busy
+            self._tier_rows.append((int(self._tl_buf.busy_gpus[self._tl_rows - 1]) - cloud, cloud))
 
     # --- applying a decision -----------------------------------------------------------
 
@@ -519,7 +574,10 @@ class Engine:
             self._check_room(decision.actions, now)
         for action in decision.actions:
             if isinstance(action, Start):
-                self._apply_start(action, now)
+                if self.book is not None:
+                    self._apply_task_start(action, now)
+                else:
+                    self._apply_start(action, now)
             elif isinstance(action, Preempt):
                 j = self._check_job(action.job, now)
                 err = self._status_problem(j, now, (RUNNING, LOADING))
@@ -527,7 +585,18 @@ class Engine:
                     raise err
                 if self.ledger is not None:
                     self.ledger.release(j, now)
+                if self.book is not None:
+                    why = self.book.preempt_problem(j)
+                    if why:
+                        raise self._fail(j, now, why)
+                    kernel.preempt(st, j, now)
+                    self.book.released(j, now, in_decision=True)
+                    continue
                 kernel.preempt(st, j, now)
+            elif isinstance(action, Dispatch):
+                self._apply_dispatch(action, now)
+            elif isinstance(action, HostPS):
+                self._apply_host_ps(action, now)
             elif isinstance(action, Allocate):
                 self._apply_allocate(action, now)
             elif isinstance(action, Reject):
@@ -539,6 +608,10 @@ class Engine:
         if decision.order is not None and self.ledger is not None:
             raise self._fail(
                 None, now, "gives an order, but jobs placed by roles are started with Allocate"
+            )
+        if decision.order is not None and self.book is not None:
+            raise self._fail(
+                None, now, "gives an order, but tasks are started on their workers with Start"
             )
         if decision.order is not None:
             try:
@@ -568,6 +641,15 @@ class Engine:
             self._set_wake(self._as_time(decision.wake_at, "Decision.wake_at", now), now)
         if self.perf is not None:
             self._apply_perf(now)
+        if self.book is not None:
+            no_ps = self.book.after_decision(now)
+            if no_ps:
+                raise self._fail(
+                    None,
+                    now,
+                    f"job '{self.book.job_id[no_ps[0]]}' has tasks on workers but no parameter "
+                    "server (eq. 2e): give it one with HostPS",
+                )
 
     def _apply_perf(self, now: float) -> None:
         """Set the progress rate of every job (re)started at ``now`` from its placement."""
@@ -653,6 +735,74 @@ class Engine:
         why = self.ledger.room_problem(changes)
         if why:
             raise self._fail(None, now, f"Allocate {why}")
+
+    def _task_worker(self, j: int, value: Any, now: float) -> int:
+        """A task action's worker as an int, or a PolicyError."""
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise self._fail(j, now, f"worker must be an integer index, got {value!r}")
+        return int(value)
+
+    def _apply_task_start(self, action: Start, now: float) -> None:
+        """Start a task on its one worker (the rules of :mod:`gpusched.tasks`)."""
+        assert self.book is not None
+        st = self.state
+        j = self._check_job(action.job, now)
+        err = self._status_problem(j, now, (QUEUED,))
+        if err:
+            raise err
+        gpus = action.gpus
+        try:
+            arr = np.asarray(gpus) if gpus is not None else None
+        except (ValueError, TypeError):
+            arr = None
+        if arr is None or arr.shape != (1,):
+            raise self._fail(j, now, f"a task starts on exactly one named worker, got {gpus!r}")
+        w = self._task_worker(j, arr[0].item() if arr.dtype != object else arr[0], now)
+        why = self.book.start_problem(j, w, now)
+        if why:
+            raise self._fail(j, now, why)
+        if st.gpu_n_jobs[w] > 0:
+            holder = self.jobs.job_id[st.gpu_job[w, 0]]
+            raise self._fail(j, now, f"worker {w} is busy (with task '{holder}'; eq. 2d)")
+        if action.config is not None:
+            raise self._fail(j, now, "gives a config, but tasks take none")
+        self.book.before_start(j, w, now)
+        kernel.start_on(st, j, np.asarray([w], dtype=np.int32), now)
+        self.book.after_start(j)
+
+    def _apply_dispatch(self, action: Dispatch, now: float) -> None:
+        """Place a queued task on a worker without starting it."""
+        if self.book is None:
+            raise self._fail(None, now, "Dispatch is for jobs made of tasks; this run has none")
+        j = self._check_job(action.job, now)
+        err = self._status_problem(j, now, (QUEUED,))
+        if err:
+            raise err
+        w = self._task_worker(j, action.worker, now)
+        if self.book.bound[j] >= 0:
+            raise self._fail(j, now, f"is placed already (on worker {int(self.book.bound[j])})")
+        why = self.book.place_problem(j, w)
+        if why:
+            raise self._fail(j, now, why)
+        self.book.dispatch(j, w, now)
+
+    def _apply_host_ps(self, action: HostPS, now: float) -> None:
+        """Put a job's parameter server on a server."""
+        book = self.book
+        if book is None:
+            raise self._fail(None, now, "HostPS is for jobs made of tasks; this run has none")
+        p = action.job
+        if (
+            isinstance(p, bool)
+            or not isinstance(p, int | np.integer)
+            or not 0 <= p < book.n_parents
+        ):
+            raise self._fail(None, now, f"HostPS: unknown job index {p!r} (of {book.n_parents})")
+        s = self._task_worker(None, action.server, now)  # type: ignore[arg-type]
+        why = book.ps_problem(int(p), s)
+        if why:
+            raise self._fail(None, now, f"HostPS: job '{book.job_id[int(p)]}' {why}")
+        book.host_ps(int(p), s, now)
 
     def _apply_reject(self, action: Reject, now: float) -> None:
         """End a queued job that never ran with status rejected."""
@@ -803,6 +953,10 @@ class Engine:
             held = np.asarray(self._ledger_rows).reshape(-1, len(RESOURCES))
             for r, name in enumerate(RESOURCES):
                 tl[f"held_{name}"] = held[:, r]
+        if self.book is not None:  # busy workers per tier
+            rows = np.asarray(self._tier_rows, dtype=np.int64).reshape(-1, 2)
+            tl["busy_edge"] = rows[:, 0]
+            tl["busy_cloud"] = rows[:, 1]
         return tl
 
     def sync(self) -> None:
@@ -842,6 +996,25 @@ class Engine:
                 "resources": list(RESOURCES),
                 "held_s": self.ledger.held_s.tolist(),
                 "capacity": self.ledger.capacity.sum(axis=0).tolist(),
+            }
+        if self.book is not None:
+            book = self.book
+            book.ledger.settle(self.now if np.isfinite(self.now) else 0.0)
+            lay = book.layout
+            placed = book.bound >= 0
+            cloud = np.zeros(book.bound.shape[0], dtype=bool)
+            cloud[placed] = lay.server_cloud[lay.worker_server[book.bound[placed]]]
+            extra["tasks"] = {
+                "parent": book.parent,
+                "first": book.first,
+                "parents": book.tasks.parents,
+                "worker": book.bound.copy(),
+                "cloud": cloud,
+                "transfer_s": book.transfer_s.copy(),
+                "zeta": book.zeta.copy(),
+                "n_edge_workers": int(book.view.edge_workers.shape[0]),
+                "ps_held_s": float(book.ledger.held_s[0]),
+                "ps_edge_slots": float(book.layout.ps_slots[~book.layout.server_cloud].sum()),
             }
         check_invariants(
             self.state,

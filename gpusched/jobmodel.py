@@ -23,6 +23,9 @@ them, so a paper family's machinery stays in its own subpackage:
     For jobs placed by roles on multi-resource machines (``num_gpus`` 0): their demands
     per worker and per parameter server and their rate on given counts per machine
     (:mod:`gpusched.ledger`), or None when the table has none of this model's.
+``tasks(jobs, cluster) -> tasks | None``
+    For jobs made of tasks on typed workers (data chunks): the tasks, one row each, with
+    their jobs and rates (:mod:`gpusched.tasks`), or None when the table has none.
 ``summary(result) -> dict | None``
     A family's own keys for summary.json (e.g. total utility): the one extension point of
     the summary, so the core's list stays fixed.
@@ -52,6 +55,7 @@ __all__ = [
     "perf",
     "roles",
     "summaries",
+    "tasks",
 ]
 
 _BUILTIN = "gpusched.jobmodels"
@@ -155,6 +159,15 @@ def perf(jobs: Any, cluster: Any) -> Any:
 def roles(jobs: Any, cluster: Any) -> Any:
     """The first job model's roles for jobs placed by roles, or None (a GPU-index run)."""
     for hook in _hooks("roles"):
+        got = hook(jobs, cluster)
+        if got is not None:
+            return got
+    return None
+
+
+def tasks(jobs: Any, cluster: Any) -> Any:
+    """The first job model's tasks for jobs made of tasks, or None."""
+    for hook in _hooks("tasks"):
         got = hook(jobs, cluster)
         if got is not None:
             return got

@@ -43,6 +43,8 @@ class JobTable:
     load_s, save_s
         The trace's ``load_s`` and ``save_s`` columns (s, float64), in submission
         order; NaN where the trace does not give them.
+    line
+        Physical line of each job in the trace file (for error messages).
     n_dropped
         Oversized jobs skipped with ``drop_oversized``.
     source
@@ -65,6 +67,7 @@ class JobTable:
     extra: dict[str, np.ndarray] = field(default_factory=dict)
     load_s: np.ndarray = field(default_factory=lambda: np.empty(0))
     save_s: np.ndarray = field(default_factory=lambda: np.empty(0))
+    line: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
     def __len__(self) -> int:
         return int(self.submit_s.shape[0])
@@ -142,4 +145,5 @@ def prepare_jobs(trace: Trace, cluster: ClusterSpec, *, drop_oversized: bool = F
         extra={k: np.asarray(v)[order] for k, v in trace.extra.items()},
         load_s=trace.load_s[order],
         save_s=trace.save_s[order],
+        line=np.asarray(trace.line, dtype=np.int64)[order],
     )

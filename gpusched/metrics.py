@@ -32,6 +32,16 @@ nor unfinished) and ``utilization_<resource>`` (resource-time held / (capacity x
 makespan)) for each resource of the ledger; jobs.csv gains ``status``. A job model adds
 its own keys through its ``summary`` hook (:func:`gpusched.jobmodel.summaries`), e.g.
 the PD-ORS family's ``total_utility``.
+
+Runs of jobs made of tasks (data chunks on typed workers, :mod:`gpusched.tasks`) report
+per *job*: a job finishes with its last chunk, so its JCT is that chunk's, and its wait,
+load (data shipping while holding a worker), train and save columns are that critical
+chunk's (JCT = W + L + T + P still holds); ``preemptions`` add up its chunks';
+``comm_s`` is the time its chunks lost to worker-PS communication; ``tier`` says where
+its chunks ran. tasks.csv keeps one record per chunk (with its job and worker). The
+summary's statistics are over jobs; ``gpu_utilization`` is the edge workers' (busy
+worker-time / (edge workers x makespan)); the cloud's unbounded workers count in
+``cloud_worker_s``; ``n_preemptions`` counts chunk preemptions.
 """
 
 from __future__ import annotations
@@ -83,7 +93,15 @@ SUMMARY_KEYS = (
 
 
 def job_records(res: RunResult) -> dict[str, np.ndarray]:
-    """Per-job columns of jobs.csv, in submission order.
+    """Per-job columns of jobs.csv, in submission order (jobs made of tasks: per job, see
+    the module docstring; :func:`task_records` has the chunks)."""
+    if "tasks" in res.extra:
+        return _parent_records(res)
+    return task_records(res)
+
+
+def task_records(res: RunResult) -> dict[str, np.ndarray]:
+    """Per-row columns: per job, or per task of jobs made of tasks (tasks.csv).
 
     A finished job's JCT splits into waiting, loading, training and pause-and-save time
     (Lazer paper, eq. 1: JCT = W + L + T + P): ``wait_s + load_s + train_s + save_s``;
@@ -110,6 +128,107 @@ def job_records(res: RunResult) -> dict[str, np.ndarray]:
         "slowdown_s": np.where(done, _slowdown(st.job_executed, st.job_work), np.nan),
         "shared_s": st.job_shared_s,
         **_role_records(res),
+        **_task_columns(res),
+    }
+
+
+def _task_columns(res: RunResult) -> dict[str, np.ndarray]:
+    """tasks.csv's extra columns: each task's job, worker and tier."""
+    info = res.extra.get("tasks")
+    if info is None:
+        return {}
+    return {
+        "job": np.asarray(info["parents"].job_id)[info["parent"]],
+        "worker": info["worker"],
+        "cloud": info["cloud"].astype(np.int8),
+        "transfer_s": info["transfer_s"],
+    }
+
+
+def _parent_records(res: RunResult) -> dict[str, np.ndarray]:
+    """Per-job records of jobs made of tasks: each job's last chunk decides (module doc)."""
+    st = res.state
+    info = res.extra["tasks"]
+    parent, first = info["parent"], info["first"]
+    parents = info["parents"]
+    starts = first[:-1]
+    n = len(parents)
+    if n == 0:
+        return {"job_id": parents.job_id, "submit": parents.submit_s}
+    finish = np.maximum.reduceat(st.job_finish, starts)  # NaN unless every chunk finished
+    order = np.lexsort((np.nan_to_num(st.job_finish, nan=np.inf), parent))
+    crit = order[first[1:] - 1]  # each job's last-finishing chunk
+    done = ~np.isnan(finish)
+    submit = np.asarray(parents.submit_s, dtype=np.float64)
+    cloud = info["cloud"].astype(np.int64)
+    n_cloud = np.add.reduceat(cloud, starts)
+    chunks = np.diff(first)
+    tier = np.where(n_cloud == 0, "edge", np.where(n_cloud == chunks, "cloud", "both"))
+    lost = (st.job_executed - st.job_work).clip(min=0)
+
+    def crit_of(a: np.ndarray) -> np.ndarray:
+        return np.where(done, a[crit], np.nan)
+
+    return {
+        "job_id": parents.job_id,
+        "submit": submit,
+        "first_start": np.fmin.reduceat(st.job_first_start, starts),
+        "finish": finish,
+        "jct": finish - submit,
+        "wait_s": crit_of(st.job_wait_s),
+        "chunks": chunks,
+        "duration": np.asarray(parents.work_s, dtype=np.float64),
+        "preemptions": np.add.reduceat(st.job_n_preempt, starts),
+        "load_s": crit_of(st.job_load_spent_s),
+        "train_s": crit_of(st.job_executed),
+        "save_s": crit_of(st.job_save_spent_s),
+        "comm_s": np.add.reduceat(lost, starts),
+        "transfer_s": crit_of(info["transfer_s"]),
+        "tier": tier.astype(object),
+        "cloud_chunks": n_cloud,
+    }
+
+
+def _task_summary(res: RunResult) -> dict[str, Any]:
+    """The summary's keys for jobs made of tasks: statistics over jobs (module doc)."""
+    info = res.extra.get("tasks")
+    if info is None:
+        return {}
+    st = res.state
+    rec = _parent_records(res)
+    n = len(info["parents"])
+    done = ~np.isnan(rec["finish"]) if n else np.zeros(0, dtype=bool)
+    jct = rec["jct"][done] if n else np.zeros(0)
+    wait = rec["wait_s"][done] if n else np.zeros(0)
+    end = float(np.nanmax(rec["finish"])) if done.any() else float(st.sim_f[0])
+    if res.stopped_at is not None:
+        end = res.stopped_at
+    makespan = max(end - float(rec["submit"][0]), 0.0) if n else 0.0
+    holding = st.job_executed + st.job_load_spent_s + st.job_save_spent_s
+    cloud = info["cloud"]
+    n_edge = info["n_edge_workers"]
+    edge_s = float(holding[~cloud].sum())
+    return {
+        "n_jobs": n,
+        "n_finished": int(done.sum()),
+        "n_unfinished": int(n - done.sum()),
+        "avg_jct_s": _mean(jct),
+        "p50_jct_s": _pct(jct, 50),
+        "p95_jct_s": _pct(jct, 95),
+        "p99_jct_s": _pct(jct, 99),
+        "avg_wait_s": _mean(wait),
+        "p50_wait_s": _pct(wait, 50),
+        "p95_wait_s": _pct(wait, 95),
+        "total_jct_s": float(jct.sum()),
+        "makespan_s": makespan,
+        "gpu_utilization": edge_s / (n_edge * makespan) if n_edge and makespan > 0 else 0.0,
+        "total_wait_s": float(wait.sum()),
+        "n_tasks": int(len(res.jobs)),
+        "n_cloud_jobs": int((rec["tier"] == "cloud").sum()) if n else 0,
+        "n_cloud_chunks": int(cloud.sum()),
+        "cloud_worker_s": float(holding[cloud].sum()),
+        "ps_held_s": info["ps_held_s"],
+        "total_transfer_s": float(info["transfer_s"].sum()),
     }
 
 
@@ -155,7 +274,7 @@ def _mean(a: np.ndarray) -> float | None:
 def summarize(res: RunResult) -> dict[str, Any]:
     """The summary.json dictionary of a run (see the module docstring for definitions)."""
     st = res.state
-    rec = job_records(res)
+    rec = task_records(res)  # per row: jobs made of tasks are summed up by _task_summary
     done = st.job_status == FINISHED
     jct = rec["jct"][done]
     wait = rec["wait_s"][done]
@@ -207,6 +326,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
         "wall_s": res.wall_s,
         **_role_summary(res, makespan),
         **jobmodel.summaries(res),
+        **_task_summary(res),
     }
 
 
@@ -265,6 +385,8 @@ def write_results(res: RunResult, out: str | Path, trace_path: str | None = None
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "jobs.csv", job_records(res))
+    if "tasks" in res.extra:
+        write_csv(out / "tasks.csv", task_records(res))
     write_csv(out / "timeline.csv", res.timeline)
     summary = summarize(res)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -13,7 +13,9 @@ A decision is any mix of
 * explicit :class:`Start` (on given GPUs, or by default placement) and
   :class:`Preempt` actions, applied before the order; for jobs placed by roles on
   multi-resource machines (parameter-server jobs), :class:`Allocate` (start, resize or
-  pause) and :class:`Reject`;
+  pause) and :class:`Reject`; for jobs made of tasks on typed workers (the edge-cloud
+  family, :mod:`gpusched.tasks`), :class:`Start` of a task on one worker,
+  :class:`Dispatch` (place a task without starting it) and :class:`HostPS`;
 * ``wake_at``: call me again at this simulated time even if nothing happens
   (or, for timers that depend on the allocation just made, an optional
   ``wake(view, now)`` method the engine calls after applying the decision).
@@ -43,7 +45,9 @@ __all__ = [
     "KEY_SRTF",
     "Allocate",
     "Decision",
+    "Dispatch",
     "Fused",
+    "HostPS",
     "Policy",
     "Preempt",
     "Reject",
@@ -124,6 +128,30 @@ class Reject:
     job: int
 
 
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """Place a queued task that was never placed on a worker, without starting it.
+
+    For jobs made of tasks (``view.tasks``; :mod:`gpusched.tasks`): the task is bound to
+    ``worker`` for good, its data ships now, and it may be started there from ``now`` plus
+    the server's transmission delay on (``view.tasks.ready``); the worker stays free for
+    other tasks meanwhile.
+    """
+
+    job: int
+    worker: int
+
+
+@dataclass(frozen=True, slots=True)
+class HostPS:
+    """Put the parameter server of job ``job`` (a job made of tasks; an index of
+    ``view.tasks``' jobs, not a task) on ``server`` from now on (eq. 2e-2g of the edge-cloud
+    paper: one PS per running job, a free PS slot, in the cloud for a job wholly there)."""
+
+    job: int
+    server: int
+
+
 @dataclass(slots=True)
 class Decision:
     """A policy's answer at one decision point.
@@ -147,7 +175,9 @@ class Decision:
     order: np.ndarray | None = None
     preemptive: bool = False
     blocking: bool = False
-    actions: list[Start | Preempt | Allocate | Reject] = field(default_factory=list)
+    actions: list[Start | Preempt | Allocate | Reject | Dispatch | HostPS] = field(
+        default_factory=list
+    )
     wake_at: float | None = None
 
 

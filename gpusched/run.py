@@ -176,11 +176,14 @@ def build_engine(
     :class:`~gpusched.engine.Engine`). Annotated pipeline traces (a ``config``
     column) get the placement-aware rate model of their job model (:mod:`gpusched.jobmodel`).
     """
+    import numpy as np
+
     from gpusched.cluster import load_cluster
     from gpusched.engine import Engine
     from gpusched.jobs import prepare_jobs
     from gpusched.policy import parse_params
     from gpusched.registry import load_policy_class, make_policy
+    from gpusched.tasks import has_workers, worker_layout
     from gpusched.trace import read_trace
 
     check_run_options(slot_s=slot_s, seed=seed, until_s=until_s, mode=mode)
@@ -210,6 +213,27 @@ def build_engine(
     if until_s is None and math.isfinite(horizon_s):
         until_s = horizon_s
     load, save = phase_times(jobs, load_s, save_s)
+    tasks = jobmodel.tasks(jobs, spec_cluster)  # e.g. data chunks (edge-cloud eq. 1)
+    layout = None
+    if tasks is not None or has_workers(spec_cluster):
+        if tasks is None:
+            raise GpuschedError(
+                f"cluster '{spec_cluster.name}' has typed workers (an edge-cloud cluster), but "
+                "the trace's jobs are not made of data chunks (no 'chunks' column)"
+            )
+        if not has_workers(spec_cluster):
+            raise GpuschedError(
+                f"the trace's jobs are made of data chunks, but cluster '{spec_cluster.name}' "
+                "declares no typed workers (use an edge-cloud cluster, e.g. edge-cloud-testbed)"
+            )
+        if (load > 0).any() or (save > 0).any():
+            raise GpuschedError(
+                "load and save times do not apply to jobs made of data chunks (shipping a "
+                "chunk's data is its load): drop --load-s/--save-s"
+            )
+        layout = worker_layout(spec_cluster, len(tasks.jobs))
+        jobs, spec_cluster = tasks.jobs, layout.cluster
+        load, save = np.zeros(len(jobs)), np.zeros(len(jobs))
     engine = Engine(
         jobs,
         spec_cluster,
@@ -224,6 +248,8 @@ def build_engine(
         save_s=save,
         notice=notice,
         roles=roles,
+        tasks=tasks,
+        layout=layout,
     )
     return engine, path
 

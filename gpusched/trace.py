@@ -25,7 +25,10 @@ Each row must give either (a) ``duration`` or (b) both ``iterations`` and ``mode
 its ``num_gpus`` is 0: such a job is placed through the resource ledger by roles (workers
 and parameter servers, DESIGN.md "Multi-resource machines") and a job model that owns it
 (:mod:`gpusched.jobmodels.ps`) derives its work from its own columns (a file whose every
-row has ``num_gpus`` 0 needs no ``duration``, ``iterations`` or ``model`` column). An
+row has ``num_gpus`` 0 needs no ``duration``, ``iterations`` or ``model`` column). The same
+holds for a job made of data chunks, a row that gives ``chunks`` (:data:`TASK_COLUMN`;
+:mod:`gpusched.jobmodels.chunks` derives its work, DESIGN.md "Tasks, typed workers and
+tiers"). An
 empty field means "not given" (for ``load_s``/``save_s`` too: the engine then uses the
 catalogue's or the run's default). Rows keep their file order (the engine sorts stably by
 submit time).
@@ -161,6 +164,8 @@ ITERATIONS_WHAT = f"a number in (0, {MAX_ITERATIONS:.0f}]"
 
 _OVERHEAD_WHAT = f"0 or a number of seconds in [{MIN_DURATION_S:g}, {MAX_TIME_S:g}]"
 _GPUS_WHAT = f"an integer in [0, {MAX_GPUS}] (0: a job placed by roles)"
+#: A row that gives this column is a job made of data chunks: its job model derives its work.
+TASK_COLUMN = "chunks"
 
 
 def submit_ok(a: np.ndarray) -> np.ndarray:
@@ -915,8 +920,12 @@ def _read_trace(path: str | Path) -> Trace:
     t = CsvTable(path)
     # when every job is placed by roles (num_gpus 0) no row needs a duration, iterations or
     # model, and write_trace leaves those columns out
-    by_roles = t.n > 0 and all(v == "0" for v in t.cols.get("num_gpus", ("",)))
-    t.require(REQUIRED_COLUMNS, () if by_roles else (("duration",), ("iterations", "model")))
+    chunks = t.cols.get(TASK_COLUMN, ("",) * t.n)
+    gpus = t.cols.get("num_gpus", ("",) * t.n)
+    by_model = t.n > 0 and all(
+        v == "0" or c.strip() != "" for v, c in zip(gpus, chunks, strict=True)
+    )
+    t.require(REQUIRED_COLUMNS, () if by_model else (("duration",), ("iterations", "model")))
     job_id = t.text("job_id")
     t.unique_ids(job_id, "job_id")
     submit = t.floats("submit_time", SUBMIT_WHAT, submit_ok)
@@ -929,7 +938,8 @@ def _read_trace(path: str | Path) -> Trace:
 
     # Each row needs a duration, or iterations and a model. Raw fields decide "given", so a
     # malformed duration is reported once (above), not again here.
-    missing = np.isnan(duration) & (np.isnan(iterations) | (model == "")) & (num_gpus > 0)
+    tasks = np.asarray([c.strip() != "" for c in chunks], dtype=bool)
+    missing = np.isnan(duration) & (np.isnan(iterations) | (model == "")) & (num_gpus > 0) & ~tasks
     dur_raw = t.cols.get("duration", ("",) * t.n)
     it_raw = t.cols.get("iterations", ("",) * t.n)
     for i in np.flatnonzero(missing).tolist():
@@ -998,10 +1008,17 @@ def validate_trace(trace: Trace) -> None:
         problems.append(
             (ln, f"{name}:{ln}: column 'num_gpus': expected {_GPUS_WHAT}, got {trace.num_gpus[i]}")
         )
+    chunks = trace.extra.get(TASK_COLUMN)
+    tasks = (
+        np.zeros(len(trace), dtype=bool)
+        if chunks is None
+        else np.asarray([str(c).strip() != "" for c in chunks], dtype=bool)
+    )
     no_work = (
         np.isnan(trace.duration)
         & (np.isnan(trace.iterations) | (trace.model == ""))
         & (trace.num_gpus > 0)
+        & ~tasks
     )
     for i in np.flatnonzero(no_work).tolist():
         ln = int(trace.line[i])

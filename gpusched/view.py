@@ -81,6 +81,11 @@ class View:
         For runs of jobs placed by roles (parameter-server jobs on multi-resource
         machines): a :class:`~gpusched.ledger.LedgerView` of capacities, free resources,
         demands and allocations; None otherwise.
+    tasks
+        For runs of jobs made of tasks on typed workers (the edge-cloud family): a
+        :class:`~gpusched.tasks.TaskView` of each task's job, type, worker and ready time,
+        the workers and tiers, and the jobs' parameter servers; None otherwise. Per-job
+        arrays of this view (``job_status``, ...) are then per *task*.
     """
 
     def __init__(
@@ -126,6 +131,7 @@ class View:
         self._queued: np.ndarray | None = None
         self._running: np.ndarray | None = None
         self.ledger: Any = None
+        self.tasks: Any = None
 
     def refresh(self, arrived: np.ndarray, finished: np.ndarray) -> None:
         """Engine hook: take the events of this decision point."""

@@ -8,12 +8,21 @@ preempted. Deviation: the simulator re-places every job from scratch (free
 migration); here running jobs keep their GPUs and new ones are placed
 consolidated first, which selects the same jobs with GPU-count placement.
 Ties go to the earlier submission.
+
+On jobs made of data chunks (the edge-cloud family, ``view.tasks``) this is the
+edge-cloud paper's SRTF baseline [16] ("jobs are scheduled in the non-decreasing order of
+remaining training time"), job-level and all-or-nothing on the edge
+(:class:`gpusched.algorithms.edge_cloud.JobLevel`): a job's remaining time is the longest
+its workers still need (each trains its own chunks one after another, at eq. 1's speed
+with zeta_j = 0); a job not started yet needs ceil(D_j / k_j) chunk times on its k_j
+workers.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from gpusched.algorithms.edge_cloud import JobLevel
 from gpusched.policy import KEY_SRTF, Decision, Fused
 from gpusched.state import SAVING
 
@@ -25,14 +34,40 @@ class SRTFPolicy:
     knows_duration = True
     needs_predictor = False
     work_conserving = True
+    runs_tasks = True
 
     def __init__(self, *, rng: np.random.Generator | None = None) -> None:
-        pass
+        self._rng = rng if rng is not None else np.random.default_rng(0)
+        self._gang: JobLevel | None = None
+
+    def prepare(self, jobs, cluster) -> None:
+        self._gang = None
+
+    def _job_remaining(self, view, jobs: np.ndarray) -> np.ndarray:
+        """Remaining training time of each job made of chunks (see the module doc), s."""
+        assert self._gang is not None
+        tv = view.tasks
+        rem = view.job_remaining
+        out = np.empty(jobs.shape[0])
+        for i, p in enumerate(jobs.tolist()):
+            rate = tv.rate(p, 0)
+            plan = self._gang.plan.get(p)
+            if plan is not None:
+                out[i] = max(float(rem[ts].sum()) for ts in plan.values()) / rate
+            else:
+                k = self._gang.size(view, p)
+                d = int(tv.first[p + 1] - tv.first[p])
+                out[i] = -(-d // k) * float(view.job_duration[tv.first[p]]) / rate
+        return out
 
     def fused(self) -> Fused:
         return Fused(KEY_SRTF, preemptive=True, blocking=False)
 
     def decide(self, view, now: float) -> Decision:
+        if view.tasks is not None:
+            if self._gang is None:
+                self._gang = JobLevel(self._job_remaining, self._rng)
+            return self._gang.decide(view, now)
         holding = view.running[view.job_status[view.running] != SAVING]
         active = np.union1d(view.queued, holding)  # ascending index: ties by submission
         order = active[np.argsort(view.job_remaining[active], kind="stable")]  # min r_j first

@@ -1,0 +1,169 @@
+"""Pieces the edge-cloud policies share: parameter-server assignment (A_ps) and job-level
+(gang) scheduling of chunk jobs on the edge.
+
+N. Wang, R. Zhou, L. Jiao, R. Zhang, B. Li and Z. Li, "Preemptive Scheduling for
+Distributed Machine Learning Jobs in Edge-Cloud Networks", IEEE JSAC, 2022.
+
+* :func:`assign_ps` is Alg. 5 (A_ps): at each slot a job that has a chunk on a worker
+  keeps the PS it had (line 3-4), and otherwise gets one picked uniformly at random among
+  the eligible ones (line 6): a free PS slot on any server, in the cloud for a job wholly
+  there (eq. 2g). Every policy of the family uses it, since the engine refuses a running
+  job without a PS (eq. 2e) and the paper proves the PS choice does not change the
+  objective (Sec. IV-D).
+* :class:`JobLevel` runs the paper's job-level baselines (SRTF [16], Tiresias-L [13]):
+  "all-or-nothing resource allocation, which suspends or resumes an entire job". The
+  paper does not say how such a scheduler maps chunks to workers; a careful reading gives:
+  a job asks for ``gang_workers`` workers of its type (its GPU count in the source trace),
+  capped at the edge workers of that type and at its chunks; at its first start it gets
+  that many free edge workers (lowest transmission delay first), its chunks are dealt to
+  them round robin and shipped at once; each worker then trains its chunks one after the
+  other. At every decision the jobs are taken in the policy's priority order and a job
+  runs only if all of its workers that still have chunks are free of higher-priority jobs
+  (its chunks never migrate, so a paused job resumes on the same workers); jobs left out
+  are paused whole. These baselines stay on the edge: the paper compares them with
+  A_online-E "in their category", and a job-level scheduler with an unbounded cloud would
+  never queue or preempt, which its Fig. 9 shows they do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from gpusched.policy import Decision, Dispatch, HostPS, Preempt, Start
+from gpusched.state import FINISHED, LOADING, QUEUED, RUNNING
+
+__all__ = ["JobLevel", "assign_ps", "holding_after"]
+
+
+def holding_after(view: Any, started: Iterable[int], preempted: Iterable[int]) -> set[int]:
+    """Jobs with a chunk on a worker once a decision's starts and preemptions are applied."""
+    tv = view.tasks
+    gone = set(preempted)
+    hold = {int(tv.parent[t]) for t in view.running.tolist() if t not in gone}
+    hold.update(int(tv.parent[t]) for t in started)
+    return hold
+
+
+def assign_ps(view: Any, rng: np.random.Generator, holding: Iterable[int]) -> list[HostPS]:
+    """A_ps (Alg. 5): a PS for each job of ``holding`` that has none (see module doc)."""
+    tv = view.tasks
+    free = np.array(tv.ps_free, copy=True)
+    cloud = np.flatnonzero(tv.server_cloud)
+    out = []
+    for p in sorted(holding):
+        if tv.ps_server[p] >= 0:
+            continue  # line 3-4: it ran in the previous slot and keeps its PS
+        if tv.zeta[p] == 1:
+            pool = cloud
+        else:
+            pool = np.flatnonzero(free >= 1)
+        if pool.size == 0:
+            continue  # the engine reports the job without a PS
+        s = int(rng.choice(pool))  # line 6: a random eligible PS
+        free[s] -= 1
+        out.append(HostPS(p, s))
+    return out
+
+
+class JobLevel:
+    """A job-level (gang) scheduler of chunk jobs on the edge (see module doc).
+
+    Parameters
+    ----------
+    key
+        ``key(view, jobs) -> array``: the priority of each job of ``jobs`` (an index array
+        of ``view.tasks``' jobs), smaller first; ties go to the earlier job.
+    rng
+        For the PS choice.
+    """
+
+    def __init__(self, key: Callable[[Any, np.ndarray], np.ndarray], rng: np.random.Generator):
+        self.key = key
+        self.rng = rng
+        self.active: set[int] = set()
+        #: job -> worker -> its chunks on that worker, in training order
+        self.plan: dict[int, dict[int, list[int]]] = {}
+
+    def workers_of(self, view: Any, p: int) -> np.ndarray:
+        """The workers a job asks for at its first start: count and type (module doc)."""
+        tv = view.tasks
+        kind = int(tv.task_type[tv.first[p]])
+        edge = tv.edge_workers
+        return edge[tv.worker_type[edge] == kind]
+
+    def size(self, view: Any, p: int) -> int:
+        """How many workers job ``p`` runs on at once."""
+        tv = view.tasks
+        n_type = self.workers_of(view, p).size
+        return int(max(1, min(int(tv.gang[p]), int(tv.first[p + 1] - tv.first[p]), n_type)))
+
+    def decide(self, view: Any, now: float) -> Decision:
+        tv = view.tasks
+        status = view.job_status
+        self.active.update(int(tv.parent[t]) for t in view.arrived.tolist())
+        for p in [
+            p for p in self.active if (status[tv.first[p] : tv.first[p + 1]] == FINISHED).all()
+        ]:
+            self.active.discard(p)
+            self.plan.pop(p, None)
+        jobs = np.asarray(sorted(self.active), dtype=np.int64)
+        if jobs.size == 0:
+            return Decision()
+        order = jobs[np.argsort(self.key(view, jobs), kind="stable")]
+        taken = np.zeros(tv.worker_type.shape[0], dtype=bool)
+        chosen: dict[int, dict[int, list[int]]] = {}
+        for p in order.tolist():
+            plan = self.plan.get(p)
+            if plan is not None:
+                need = [w for w, ts in plan.items() if any(status[t] != FINISHED for t in ts)]
+                if taken[need].any():
+                    continue
+                taken[need] = True
+                chosen[p] = plan
+                continue
+            k = self.size(view, p)
+            cand = self.workers_of(view, p)
+            cand = cand[~taken[cand]]
+            if cand.size < k:
+                continue
+            delay = tv.server_delay[tv.worker_server[cand]]
+            ws = cand[np.argsort(delay, kind="stable")[:k]].tolist()
+            taken[ws] = True
+            chunks = list(range(int(tv.first[p]), int(tv.first[p + 1])))
+            chosen[p] = {w: chunks[i::k] for i, w in enumerate(ws)}
+        actions: list[Any] = []
+        preempted = []
+        for t in view.running.tolist():
+            if int(tv.parent[t]) not in chosen and status[t] in (RUNNING, LOADING):
+                actions.append(Preempt(t))
+                preempted.append(t)
+        started: list[int] = []
+        wake = np.inf
+        for p, plan in chosen.items():
+            if p not in self.plan:  # its first start: every chunk ships now
+                self.plan[p] = plan
+                for w, ts in plan.items():
+                    actions += [Dispatch(t, w) for t in ts[1:]]
+            for w, ts in plan.items():
+                nxt = next((t for t in ts if status[t] != FINISHED), None)
+                if nxt is None or status[nxt] != QUEUED:
+                    continue  # done on this worker, or its chunk runs there
+                ready = tv.ready[nxt]
+                if ready == ready and ready > now + 1e-9:  # placed, its data still ships
+                    wake = min(wake, float(ready))
+                    continue
+                actions.append(Start(nxt, np.asarray([w])))
+                started.append(nxt)
+        actions += assign_ps(view, self.rng, holding_after(view, started, preempted))
+        return Decision(actions=actions, wake_at=None if wake == np.inf else wake)
+
+
+def chunk_times(view: Any, jobs: np.ndarray, zeta: int) -> np.ndarray:
+    """One chunk's training time (s) of each job of ``jobs`` at the given zeta_j."""
+    tv = view.tasks
+    first = tv.first[jobs]
+    rate = np.asarray([tv.rate(int(p), zeta) for p in jobs.tolist()])
+    return np.asarray(view.job_duration[first] / rate, dtype=np.float64)

@@ -1,0 +1,432 @@
+"""Jobs made of tasks on typed workers in tiers: the core of the edge-cloud family.
+
+DESIGN.md, "Tasks, typed workers and tiers": a job may consist of tasks (data chunks),
+each placed, started, preempted and finished on its own, pinned to its worker once it is
+placed (no migration), ready only after its transmission delay to the chosen server; the
+job's completion time is its last task's. Servers declare typed workers (the cluster
+TOML's ``workers``), and a tier may be unbounded (the cloud, ``unbounded = true``). One
+engine runs it all: every task is a row of the simulation state that needs one worker,
+and the workers are the state's "GPUs" (:class:`WorkerLayout`). The cloud gets one
+worker per task, so it never runs out (each task ``t`` has its own,
+:meth:`TaskView.cloud_worker`).
+
+The rules the engine enforces with :class:`TaskBook` (a :class:`~gpusched.errors.PolicyError`
+names the task and the rule):
+
+* a task runs on one worker of its job's worker type (the cloud's serve every type);
+* placing a task binds it to that worker for good (the paper's eq. 2a and "we do not
+  allow migrating jobs' data chunks among servers"); its data is shipped then and takes
+  the server's ``delay_s`` (Δ of eq. 2i). :class:`~gpusched.policy.Dispatch` places a task
+  without starting it: the worker stays free for others meanwhile and the task may start
+  from ``now + delay`` on. A :class:`~gpusched.policy.Start` of a task never placed places
+  it at once, and the task holds its worker while its data arrives (a load phase);
+* one task per worker at a time (eq. 2d) -- the state's GPU capacity;
+* the cloud never preempts (Sec. III: "Preemption is allowed in servers except for the
+  cloud");
+* every job with a task holding a worker has exactly one parameter server (eq. 2e), on
+  a server with a free PS slot (2f) -- the cloud's are unbounded -- and a job wholly in
+  the cloud has it in the cloud (2g). Policies place it with
+  :class:`~gpusched.policy.HostPS`; a job that holds no worker any more gives it back at
+  that moment. The PS slots are a resource ledger (:mod:`gpusched.ledger`), whose
+  integral gives PS utilisation per tier.
+
+How fast a task runs is its job model's (``rate(job, zeta)``: the paper's eq. 1, with
+``zeta`` = 1 while every placed task of the job sits in the cloud). When a job's first task
+placed on the edge ends its all-cloud state, its running tasks are re-rated at that moment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpusched import kernel
+from gpusched.cluster import ClusterSpec, ServerGroup
+from gpusched.errors import TraceError, show_name, show_value
+from gpusched.ledger import Ledger
+from gpusched.state import LOADING, RUNNING, SAVING
+
+__all__ = ["TaskBook", "TaskView", "WorkerLayout", "has_workers", "worker_layout"]
+
+#: Worker type code of a worker that serves every type (the cloud's).
+ANY_TYPE = -1
+
+
+def has_workers(cluster: ClusterSpec) -> bool:
+    """Does the cluster declare typed workers or an unbounded cloud (edge-cloud)?"""
+    return any(g.workers or g.unbounded for g in cluster.groups)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerLayout:
+    """The workers of an edge-cloud cluster, numbered as the simulation's GPUs.
+
+    Attributes
+    ----------
+    cluster
+        The cluster the kernel runs: the same servers, each with one "GPU" per worker
+        (the unbounded cloud with ``n_cloud`` of them).
+    types
+        Worker type names, in order of first appearance; codes index this tuple.
+    worker_type
+        Type code per worker (:data:`ANY_TYPE` for the cloud's).
+    worker_server
+        Server of each worker.
+    server_cloud
+        Bool per server: in the cloud tier.
+    server_delay
+        Transmission delay of one data chunk to each server, s.
+    ps_slots
+        Parameter-server slots per server (inf for the unbounded cloud).
+    cloud_first
+        Index of the cloud's first worker (-1 without an unbounded cloud).
+    """
+
+    cluster: ClusterSpec
+    types: tuple[str, ...]
+    worker_type: np.ndarray
+    worker_server: np.ndarray
+    server_cloud: np.ndarray
+    server_delay: np.ndarray
+    ps_slots: np.ndarray
+    cloud_first: int
+
+    @property
+    def n_workers(self) -> int:
+        return int(self.worker_type.shape[0])
+
+
+def worker_layout(cluster: ClusterSpec, n_cloud: int) -> WorkerLayout:
+    """The workers of ``cluster``, with ``n_cloud`` workers in its unbounded cloud."""
+    types: list[str] = []
+    groups = []
+    codes: list[np.ndarray] = []
+    ps: list[float] = []
+    cloud_first = -1
+    n = 0
+    for g in cluster.groups:
+        for t, _ in g.workers:
+            if t not in types:
+                types.append(t)
+        per = [types.index(t) for t, _ in g.workers]
+        row = np.repeat(np.asarray(per, dtype=np.int16), [c for _, c in g.workers])
+        gpus = n_cloud if g.unbounded else int(row.shape[0])
+        if g.unbounded:
+            cloud_first = n
+            row = np.full(n_cloud, ANY_TYPE, dtype=np.int16)
+        for _ in range(g.count):
+            codes.append(row)
+            ps.append(np.inf if g.unbounded else float(g.ps))
+            n += gpus
+        groups.append(
+            ServerGroup(
+                count=g.count,
+                gpus=gpus,
+                gpu_type="worker",
+                rack=g.rack,
+                tier=g.tier,
+                delay_s=g.delay_s,
+                workers=g.workers,
+                ps=g.ps,
+                unbounded=g.unbounded,
+            )
+        )
+    spec = ClusterSpec(
+        name=cluster.name,
+        description=cluster.description,
+        groups=tuple(groups),
+        nic_gbps=cluster.nic_gbps,
+        intra_gbyte_s=cluster.intra_gbyte_s,
+        gpu_capacity=1,
+        allow_spread=True,
+        source=cluster.source,
+    )
+    worker_type = np.concatenate(codes) if codes else np.empty(0, np.int16)
+    return WorkerLayout(
+        cluster=spec,
+        types=tuple(types),
+        worker_type=worker_type,
+        worker_server=spec.gpu_server(),
+        server_cloud=np.asarray(cluster.server_tier() == "cloud"),
+        server_delay=np.asarray(cluster.server_delay_s(), dtype=np.float64),
+        ps_slots=np.asarray(ps, dtype=np.float64),
+        cloud_first=cloud_first,
+    )
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (live: the engine updates ``a`` itself)."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
+class TaskView:
+    """What a policy sees of the tasks (``view.tasks``): live read-only arrays.
+
+    Attributes
+    ----------
+    parent, first, n_parents
+        Job of each task; tasks of job ``p`` are ``first[p]:first[p + 1]``.
+    job_id
+        The jobs' ids (as in the trace).
+    task_type, types
+        Worker type code each task needs, and the type names the codes index.
+    worker_type, worker_server, server_cloud, server_delay, ps_slots
+        Per worker: type code (-1: any, the cloud's) and server; per server: in the cloud,
+        transmission delay (s) and PS slots (inf in the cloud).
+    edge_workers
+        Indices of the workers not in the cloud.
+    bound, ready
+        Per task: the worker it is placed on (-1: not placed) and the time from which it
+        may start there (s; NaN: not placed).
+    zeta
+        Per job: 1 while every placed task sits in the cloud, 0 once one is on the edge,
+        -1 before any is placed (eq. 1's zeta_j).
+    ps_server
+        Per job: the server of its parameter server (-1: none).
+    gang
+        Per job: the workers a job-level (gang) policy gives it at once.
+    """
+
+    def __init__(self, book: TaskBook) -> None:
+        self._book = book
+        lay = book.layout
+        self.parent = _ro(book.parent)
+        self.first = _ro(book.first)
+        self.n_parents = book.n_parents
+        self.job_id = _ro(book.job_id)
+        self.task_type = _ro(book.task_type)
+        self.types = lay.types
+        self.worker_type = _ro(lay.worker_type)
+        self.worker_server = _ro(lay.worker_server)
+        self.server_cloud = _ro(lay.server_cloud)
+        self.server_delay = _ro(lay.server_delay)
+        self.ps_slots = _ro(lay.ps_slots)
+        self.edge_workers = _ro(np.flatnonzero(~lay.server_cloud[lay.worker_server]))
+        self.bound = _ro(book.bound)
+        self.ready = _ro(book.ready)
+        self.zeta = _ro(book.zeta)
+        self.ps_server = _ro(book.ps_server)
+        self.gang = _ro(book.gang)
+
+    def cloud_worker(self, task: int) -> int:
+        """The cloud worker reserved for ``task`` (-1 without a cloud)."""
+        first = self._book.layout.cloud_first
+        return -1 if first < 0 else first + int(task)
+
+    def rate(self, job: int, zeta: int) -> float:
+        """Progress rate of a task of ``job`` (s of work per s) with the given zeta_j."""
+        return float(self._book.rate(job, zeta))
+
+    @property
+    def ps_free(self) -> np.ndarray:
+        """Free parameter-server slots per server now (inf in the cloud), a copy."""
+        free = self._book.ledger.free[:, 0].copy()
+        free.flags.writeable = False
+        return free
+
+
+class TaskBook:
+    """The engine's record of tasks: placements, ready times, zeta, PSs (see module doc).
+
+    Parameters
+    ----------
+    tasks
+        The job model's tasks: ``parent``, ``first``, ``parents`` (the jobs' table),
+        ``type_name`` (worker type each task needs), ``gang`` and ``rate(job, zeta)``.
+    layout
+        The cluster's workers.
+    state
+        The simulation state (one row per task).
+    """
+
+    def __init__(self, tasks: Any, layout: WorkerLayout, state: Any) -> None:
+        self.tasks = tasks
+        self.layout = layout
+        self.st = state
+        self.parent = np.asarray(tasks.parent, dtype=np.int64)
+        self.first = np.asarray(tasks.first, dtype=np.int64)
+        self.n_parents = int(self.first.shape[0] - 1)
+        self.job_id = np.asarray(tasks.parents.job_id)
+        self.gang = np.asarray(tasks.gang, dtype=np.int64)
+        self.rate = tasks.rate
+        names = np.asarray(tasks.type_name, dtype=object)
+        code = {t: k for k, t in enumerate(layout.types)}
+        self.task_type = np.array([code.get(t, -2) for t in names.tolist()], dtype=np.int16)
+        if (self.task_type == -2).any():
+            t = int(np.flatnonzero(self.task_type == -2)[0])
+            p = int(self.parent[t])
+            line = int(tasks.parents.row[p]) + 2
+            src = show_name(tasks.parents.source or "<trace>")
+            raise TraceError(
+                f"{src}:{line}: column 'worker_type': cluster '{layout.cluster.name}' has no "
+                f"worker of type {show_value(str(names[t]))} (it has: "
+                f"{', '.join(layout.types) or 'none'})"
+            )
+        n = self.parent.shape[0]
+        self.bound = np.full(n, -1, dtype=np.int32)
+        self.ready = np.full(n, np.nan)
+        self.transfer_s = np.zeros(n)
+        self.zeta = np.full(self.n_parents, -1, dtype=np.int8)
+        self.ps_server = np.full(self.n_parents, -1, dtype=np.int32)
+        self.n_hold = np.zeros(self.n_parents, dtype=np.int64)
+        self.cloud_busy = 0
+        s = layout.server_cloud.shape[0]
+        self.ledger = Ledger(
+            layout.ps_slots.reshape(s, 1),
+            np.zeros((self.n_parents, 1)),
+            np.ones((self.n_parents, 1)),
+            np.full(self.n_parents, 1),
+        )
+        self._one = np.zeros(s, dtype=np.int64)
+        self._touched: set[int] = set()
+        self.view = TaskView(self)
+
+    # --- checks ----------------------------------------------------------------------
+
+    def in_cloud(self, w: int) -> bool:
+        lay = self.layout
+        return bool(lay.server_cloud[lay.worker_server[w]])
+
+    def place_problem(self, t: int, w: int) -> str | None:
+        """Why task ``t`` may not be placed on (or run on) worker ``w`` (None: it may)."""
+        lay = self.layout
+        if not 0 <= w < lay.n_workers:
+            return f"unknown worker {w} (the cluster has {lay.n_workers})"
+        kind = int(lay.worker_type[w])
+        if kind != -1 and kind != int(self.task_type[t]):
+            return (
+                f"needs a worker of type '{lay.types[self.task_type[t]]}', and worker {w} is "
+                f"'{lay.types[kind]}'"
+            )
+        if lay.cloud_first >= 0 and self.in_cloud(w) and w != lay.cloud_first + t:
+            return f"must use its own cloud worker {lay.cloud_first + t} (view.tasks.cloud_worker)"
+        b = int(self.bound[t])
+        if b >= 0 and b != w:
+            return f"is placed on worker {b}: its data stays there (no migration)"
+        return None
+
+    def start_problem(self, t: int, w: int, now: float) -> str | None:
+        """Why task ``t`` may not start on worker ``w`` now (None: it may)."""
+        why = self.place_problem(t, w)
+        if why:
+            return why
+        if self.bound[t] >= 0 and now < self.ready[t] - 1e-9:
+            return f"is not ready on worker {w} before t={self.ready[t]:.6g} s (its data ships)"
+        return None
+
+    def preempt_problem(self, t: int) -> str | None:
+        """Why a holding task may not be preempted (None: it may): not in the cloud."""
+        b = int(self.bound[t])
+        if b >= 0 and self.in_cloud(b):
+            return "runs in the cloud, which does not preempt (Sec. III)"
+        return None
+
+    # --- changes ---------------------------------------------------------------------
+
+    def _bind(self, t: int, w: int, now: float) -> float:
+        """Place task ``t`` on worker ``w`` at ``now``; return its transmission delay."""
+        lay = self.layout
+        server = int(lay.worker_server[w])
+        delay = float(lay.server_delay[server])
+        self.bound[t] = w
+        self.ready[t] = now + delay
+        self.transfer_s[t] = delay
+        p = int(self.parent[t])
+        cloud = bool(lay.server_cloud[server])
+        if self.zeta[p] == -1:
+            self.zeta[p] = 1 if cloud else 0
+        elif self.zeta[p] == 1 and not cloud:
+            self.zeta[p] = 0  # no longer wholly in the cloud: its running tasks slow down
+            st = self.st
+            lo, hi = int(self.first[p]), int(self.first[p + 1])
+            status = st.job_status[lo:hi]
+            for k in np.flatnonzero((status == RUNNING) | (status == LOADING)).tolist():
+                kernel.set_rate(st, lo + k, float(self.rate(p, 0)))
+        return delay
+
+    def dispatch(self, t: int, w: int, now: float) -> None:
+        """Place queued task ``t`` on worker ``w`` without starting it (checked)."""
+        self._bind(t, w, now)
+
+    def before_start(self, t: int, w: int, now: float) -> None:
+        """Make ready to start task ``t`` on worker ``w`` (checked): place it if it is not,
+        its data shipping while it holds the worker; set its rate."""
+        st = self.st
+        if self.bound[t] < 0:
+            st.job_load_s[t] = self._bind(t, w, now)
+        p = int(self.parent[t])
+        st.job_solo_rate[t] = float(self.rate(p, int(self.zeta[p])))
+
+    def after_start(self, t: int) -> None:
+        """Task ``t`` holds its worker: a later start on it ships nothing."""
+        self.st.job_load_s[t] = 0.0
+        p = int(self.parent[t])
+        self.n_hold[p] += 1
+        self._touched.add(p)
+        if self.in_cloud(int(self.bound[t])):
+            self.cloud_busy += 1
+
+    def released(self, t: int, at: float, *, in_decision: bool = False) -> None:
+        """Task ``t`` gave its worker back at ``at`` (finished, or preempted by a decision).
+
+        A job left holding no worker gives its parameter server back at ``at``; within a
+        decision, only at its end (:meth:`after_decision`), so that a job whose chunk is
+        preempted and another started in the same decision keeps its PS (Alg. 5 line 3).
+        """
+        p = int(self.parent[t])
+        self.n_hold[p] -= 1
+        if self.in_cloud(int(self.bound[t])):
+            self.cloud_busy -= 1
+        self._touched.add(p)
+        if not in_decision:
+            self._drop_idle_ps(p, at)
+
+    def _drop_idle_ps(self, p: int, at: float) -> None:
+        if self.n_hold[p] == 0 and self.ps_server[p] >= 0:
+            self.ledger.release(p, at)
+            self.ps_server[p] = -1
+
+    def ps_problem(self, p: int, server: int) -> str | None:
+        """Why job ``p`` may not have its parameter server on ``server`` now."""
+        lay = self.layout
+        if not 0 <= server < lay.server_cloud.shape[0]:
+            return f"unknown server {server}"
+        if self.zeta[p] == 1 and not lay.server_cloud[server]:
+            return "sits wholly in the cloud, so its parameter server must too (eq. 2g)"
+        if self.ps_server[p] != server:
+            one = self._one.copy()
+            one[server] = 1
+            why = self.ledger.room_problem({p: (one, one)})
+            if why:
+                return f"finds no free parameter-server slot on server {server}"
+        return None
+
+    def host_ps(self, p: int, server: int, now: float) -> None:
+        """Give job ``p`` its parameter server on ``server`` (checked)."""
+        if self.ps_server[p] == server:
+            return
+        one = self._one.copy()
+        one[server] = 1
+        self.ledger.set(p, one, one, now)
+        self.ps_server[p] = server
+        self._touched.add(p)
+
+    def after_decision(self, now: float) -> list[int]:
+        """End a decision at ``now``: jobs left holding no worker give their PS back; return
+        the jobs that hold a worker but no parameter server (eq. 2e; the policy's error)."""
+        bad = []
+        for p in sorted(self._touched):
+            self._drop_idle_ps(p, now)
+            if self.n_hold[p] > 0 and self.ps_server[p] < 0:
+                bad.append(p)
+        self._touched.clear()
+        return bad
+
+    def holders(self) -> np.ndarray:
+        """Tasks holding a worker now."""
+        status = self.st.job_status
+        return np.flatnonzero((status == RUNNING) | (status == LOADING) | (status == SAVING))
