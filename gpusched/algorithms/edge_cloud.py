@@ -91,8 +91,8 @@ class JobLevel:
         """The workers a job asks for at its first start: count and type (module doc)."""
         tv = view.tasks
         kind = int(tv.task_type[tv.first[p]])
-        edge = tv.edge_workers
-        return edge[tv.worker_type[edge] == kind]
+        edge = np.asarray(tv.edge_workers)
+        return np.asarray(edge[tv.worker_type[edge] == kind])
 
     def size(self, view: Any, p: int) -> int:
         """How many workers job ``p`` runs on at once."""
@@ -159,11 +159,3 @@ class JobLevel:
                 started.append(nxt)
         actions += assign_ps(view, self.rng, holding_after(view, started, preempted))
         return Decision(actions=actions, wake_at=None if wake == np.inf else wake)
-
-
-def chunk_times(view: Any, jobs: np.ndarray, zeta: int) -> np.ndarray:
-    """One chunk's training time (s) of each job of ``jobs`` at the given zeta_j."""
-    tv = view.tasks
-    first = tv.first[jobs]
-    rate = np.asarray([tv.rate(int(p), zeta) for p in jobs.tolist()])
-    return np.asarray(view.job_duration[first] / rate, dtype=np.float64)
