@@ -370,6 +370,17 @@ def prepare_compare_dir(out: str | Path, *, force: bool) -> Path:
     return path
 
 
+def _jct_rates(rows: list[dict[str, Any]]) -> None:
+    """Runs of jobs made of data chunks: each row's ``jct_rate``, its total JCT over the
+    ``srtf`` row's (the edge-cloud paper's "JCT rate", Sec. V-A), when srtf ran."""
+    base = next((r for r in rows if r["policy"] == "srtf" and "n_tasks" in r), None)
+    if base is None or not base.get("total_jct_s") or base.get("n_unfinished"):
+        return
+    for r in rows:
+        if "n_tasks" in r and not r.get("n_unfinished"):
+            r["jct_rate"] = r["total_jct_s"] / base["total_jct_s"]
+
+
 def compare(
     trace: str | None,
     policies: list[str],
@@ -387,7 +398,8 @@ def compare(
     each run's own outputs go to ``out/<index>-<label>/``. An ``out`` that already holds
     results is refused unless ``force`` (see :func:`prepare_compare_dir`).
     ``first_result(result, summary)`` is called after the first run (the CLI prints
-    the trace and cluster line from it).
+    the trace and cluster line from it). Runs of jobs made of data chunks get a
+    ``jct_rate`` when ``srtf`` is among the policies (:func:`_jct_rates`).
     """
     import csv
 
@@ -406,6 +418,7 @@ def compare(
         if i == 0 and first_result is not None:
             first_result(result, summary)
         rows.append({"policy": label, **summary})
+    _jct_rates(rows)
     if out is not None and rows:
         with (Path(out) / "comparison.csv").open("w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=list(rows[0]))

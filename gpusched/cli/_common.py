@@ -137,8 +137,15 @@ def print_run_header(result: Any, summary: dict[str, Any], *, engine: bool = Tru
         trace = f"{source.name.split('.')[0]} (bundled)"
     else:
         trace = show_name(result.jobs.source)
+    size = f"{cluster.n_gpus} GPUs"
+    tasks = result.extra.get("tasks")
+    if tasks is not None:
+        size = f"{tasks['n_edge_workers']} edge workers"
+        if any(g.unbounded for g in cluster.groups):
+            size += " + an unbounded cloud"
+        size += f"; {summary['n_tasks']:,} chunks"
     typer.echo(
-        f"{trace} on {cluster.name} ({cluster.n_gpus} GPUs), "
+        f"{trace} on {cluster.name} ({size}), "
         f"{summary['n_jobs']} jobs, slot {result.slot_s:g} s{mode}"
     )
     for note in result.jobs.notes:
@@ -180,10 +187,30 @@ SHOWN_ROLES = (
 )
 
 
+#: the columns of runs of jobs made of data chunks (edge-cloud)
+SHOWN_TASKS = (
+    ("n_finished", "finished"),
+    ("avg_jct_s", "avg JCT s"),
+    ("p95_jct_s", "p95 JCT s"),
+    ("total_jct_s", "total JCT s"),
+    ("jct_rate", "JCT rate"),
+    ("avg_wait_s", "avg wait s"),
+    ("makespan_s", "makespan s"),
+    ("gpu_utilization", "edge util"),
+    ("n_cloud_jobs", "cloud jobs"),
+    ("n_preemptions", "preempt"),
+    ("total_comm_s", "comm s"),
+    ("wall_s", "wall s"),
+)
+
+
 def print_table(rows: list[dict[str, Any]], first: str) -> None:
     """Print ``rows`` (policy x metrics) as an aligned table."""
     roles = any("utilization_gpus" in r for r in rows)
-    shown = list(SHOWN_ROLES if roles else SHOWN)
+    tasks = any("n_tasks" in r for r in rows)
+    shown = list(SHOWN_ROLES if roles else SHOWN_TASKS if tasks else SHOWN)
+    if tasks and not any("jct_rate" in r for r in rows):
+        shown.remove(("jct_rate", "JCT rate"))
     if not roles and any(r.get("n_unfinished") for r in rows):
         shown.insert(1, ("n_unfinished", "unfinished"))
     head = [first] + [label for _, label in shown]
