@@ -80,16 +80,40 @@ def workload_cmd(
             " (the bundled Philly sample's arrival times scaled onto the horizon)",
         ),
     ] = None,
+    cluster_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--cluster-out",
+            help="edge-cloud-testbed, edge-cloud-sim: also write the matching cluster (TOML),"
+            " drawn from the same --seed",
+        ),
+    ] = None,
+    servers: Annotated[
+        int | None,
+        typer.Option(
+            "--servers",
+            help="edge-cloud-sim: edge servers of the cluster --cluster-out writes (default 100)",
+        ),
+    ] = None,
 ) -> None:
     """Build a paper's evaluation workload reproducibly.
 
-    Presets: synth-default, a-srpt, lazer-earth, lazer-saturn, lazer-uranus, lazer-philly, sjf-bsbf, sjf-bsbf-testbed, pd-ors.
+    Presets: synth-default, a-srpt, lazer-earth, lazer-saturn, lazer-uranus, lazer-philly, sjf-bsbf, sjf-bsbf-testbed, pd-ors, edge-cloud-testbed, edge-cloud-sim.
     """
+    from gpusched.errors import GpuschedError
     from gpusched.trace import write_trace
-    from gpusched.workloads import NOTED, build_workload
+    from gpusched.workloads import NOTED, build_workload, workload_cluster
 
+    if servers is not None and cluster_out is None:
+        raise GpuschedError(
+            "--servers shapes the cluster that --cluster-out writes; give --cluster-out"
+        )
+    # the cluster's options are checked before a workload is drawn
+    cluster_text = None if cluster_out is None else workload_cluster(name, seed, servers)
     # a missing folder is made, and a bad one reported, before a full-size workload is drawn
     output.parent.mkdir(parents=True, exist_ok=True)
+    if cluster_out is not None:
+        cluster_out.parent.mkdir(parents=True, exist_ok=True)
     trace = build_workload(
         name,
         seed,
@@ -104,6 +128,9 @@ def workload_cmd(
     write_trace(trace, output)
     note = f": {trace.source}" if name in NOTED else ""
     typer.echo(f"wrote {len(trace)} jobs to {output}{note}")
+    if cluster_out is not None and cluster_text is not None:
+        cluster_out.write_text(cluster_text, encoding="utf-8")
+        typer.echo(f"wrote cluster to {cluster_out}")
 
 
 def _version(value: bool) -> None:

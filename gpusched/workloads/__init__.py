@@ -181,6 +181,32 @@ def _pd_ors(
     )
 
 
+def _edge_cloud_testbed(seed: int, jobs: int | None = None) -> Trace:
+    """Edge-cloud paper (Sec. V-A): the 30-job testbed workload of data-chunk jobs.
+
+    Bundled Philly jobs on 1-hour slots, worker type gpu or cpu, a Table II model each, E
+    in [20, 60], m, G, q in the simulator's ranges and b = 1000 Mbit/s
+    (:mod:`gpusched.workloads.edge_cloud`). ``jobs`` J (the sweep of Figs. 4-5) keeps the
+    8-slot window. For the edge-cloud-testbed cluster (``--cluster-out`` writes it).
+    """
+    from gpusched.workloads.edge_cloud import edge_cloud_testbed_workload
+
+    return edge_cloud_testbed_workload(seed, jobs)
+
+
+def _edge_cloud_sim(seed: int, jobs: int | None = None) -> Trace:
+    """Edge-cloud paper (Sec. V-A): the simulator's workload of data-chunk jobs (300 by default).
+
+    Bundled Philly arrivals scaled up so that J jobs span 8 J / 30 slots, 8 to 10 worker
+    types t1..tK (K seeded), a Table II model each, E, m, G, q and b uniform in the paper's
+    ranges (:mod:`gpusched.workloads.edge_cloud`). For the edge-cloud-sim cluster, or one of
+    ``--servers`` S written by ``--cluster-out``.
+    """
+    from gpusched.workloads.edge_cloud import edge_cloud_sim_workload
+
+    return edge_cloud_sim_workload(seed, jobs)
+
+
 WORKLOADS: dict[str, Callable[..., Trace]] = {
     "synth-default": _synth_default,
     "a-srpt": _a_srpt,
@@ -191,20 +217,32 @@ WORKLOADS: dict[str, Callable[..., Trace]] = {
     "sjf-bsbf": _sjf_bsbf,
     "sjf-bsbf-testbed": _sjf_bsbf_testbed,
     "pd-ors": _pd_ors,
+    "edge-cloud-testbed": _edge_cloud_testbed,
+    "edge-cloud-sim": _edge_cloud_sim,
 }
 
-NOTED = frozenset({"pd-ors"})
+NOTED = frozenset({"pd-ors", "edge-cloud-testbed", "edge-cloud-sim"})
 """Presets whose trace ``source`` is a one-line note the CLI prints after writing it."""
+
+
+CLUSTERED: dict[str, str] = {"edge-cloud-testbed": "testbed", "edge-cloud-sim": "sim"}
+"""Presets that write a matching cluster (``--cluster-out``), with the cluster's kind."""
+
+
+def _check_name(name: str) -> None:
+    if name not in WORKLOADS:
+        raise GpuschedError(f"unknown workload '{name}' (known: {', '.join(sorted(WORKLOADS))})")
 
 
 def build_workload(name: str, seed: int, jobs: int | None = None, **options: Any) -> Trace:
     """Build workload ``name`` with ``seed`` (and ``jobs`` where the preset takes a size).
 
     ``options`` (e.g. ``single_gpu_fraction`` for ``a-srpt``) are passed to the preset;
-    one it does not take is an error.
+    one it does not take is an error. A negative ``seed`` is an error.
     """
-    if name not in WORKLOADS:
-        raise GpuschedError(f"unknown workload '{name}' (known: {', '.join(sorted(WORKLOADS))})")
+    _check_name(name)
+    if seed < 0:
+        raise GpuschedError(f"--seed must be a whole number >= 0, got {seed}")
     given = {k: v for k, v in options.items() if v is not None}
     try:
         return WORKLOADS[name](seed, jobs, **given)
@@ -212,3 +250,35 @@ def build_workload(name: str, seed: int, jobs: int | None = None, **options: Any
         if "unexpected keyword" in str(exc):
             raise GpuschedError(f"workload '{name}' does not take {', '.join(given)}") from None
         raise
+
+
+def workload_cluster(name: str, seed: int, servers: int | None = None) -> str:
+    """The TOML text of the cluster that matches workload ``name`` at ``seed``.
+
+    Only the :data:`CLUSTERED` presets have one
+    (:func:`gpusched.workloads.edge_cloud.edge_cloud_cluster`); ``servers`` (edge
+    servers) is for edge-cloud-sim only, default 100.
+
+    Raises
+    ------
+    GpuschedError
+        An unknown ``name``, a preset without a cluster, ``servers`` for the testbed, or
+        a bad ``servers`` or ``seed``.
+    """
+    from gpusched.workloads.edge_cloud import SIM_SERVERS, TESTBED_SERVERS, edge_cloud_cluster
+
+    _check_name(name)
+    kind = CLUSTERED.get(name)
+    if kind is None:
+        raise GpuschedError(
+            f"--cluster-out is for the presets {', '.join(CLUSTERED)}; '{name}' has no"
+            " cluster of its own"
+        )
+    if kind == "testbed":
+        if servers is not None:
+            raise GpuschedError(
+                f"edge-cloud-testbed has {TESTBED_SERVERS} edge servers; --servers is for"
+                " edge-cloud-sim"
+            )
+        return edge_cloud_cluster(TESTBED_SERVERS, seed, kind)
+    return edge_cloud_cluster(SIM_SERVERS if servers is None else servers, seed, kind)

@@ -114,6 +114,7 @@ class Pool:
     philly_id: np.ndarray  # int64
     offset_s: np.ndarray  # int64, seconds from the window start
     gpu_time_s: np.ndarray  # int64, GPU-seconds
+    num_gpus: np.ndarray  # int64, GPUs the job requested
 
     def __len__(self) -> int:
         return int(self.philly_id.shape[0])
@@ -130,14 +131,15 @@ def load_pool(path: str | Path = DATA) -> Pool:
     Returns
     -------
     Pool
-        Philly job ids, seconds from the window start, and GPU time in GPU-seconds.
+        Philly job ids, seconds from the window start, GPU time in GPU-seconds and the
+        GPUs each job requested.
     """
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         lines = [ln for ln in fh.read().splitlines() if ln and not ln.startswith("#")]
     if lines[0] != "philly_job_id,window_offset_s,num_gpus,duration_s":
         raise GpuschedError(f"{path}: unexpected header {lines[0]!r}")
     table = np.array([ln.split(",") for ln in lines[1:]], dtype=np.int64)
-    return Pool(table[:, 0], table[:, 1], table[:, 2] * table[:, 3])
+    return Pool(table[:, 0], table[:, 1], table[:, 2] * table[:, 3], table[:, 2])
 
 
 def _application(gpu_time_s: np.ndarray, rng: np.random.Generator) -> np.ndarray:
