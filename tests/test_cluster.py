@@ -37,6 +37,10 @@ BUNDLED = {
     "lazer-sim-512": (64, 512, 1),
     "pd-ors-100": (100, 3600, 1),
     "pd-ors-30": (30, 1080, 1),
+    # 8 edge servers x 1 GPU + the cloud (0 GPUs; its workers are unbounded)
+    "edge-cloud-testbed": (9, 8, 1),
+    # 100 edge servers of 2 or 8 workers (their GPUs) + the cloud
+    "edge-cloud-sim": (101, 530, 1),
 }
 
 
