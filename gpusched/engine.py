@@ -799,7 +799,7 @@ class Engine:
         ):
             raise self._fail(None, now, f"HostPS: unknown job index {p!r} (of {book.n_parents})")
         s = self._task_worker(None, action.server, now)  # type: ignore[arg-type]
-        why = book.ps_problem(int(p), s)
+        why = book.ps_problem(int(p), s, now)
         if why:
             raise self._fail(None, now, f"HostPS: job '{book.job_id[int(p)]}' {why}")
         book.host_ps(int(p), s, now)

@@ -44,7 +44,7 @@ import numpy as np
 
 from gpusched import kernel
 from gpusched.cluster import ClusterSpec, ServerGroup
-from gpusched.errors import TraceError, show_name, show_value
+from gpusched.errors import ClusterError, TraceError, show_name, show_value
 from gpusched.ledger import Ledger
 from gpusched.state import LOADING, RUNNING, SAVING
 
@@ -144,6 +144,13 @@ def worker_layout(cluster: ClusterSpec, n_cloud: int) -> WorkerLayout:
         source=cluster.source,
     )
     worker_type = np.concatenate(codes) if codes else np.empty(0, np.int16)
+    n_edge = int((worker_type != ANY_TYPE).sum())
+    if cloud_first < 0 and sum(ps) < n_edge:
+        raise ClusterError(
+            f"{show_name(cluster.source)}: cluster '{cluster.name}' has {n_edge} workers but "
+            f"{sum(ps):g} parameter-server slots and no unbounded cloud: every running job needs "
+            "a PS (eq. 2e), so give at least one PS slot per worker or a cloud"
+        )
     return WorkerLayout(
         cluster=spec,
         types=tuple(types),
@@ -390,8 +397,11 @@ class TaskBook:
             self.ledger.release(p, at)
             self.ps_server[p] = -1
 
-    def ps_problem(self, p: int, server: int) -> str | None:
-        """Why job ``p`` may not have its parameter server on ``server`` now."""
+    def ps_problem(self, p: int, server: int, now: float) -> str | None:
+        """Why job ``p`` may not have its parameter server on ``server`` now (the PSs of
+        jobs this decision left holding no worker count as free)."""
+        for q in self._touched:
+            self._drop_idle_ps(q, now)
         lay = self.layout
         if not 0 <= server < lay.server_cloud.shape[0]:
             return f"unknown server {server}"

@@ -108,6 +108,11 @@ class BatchSchePolicy:
         status = view.job_status
         actions: list = []
         self._started = set()
+        for w, mine in list(self.lists.items()):  # workers whose chunks are all done are free
+            while mine and status[mine[0]] == FINISHED:
+                mine.pop(0)
+            if not mine:
+                del self.lists[w]
         batch = self.waiting + sorted({int(tv.parent[t]) for t in view.arrived.tolist()})
         self.waiting = []
         for j in batch:  # the batch of this slot (and jobs no earlier batch could place)
@@ -116,12 +121,7 @@ class BatchSchePolicy:
             if len(actions) == n_before:
                 self.waiting.append(j)
         wake = np.inf
-        for w, mine in list(self.lists.items()):
-            while mine and status[mine[0]] == FINISHED:
-                mine.pop(0)
-            if not mine:
-                del self.lists[w]
-                continue
+        for w, mine in self.lists.items():
             t = mine[0]
             if status[t] == QUEUED and t not in self._started:
                 ready = tv.ready[t]

@@ -50,7 +50,11 @@ def holding_after(view: Any, started: Iterable[int], preempted: Iterable[int]) -
 def assign_ps(view: Any, rng: np.random.Generator, holding: Iterable[int]) -> list[HostPS]:
     """A_ps (Alg. 5): a PS for each job of ``holding`` that has none (see module doc)."""
     tv = view.tasks
+    holding = set(holding)
     free = np.array(tv.ps_free, copy=True)
+    for p in np.flatnonzero(np.asarray(tv.ps_server) >= 0).tolist():
+        if p not in holding:  # its chunks all stop now: its PS is given back
+            free[tv.ps_server[p]] += 1
     cloud = np.flatnonzero(tv.server_cloud)
     out = []
     for p in sorted(holding):

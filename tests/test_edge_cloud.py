@@ -1,0 +1,422 @@
+"""Jobs made of data chunks on typed workers (gpusched.tasks) and the edge-cloud policies.
+
+Hand-checked schedules, the engine's rules (worker type, ready time, no migration, no
+preemption in the cloud, one PS per running job) and property tests over random small
+edge-cloud instances for every policy of the family.
+"""
+
+from __future__ import annotations
+
+import csv
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpusched.errors import ClusterError, GpuschedError, PolicyError, TraceError
+from gpusched.policy import Decision, Dispatch, HostPS, Preempt, Start
+from gpusched.registry import load_policy_class
+from gpusched.run import build_engine, replay
+from gpusched.state import FINISHED
+
+TASK_POLICIES = ["a-online", "a-online-e", "srtf", "tiresias-l", "batchsche"]
+COLUMNS = [
+    "job_id",
+    "submit_time",
+    "num_gpus",
+    "chunks",
+    "batches",
+    "epochs",
+    "worker_type",
+    "batch_time",
+    "update_time",
+    "grad_mb",
+    "bw_mbps",
+    "gang_workers",
+]
+
+
+def cluster_toml(edge: list[tuple[int, dict[str, int], int]], cloud_delay: float | None) -> str:
+    """Edge servers as (delay, workers, ps), and an unbounded cloud unless None."""
+    out = ['[cluster]\nname = "ec"\n']
+    for delay, workers, ps in edge:
+        table = ", ".join(f"{k} = {v}" for k, v in workers.items())
+        out.append(
+            f'[[servers]]\ncount = 1\ngpus = 1\ngpu_type = "g"\ntier = "edge"\n'
+            f"delay_s = {delay}\nworkers = {{ {table} }}\nps = {ps}\n"
+        )
+    if cloud_delay is not None:
+        out.append(
+            f'[[servers]]\ncount = 1\ngpus = 0\ngpu_type = "c"\ntier = "cloud"\n'
+            f"delay_s = {cloud_delay}\nunbounded = true\n"
+        )
+    return "\n".join(out)
+
+
+def job(jid: str, submit: float, chunks: int, kind: str, slots: float, **kw: float) -> dict:
+    """A chunk job whose chunk trains ``slots`` slots wholly in the cloud (E = B = 1,
+    m = slots, G = 0) and ``slots + comm`` on the edge (grad_mb chosen for ``comm``)."""
+    comm = kw.get("comm", 0.0)
+    return {
+        "job_id": jid,
+        "submit_time": submit,
+        "num_gpus": 1,
+        "chunks": chunks,
+        "batches": 1,
+        "epochs": 1,
+        "worker_type": kind,
+        "batch_time": slots,
+        "update_time": 0,
+        "grad_mb": comm * 1000 / 16,  # 2 q 8 / b with b = 1000 Mbit/s: comm slots
+        "bw_mbps": 1000,
+        "gang_workers": int(kw.get("gang", 1)),
+    }
+
+
+def write_case(folder: Path, rows: list[dict], toml: str) -> tuple[str, str]:
+    trace = folder / "t.csv"
+    with trace.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    cluster = folder / "c.toml"
+    cluster.write_text(toml)
+    return str(trace), str(cluster)
+
+
+def run_case(tmp: Path, rows: list[dict], toml: str, policy: str):
+    trace, cluster = write_case(tmp, rows, toml)
+    return replay(trace, policy, cluster=cluster)
+
+
+# --- eq. 5 by hand ---------------------------------------------------------------------
+
+
+def test_q_of_eq5_by_hand():
+    """Worker 0 (server delay 2) holds chunk 0 of job A (γ higher than j's: HAPRF key 8 <=
+    12; 5 s of work left at rate 0.5, so p̂ = 10) and chunk 1 of job B (γ lower: key 100;
+    D_B = 4). Job j (D_j = 2) has a chunk time p = 6 and key D_j p = 12. Eq. 5:
+    (Δ + p̂_A + p) / D_j + p / D_B = (2 + 10 + 6) / 2 + 6 / 4 = 9 + 1.5 = 10.5."""
+    pol = load_policy_class("a-online")()
+    tv = SimpleNamespace(
+        first=np.array([0, 1, 5, 7]),  # A: task 0; B: tasks 1-4; j: tasks 5-6
+        parent=np.array([0, 1, 1, 1, 1, 2, 2]),
+        server_delay=np.array([2.0]),
+        worker_server=np.array([0]),
+        rate=lambda k, zeta: 0.5,
+    )
+    view = SimpleNamespace(tasks=tv, job_remaining=np.array([5.0, 0, 9.0, 0, 0, 0, 0]))
+    pol.work_of = np.array([8.0, 100.0, 12.0])
+    pol.queue = {0: [0, 2]}
+    assert pol.calculate_q(view, 2, 0, 6.0, 12.0) == pytest.approx(10.5)
+    pol.queue = {0: []}  # an idle worker: (Δ + p) / D_j
+    assert pol.calculate_q(view, 2, 0, 6.0, 12.0) == pytest.approx(4.0)
+
+
+def test_greedy_prefers_the_worker_of_least_q(tmp_path):
+    """Two edge workers of type a, delays 1 and 3, no cloud: the first job's two chunks go
+    one to each (the second chunk's Q on the delay-1 worker grows by its wait)."""
+    toml = cluster_toml([(1, {"a": 1}, 1), (3, {"a": 1}, 1)], None)
+    summary, res = run_case(tmp_path, [job("x", 0, 2, "a", 10)], toml, "a-online")
+    info = res.extra["tasks"]
+    # chunk 0 -> worker 0 (Q = (1 + 10) / 2); chunk 1: worker 0 now (1 + 10 + 10) / 2 =
+    # 10.5 against worker 1's (3 + 10) / 2 = 6.5
+    assert info["worker"].tolist() == [0, 1]
+    assert res.state.job_finish.tolist() == [11.0, 13.0]
+    assert summary["avg_jct_s"] == 13.0
+
+
+# --- HAPRF and preemption without migration ---------------------------------------------
+
+
+def test_haprf_preempts_and_postpones_on_the_same_worker(tmp_path):
+    """One worker, no delay. Long job L (one 20-slot chunk) at 0; short S (3 slots) at 5:
+    S has the higher average processing rate, preempts L at 5 and runs 5-8; L resumes on
+    the same worker at 8 (its data never moved) and ends at 23."""
+    toml = cluster_toml([(0, {"a": 1}, 2)], None)
+    rows = [job("L", 0, 1, "a", 20), job("S", 5, 1, "a", 3)]
+    summary, res = run_case(tmp_path, rows, toml, "a-online")
+    s = res.state
+    assert s.job_finish.tolist() == [23.0, 8.0]
+    assert s.job_n_preempt.tolist() == [1, 0]
+    assert res.extra["tasks"]["worker"].tolist() == [0, 0]
+    assert summary["n_preemptions"] == 1
+
+
+def test_equal_rate_chunks_do_not_preempt(tmp_path):
+    toml = cluster_toml([(0, {"a": 1}, 1)], None)
+    rows = [job("A", 0, 1, "a", 10), job("B", 2, 1, "a", 10)]
+    _, res = run_case(tmp_path, rows, toml, "a-online")
+    assert res.state.job_finish.tolist() == [10.0, 20.0]
+    assert res.state.job_n_preempt.tolist() == [0, 0]
+
+
+# --- the cloud ---------------------------------------------------------------------------
+
+
+def test_a_job_whose_first_chunk_goes_to_the_cloud_stays_there(tmp_path):
+    """The edge worker is busy with a long job; the cloud (delay 4) gives the new job's
+    first chunk Q = (4 + 5) / 3 = 3 against the edge's (0 + 100 + 5) / 3 + ...: all three
+    chunks go to the cloud, run at once at zeta = 1 and end at 2 + 4 + 5 = 11."""
+    toml = cluster_toml([(0, {"a": 1}, 1)], 4)
+    rows = [job("big", 0, 1, "a", 100, comm=1), job("new", 2, 3, "a", 5, comm=1)]
+    _, res = run_case(tmp_path, rows, toml, "a-online")
+    info = res.extra["tasks"]
+    assert info["cloud"].tolist() == [False, True, True, True]
+    assert info["zeta"].tolist() == [0, 1]
+    assert res.state.job_finish[1:].tolist() == [11.0, 11.0, 11.0]
+    from gpusched.metrics import job_records
+
+    rec = job_records(res)
+    assert rec["tier"].tolist() == ["edge", "cloud"]
+    # "big" trains on the edge (zeta 0): 100 + 1 slots, 1 of them communication
+    assert rec["comm_s"].tolist() == [pytest.approx(1.0), 0.0]
+
+
+def test_a_online_e_never_uses_the_cloud(tmp_path):
+    toml = cluster_toml([(0, {"a": 1}, 1)], 4)
+    rows = [job("big", 0, 1, "a", 100), job("new", 2, 3, "a", 5)]
+    _, res = run_case(tmp_path, rows, toml, "a-online-e")
+    assert not res.extra["tasks"]["cloud"].any()
+
+
+# --- results -----------------------------------------------------------------------------
+
+
+def test_a_job_ends_with_its_last_chunk_and_its_jct_splits(tmp_path):
+    toml = cluster_toml([(1, {"a": 2}, 2)], None)
+    rows = [job("x", 0, 3, "a", 4)]
+    summary, res = run_case(tmp_path, rows, toml, "a-online")
+    from gpusched.metrics import job_records, task_records
+
+    rec = job_records(res)
+    assert rec["finish"][0] == res.state.job_finish.max()
+    parts = rec["wait_s"] + rec["load_s"] + rec["train_s"] + rec["save_s"]
+    assert parts[0] == pytest.approx(rec["jct"][0])
+    assert rec["chunks"].tolist() == [3]
+    assert len(task_records(res)["job_id"]) == 3
+    assert summary["n_jobs"] == 1 and summary["n_tasks"] == 3
+
+
+def test_jct_rate_is_over_srtf(tmp_path):
+    from gpusched.run import compare
+
+    toml = cluster_toml([(1, {"a": 1}, 1), (2, {"a": 1}, 1)], 10)
+    rows = [job(f"j{i}", i, 2, "a", 6 + i, gang=2) for i in range(4)]
+    trace, cluster = write_case(tmp_path, rows, toml)
+    out = compare(trace, ["srtf", "a-online"], cluster=cluster)
+    assert out[0]["jct_rate"] == 1.0
+    assert out[1]["jct_rate"] == pytest.approx(out[1]["total_jct_s"] / out[0]["total_jct_s"])
+
+
+# --- the engine's rules --------------------------------------------------------------------
+
+
+class Scripted:
+    """A task policy that plays given actions at the first decision."""
+
+    name = "scripted"
+    knows_duration = True
+    runs_tasks = True
+    needs_tasks = True
+
+    def __init__(self, actions, wake=None):
+        self.actions = actions
+        self.wake = wake
+
+    def decide(self, view, now):
+        acts, self.actions = self.actions, []
+        wake, self.wake = self.wake, None
+        return Decision(actions=acts, wake_at=wake)
+
+
+def engine_for(tmp_path, rows, toml, actions):
+    trace, cluster = write_case(tmp_path, rows, toml)
+    engine, _ = build_engine(trace, "srtf", cluster=cluster)
+    engine.policy = Scripted(actions)
+    engine.name = "scripted"
+    return engine
+
+
+TWO_TYPES = cluster_toml([(3, {"a": 1, "b": 1}, 1)], 10)
+
+
+@pytest.mark.parametrize(
+    ("actions", "message"),
+    [
+        ([Start(0, np.asarray([1]))], "needs a worker of type 'a'"),
+        ([Dispatch(0, 0), Start(0, np.asarray([0]))], "not ready"),
+        ([Dispatch(0, 0), Dispatch(0, 0)], "placed already"),
+        ([Start(0, np.asarray([0]))], "no parameter server"),
+        (
+            [Start(0, np.asarray([0])), HostPS(0, 0), Preempt(0), Start(0, np.asarray([2]))],
+            "no migration",
+        ),
+        ([Start(0, np.asarray([3])), HostPS(0, 1)], "its own cloud worker"),
+        ([Start(0, np.asarray([2])), HostPS(0, 0)], "must too"),
+        ([Start(0, np.asarray([2])), HostPS(0, 1), Preempt(0)], "does not preempt"),
+        ([Start(0, np.asarray([0])), HostPS(0, 0), Start(1, np.asarray([0]))], "busy"),
+        ([Start(0, np.asarray([0, 1]))], "exactly one named worker"),
+        ([Start(0, None)], "exactly one named worker"),
+        ([HostPS(5, 0)], "unknown job index"),
+    ],
+)
+def test_the_engine_refuses_what_breaks_a_rule(tmp_path, actions, message):
+    rows = [job("x", 0, 2, "a", 5)]
+    engine = engine_for(tmp_path, rows, TWO_TYPES, actions)
+    with pytest.raises(PolicyError, match=message):
+        engine.step()
+
+
+def test_no_migration_after_a_preemption(tmp_path):
+    toml = cluster_toml([(0, {"a": 2}, 2)], None)
+    actions = [Start(0, np.asarray([0])), HostPS(0, 0)]
+    engine = engine_for(tmp_path, [job("x", 0, 1, "a", 5)], toml, actions)
+    engine.policy.wake = 3.0
+    engine.step()  # t = 0: x/0 starts on worker 0
+    engine.policy.actions = [Preempt(0), Start(0, np.asarray([1])), HostPS(0, 0)]
+    with pytest.raises(PolicyError, match="no migration"):
+        engine.step()
+
+
+def test_an_edge_without_a_cloud_needs_a_ps_slot_per_worker(tmp_path):
+    trace, cluster = write_case(
+        tmp_path, [job("x", 0, 1, "a", 5)], cluster_toml([(0, {"a": 2}, 1)], None)
+    )
+    with pytest.raises(ClusterError, match="at least one PS slot per worker"):
+        replay(trace, "a-online", cluster=cluster)
+
+
+def test_a_gang_policy_cannot_run_chunks(tmp_path):
+    trace, cluster = write_case(tmp_path, [job("x", 0, 1, "a", 5)], TWO_TYPES)
+    with pytest.raises(PolicyError, match="made of data chunks"):
+        replay(trace, "fifo", cluster=cluster)
+
+
+def test_chunks_need_an_edge_cloud_cluster(tmp_path):
+    trace, _ = write_case(tmp_path, [job("x", 0, 1, "a", 5)], TWO_TYPES)
+    with pytest.raises(GpuschedError, match="declares no typed workers"):
+        replay(trace, "a-online", cluster="default")
+
+
+def test_an_unknown_worker_type_names_the_line(tmp_path):
+    trace, cluster = write_case(tmp_path, [job("x", 0, 1, "zz", 5)], TWO_TYPES)
+    with pytest.raises(TraceError, match=r"t\.csv:2: column 'worker_type'.*'zz'"):
+        replay(trace, "a-online", cluster=cluster)
+
+
+def test_a_bad_chunk_value_names_file_line_and_column(tmp_path):
+    row = job("x", 0, 1, "a", 5)
+    row["epochs"] = "2.5"
+    trace, cluster = write_case(tmp_path, [row], TWO_TYPES)
+    with pytest.raises(TraceError, match=r"t\.csv:2: column 'epochs': expected an integer"):
+        replay(trace, "a-online", cluster=cluster)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("workers = { a = 1 }\nunbounded = true", "only one cloud server is unbounded"),
+        ('workers = { "a b" = 1 }', "worker type"),
+        ("workers = 3", "expected a table of worker type"),
+        ("workers = { a = -1 }", "workers.a"),
+        ("ps = -2", "ps"),
+        ('unbounded = "yes"', "unbounded"),
+    ],
+)
+def test_bad_edge_cloud_cluster_keys(tmp_path, extra, message):
+    from gpusched.cluster import load_cluster
+
+    text = f'[cluster]\nname = "x"\n[[servers]]\ncount = 1\ngpus = 1\ngpu_type = "g"\ntier = "cloud"\n{extra}\n'
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    with pytest.raises(ClusterError, match=message):
+        load_cluster(path)
+
+
+# --- properties over random small instances -------------------------------------------------
+
+
+@st.composite
+def instances(draw):
+    n_servers = draw(st.integers(1, 3))
+    edge = []
+    for _ in range(n_servers):
+        workers = {"a": draw(st.integers(0, 2)), "b": draw(st.integers(0, 2))}
+        if not any(workers.values()):
+            workers["a"] = 1
+        edge.append((draw(st.integers(0, 3)), workers, 0))
+    if not any(w["a"] for _, w, _ in edge):
+        edge[0][1]["a"] = 1
+    # a PS slot per worker, or some more (without a cloud every running job needs one)
+    edge = [(dl, w, sum(w.values()) + draw(st.integers(0, 1))) for dl, w, _ in edge]
+    kinds = ["a"] + (["b"] if any(w["b"] for _, w, _ in edge) else [])
+    cloud = draw(st.one_of(st.none(), st.integers(2, 6)))
+    n_jobs = draw(st.integers(1, 5))
+    rows = []
+    t = 0
+    for i in range(n_jobs):
+        t += draw(st.integers(0, 4))
+        rows.append(
+            job(
+                f"j{i}",
+                t,
+                draw(st.integers(1, 4)),
+                draw(st.sampled_from(kinds)),
+                draw(st.integers(1, 12)),
+                comm=draw(st.sampled_from([0, 1, 2.5])),
+                gang=draw(st.integers(1, 3)),
+            )
+        )
+    return edge, cloud, rows
+
+
+@pytest.mark.parametrize("policy", TASK_POLICIES)
+@settings(max_examples=25, deadline=None)
+@given(case=instances())
+def test_every_chunk_finishes_once_on_a_worker_of_its_type_after_its_data(policy, case):
+    edge, cloud, rows = case
+    with tempfile.TemporaryDirectory() as d:
+        summary, res = run_case(Path(d), rows, cluster_toml(edge, cloud), policy)
+    s = res.state
+    info = res.extra["tasks"]
+    book_types = res.extra["tasks"]
+    assert (s.job_status == FINISHED).all()  # every chunk, exactly once (a status)
+    assert summary["n_finished"] == len(rows)
+    assert int(s.sim_i[3]) == len(s.job_status)  # I_N_FINISHED counts each chunk once
+    worker = info["worker"]
+    assert (worker >= 0).all()
+    # type: the worker's type is the chunk's, or the cloud's (any)
+    layout_types = [t for _, w, _ in edge for t, n in w.items() for _ in range(n)]
+    kinds = np.asarray([r["worker_type"] for r in rows])[info["parent"]]
+    for t, w in enumerate(worker.tolist()):
+        if w < len(layout_types):
+            assert layout_types[w] == kinds[t]
+        else:
+            assert info["cloud"][t]
+    # ready: no chunk trains before its data arrived (submit + its server's delay)
+    delays = [dl for dl, w, _ in edge for _ in range(sum(w.values()))]
+    for t, w in enumerate(worker.tolist()):
+        delay = delays[w] if w < len(delays) else cloud
+        trained_from = s.job_finish[t] - s.job_executed[t]
+        assert trained_from >= s.job_submit[t] + delay - 1e-9
+    # one chunk per worker at a time: a worker's chunks never hold it longer than the run
+    held = s.job_executed + s.job_load_spent_s
+    for w in set(worker.tolist()):
+        mine = worker == w
+        span = s.job_finish[mine].max() - s.job_submit[mine].min()
+        assert held[mine].sum() <= span + 1e-6
+    assert book_types["transfer_s"].shape == worker.shape
+
+
+@pytest.mark.parametrize("policy", TASK_POLICIES)
+def test_same_seed_same_schedule(tmp_path, policy):
+    toml = cluster_toml([(1, {"a": 1, "b": 1}, 1), (2, {"a": 2}, 1)], 5)
+    rows = [job(f"j{i}", i, 1 + i % 3, "ab"[i % 2], 3 + i, comm=1, gang=2) for i in range(8)]
+    a = run_case(tmp_path, rows, toml, policy)[1].state.job_finish.tobytes()
+    b = run_case(tmp_path, rows, toml, policy)[1].state.job_finish.tobytes()
+    assert a == b
