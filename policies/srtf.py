@@ -51,9 +51,11 @@ class SRTFPolicy:
         out = np.empty(jobs.shape[0])
         for i, p in enumerate(jobs.tolist()):
             rate = tv.rate(p, 0)
-            plan = self._gang.plan.get(p)
-            if plan is not None:
-                out[i] = max(float(rem[ts].sum()) for ts in plan.values()) / rate
+            plan = self._gang.left.get(p)
+            if plan is not None:  # a worker's first chunk may have run, the others not
+                dur = float(view.job_duration[tv.first[p]])
+                out[i] = max(float(rem[ts[0]]) + (len(ts) - 1) * dur for ts in plan.values())
+                out[i] /= rate
             else:
                 k = self._gang.size(view, p)
                 d = int(tv.first[p + 1] - tv.first[p])

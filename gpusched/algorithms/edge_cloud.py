@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.policy import Decision, Dispatch, HostPS, Preempt, Start
-from gpusched.state import FINISHED, LOADING, QUEUED, RUNNING
+from gpusched.state import LOADING, QUEUED, RUNNING
 
 __all__ = ["JobLevel", "assign_ps", "holding_after"]
 
@@ -87,9 +87,10 @@ class JobLevel:
     def __init__(self, key: Callable[[Any, np.ndarray], np.ndarray], rng: np.random.Generator):
         self.key = key
         self.rng = rng
-        self.active: set[int] = set()
-        #: job -> worker -> its chunks on that worker, in training order
-        self.plan: dict[int, dict[int, list[int]]] = {}
+        #: jobs arrived with chunks left -> how many chunks they have left
+        self.n_left: dict[int, int] = {}
+        #: started jobs -> worker -> its chunks still to train there, in order
+        self.left: dict[int, dict[int, list[int]]] = {}
 
     def workers_of(self, view: Any, p: int) -> np.ndarray:
         """The workers a job asks for at its first start: count and type (module doc)."""
@@ -104,25 +105,41 @@ class JobLevel:
         n_type = self.workers_of(view, p).size
         return int(max(1, min(int(tv.gang[p]), int(tv.first[p + 1] - tv.first[p]), n_type)))
 
+    def _take_events(self, view: Any) -> None:
+        """Arrivals join; finished chunks leave their worker's list (and a job its last)."""
+        tv = view.tasks
+        for t in view.arrived.tolist():
+            p = int(tv.parent[t])
+            self.n_left[p] = self.n_left.get(p, 0) + 1
+        for t in view.finished.tolist():
+            p = int(tv.parent[t])
+            self.n_left[p] -= 1
+            plan = self.left.get(p)
+            if plan is not None:
+                w = int(tv.bound[t])
+                plan[w].remove(t)
+                if not plan[w]:
+                    del plan[w]
+            if self.n_left[p] == 0:
+                del self.n_left[p]
+                self.left.pop(p, None)
+
     def decide(self, view: Any, now: float) -> Decision:
         tv = view.tasks
         status = view.job_status
-        self.active.update(int(tv.parent[t]) for t in view.arrived.tolist())
-        for p in [
-            p for p in self.active if (status[tv.first[p] : tv.first[p + 1]] == FINISHED).all()
-        ]:
-            self.active.discard(p)
-            self.plan.pop(p, None)
-        jobs = np.asarray(sorted(self.active), dtype=np.int64)
+        self._take_events(view)
+        jobs = np.fromiter(self.n_left, dtype=np.int64, count=len(self.n_left))
         if jobs.size == 0:
             return Decision()
+        jobs.sort()
         order = jobs[np.argsort(self.key(view, jobs), kind="stable")]
         taken = np.zeros(tv.worker_type.shape[0], dtype=bool)
         chosen: dict[int, dict[int, list[int]]] = {}
+        fresh: set[int] = set()
         for p in order.tolist():
-            plan = self.plan.get(p)
+            plan = self.left.get(p)
             if plan is not None:
-                need = [w for w, ts in plan.items() if any(status[t] != FINISHED for t in ts)]
+                need = list(plan)
                 if taken[need].any():
                     continue
                 taken[need] = True
@@ -138,6 +155,7 @@ class JobLevel:
             taken[ws] = True
             chunks = list(range(int(tv.first[p]), int(tv.first[p + 1])))
             chosen[p] = {w: chunks[i::k] for i, w in enumerate(ws)}
+            fresh.add(p)
         actions: list[Any] = []
         preempted = []
         for t in view.running.tolist():
@@ -147,14 +165,14 @@ class JobLevel:
         started: list[int] = []
         wake = np.inf
         for p, plan in chosen.items():
-            if p not in self.plan:  # its first start: every chunk ships now
-                self.plan[p] = plan
+            if p in fresh:  # its first start: every chunk ships now
+                self.left[p] = plan
                 for w, ts in plan.items():
                     actions += [Dispatch(t, w) for t in ts[1:]]
             for w, ts in plan.items():
-                nxt = next((t for t in ts if status[t] != FINISHED), None)
-                if nxt is None or status[nxt] != QUEUED:
-                    continue  # done on this worker, or its chunk runs there
+                nxt = ts[0]
+                if status[nxt] != QUEUED:
+                    continue  # its chunk trains there
                 ready = tv.ready[nxt]
                 if ready == ready and ready > now + 1e-9:  # placed, its data still ships
                     wake = min(wake, float(ready))
