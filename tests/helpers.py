@@ -63,4 +63,7 @@ ALL_POLICIES = sorted(available_policies())
 #: policies that place jobs by roles (parameter-server jobs on the resource ledger) and
 #: those that place gangs on GPU indices: a run holds one kind of job only
 ROLE_POLICIES = [p for p in ALL_POLICIES if getattr(load_policy_class(p), "places_roles", False)]
-GANG_POLICIES = [p for p in ALL_POLICIES if p not in ROLE_POLICIES]
+#: policies that run jobs made of data chunks (srtf runs both those and gangs)
+TASK_POLICIES = [p for p in ALL_POLICIES if getattr(load_policy_class(p), "runs_tasks", False)]
+_TASK_ONLY = [p for p in TASK_POLICIES if getattr(load_policy_class(p), "needs_tasks", False)]
+GANG_POLICIES = [p for p in ALL_POLICIES if p not in ROLE_POLICIES and p not in _TASK_ONLY]

@@ -12,7 +12,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from gpusched.run import replay
 from gpusched.state import STATUS_NAMES
-from tests.helpers import GANG_POLICIES, ROLE_POLICIES
+from tests.helpers import GANG_POLICIES, ROLE_POLICIES, TASK_POLICIES
 
 
 class TextSnapshot(SingleFileSnapshotExtension):
@@ -31,6 +31,8 @@ def event_log(result) -> str:
         line = f"{jid},{submit!r},{start!r},{finish!r},{st.job_n_preempt[i]}"
         if "ledger" in result.extra:  # a run of jobs placed by roles: the status too
             line += f",{STATUS_NAMES[st.job_status[i]]}"
+        if "tasks" in result.extra:  # a run of chunk jobs: the worker of each chunk too
+            line += f",{int(result.extra['tasks']['worker'][i])}"
         lines.append(line)
     return "\n".join(lines) + "\n"
 
@@ -45,6 +47,12 @@ def test_golden_tiny(policy, cluster, snapshot):
 @pytest.mark.parametrize("policy", GANG_POLICIES)
 def test_golden_synth_500(policy, snapshot):
     _, result = replay("synth-500", policy, slot_s=60.0)
+    assert event_log(result) == snapshot(extension_class=TextSnapshot)
+
+
+@pytest.mark.parametrize("policy", TASK_POLICIES)
+def test_golden_ec_30(policy, snapshot):
+    _, result = replay("ec-30", policy, cluster="edge-cloud-testbed")
     assert event_log(result) == snapshot(extension_class=TextSnapshot)
 
 
