@@ -134,6 +134,8 @@ class AOnlinePolicy:
             best = min(q, key=q.__getitem__) if q else -1  # line 11 (lowest index on ties)
             if best < 0 or q_cloud < q[best]:  # lines 12-16: this and every later chunk
                 arrive = now + delay_c
+                if d == 0:
+                    self.to_cloud.add(j)
                 for u in range(t, hi):
                     actions.append(Dispatch(u, tv.cloud_worker(u)))
                     heapq.heappush(self.due, (arrive, -1 - u))
@@ -207,11 +209,13 @@ class AOnlinePolicy:
                 del self.keys[w][i]
                 self.dirty.add(w)
         actions: list = []
+        self.to_cloud: set[int] = set()  # jobs sent wholly to the cloud by this decision
         arrived = sorted({int(tv.parent[t]) for t in view.arrived.tolist()})  # line 2
         for j in arrived:
             actions += self.greedy(view, j, now)  # line 3
         more, started, preempted = self.run_workers(view, now)
         actions += more
-        actions += assign_ps(view, self._rng, holding_after(view, started, preempted))  # line 4
+        holding = holding_after(view, started, preempted)
+        actions += assign_ps(view, self._rng, holding, self.to_cloud)  # line 4
         wake = self.due[0][0] if self.due else None  # run_workers popped those due now
         return Decision(actions=actions, wake_at=wake)

@@ -88,6 +88,7 @@ class BatchSchePolicy:
                 )
             return  # no idle worker now: the job waits for the next batch
         if cost_cloud <= cost_edge:
+            self.to_cloud.add(j)
             arrive = now + float(tv.server_delay[tv.worker_server[cloud]])
             for t in range(lo, hi):
                 actions.append(Dispatch(t, tv.cloud_worker(t)))
@@ -108,6 +109,7 @@ class BatchSchePolicy:
         status = view.job_status
         actions: list = []
         self._started = set()
+        self.to_cloud: set[int] = set()  # jobs this decision sends to the cloud
         for w, mine in list(self.lists.items()):  # workers whose chunks are all done are free
             while mine and status[mine[0]] == FINISHED:
                 mine.pop(0)
@@ -136,5 +138,5 @@ class BatchSchePolicy:
             self._started.add(t)
         if self.due:
             wake = min(wake, self.due[0][0])
-        actions += assign_ps(view, self._rng, holding_after(view, self._started, ()))
+        actions += assign_ps(view, self._rng, holding_after(view, self._started, ()), self.to_cloud)
         return Decision(actions=actions, wake_at=None if wake == np.inf else wake)

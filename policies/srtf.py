@@ -36,7 +36,8 @@ class SRTFPolicy:
     work_conserving = True
     runs_tasks = True
 
-    def __init__(self, *, rng: np.random.Generator | None = None) -> None:
+    def __init__(self, *, edge_only: bool = False, rng: np.random.Generator | None = None) -> None:
+        self.edge_only = edge_only
         self._rng = rng if rng is not None else np.random.default_rng(0)
         self._gang: JobLevel | None = None
 
@@ -68,7 +69,7 @@ class SRTFPolicy:
     def decide(self, view, now: float) -> Decision:
         if view.tasks is not None:
             if self._gang is None:
-                self._gang = JobLevel(self._job_remaining, self._rng)
+                self._gang = JobLevel(self._job_remaining, self._rng, edge_only=self.edge_only)
             return self._gang.decide(view, now)
         holding = view.running[view.job_status[view.running] != SAVING]
         active = np.union1d(view.queued, holding)  # ascending index: ties by submission

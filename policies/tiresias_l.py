@@ -11,8 +11,9 @@ job in each preemption."
 A job's attained service is the worker-time its chunks have trained (workers x time, the
 2D attained service of Tiresias); it is in level q = #{k : a_j >= T_k}, level 0 first,
 and within a level the earlier arrival first (Tiresias's FIFO within a queue). Jobs are
-placed and paused whole on the edge by :class:`gpusched.algorithms.edge_cloud.JobLevel`
-(how a job's chunks map to its workers, and why the edge only, is said there).
+placed and paused whole by :class:`gpusched.algorithms.edge_cloud.JobLevel` (how a job's
+chunks map to its workers, and when it goes to the cloud, is said there;
+``-p edge_only=true`` keeps every job on the edge).
 
 Guessed, as the paper gives no values: the thresholds, default 50 and 200 worker-slots
 (``-p thresholds=...``): a chunk of the edge-cloud workloads trains for tens of slots, so
@@ -30,7 +31,7 @@ from gpusched.policy import Decision
 
 
 class TiresiasLPolicy:
-    """Job-level discretized LAS over attained worker-time, all-or-nothing, on the edge."""
+    """Job-level discretized LAS over attained worker-time, all-or-nothing."""
 
     name = "tiresias-l"
     knows_duration = False
@@ -40,8 +41,13 @@ class TiresiasLPolicy:
     needs_tasks = True
 
     def __init__(
-        self, *, thresholds: str = "50,200", rng: np.random.Generator | None = None
+        self,
+        *,
+        thresholds: str = "50,200",
+        edge_only: bool = False,
+        rng: np.random.Generator | None = None,
     ) -> None:
+        self.edge_only = edge_only
         try:
             levels = tuple(float(x) for x in thresholds.split(",") if x.strip())
         except ValueError:
@@ -73,5 +79,5 @@ class TiresiasLPolicy:
 
     def decide(self, view, now: float) -> Decision:
         if self._gang is None:
-            self._gang = JobLevel(self._key, self._rng)
+            self._gang = JobLevel(self._key, self._rng, edge_only=self.edge_only)
         return self._gang.decide(view, now)

@@ -12,17 +12,19 @@ Distributed Machine Learning Jobs in Edge-Cloud Networks", IEEE JSAC, 2022.
   objective (Sec. IV-D).
 * :class:`JobLevel` runs the paper's job-level baselines (SRTF [16], Tiresias-L [13]):
   "all-or-nothing resource allocation, which suspends or resumes an entire job". The
-  paper does not say how such a scheduler maps chunks to workers; a careful reading gives:
-  a job asks for ``gang_workers`` workers of its type (its GPU count in the source trace),
-  capped at the edge workers of that type and at its chunks; at its first start it gets
-  that many free edge workers (lowest transmission delay first), its chunks are dealt to
-  them round robin and shipped at once; each worker then trains its chunks one after the
-  other. At every decision the jobs are taken in the policy's priority order and a job
-  runs only if all of its workers that still have chunks are free of higher-priority jobs
-  (its chunks never migrate, so a paused job resumes on the same workers); jobs left out
-  are paused whole. These baselines stay on the edge: the paper compares them with
-  A_online-E "in their category", and a job-level scheduler with an unbounded cloud would
-  never queue or preempt, which its Fig. 9 shows they do.
+  paper does not say how such a scheduler maps chunks to workers or uses the cloud; a
+  careful reading gives: a job asks for k = ``gang_workers`` workers of its type (its GPU
+  count in the source trace; "the non-elastic job requirement"), at most D_j. At every
+  decision the jobs are taken in the policy's priority order. A job not started yet gets
+  k idle edge workers of its type (lowest transmission delay first) if there are that
+  many; else it goes to the cloud (unbounded, so it never waits; k chunks at a time
+  there too), or, with ``edge_only`` (or without a cloud), waits. At its first start its
+  chunks are dealt to its k workers round robin and shipped at once; each worker then
+  trains its chunks one after the other. A started edge job runs only if all of its
+  workers that still have chunks are free of higher-priority jobs: its chunks never
+  migrate, so a job paused whole by higher-priority ones resumes on the same workers.
+  Cloud jobs are never paused (the cloud does not preempt). Without a cloud a job's k is
+  also capped at the edge's workers of its type.
 """
 
 from __future__ import annotations
@@ -47,8 +49,18 @@ def holding_after(view: Any, started: Iterable[int], preempted: Iterable[int]) -
     return hold
 
 
-def assign_ps(view: Any, rng: np.random.Generator, holding: Iterable[int]) -> list[HostPS]:
-    """A_ps (Alg. 5): a PS for each job of ``holding`` that has none (see module doc)."""
+def assign_ps(
+    view: Any,
+    rng: np.random.Generator,
+    holding: Iterable[int],
+    in_cloud: Iterable[int] = (),
+) -> list[HostPS]:
+    """A_ps (Alg. 5): a PS for each job of ``holding`` that has none (see module doc).
+
+    ``in_cloud``: jobs this decision places wholly in the cloud (their zeta_j is not 1 in
+    the view until the engine applies the decision).
+    """
+    wholly = set(in_cloud)
     tv = view.tasks
     holding = set(holding)
     free = np.array(tv.ps_free, copy=True)
@@ -60,7 +72,7 @@ def assign_ps(view: Any, rng: np.random.Generator, holding: Iterable[int]) -> li
     for p in sorted(holding):
         if tv.ps_server[p] >= 0:
             continue  # line 3-4: it ran in the previous slot and keeps its PS
-        if tv.zeta[p] == 1:
+        if tv.zeta[p] == 1 or p in wholly:
             pool = cloud
         else:
             pool = np.flatnonzero(free >= 1)
@@ -84,9 +96,20 @@ class JobLevel:
         For the PS choice.
     """
 
-    def __init__(self, key: Callable[[Any, np.ndarray], np.ndarray], rng: np.random.Generator):
+    def __init__(
+        self,
+        key: Callable[[Any, np.ndarray], np.ndarray],
+        rng: np.random.Generator,
+        *,
+        edge_only: bool = False,
+    ) -> None:
         self.key = key
         self.rng = rng
+        self.edge_only = edge_only
+        #: jobs placed in the cloud (their lanes are keyed -1, -2, ...)
+        self.cloud_jobs: set[int] = set()
+        #: chunk -> the key of its lane: its edge worker, or -1 - i for cloud lane i
+        self.lane_of: dict[int, int] = {}
         #: jobs arrived with chunks left -> how many chunks they have left
         self.n_left: dict[int, int] = {}
         #: started jobs -> worker -> its chunks still to train there, in order
@@ -99,11 +122,16 @@ class JobLevel:
         edge = np.asarray(tv.edge_workers)
         return np.asarray(edge[tv.worker_type[edge] == kind])
 
+    def uses_cloud(self, view: Any) -> bool:
+        return not self.edge_only and view.tasks.cloud_worker(0) >= 0
+
     def size(self, view: Any, p: int) -> int:
         """How many workers job ``p`` runs on at once."""
         tv = view.tasks
-        n_type = self.workers_of(view, p).size
-        return int(max(1, min(int(tv.gang[p]), int(tv.first[p + 1] - tv.first[p]), n_type)))
+        k = min(int(tv.gang[p]), int(tv.first[p + 1] - tv.first[p]))
+        if not self.uses_cloud(view):
+            k = min(k, self.workers_of(view, p).size)
+        return int(max(1, k))
 
     def _take_events(self, view: Any) -> None:
         """Arrivals join; finished chunks leave their worker's list (and a job its last)."""
@@ -116,13 +144,14 @@ class JobLevel:
             self.n_left[p] -= 1
             plan = self.left.get(p)
             if plan is not None:
-                w = int(tv.bound[t])
+                w = self.lane_of.pop(t)
                 plan[w].remove(t)
                 if not plan[w]:
                     del plan[w]
             if self.n_left[p] == 0:
                 del self.n_left[p]
                 self.left.pop(p, None)
+                self.cloud_jobs.discard(p)
 
     def decide(self, view: Any, now: float) -> Decision:
         tv = view.tasks
@@ -139,22 +168,30 @@ class JobLevel:
         for p in order.tolist():
             plan = self.left.get(p)
             if plan is not None:
-                need = list(plan)
-                if taken[need].any():
-                    continue
-                taken[need] = True
+                if p not in self.cloud_jobs:
+                    need = list(plan)
+                    if taken[need].any():
+                        continue
+                    taken[need] = True
                 chosen[p] = plan
                 continue
             k = self.size(view, p)
             cand = self.workers_of(view, p)
             cand = cand[~taken[cand]]
-            if cand.size < k:
-                continue
-            delay = tv.server_delay[tv.worker_server[cand]]
-            ws = cand[np.argsort(delay, kind="stable")[:k]].tolist()
-            taken[ws] = True
             chunks = list(range(int(tv.first[p]), int(tv.first[p + 1])))
+            if cand.size >= k:
+                delay = tv.server_delay[tv.worker_server[cand]]
+                ws = cand[np.argsort(delay, kind="stable")[:k]].tolist()
+                taken[ws] = True
+            elif self.uses_cloud(view):
+                ws = [-1 - i for i in range(k)]
+                self.cloud_jobs.add(p)
+            else:
+                continue
             chosen[p] = {w: chunks[i::k] for i, w in enumerate(ws)}
+            for w, ts in chosen[p].items():
+                for t in ts:
+                    self.lane_of[t] = w
             fresh.add(p)
         actions: list[Any] = []
         preempted = []
@@ -168,16 +205,19 @@ class JobLevel:
             if p in fresh:  # its first start: every chunk ships now
                 self.left[p] = plan
                 for w, ts in plan.items():
-                    actions += [Dispatch(t, w) for t in ts[1:]]
+                    actions += [Dispatch(t, w if w >= 0 else tv.cloud_worker(t)) for t in ts[1:]]
             for w, ts in plan.items():
                 nxt = ts[0]
                 if status[nxt] != QUEUED:
                     continue  # its chunk trains there
+                if w < 0:
+                    w = tv.cloud_worker(nxt)
                 ready = tv.ready[nxt]
                 if ready == ready and ready > now + 1e-9:  # placed, its data still ships
                     wake = min(wake, float(ready))
                     continue
                 actions.append(Start(nxt, np.asarray([w])))
                 started.append(nxt)
-        actions += assign_ps(view, self.rng, holding_after(view, started, preempted))
+        holding = holding_after(view, started, preempted)
+        actions += assign_ps(view, self.rng, holding, self.cloud_jobs)
         return Decision(actions=actions, wake_at=None if wake == np.inf else wake)
