@@ -660,6 +660,17 @@ def _sort_jobs(st, c, lo, m):
 
 
 @njit(**_JIT)
+def _trained_for(st, j, t):
+    """Seconds holder ``j`` has trained since its anchor by time ``t``, as :func:`_sync`
+    counts them (NaN when it is not training: queued, loading or saving)."""
+    status = st.job_status[j]
+    if status == RUNNING or (status == LOADING and st.job_phase_end[j] <= t + EPS):
+        if t > st.job_seg_start[j]:
+            return t - st.job_anchor_t[j]
+    return np.nan
+
+
+@njit(**_JIT)
 def _las_place(st, cfg, j, now):
     """Tiresias: bring job ``j``'s level and place in that level's list up to now.
 
@@ -669,7 +680,8 @@ def _las_place(st, cfg, j, now):
     t_x = now - (a_j - T_k) / g_j. Such places are times since the first submission
     (>= 0); after each re-pack :func:`_las_front` moves the holders to the front (< 0).
     """
-    att = st.job_attained[j]  # synced by the caller
+    dt = _trained_for(st, j, now)
+    att = st.job_anchor_att[j] + dt * st.job_n_gpus[j] if dt == dt else st.job_attained[j]
     lvl = las_level(att, cfg.thresholds)
     t0 = st.job_submit[0]
     if np.isnan(st.job_seq[j]):
@@ -698,13 +710,11 @@ def _las_front(st):
 
 @njit(**_JIT)
 def _compute_keys(st, cfg, c, lo, m):
-    """Priority keys of ``c[lo:m]`` at now (holders' remaining / attained synced to now,
-    the very values a Python policy reads)."""
+    """Priority keys of ``c[lo:m]`` at now (holders' remaining / attained as a sync to now
+    would make them: the very values a Python policy reads, without writing them)."""
     now = st.sim_f[F_NOW]
     for i in range(lo, m):
         j = c[i]
-        if st.job_run_pos[j] >= 0 and (cfg.key == KEY_SRTF or cfg.key == KEY_LAS):
-            _sync(st, j, now)
         if cfg.key == KEY_FIFO:
             st.job_key[j] = st.job_submit[j]
             st.job_key2[j] = 0.0
@@ -712,7 +722,10 @@ def _compute_keys(st, cfg, c, lo, m):
             st.job_key[j] = st.job_work[j]
             st.job_key2[j] = 0.0
         elif cfg.key == KEY_SRTF:
-            st.job_key[j] = st.job_remaining[j]
+            dt = _trained_for(st, j, now)
+            st.job_key[j] = (
+                st.job_anchor_rem[j] - dt * st.job_rate[j] if dt == dt else st.job_remaining[j]
+            )
             st.job_key2[j] = 0.0
         else:  # KEY_LAS: level, then place in the level's list
             _las_place(st, cfg, j, now)
