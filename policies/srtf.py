@@ -11,11 +11,11 @@ Ties go to the earlier submission.
 
 On jobs made of data chunks (the edge-cloud family, ``view.tasks``) this is the
 edge-cloud paper's SRTF baseline [16] ("jobs are scheduled in the non-decreasing order of
-remaining training time"), job-level and all-or-nothing on the edge
-(:class:`gpusched.algorithms.edge_cloud.JobLevel`): a job's remaining time is the longest
-its workers still need (each trains its own chunks one after another, at eq. 1's speed
-with zeta_j = 0); a job not started yet needs ceil(D_j / k_j) chunk times on its k_j
-workers.
+remaining training time"), job-level and all-or-nothing
+(:class:`gpusched.algorithms.edge_cloud.JobLevel`): a job's remaining time is the work
+its chunks have left over its k_j workers, at eq. 1's speed with zeta_j = 0. A job that
+finds no room on the edge goes to the cloud, unless ``-p edge_only=true`` (which has no
+effect on gang jobs).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusched.algorithms.edge_cloud import JobLevel
-from gpusched.policy import KEY_SRTF, Decision, Fused
+from gpusched.policy import Decision
 from gpusched.state import SAVING
 
 
@@ -51,20 +51,11 @@ class SRTFPolicy:
         rem = view.job_remaining
         out = np.empty(jobs.shape[0])
         for i, p in enumerate(jobs.tolist()):
-            rate = tv.rate(p, 0)
-            plan = self._gang.left.get(p)
-            if plan is not None:  # a worker's first chunk may have run, the others not
-                dur = float(view.job_duration[tv.first[p]])
-                out[i] = max(float(rem[ts[0]]) + (len(ts) - 1) * dur for ts in plan.values())
-                out[i] /= rate
-            else:
-                k = self._gang.size(view, p)
-                d = int(tv.first[p + 1] - tv.first[p])
-                out[i] = -(-d // k) * float(view.job_duration[tv.first[p]]) / rate
+            dur = float(view.job_duration[tv.first[p]])
+            left = sum(float(rem[t]) for t in self._gang.begun[p])
+            left += len(self._gang.todo[p]) * dur
+            out[i] = left / self._gang.size(view, p) / tv.rate(p, 0)
         return out
-
-    def fused(self) -> Fused:
-        return Fused(KEY_SRTF, preemptive=True, blocking=False)
 
     def decide(self, view, now: float) -> Decision:
         if view.tasks is not None:

@@ -14,17 +14,16 @@ Distributed Machine Learning Jobs in Edge-Cloud Networks", IEEE JSAC, 2022.
   "all-or-nothing resource allocation, which suspends or resumes an entire job". The
   paper does not say how such a scheduler maps chunks to workers or uses the cloud; a
   careful reading gives: a job asks for k = ``gang_workers`` workers of its type (its GPU
-  count in the source trace; "the non-elastic job requirement"), at most D_j. At every
-  decision the jobs are taken in the policy's priority order. A job not started yet gets
-  k idle edge workers of its type (lowest transmission delay first) if there are that
-  many; else it goes to the cloud (unbounded, so it never waits; k chunks at a time
-  there too), or, with ``edge_only`` (or without a cloud), waits. At its first start its
-  chunks are dealt to its k workers round robin and shipped at once; each worker then
-  trains its chunks one after the other. A started edge job runs only if all of its
-  workers that still have chunks are free of higher-priority jobs: its chunks never
-  migrate, so a job paused whole by higher-priority ones resumes on the same workers.
-  Cloud jobs are never paused (the cloud does not preempt). Without a cloud a job's k is
-  also capped at the edge's workers of its type.
+  count in the source trace; "the non-elastic job requirement"), at most the chunks it
+  has left, and trains k chunks at a time, one per worker. At every decision the jobs are
+  taken in the policy's priority order and each gets all of its k workers or none: the
+  workers of its paused chunks (a chunk that has trained never migrates, so it resumes
+  where its data is) plus idle edge workers of its type (lowest transmission delay first)
+  for new chunks, each shipped when it starts there (the worker held meanwhile). Jobs left
+  out are paused whole. A job that has started no chunk and finds no room on the edge goes
+  to the cloud (unbounded: k chunks at a time there, never paused: the cloud does not
+  preempt), or, with ``edge_only`` (or without a cloud), waits. Without a cloud a job's k
+  is also capped at the edge's workers of its type.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.policy import Decision, Dispatch, HostPS, Preempt, Start
+from gpusched.policy import Decision, HostPS, Preempt, Start
 from gpusched.state import LOADING, QUEUED, RUNNING
 
 __all__ = ["JobLevel", "assign_ps", "holding_after"]
@@ -85,7 +84,7 @@ def assign_ps(
 
 
 class JobLevel:
-    """A job-level (gang) scheduler of chunk jobs on the edge (see module doc).
+    """A job-level (gang) scheduler of chunk jobs (see the module doc).
 
     Parameters
     ----------
@@ -94,6 +93,8 @@ class JobLevel:
         of ``view.tasks``' jobs), smaller first; ties go to the earlier job.
     rng
         For the PS choice.
+    edge_only
+        Never use the cloud.
     """
 
     def __init__(
@@ -106,93 +107,88 @@ class JobLevel:
         self.key = key
         self.rng = rng
         self.edge_only = edge_only
-        #: jobs placed in the cloud (their lanes are keyed -1, -2, ...)
+        #: jobs with chunks left -> their chunks never started, in order
+        self.todo: dict[int, list[int]] = {}
+        #: jobs with chunks left -> chunks started and not finished (bound to a worker)
+        self.begun: dict[int, set[int]] = {}
+        #: jobs placed in the cloud (never paused there)
         self.cloud_jobs: set[int] = set()
-        #: chunk -> the key of its lane: its edge worker, or -1 - i for cloud lane i
-        self.lane_of: dict[int, int] = {}
-        #: jobs arrived with chunks left -> how many chunks they have left
-        self.n_left: dict[int, int] = {}
-        #: started jobs -> worker -> its chunks still to train there, in order
-        self.left: dict[int, dict[int, list[int]]] = {}
+        self._by_type: dict[int, np.ndarray] = {}
+        self._cloud = False
 
     def workers_of(self, view: Any, p: int) -> np.ndarray:
-        """The workers a job asks for at its first start: count and type (module doc)."""
+        """The edge workers of job ``p``'s type, lowest transmission delay first."""
         tv = view.tasks
         kind = int(tv.task_type[tv.first[p]])
-        edge = np.asarray(tv.edge_workers)
-        return np.asarray(edge[tv.worker_type[edge] == kind])
+        got = self._by_type.get(kind)
+        if got is None:
+            edge = np.asarray(tv.edge_workers)
+            got = edge[tv.worker_type[edge] == kind]
+            got = got[np.argsort(tv.server_delay[tv.worker_server[got]], kind="stable")]
+            self._by_type[kind] = got
+        return np.asarray(got)
 
     def uses_cloud(self, view: Any) -> bool:
+        """May jobs go to the cloud (there is one, and not ``edge_only``)?"""
         return not self.edge_only and view.tasks.cloud_worker(0) >= 0
 
     def size(self, view: Any, p: int) -> int:
-        """How many workers job ``p`` runs on at once."""
+        """How many workers job ``p`` runs on at once (k, at most its chunks left)."""
         tv = view.tasks
-        k = min(int(tv.gang[p]), int(tv.first[p + 1] - tv.first[p]))
-        if not self.uses_cloud(view):
+        k = min(int(tv.gang[p]), len(self.todo[p]) + len(self.begun[p]))
+        if not self._cloud:
             k = min(k, self.workers_of(view, p).size)
         return int(max(1, k))
 
     def _take_events(self, view: Any) -> None:
-        """Arrivals join; finished chunks leave their worker's list (and a job its last)."""
+        """Arrivals join; finished chunks leave (and a job with its last one)."""
         tv = view.tasks
         for t in view.arrived.tolist():
             p = int(tv.parent[t])
-            self.n_left[p] = self.n_left.get(p, 0) + 1
+            self.todo.setdefault(p, []).append(t)
+            self.begun.setdefault(p, set())
         for t in view.finished.tolist():
             p = int(tv.parent[t])
-            self.n_left[p] -= 1
-            plan = self.left.get(p)
-            if plan is not None:
-                w = self.lane_of.pop(t)
-                plan[w].remove(t)
-                if not plan[w]:
-                    del plan[w]
-            if self.n_left[p] == 0:
-                del self.n_left[p]
-                self.left.pop(p, None)
+            self.begun[p].discard(t)
+            if not self.begun[p] and not self.todo[p]:
+                del self.begun[p], self.todo[p]
                 self.cloud_jobs.discard(p)
 
     def decide(self, view: Any, now: float) -> Decision:
         tv = view.tasks
         status = view.job_status
+        self._cloud = self.uses_cloud(view)
         self._take_events(view)
-        jobs = np.fromiter(self.n_left, dtype=np.int64, count=len(self.n_left))
+        jobs = np.fromiter(self.todo, dtype=np.int64, count=len(self.todo))
         if jobs.size == 0:
             return Decision()
         jobs.sort()
         order = jobs[np.argsort(self.key(view, jobs), kind="stable")]
         taken = np.zeros(tv.worker_type.shape[0], dtype=bool)
-        chosen: dict[int, dict[int, list[int]]] = {}
-        fresh: set[int] = set()
+        chosen: dict[int, list[int]] = {}  # job -> idle edge workers it gets for new chunks
         for p in order.tolist():
-            plan = self.left.get(p)
-            if plan is not None:
-                if p not in self.cloud_jobs:
-                    need = list(plan)
-                    if taken[need].any():
-                        continue
-                    taken[need] = True
-                chosen[p] = plan
-                continue
             k = self.size(view, p)
-            cand = self.workers_of(view, p)
-            cand = cand[~taken[cand]]
-            chunks = list(range(int(tv.first[p]), int(tv.first[p + 1])))
-            if cand.size >= k:
-                delay = tv.server_delay[tv.worker_server[cand]]
-                ws = cand[np.argsort(delay, kind="stable")[:k]].tolist()
-                taken[ws] = True
-            elif self.uses_cloud(view):
-                ws = [-1 - i for i in range(k)]
-                self.cloud_jobs.add(p)
-            else:
+            if p in self.cloud_jobs:
+                chosen[p] = []
                 continue
-            chosen[p] = {w: chunks[i::k] for i, w in enumerate(ws)}
-            for w, ts in chosen[p].items():
-                for t in ts:
-                    self.lane_of[t] = w
-            fresh.add(p)
+            pinned = [int(tv.bound[t]) for t in self.begun[p]]  # its chunks stay there
+            if taken[pinned].any():
+                continue
+            more = min(k - len(pinned), len(self.todo[p]))
+            ws: list[int] = []
+            if more > 0:
+                taken[pinned] = True  # not for new chunks of its own
+                cand = self.workers_of(view, p)
+                cand = cand[~taken[cand]]
+                taken[pinned] = False
+                if cand.size < more:
+                    if not pinned and self._cloud:
+                        self.cloud_jobs.add(p)  # finds no room on the edge: the cloud takes it
+                        chosen[p] = []
+                    continue
+                ws = cand[:more].tolist()  # lowest delay first
+            taken[pinned + ws] = True
+            chosen[p] = ws
         actions: list[Any] = []
         preempted = []
         for t in view.running.tolist():
@@ -200,24 +196,21 @@ class JobLevel:
                 actions.append(Preempt(t))
                 preempted.append(t)
         started: list[int] = []
-        wake = np.inf
-        for p, plan in chosen.items():
-            if p in fresh:  # its first start: every chunk ships now
-                self.left[p] = plan
-                for w, ts in plan.items():
-                    actions += [Dispatch(t, w if w >= 0 else tv.cloud_worker(t)) for t in ts[1:]]
-            for w, ts in plan.items():
-                nxt = ts[0]
-                if status[nxt] != QUEUED:
-                    continue  # its chunk trains there
-                if w < 0:
-                    w = tv.cloud_worker(nxt)
-                ready = tv.ready[nxt]
-                if ready == ready and ready > now + 1e-9:  # placed, its data still ships
-                    wake = min(wake, float(ready))
-                    continue
-                actions.append(Start(nxt, np.asarray([w])))
-                started.append(nxt)
+        for p, ws in chosen.items():
+            for t in sorted(self.begun[p]):  # paused chunks resume where their data is
+                if status[t] == QUEUED:
+                    actions.append(Start(t, np.asarray([int(tv.bound[t])])))
+                    started.append(t)
+            if p in self.cloud_jobs:  # k chunks at a time, each on its own cloud worker
+                busy = sum(1 for t in self.begun[p] if status[t] != QUEUED)
+                ws = [-1] * max(0, self.size(view, p) - busy)
+            for w in ws:
+                if not self.todo[p]:
+                    break
+                t = self.todo[p].pop(0)  # ships now, holding its worker (a load phase)
+                self.begun[p].add(t)
+                actions.append(Start(t, np.asarray([w if w >= 0 else tv.cloud_worker(t)])))
+                started.append(t)
         holding = holding_after(view, started, preempted)
         actions += assign_ps(view, self.rng, holding, self.cloud_jobs)
-        return Decision(actions=actions, wake_at=None if wake == np.inf else wake)
+        return Decision(actions=actions)
