@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusched.algorithms.edge_cloud import JobLevel
-from gpusched.policy import Decision
+from gpusched.policy import KEY_SRTF, Decision, Fused
 from gpusched.state import SAVING
 
 
@@ -56,6 +56,9 @@ class SRTFPolicy:
             left += len(self._gang.todo[p]) * dur
             out[i] = left / self._gang.size(view, p) / tv.rate(p, 0)
         return out
+
+    def fused(self) -> Fused:
+        return Fused(KEY_SRTF, preemptive=True, blocking=False)
 
     def decide(self, view, now: float) -> Decision:
         if view.tasks is not None:

@@ -35,6 +35,7 @@ def test_core_finds_the_builtin_job_models_by_name():
     names = [type(m).__module__ for m in jobmodel.job_models()]
     assert names == [
         "gpusched.jobmodels.catalogue",
+        "gpusched.jobmodels.chunks",
         "gpusched.jobmodels.pipeline_jobs",
         "gpusched.jobmodels.ps",
         "gpusched.jobmodels.sharing",
