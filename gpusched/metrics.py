@@ -212,14 +212,7 @@ def _task_summary(res: RunResult) -> dict[str, Any]:
         "n_jobs": n,
         "n_finished": int(done.sum()),
         "n_unfinished": int(n - done.sum()),
-        "avg_jct_s": _mean(jct),
-        "p50_jct_s": _pct(jct, 50),
-        "p95_jct_s": _pct(jct, 95),
-        "p99_jct_s": _pct(jct, 99),
-        "avg_wait_s": _mean(wait),
-        "p50_wait_s": _pct(wait, 50),
-        "p95_wait_s": _pct(wait, 95),
-        "total_jct_s": float(jct.sum()),
+        **_jct_stats(jct, wait),
         "makespan_s": makespan,
         "gpu_utilization": edge_s / (n_edge * makespan) if n_edge and makespan > 0 else 0.0,
         "total_wait_s": float(wait.sum()),
@@ -271,6 +264,20 @@ def _mean(a: np.ndarray) -> float | None:
     return float(a.mean()) if a.size else None
 
 
+def _jct_stats(jct: np.ndarray, wait: np.ndarray) -> dict[str, Any]:
+    """The summary's JCT and waiting statistics of the finished jobs (in SUMMARY_KEYS order)."""
+    return {
+        "avg_jct_s": _mean(jct),
+        "p50_jct_s": _pct(jct, 50),
+        "p95_jct_s": _pct(jct, 95),
+        "p99_jct_s": _pct(jct, 99),
+        "avg_wait_s": _mean(wait),
+        "p50_wait_s": _pct(wait, 50),
+        "p95_wait_s": _pct(wait, 95),
+        "total_jct_s": float(jct.sum()),
+    }
+
+
 def summarize(res: RunResult) -> dict[str, Any]:
     """The summary.json dictionary of a run (see the module docstring for definitions)."""
     st = res.state
@@ -299,14 +306,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
         "n_finished": int(done.sum()),
         "n_unfinished": int(n - done.sum()) - rejected,
         "stopped_at_s": res.stopped_at,
-        "avg_jct_s": _mean(jct),
-        "p50_jct_s": _pct(jct, 50),
-        "p95_jct_s": _pct(jct, 95),
-        "p99_jct_s": _pct(jct, 99),
-        "avg_wait_s": _mean(wait),
-        "p50_wait_s": _pct(wait, 50),
-        "p95_wait_s": _pct(wait, 95),
-        "total_jct_s": float(jct.sum()),
+        **_jct_stats(jct, wait),
         "makespan_s": makespan,
         "gpu_utilization": util,
         "n_preemptions": int(st.job_n_preempt.sum()),

@@ -38,13 +38,13 @@ column                    paper   meaning
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from gpusched.errors import TraceError, show_name, show_value
+from gpusched.errors import TraceError, show_name
+from gpusched.jobmodels._columns import float_column
 from gpusched.jobs import JobTable
 
 __all__ = ["ChunkJobModel", "ChunkParams", "ChunkTasks", "params_of"]
@@ -109,32 +109,15 @@ class ChunkParams:
         )
 
 
-def _column(
-    trace: Any, col: str, rows: np.ndarray, errors: list[str], what: str, default: float | None
-) -> np.ndarray:
-    out = np.full(len(trace), np.nan if default is None else default)
-    raw = trace.extra.get(col)
-    name = show_name(trace.source)
-    integer = col in _INTEGER
-    for i in rows.tolist():
-        text = "" if raw is None else str(raw[i]).strip()
-        if text == "" and default is not None:
-            continue
-        try:
-            v = float(text)
-        except ValueError:
-            v = math.nan
-        ok = math.isfinite(v) and (v > 0 if col in _POSITIVE or integer else v >= 0)
-        if integer:
-            ok = ok and v == int(v) and v < 2**31
-        if col == "chunks":
-            ok = ok and v <= MAX_CHUNKS
-        if not ok:
-            got = "missing" if text == "" else f"got {show_value(text)}"
-            errors.append(f"{name}:{int(trace.line[i])}: column '{col}': expected {what}, {got}")
-            continue
-        out[i] = v
-    return out
+def _ok(col: str) -> Any:
+    """What a good value of a chunk column is, as a test."""
+    if col == "chunks":
+        return lambda v: 1 <= v <= MAX_CHUNKS and v == int(v)
+    if col in _INTEGER:
+        return lambda v: 1 <= v < 2**31 and v == int(v)
+    if col in _POSITIVE:
+        return lambda v: v > 0
+    return lambda v: v >= 0
 
 
 def params_of(trace: Any, rows: np.ndarray | None = None) -> ChunkParams:
@@ -154,13 +137,12 @@ def params_of(trace: Any, rows: np.ndarray | None = None) -> ChunkParams:
             f"need the columns {', '.join(missing)}"
         )
     errors: list[str] = []
-    got = {
-        "chunks": _column(trace, "chunks", rows, errors, f"an integer in [1, {MAX_CHUNKS}]", None)
-    }
+    chunks_what = f"an integer in [1, {MAX_CHUNKS}]"
+    got = {"chunks": float_column(trace, "chunks", rows, errors, chunks_what, _ok("chunks"))}
     for col, what in _REQUIRED.items():
-        got[col] = _column(trace, col, rows, errors, what, None)
+        got[col] = float_column(trace, col, rows, errors, what, _ok(col))
     for col, (default, what) in _OPTIONAL.items():
-        got[col] = _column(trace, col, rows, errors, what, default)
+        got[col] = float_column(trace, col, rows, errors, what, _ok(col), default)
     types = np.full(n, "", dtype=object)
     raw = trace.extra.get("worker_type")
     for i in rows.tolist():

@@ -61,7 +61,8 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.errors import TraceError, show_name, show_value
+from gpusched.errors import TraceError, show_name
+from gpusched.jobmodels._columns import float_column
 from gpusched.ledger import RESOURCES
 
 __all__ = ["COLUMNS", "PSJob", "PSParams", "PSRoles", "params_of", "utility"]
@@ -200,34 +201,6 @@ class PSJob:
         return utility(self.theta, np.asarray(completion) + 1 - self.arrival)
 
 
-def _float_col(
-    trace: Any,
-    col: str,
-    rows: np.ndarray,
-    errors: list[str],
-    what: str,
-    ok: Any,
-    default: float | None = None,
-) -> np.ndarray:
-    out = np.full(len(trace), np.nan if default is None else default)
-    raw = trace.extra.get(col)
-    name = show_name(trace.source)
-    for i in rows.tolist():
-        text = "" if raw is None else str(raw[i]).strip()
-        if text == "" and default is not None:
-            continue
-        try:
-            v = float(text)
-        except ValueError:
-            v = math.nan
-        if not (math.isfinite(v) and ok(v)):
-            got = "missing" if text == "" else f"got {show_value(text)}"
-            errors.append(f"{name}:{int(trace.line[i])}: column '{col}': expected {what}, {got}")
-            continue
-        out[i] = v
-    return out
-
-
 def params_of(trace: Any, rows: np.ndarray | None = None) -> PSParams:
     """Read the section-III columns of ``rows`` (default: every row) of a trace or job table.
 
@@ -253,10 +226,10 @@ def params_of(trace: Any, rows: np.ndarray | None = None) -> PSParams:
             ok = lambda v: v > 0  # noqa: E731
         else:
             ok = lambda v: v >= 0  # noqa: E731
-        got[col] = _float_col(trace, col, rows, errors, what, ok)
+        got[col] = float_column(trace, col, rows, errors, what, ok)
     for col, (default, what) in _OPTIONAL.items():
         ok = (lambda v: v > 0) if col in _POSITIVE else (lambda v: v >= 0)
-        got[col] = _float_col(trace, col, rows, errors, what, ok, default)
+        got[col] = float_column(trace, col, rows, errors, what, ok, default)
     name = show_name(trace.source)
     for i in rows.tolist():
         w = [got[f"worker_{r}"][i] for r in RESOURCES]
