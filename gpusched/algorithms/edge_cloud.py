@@ -18,9 +18,9 @@ Distributed Machine Learning Jobs in Edge-Cloud Networks", IEEE JSAC, 2022.
   has left, and trains k chunks at a time, one per worker. At every decision the jobs are
   taken in the policy's priority order and each gets all of its k workers or none: the
   workers of its paused chunks (a chunk that has trained never migrates, so it resumes
-  where its data is) plus idle edge workers of its type (lowest transmission delay first)
-  for new chunks, each shipped when it starts there (the worker held meanwhile). Jobs left
-  out are paused whole. A job that has started no chunk and finds no room on the edge goes
+  where its data is) plus edge workers of its type for new chunks, each shipped when it
+  starts there (the worker held meanwhile): idle ones first, lowest transmission delay
+  first, and only then workers of lower-priority jobs, which are paused whole. A job that has started no chunk and finds no room on the edge goes
   to the cloud (unbounded: k chunks at a time there, never paused: the cloud does not
   preempt), or, with ``edge_only`` (or without a cloud), waits. Without a cloud a job's k
   is also capped at the edge's workers of its type.
@@ -186,7 +186,10 @@ class JobLevel:
                         self.cloud_jobs.add(p)  # finds no room on the edge: the cloud takes it
                         chosen[p] = []
                     continue
-                ws = cand[:more].tolist()  # lowest delay first
+                # idle workers first (a worker of a lower-priority job only when they run
+                # out: preempting pins that job's chunk there), then lowest delay
+                busy = view.gpu_n_jobs[cand] > 0
+                ws = cand[np.argsort(busy, kind="stable")[:more]].tolist()
             taken[pinned + ws] = True
             chosen[p] = ws
         actions: list[Any] = []
