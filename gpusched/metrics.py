@@ -164,7 +164,7 @@ def _parent_records(res: RunResult) -> dict[str, np.ndarray]:
     n_cloud = np.add.reduceat(cloud, starts)
     chunks = np.diff(first)
     tier = np.where(n_cloud == 0, "edge", np.where(n_cloud == chunks, "cloud", "both"))
-    lost = (st.job_executed - st.job_work).clip(min=0)
+    lost = _slowdown(st.job_executed, st.job_work).clip(min=0)
 
     def crit_of(a: np.ndarray) -> np.ndarray:
         return np.where(done, a[crit], np.nan)
