@@ -97,6 +97,8 @@ from typing import Literal
 
 import numpy as np
 
+from gpusched.algorithms.sparse_milp import SparseMILP
+
 __all__ = ["MIP_REL_GAP", "Exact", "Instance", "brute_force", "horizon_bound", "solve"]
 
 #: HiGHS's relative optimality gap (its default is 1e-4).
@@ -303,52 +305,6 @@ class _Pair:
     last: np.ndarray  # edge, phi < 1: columns l(t), chunks' last slots
 
 
-class _Model:
-    """Columns (bounds, integrality, objective) and sparse rows ``lo <= A x <= hi``."""
-
-    def __init__(self) -> None:
-        self.ub: list[float] = []
-        self.integer: list[int] = []
-        self.cost: list[float] = []
-        self.rows: list[np.ndarray] = []
-        self.cols: list[np.ndarray] = []
-        self.vals: list[np.ndarray] = []
-        self.lo: list[float] = []
-        self.hi: list[float] = []
-
-    def columns(self, cost: np.ndarray, ub: float, *, integer: bool) -> np.ndarray:
-        """New columns with ``cost``, bounds ``[0, ub]``; their indices."""
-        start = len(self.ub)
-        self.cost.extend(np.asarray(cost, dtype=np.float64).tolist())
-        self.ub.extend([ub] * len(cost))
-        self.integer.extend([int(integer)] * len(cost))
-        return np.arange(start, start + len(cost))
-
-    def row(self, terms: list[tuple[np.ndarray | int, float]], lo: float, hi: float) -> None:
-        """One row ``lo <= sum coef * x[cols] <= hi`` over ``(cols, coef)`` terms."""
-        r = len(self.lo)
-        for c, coef in terms:
-            cols = np.atleast_1d(np.asarray(c, dtype=np.int64))
-            self.rows.append(np.full(cols.size, r, dtype=np.int64))
-            self.cols.append(cols)
-            self.vals.append(np.full(cols.size, float(coef)))
-        self.lo.append(lo)
-        self.hi.append(hi)
-
-    def rows_of(self, rows: np.ndarray, cols: np.ndarray, coef: float) -> None:
-        """Add ``coef x[cols[k]]`` to row ``rows[k]`` (rows made by :meth:`new_rows`)."""
-        self.rows.append(np.asarray(rows, dtype=np.int64))
-        self.cols.append(np.asarray(cols, dtype=np.int64))
-        self.vals.append(np.full(len(cols), coef))
-
-    def new_rows(self, count: int, lo: float, hi: float) -> np.ndarray:
-        """``count`` empty rows ``lo <= . <= hi``; their indices."""
-        start = len(self.lo)
-        self.lo.extend([lo] * count)
-        self.hi.extend([hi] * count)
-        return np.arange(start, start + count)
-
-
 def _model_data(inst: Instance) -> tuple[np.ndarray, ...]:
     """``release, chunks, slots, ready, ceil(slots), phi`` as arrays."""
     release = np.asarray(inst.release, dtype=np.int64)
@@ -422,12 +378,12 @@ def _windows(inst: Instance, horizon: int) -> tuple[np.ndarray, np.ndarray]:
             return full, last
 
 
-def _build(inst: Instance, horizon: int) -> tuple[_Model, list[_Pair]] | None:
+def _build(inst: Instance, horizon: int) -> tuple[SparseMILP, list[_Pair]] | None:
     """The MILP of (4), or None when some job cannot place a chunk anywhere by the horizon."""
     release, chunks, slots, ready, whole, phi = _model_data(inst)
     cloud = inst.is_cloud()
     stop_full, stop_last = _windows(inst, horizon)
-    model, pairs, empty = _Model(), [], np.empty(0, dtype=np.int64)
+    model, pairs, empty = SparseMILP(), [], np.empty(0, dtype=np.int64)
     for j in range(inst.n_jobs):
         mine = []
         for w in np.flatnonzero(stop_last[j] > 0):
@@ -435,16 +391,16 @@ def _build(inst: Instance, horizon: int) -> tuple[_Model, list[_Pair]] | None:
             f, weight = float(phi[j, w]), 1.0 / (int(chunks[j]) * p)
             if cloud[w]:  # fixed cost of a chunk: start at once, run to the end
                 cost = _chunk_cost(t0, k, int(release[j]), p, f, int(chunks[j]))
-                n = int(model.columns(np.array([cost]), float(chunks[j]), integer=True)[0])
+                n = int(model.columns((1,), float(chunks[j]), cost=np.array([cost]))[0])
                 mine.append(_Pair(j, int(w), n, t0, k, f, weight, empty, empty))
                 continue
-            n = int(model.columns(np.zeros(1), float(chunks[j]), integer=True)[0])
+            n = int(model.columns((1,), float(chunks[j]))[0])
             t = np.arange(t0, stop_full[j, w], dtype=np.float64) - release[j]
-            full = model.columns(weight * t, 1.0, integer=False)
+            full = model.columns(t.shape, 1.0, integer=False, cost=weight * t)
             last = empty
             if f < 1.0:
                 t = np.arange(t0, stop_last[j, w], dtype=np.float64) - release[j]
-                last = model.columns(f * weight * t, 1.0, integer=False)
+                last = model.columns(t.shape, 1.0, integer=False, cost=f * weight * t)
             mine.append(_Pair(j, int(w), n, t0, k, f, weight, full, last))
         if not mine:
             return None
@@ -456,7 +412,7 @@ def _build(inst: Instance, horizon: int) -> tuple[_Model, list[_Pair]] | None:
     return model, pairs
 
 
-def _pair_rows(model: _Model, pairs: list[_Pair]) -> None:
+def _pair_rows(model: SparseMILP, pairs: list[_Pair]) -> None:
     """(4a) per edge pair, split into full and last slots, and ``u(t) + l(t) <= n``."""
     for q in pairs:
         if not (q.full.size or q.last.size):  # the cloud
@@ -473,7 +429,7 @@ def _pair_rows(model: _Model, pairs: list[_Pair]) -> None:
         model.rows_of(rows, np.full(rows.size, q.n), -1.0)
 
 
-def _worker_rows(model: _Model, pairs: list[_Pair], inst: Instance, end: np.ndarray) -> None:
+def _worker_rows(model: SparseMILP, pairs: list[_Pair], inst: Instance, end: np.ndarray) -> None:
     """(4b) per edge worker and slot, and the order of identical edge workers."""
     busy: dict[int, list[np.ndarray]] = {}
     for w in np.flatnonzero(~inst.is_cloud()):
@@ -598,9 +554,6 @@ def solve(inst: Instance, horizon: int, time_limit: float = 60.0) -> Exact:
     ValueError
         A bad field or argument: the message names it and what was expected.
     """
-    from scipy.optimize import Bounds, LinearConstraint, milp  # heavy: import on use
-    from scipy.sparse import csr_array
-
     _check(inst, horizon)
     if (
         isinstance(time_limit, bool)
@@ -621,18 +574,7 @@ def solve(inst: Instance, horizon: int, time_limit: float = 60.0) -> Exact:
     if built is None:
         return Exact(math.inf, "infeasible", math.inf, *none, time.perf_counter() - start)
     model, pairs = built
-    n_var = len(model.ub)
-    a = csr_array(
-        (np.concatenate(model.vals), (np.concatenate(model.rows), np.concatenate(model.cols))),
-        shape=(len(model.lo), n_var),
-    )
-    res = milp(
-        np.asarray(model.cost),
-        constraints=LinearConstraint(a, np.asarray(model.lo), np.asarray(model.hi)),
-        integrality=np.asarray(model.integer),
-        bounds=Bounds(np.zeros(n_var), np.asarray(model.ub)),
-        options={"time_limit": float(time_limit), "mip_rel_gap": MIP_REL_GAP, "disp": False},
-    )
+    res = model.solve(time_limit, MIP_REL_GAP)
     if res.status == 2:
         return Exact(math.inf, "infeasible", math.inf, *none, time.perf_counter() - start)
     if res.status not in (0, 1):

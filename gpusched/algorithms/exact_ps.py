@@ -81,6 +81,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpusched.algorithms.sparse_milp import SparseMILP
 from gpusched.jobmodels.ps import PSJob
 
 __all__ = ["MIP_REL_GAP", "Offline", "solve_offline"]
@@ -133,43 +134,6 @@ class _JobVars:
     z: np.ndarray  # (n_t,)
     q: np.ndarray  # (n_t,)
     e: np.ndarray  # (T - t_min,)
-
-
-class _Model:
-    """Columns (bounds, integrality, objective) and sparse rows ``lo <= A x <= hi``."""
-
-    def __init__(self) -> None:
-        self.ub: list[float] = []
-        self.integer: list[int] = []
-        self.cost: list[float] = []
-        self.rows: list[np.ndarray] = []
-        self.cols: list[np.ndarray] = []
-        self.vals: list[np.ndarray] = []
-        self.lo: list[float] = []
-        self.hi: list[float] = []
-
-    def columns(
-        self, shape: tuple[int, ...], ub: np.ndarray | float, *, integer: bool = True
-    ) -> np.ndarray:
-        """New columns of ``shape`` with upper bounds ``ub`` (lower bound 0); their indices."""
-        start, size = len(self.ub), math.prod(shape)
-        self.ub.extend(np.broadcast_to(np.asarray(ub, dtype=np.float64), shape).ravel().tolist())
-        self.integer.extend([int(integer)] * size)
-        self.cost.extend([0.0] * size)
-        return np.arange(start, start + size).reshape(shape)
-
-    def row(self, terms: list[tuple[np.ndarray | int, float]], lo: float, hi: float) -> None:
-        """One row ``lo <= sum coef * x[cols] <= hi`` over ``(cols, coef)`` terms."""
-        cols = [np.atleast_1d(np.asarray(c, dtype=np.int64)).ravel() for c, _ in terms]
-        if not any(c.size for c in cols):
-            return
-        r = len(self.lo)
-        for c, (_, coef) in zip(cols, terms, strict=True):
-            self.rows.append(np.full(c.size, r, dtype=np.int64))
-            self.cols.append(c)
-            self.vals.append(np.full(c.size, float(coef)))
-        self.lo.append(lo)
-        self.hi.append(hi)
 
 
 def _fits(demand: np.ndarray, capacity: np.ndarray, cap: int) -> np.ndarray:
@@ -239,7 +203,7 @@ def _check(jobs: Sequence[PSJob], capacity: np.ndarray, horizon: int, time_limit
 
 
 def _job_columns(
-    model: _Model, job: PSJob, capacity: np.ndarray, horizon: int, u_floor: float
+    model: SparseMILP, job: PSJob, capacity: np.ndarray, horizon: int, u_floor: float
 ) -> _JobVars | None:
     """One job's columns, or None if it cannot finish by slot ``horizon - 1`` with a
     utility above ``u_floor``."""
@@ -283,7 +247,7 @@ def _job_columns(
     return v
 
 
-def _job_rows(model: _Model, job: PSJob, v: _JobVars) -> None:
+def _job_rows(model: SparseMILP, job: PSJob, v: _JobVars) -> None:
     """Every row of one job: all but eq. 5, which couples the jobs."""
     w_max, q_max = float(v.w_max), float(v.q_max)
     rho = job.c_int / job.c_ext
@@ -321,7 +285,7 @@ def _job_rows(model: _Model, job: PSJob, v: _JobVars) -> None:
 
 
 def _capacity_rows(
-    model: _Model, jobs: Sequence[PSJob], cols: list[_JobVars | None], capacity: np.ndarray
+    model: SparseMILP, jobs: Sequence[PSJob], cols: list[_JobVars | None], capacity: np.ndarray
 ) -> None:
     """Eq. 5: ``sum_i alpha_i^r w_ith + beta_i^r s_ith <= C_h^r`` per slot, machine, resource."""
     horizon = max((v.first + v.w.shape[0] for v in cols if v is not None), default=0)
@@ -369,14 +333,11 @@ def solve_offline(
     ValueError
         A bad argument: the message names it (and the job) and what was expected.
     """
-    from scipy.optimize import Bounds, LinearConstraint, milp  # heavy: import on use
-    from scipy.sparse import csr_array
-
     capacity = np.asarray(capacity, dtype=np.float64)
     _check(jobs, capacity, horizon, time_limit)
     horizon = int(horizon)
     n_i, n_h = len(jobs), capacity.shape[0]
-    model = _Model()
+    model = SparseMILP()
     # a completion worth no more than u_floor is dropped (at most I u_floor lost in total)
     top = [
         float(np.max(j.utility(np.arange(j.arrival, horizon)))) for j in jobs if j.arrival < horizon
@@ -396,18 +357,7 @@ def solve_offline(
     if not best:
         return Offline(0.0, completion, workers, ps, "optimal", 0.0)
 
-    n_var = len(model.ub)
-    a = csr_array(
-        (np.concatenate(model.vals), (np.concatenate(model.rows), np.concatenate(model.cols))),
-        shape=(len(model.lo), n_var),
-    )
-    res = milp(
-        np.asarray(model.cost),
-        constraints=LinearConstraint(a, np.asarray(model.lo), np.asarray(model.hi)),
-        integrality=np.asarray(model.integer),
-        bounds=Bounds(np.zeros(n_var), np.asarray(model.ub)),
-        options={"time_limit": float(time_limit), "mip_rel_gap": MIP_REL_GAP, "disp": False},
-    )
+    res = model.solve(time_limit, MIP_REL_GAP)
     if res.status not in (0, 1):  # the empty schedule is feasible: never infeasible
         raise RuntimeError(f"solve_offline: HiGHS failed ({res.message})")
     if res.x is not None:
