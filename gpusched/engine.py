@@ -299,14 +299,15 @@ class Engine:
                 "num_gpus 0): use a policy that allocates them (fifo-ps, drf, dorm, oasis, "
                 "pd-ors)"
             )
-        st = self.state
-        if (st.job_load_s > 0).any() or (st.job_save_s > 0).any():
-            raise PolicyError(
-                "load and save phases are not modelled for jobs placed by roles "
-                "(--load-s/--save-s must be 0)"
-            )
+        self._refuse_phases("jobs placed by roles (--load-s/--save-s must be 0)")
         self.ledger = Ledger(capacities(self.cluster), roles.worker, roles.ps, roles.max_workers)
         self.view.ledger = LedgerView(self.ledger, mask)
+
+    def _refuse_phases(self, what: str) -> None:
+        """Load and save phases are modelled for gang jobs only: refuse them for ``what``."""
+        st = self.state
+        if (st.job_load_s > 0).any() or (st.job_save_s > 0).any():
+            raise PolicyError(f"load and save phases are not modelled for {what}")
 
     def _setup_tasks(self, tasks: Any, layout: Any) -> None:
         """Keep the task book when the jobs are made of tasks (DESIGN.md, "Tasks, typed
@@ -327,13 +328,10 @@ class Engine:
                 "workers: use a policy that runs them (a-online, a-online-e, srtf, tiresias-l, "
                 "batchsche)"
             )
-        st = self.state
-        if (st.job_load_s > 0).any() or (st.job_save_s > 0).any():
-            raise PolicyError(
-                "load and save phases are not modelled for jobs made of tasks "
-                "(--load-s/--save-s must be 0; shipping a chunk's data is the load)"
-            )
-        self.book = TaskBook(tasks, layout, st)
+        self._refuse_phases(
+            "jobs made of tasks (--load-s/--save-s must be 0; shipping a chunk's data is the load)"
+        )
+        self.book = TaskBook(tasks, layout, self.state)
         self.view.tasks = self.book.view
 
     def _interference(self, jobs: JobTable) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -1014,7 +1012,6 @@ class Engine:
                 "zeta": book.zeta.copy(),
                 "n_edge_workers": int(book.view.edge_workers.shape[0]),
                 "ps_held_s": float(book.ledger.held_s[0]),
-                "ps_edge_slots": float(book.layout.ps_slots[~book.layout.server_cloud].sum()),
             }
         check_invariants(
             self.state,

@@ -53,6 +53,7 @@ __all__ = [
     "Reject",
     "Start",
     "call_policy",
+    "parse_levels",
     "parse_params",
     "policy_params",
 ]
@@ -263,6 +264,27 @@ def fused_spec(policy: Any) -> Fused | None:
 
 
 _SCALARS = {bool, int, float, str}
+
+
+def parse_levels(policy: str, text: str, unit: str) -> tuple[float, ...]:
+    """A LAS policy's ``thresholds`` parameter: comma-separated, positive, increasing.
+
+    Raises
+    ------
+    ParamError
+        Naming the policy, the parameter, its ``unit`` and the value given.
+    """
+    try:
+        levels = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ParamError(
+            f"policy '{policy}': thresholds must be comma-separated {unit}, got '{text}'"
+        ) from None
+    if any(b <= a for a, b in zip(levels, levels[1:], strict=False)) or any(t <= 0 for t in levels):
+        raise ParamError(
+            f"policy '{policy}': thresholds must be positive and increasing, got '{text}'"
+        )
+    return levels
 
 
 def policy_params(cls: type[Any]) -> dict[str, tuple[type, Any]]:

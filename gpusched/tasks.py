@@ -46,7 +46,7 @@ from gpusched import kernel
 from gpusched.cluster import ClusterSpec, ServerGroup
 from gpusched.errors import ClusterError, TraceError, show_name, show_value
 from gpusched.ledger import Ledger
-from gpusched.state import LOADING, RUNNING, SAVING
+from gpusched.state import LOADING, RUNNING
 
 __all__ = ["TaskBook", "TaskView", "WorkerLayout", "has_workers", "worker_layout"]
 
@@ -304,7 +304,7 @@ class TaskBook:
         if not 0 <= w < lay.n_workers:
             return f"unknown worker {w} (the cluster has {lay.n_workers})"
         kind = int(lay.worker_type[w])
-        if kind != -1 and kind != int(self.task_type[t]):
+        if kind != ANY_TYPE and kind != int(self.task_type[t]):
             return (
                 f"needs a worker of type '{lay.types[self.task_type[t]]}', and worker {w} is "
                 f"'{lay.types[kind]}'"
@@ -435,8 +435,3 @@ class TaskBook:
                 bad.append(p)
         self._touched.clear()
         return bad
-
-    def holders(self) -> np.ndarray:
-        """Tasks holding a worker now."""
-        status = self.st.job_status
-        return np.flatnonzero((status == RUNNING) | (status == LOADING) | (status == SAVING))

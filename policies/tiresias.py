@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusched.policy import KEY_LAS, Decision, Fused
+from gpusched.policy import KEY_LAS, Decision, Fused, parse_levels
 from gpusched.state import SAVING
 
 
@@ -59,18 +59,7 @@ class TiresiasPolicy:
     ) -> None:
         from gpusched.errors import ParamError
 
-        try:
-            levels = tuple(float(x) for x in thresholds.split(",") if x.strip())
-        except ValueError:
-            raise ParamError(
-                f"policy 'tiresias': thresholds must be comma-separated GPU-seconds, got '{thresholds}'"
-            ) from None
-        if any(b <= a for a, b in zip(levels, levels[1:], strict=False)) or any(
-            t <= 0 for t in levels
-        ):
-            raise ParamError(
-                f"policy 'tiresias': thresholds must be positive and increasing, got '{thresholds}'"
-            )
+        levels = parse_levels("tiresias", thresholds, "GPU-seconds")
         if len(levels) > 100:  # the kernel keeps levels in int8
             raise ParamError(f"policy 'tiresias': at most 100 thresholds, got {len(levels)}")
         if starve < 0:

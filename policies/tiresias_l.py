@@ -26,8 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusched.algorithms.edge_cloud import JobLevel
-from gpusched.errors import ParamError
-from gpusched.policy import Decision
+from gpusched.policy import Decision, parse_levels
 
 
 class TiresiasLPolicy:
@@ -48,20 +47,7 @@ class TiresiasLPolicy:
         rng: np.random.Generator | None = None,
     ) -> None:
         self.edge_only = edge_only
-        try:
-            levels = tuple(float(x) for x in thresholds.split(",") if x.strip())
-        except ValueError:
-            raise ParamError(
-                f"policy 'tiresias-l': thresholds must be comma-separated worker-slots, "
-                f"got '{thresholds}'"
-            ) from None
-        if any(b <= a for a, b in zip(levels, levels[1:], strict=False)) or any(
-            t <= 0 for t in levels
-        ):
-            raise ParamError(
-                f"policy 'tiresias-l': thresholds must be positive and increasing, "
-                f"got '{thresholds}'"
-            )
+        levels = parse_levels("tiresias-l", thresholds, "worker-slots")
         self.thresholds = np.asarray(levels)
         self._rng = rng if rng is not None else np.random.default_rng(0)
         self._gang: JobLevel | None = None

@@ -96,11 +96,6 @@ class ChunkParams:
         """2 q_j / b_j, slots (MB x 8 bit / Mbit/s = s, over seconds per slot)."""
         return np.asarray(2.0 * self.grad_mb * 8.0 / self.bw_mbps / self.unit_s, dtype=float)
 
-    def n(self, zeta: int) -> np.ndarray:
-        """Eq. 1: mini-batches a worker trains per slot with the given zeta_j."""
-        base = self.batch_time + self.update_time
-        return np.asarray(1.0 / (base if zeta == 1 else base + self.comm_time), dtype=float)
-
     @property
     def chunk_slots(self) -> np.ndarray:
         """A chunk's time at zeta_j = 1, E_j B_j (m_j + G_j), slots."""
@@ -187,7 +182,7 @@ class ChunkTasks:
 
     def __init__(self, parents: JobTable) -> None:
         self.parents = parents
-        self.params = p = params_of(parents)
+        p = params_of(parents)
         counts = p.chunks.astype(np.int64)
         self.first = np.zeros(len(parents) + 1, dtype=np.int64)
         np.cumsum(counts, out=self.first[1:])
