@@ -25,6 +25,7 @@ import numpy as np
 from gpusched import kernel
 from gpusched.cluster import ClusterSpec
 from gpusched.errors import InvariantError, PolicyError, TraceError, show_name
+from gpusched.events import EventLog, new_log
 from gpusched.jobs import JobTable
 from gpusched.ledger import RESOURCES, Ledger, LedgerView, capacities
 from gpusched.policy import (
@@ -33,6 +34,7 @@ from gpusched.policy import (
     Dispatch,
     Fused,
     HostPS,
+    Note,
     Preempt,
     Reject,
     Start,
@@ -159,6 +161,10 @@ class Engine:
         :class:`~gpusched.tasks.WorkerLayout`, whose ``cluster`` must be ``cluster``). The
         engine then keeps a :class:`~gpusched.tasks.TaskBook` and enforces its rules; the
         policy must declare ``runs_tasks = True``.
+    events
+        Keep the event log (:mod:`gpusched.events`): every start, preemption, save end,
+        completion, rejection and placement, with the policy's reasons; the result's
+        ``extra["events"]`` holds its table. Off by default: a run without it pays nothing.
     """
 
     def __init__(
@@ -179,6 +185,7 @@ class Engine:
         roles: Any = None,
         tasks: Any = None,
         layout: Any = None,
+        events: bool = False,
     ) -> None:
         if not slot_s > 0 or not np.isfinite(slot_s):
             raise ValueError(f"slot must be a positive number of seconds, got {slot_s}")
@@ -208,6 +215,12 @@ class Engine:
         plain = perf is None and tasks is None
         self.mode = "fused" if fused is not None and mode != "python" and plain else "python"
         kind, xi = self._interference(jobs)
+        #: the event log (None: not kept)
+        self.events: EventLog | None = None
+        ev_size = (0, 0)
+        if events:
+            slots = int(cluster.server_gpus().sum()) * int(cluster.gpu_capacity)
+            self.events, ev_size = new_log(slots, len(jobs), roles is not None)
         self.state = new_state(
             jobs.submit_s,
             jobs.n_gpus,
@@ -218,8 +231,11 @@ class Engine:
             save_s=save_s,
             kind=kind,
             xi=xi,
+            events=ev_size,
         )
         st = self.state
+        if self.events is not None:
+            self.events.arm(st)
         if not (np.isfinite(st.job_load_s).all() and np.isfinite(st.job_save_s).all()):
             raise ValueError("load and save times must be finite")
         if (st.job_load_s < 0).any() or (st.job_save_s < 0).any():
@@ -419,6 +435,8 @@ class Engine:
             size = min(n, _CHUNK)
             buf = new_timeline(size)
             rows, code = kernel.run_fused(st, self.cfg, buf, size)
+            if self.events is not None:
+                self.events.ensure_room(st)
             self._tl.append(Timeline(*(b[:rows] for b in buf)))
             n -= max(rows, 1)
             self._set_code(code)
@@ -439,7 +457,11 @@ class Engine:
     def _step_python(self) -> None:
         st = self.state
         first_arrival = int(st.sim_i[I_NEXT_ARRIVAL])
+        if self.events is not None:
+            self.events.ensure_room(st)
         code, n_done, n_arrived = kernel.step(st, self.cfg, self._done_buf)
+        if self.events is not None:
+            self.events.ensure_room(st)
         if self.ledger is not None:
             for j in self._done_buf[:n_done].tolist():
                 self.ledger.release(j, float(st.job_finish[j]))
@@ -570,7 +592,21 @@ class Engine:
                 )
         if self.ledger is not None:
             self._check_room(decision.actions, now)
+        log = self.events
+        since = 0
         for action in decision.actions:
+            reason = getattr(action, "reason", None)
+            if reason is not None and not isinstance(reason, str):
+                raise self._fail(
+                    None, now, f"{type(action).__name__}.reason must be a str, got {reason!r}"
+                )
+            if log is not None and reason:
+                since = log.logged(st)
+            if isinstance(action, Note):
+                j = self._check_job(action.job, now)
+                if log is not None and reason:
+                    log.note(st, now, "note", j, reason)
+                continue
             if isinstance(action, Start):
                 if self.book is not None:
                     self._apply_task_start(action, now)
@@ -589,8 +625,8 @@ class Engine:
                         raise self._fail(j, now, why)
                     kernel.preempt(st, j, now)
                     self.book.released(j, now, in_decision=True)
-                    continue
-                kernel.preempt(st, j, now)
+                else:
+                    kernel.preempt(st, j, now)
             elif isinstance(action, Dispatch):
                 self._apply_dispatch(action, now)
             elif isinstance(action, HostPS):
@@ -601,6 +637,8 @@ class Engine:
                 self._apply_reject(action, now)
             else:
                 raise self._fail(None, now, f"unknown action {action!r}")
+            if log is not None and reason:
+                log.reason(st, since, now, int(action.job), reason)
         if decision.actions:
             kernel.compact_queue(st)  # once: drop the jobs the Starts took out of the queue
         if decision.order is not None and self.ledger is not None:
@@ -700,6 +738,8 @@ class Engine:
         why = self.ledger.job_problem(j, w, s)
         if why:
             raise self._fail(j, now, why)
+        if self.events is not None:
+            self.events.note(st, now, "allocate", j, _placement(w, s))
         queued = st.job_status[j] == QUEUED
         if int(w.sum()) == 0:  # pause: back to the queue, keeping its progress
             if not queued:
@@ -783,6 +823,9 @@ class Engine:
         if why:
             raise self._fail(j, now, why)
         self.book.dispatch(j, w, now)
+        if self.events is not None:
+            ready = float(self.book.ready[j])
+            self.events.note(self.state, now, "dispatch", j, f"worker {w}, ready at {ready:.6g} s")
 
     def _apply_host_ps(self, action: HostPS, now: float) -> None:
         """Put a job's parameter server on a server."""
@@ -813,6 +856,8 @@ class Engine:
             raise self._fail(j, now, "has run already; only a job that never ran may be rejected")
         st.job_status[j] = REJECTED
         st.sim_i[I_N_REJECTED] += 1
+        if self.events is not None:
+            self.events.note(st, now, "reject", j)
 
     def _apply_start(self, action: Start, now: float) -> None:
         st = self.state
@@ -1013,6 +1058,9 @@ class Engine:
                 "n_edge_workers": int(book.view.edge_workers.shape[0]),
                 "ps_held_s": float(book.ledger.held_s[0]),
             }
+        if self.events is not None:
+            end = self.now if np.isfinite(self.now) else self._stopped_at()
+            extra["events"] = self.events.table(self.state, self.jobs.job_id, end)
         check_invariants(
             self.state,
             tl,
@@ -1041,6 +1089,17 @@ class Engine:
                 **extra,
             },
         )
+
+
+def _placement(workers: np.ndarray, ps: np.ndarray) -> str:
+    """A role job's counts per machine in words: ``workers 2@m0 1@m3; ps 1@m0``."""
+    if not workers.any():
+        return "paused"
+
+    def per(c: np.ndarray) -> str:
+        return " ".join(f"{int(c[m])}@m{m}" for m in np.flatnonzero(c).tolist())
+
+    return f"workers {per(workers)}; ps {per(ps)}"
 
 
 def check_invariants(

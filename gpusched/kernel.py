@@ -27,16 +27,25 @@ import numpy as np
 from numba import njit
 
 from gpusched.state import (
+    EV_FINISH,
+    EV_PREEMPT,
+    EV_REQUEUE,
+    EV_START,
     F_EXTRA_GPU_S,
     F_NOW,
     F_RESIDUAL,
     F_SHARED_GPU_S,
     F_WAKE,
     FINISHED,
+    I_EV_GPU_ROOM,
+    I_EV_LOST,
+    I_EV_ROOM,
     I_EVER_SHARED,
     I_EXTRA,
     I_FREE_GPUS,
     I_N_DECISIONS,
+    I_N_EV_GPUS,
+    I_N_EVENTS,
     I_N_FINISHED,
     I_N_HELD,
     I_N_PREEMPT,
@@ -76,6 +85,54 @@ E_TIME = -2  #: time would go backwards
 
 
 # --- small bookkeeping helpers ---------------------------------------------------------
+
+
+@njit(**_JIT)
+def _log(st, kind, j, t, arg):
+    """Append an event to the log, if one is kept (see :mod:`gpusched.state`, ``EV_*``).
+
+    Returns the row written, or -1 (no log, or full: counted in ``I_EV_LOST``, which the
+    engine treats as a broken invariant; it flushes the log before it can fill).
+    """
+    n = st.sim_i[I_N_EVENTS]
+    if n >= st.ev_t.shape[0]:
+        if st.ev_t.shape[0] > 0:
+            st.sim_i[I_EV_LOST] += 1
+        return -1
+    st.ev_t[n] = t
+    st.ev_kind[n] = kind
+    st.ev_job[n] = j
+    st.ev_arg[n] = arg
+    st.sim_i[I_N_EVENTS] = n + 1
+    return n
+
+
+@njit(**_JIT)
+def _log_start(st, j, t):
+    """Log the start of job ``j`` with the GPUs it holds."""
+    if st.ev_t.shape[0] == 0:
+        return
+    lo = st.job_alloc_off[j]
+    g = st.job_alloc_off[j + 1] - lo
+    off = st.sim_i[I_N_EV_GPUS]
+    if off + g > st.ev_gpu.shape[0]:
+        st.sim_i[I_EV_LOST] += 1
+        return
+    for k in range(g):
+        st.ev_gpu[off + k] = st.alloc_gpu[lo + k]
+    st.sim_i[I_N_EV_GPUS] = off + g
+    _log(st, EV_START, j, t, off)
+
+
+@njit(**_JIT)
+def _log_room(st):
+    """True when the log (if kept) has room for one more decision point's events."""
+    if st.ev_t.shape[0] == 0:
+        return True
+    return (
+        st.ev_t.shape[0] - st.sim_i[I_N_EVENTS] >= st.sim_i[I_EV_ROOM]
+        and st.ev_gpu.shape[0] - st.sim_i[I_N_EV_GPUS] >= st.sim_i[I_EV_GPU_ROOM]
+    )
 
 
 @njit(**_JIT)
@@ -369,6 +426,7 @@ def start_job(st, j, now):
     st.job_seg_start[j] = now
     _anchor(st, j, begin)
     _run_add(st, j, _end_time(st, j, begin))
+    _log_start(st, j, now)
 
 
 @njit(**_JIT)
@@ -398,19 +456,23 @@ def preempt(st, j, now):
     st.sim_i[I_N_PREEMPT] += 1
     trained = st.job_status[j] == RUNNING and now > st.job_phase_end[j] + EPS
     if not trained:
-        if st.job_load_s[j] > 0.0:
+        futile = st.job_load_s[j] > 0.0
+        if futile:
             st.job_n_futile[j] += 1
             st.job_futile_s[j] += now - st.job_last_start[j]
+        _log(st, EV_PREEMPT, j, now, 1 if futile else 0)
         _release_at(st, j, now)
         _run_remove(st, j)
         _queue_push(st, j, now)
     elif st.job_save_s[j] > 0.0:
+        _log(st, EV_PREEMPT, j, now, 2)
         st.job_status[j] = SAVING
         st.job_phase_end[j] = now + st.job_save_s[j]
         pos = st.job_run_pos[j]
         st.run_end[pos] = st.job_phase_end[j]
         st.run_cross[pos] = np.inf
     else:
+        _log(st, EV_PREEMPT, j, now, 0)
         _release_at(st, j, now)
         _run_remove(st, j)
         _queue_push(st, j, now)
@@ -429,6 +491,7 @@ def _event(st, i, end, t1, out_done, n_done, shared):
     j = st.run[i]
     _sync(st, j, end)
     if st.job_status[j] == SAVING:
+        _log(st, EV_REQUEUE, j, end, 0)
         if shared:
             _release_at(st, j, end)
         else:
@@ -442,6 +505,7 @@ def _event(st, i, end, t1, out_done, n_done, shared):
     st.job_remaining[j] = 0.0
     st.job_finish[j] = min(end, t1)
     st.job_status[j] = FINISHED
+    _log(st, EV_FINISH, j, st.job_finish[j], 0)
     if shared:
         _release_at(st, j, end)
     else:
@@ -1004,6 +1068,8 @@ def run_fused(st, cfg, tl, max_steps):
     rows = 0
     limit = min(max_steps, tl.time_s.shape[0])
     while rows < limit:
+        if not _log_room(st):
+            return rows, LIMIT  # the engine flushes the event log and calls again
         code, _, _ = step(st, cfg, dummy)
         if code != LIMIT:
             return rows, code

@@ -381,13 +381,16 @@ def write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
 
 
 def write_results(res: RunResult, out: str | Path, trace_path: str | None = None) -> dict[str, Any]:
-    """Write jobs.csv, timeline.csv, summary.json and manifest.json into ``out``; return the summary."""
+    """Write jobs.csv, timeline.csv, summary.json and manifest.json into ``out`` (and
+    tasks.csv, events.csv when the run has them); return the summary."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "jobs.csv", job_records(res))
     if "tasks" in res.extra:
         write_csv(out / "tasks.csv", task_records(res))
     write_csv(out / "timeline.csv", res.timeline)
+    if "events" in res.extra:
+        write_csv(out / "events.csv", res.extra["events"])
     summary = summarize(res)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "manifest.json").write_text(

@@ -48,6 +48,7 @@ __all__ = [
     "Dispatch",
     "Fused",
     "HostPS",
+    "Note",
     "Policy",
     "Preempt",
     "Reject",
@@ -83,18 +84,26 @@ class Start:
         a gradient-accumulating job (SJF-BSBF paper, eq. 7); None for the default. It
         stays the job's for its lifetime (later starts reuse it). The performance model
         validates it and the memory it needs beside its partners.
+    reason
+        Optional: why, in a few words, for the event log (``replay --events``; e.g.
+        "shares with job 12: both finish sooner"). Every action that names a job takes one.
     """
 
     job: int
     gpus: np.ndarray | None = None
     config: Any = None
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Preempt:
-    """Preempt a job that holds GPUs (it saves, if it has a save time, then requeues)."""
+    """Preempt a job that holds GPUs (it saves, if it has a save time, then requeues).
+
+    ``reason``: optional, for the event log, as :attr:`Start.reason`.
+    """
 
     job: int
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +133,22 @@ class Allocate:
 @dataclass(frozen=True, slots=True)
 class Reject:
     """Refuse a queued job that never ran: it ends with status *rejected* (reported as
-    rejected, never as unfinished)."""
+    rejected, never as unfinished). ``reason``: optional, as :attr:`Start.reason`."""
 
     job: int
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """Say why a job is left as it is (no change to the run), for the event log.
+
+    E.g. A-SRPT's "waits for a less-spread placement" or Lazer's "deferred 40 s". Kept
+    only when the run keeps an event log (``replay --events``); otherwise ignored.
+    """
+
+    job: int
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +198,7 @@ class Decision:
     order: np.ndarray | None = None
     preemptive: bool = False
     blocking: bool = False
-    actions: list[Start | Preempt | Allocate | Reject | Dispatch | HostPS] = field(
+    actions: list[Start | Preempt | Allocate | Reject | Dispatch | HostPS | Note] = field(
         default_factory=list
     )
     wake_at: float | None = None

@@ -166,12 +166,14 @@ def build_engine(
     load_s: float = 0.0,
     save_s: float = 0.0,
     notice: Callable[[], Any] | None = None,
+    events: bool = False,
 ) -> tuple[Any, Path]:
     """Resolve the inputs and build an :class:`~gpusched.engine.Engine`; also return the trace path.
 
     Parameters are those of :func:`replay`; ``load_s`` and ``save_s`` are the run's
     default load and pause-and-save times (s) for jobs whose trace gives none (see
-    :func:`phase_times`); ``notice`` is a context-manager
+    :func:`phase_times`); ``events`` keeps the event log (:mod:`gpusched.events`;
+    events.csv); ``notice`` is a context-manager
     factory wrapped around loading the simulation kernels (see
     :class:`~gpusched.engine.Engine`). Annotated pipeline traces (a ``config``
     column) get the placement-aware rate model of their job model (:mod:`gpusched.jobmodel`).
@@ -250,6 +252,7 @@ def build_engine(
         roles=roles,
         tasks=tasks,
         layout=layout,
+        events=events,
     )
     return engine, path
 

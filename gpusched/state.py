@@ -66,7 +66,23 @@ I_SHARED_GPUS = 9  #: GPUs holding two or more jobs
 I_EXTRA = 10  #: jobs beyond the first on each GPU, summed over GPUs (0: nothing shared)
 I_EVER_SHARED = 11  #: 1 once any GPU has held two jobs (rates then varied)
 I_N_REJECTED = 12  #: jobs the policy rejected (terminal, like finished ones)
-N_SIM_I = 13
+I_N_EVENTS = 13  #: events in the ``ev_*`` buffer (the event log; see below)
+I_N_EV_GPUS = 14  #: GPU indices in ``ev_gpu``
+I_EV_LOST = 15  #: events that found the buffer full (must stay 0: the engine flushes first)
+I_EV_ROOM = 16  #: the fused loop returns to Python before a step when fewer events than
+# this are free (the most one decision point can log)
+I_EV_GPU_ROOM = 17  #: likewise for ``ev_gpu``
+N_SIM_I = 18
+
+# --- the event log (``gpusched replay --events``) -------------------------------
+# The kernel appends one row per state change to the ``ev_*`` buffers when they have room
+# (length 0: no log, and a run pays one comparison per start, preemption or completion).
+# Arrivals, the end of a load and the start of a save follow from these and the job's
+# static times, so they are not stored (see :mod:`gpusched.events`).
+EV_START = 0  #: ``ev_arg``: offset of the job's GPUs in ``ev_gpu`` (``job_n_gpus`` of them)
+EV_PREEMPT = 1  #: ``ev_arg``: 0 releases at once, 1 futile (released at once), 2 saves
+EV_REQUEUE = 2  #: a save ended: the job released its GPUs and queued again
+EV_FINISH = 3
 
 
 class SimState(NamedTuple):
@@ -136,6 +152,12 @@ class SimState(NamedTuple):
     xi: np.ndarray  # float64 (kinds, kinds): interference ratio of a job of kind a while a
     # job of kind b shares one of its GPUs (SJF-BSBF paper, eq. 5-6)
     # scalars
+    # event log buffers (length 0 when no log is kept)
+    ev_t: np.ndarray  # float64, s
+    ev_kind: np.ndarray  # int8, one of the EV_* codes
+    ev_job: np.ndarray  # int32
+    ev_arg: np.ndarray  # int32, per EV_* code
+    ev_gpu: np.ndarray  # int32, the GPUs of EV_START rows
     sim_f: np.ndarray  # float64 (N_SIM_F,)
     sim_i: np.ndarray  # int64 (N_SIM_I,)
 
@@ -152,6 +174,7 @@ def new_state(
     save_s: np.ndarray | None = None,
     kind: np.ndarray | None = None,
     xi: np.ndarray | None = None,
+    events: tuple[int, int] = (0, 0),
 ) -> SimState:
     """Build a fresh state with every job PENDING and every GPU free.
 
@@ -174,6 +197,8 @@ def new_state(
         Optional per-job interference kind (default 0) and the interference matrix
         (default ``[[XI_DEFAULT]]``): while job ``j`` shares a GPU with job ``p`` it runs
         at ``rate / xi[kind[j], kind[p]]`` (the largest over its partners).
+    events
+        Room in the event log: (rows, GPU indices); (0, 0) keeps no log.
     """
     n = int(len(submit_s))
     submit = np.ascontiguousarray(submit_s, dtype=np.float64)
@@ -259,6 +284,11 @@ def new_state(
         server_gpu_off=server_off,
         server_free=server_gpus.copy(),
         xi=xi_m,
+        ev_t=np.zeros(events[0], dtype=np.float64),
+        ev_kind=np.zeros(events[0], dtype=np.int8),
+        ev_job=np.zeros(events[0], dtype=np.int32),
+        ev_arg=np.zeros(events[0], dtype=np.int32),
+        ev_gpu=np.zeros(events[1], dtype=np.int32),
         sim_f=sim_f,
         sim_i=sim_i,
     )

@@ -104,6 +104,15 @@ def replay_cmd(
     load_s: LoadOpt = 0.0,
     save_s: SaveOpt = 0.0,
     engine: EngineOpt = "auto",
+    events: Annotated[
+        bool,
+        typer.Option(
+            "--events",
+            help="Also write events.csv to --out: every start (with its GPUs), preemption, "
+            "save, completion and rejection, with the policy's reasons; read it with "
+            "'gpusched explain' and 'gpusched plot --gantt'",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON")] = False,
     tui: Annotated[
         bool,
@@ -114,9 +123,12 @@ def replay_cmd(
 ) -> None:
     """Replay a trace on a cluster under one policy and print the summary."""
     from gpusched.engine import warm_up
+    from gpusched.errors import GpuschedError
     from gpusched.run import check_run_options, prepare_out_dir, replay
 
     check_run_options(slot_s=slot, seed=seed, until_s=until, mode=engine)
+    if events and out is None:
+        raise GpuschedError("--events writes events.csv into the run folder: give --out DIR")
     if tui:
         require_terminal("--tui")
         if out is not None:
@@ -163,6 +175,7 @@ def replay_cmd(
             out=out,
             progress=bar,
             notice=compile_notice,
+            events=events,
         )
     finally:
         bar.close()

@@ -1,0 +1,252 @@
+"""The event log (replay --events): it rebuilds jobs.csv, costs nothing when off, carries
+the policies' reasons, and ``gpusched explain`` tells a hand-checked story from it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from typer.testing import CliRunner
+
+import gpusched.events as events_mod
+from gpusched.cli import app
+from gpusched.cluster import ClusterSpec
+from gpusched.engine import Engine
+from gpusched.errors import PolicyError
+from gpusched.events import format_gpus, parse_gpus
+from gpusched.explain import job_story, read_run, stints, worst
+from gpusched.jobs import prepare_jobs
+from gpusched.metrics import write_results
+from gpusched.policy import Decision, Note, Preempt, Reject, Start
+from gpusched.registry import load_policy_class, make_policy
+from tests.helpers import GANG_POLICIES, make_trace
+from tests.test_properties import phases, workloads
+
+runner = CliRunner()
+
+
+def _engine(policy, servers, gpus, rows, slot, mode, ph=None, events=True):
+    cluster = ClusterSpec.homogeneous(servers, gpus)
+    jobs = prepare_jobs(make_trace(rows), cluster)
+    pol = policy if not isinstance(policy, str) else make_policy(load_policy_class(policy), {}, 0)
+    load, save = (None, None) if ph is None else ph
+    return Engine(
+        jobs, cluster, pol, slot_s=slot, mode=mode, load_s=load, save_s=save, events=events
+    )
+
+
+def _check_rebuilds(res):
+    """Starts, preemptions (futile ones too), finishes and GPU-holding time per job, from
+    the log alone, equal the state's."""
+    ev = res.extra["events"]
+    st = res.state
+    ids = list(res.jobs.job_id)
+    table = {k: [str(x) for x in v] for k, v in ev.items()}
+    table["time_s"] = [repr(float(x)) for x in ev["time_s"]]
+    assert np.all(np.diff(ev["time_s"]) >= 0), "rows are in time order"
+    end = float(ev["time_s"][-1]) if len(ev["time_s"]) else 0.0
+    held = dict.fromkeys(ids, 0.0)
+    first = {}
+    for s in stints(table, end):
+        held[s.job] += s.end - s.start
+        first.setdefault(s.job, s.start)
+    for i, j in enumerate(ids):
+        mine = ev["job_id"] == j
+        kinds = ev["event"][mine]
+        starts = ev["time_s"][mine][kinds == "start"]
+        assert starts.size == 0 or starts[0] == st.job_first_start[i]
+        assert first.get(j, np.nan) == st.job_first_start[i] or np.isnan(st.job_first_start[i])
+        assert (kinds == "preempt").sum() == st.job_n_preempt[i]
+        assert (ev["detail"][mine] == "futile").sum() == st.job_n_futile[i]
+        fin = ev["time_s"][mine][kinds == "finish"]
+        if np.isnan(st.job_finish[i]):
+            assert fin.size == 0
+        else:
+            assert fin.tolist() == [st.job_finish[i]]
+            spent = st.job_load_spent_s[i] + st.job_executed[i] + st.job_save_spent_s[i]
+            assert held[j] == pytest.approx(spent, rel=1e-9, abs=1e-6)
+        assert (kinds == "arrive").sum() == 1
+
+
+@pytest.mark.parametrize("mode", ["auto", "python"])
+@pytest.mark.parametrize("policy", GANG_POLICIES)
+@settings(max_examples=15, deadline=None)
+@given(w=workloads(), ph=phases())
+def test_the_log_rebuilds_starts_preemptions_and_finishes(policy, mode, w, ph):
+    servers, gpus, rows, slot = w
+    n = len(rows)
+    res = _engine(policy, servers, gpus, rows, slot, mode, (ph[0][:n], ph[1][:n])).run()
+    _check_rebuilds(res)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "sjf", "srtf", "tiresias"])
+@settings(max_examples=20, deadline=None)
+@given(w=workloads(), ph=phases())
+def test_fused_and_python_paths_log_the_same_events(policy, w, ph):
+    servers, gpus, rows, slot = w
+    n = len(rows)
+    a = _engine(policy, servers, gpus, rows, slot, "fused", (ph[0][:n], ph[1][:n])).run()
+    b = _engine(policy, servers, gpus, rows, slot, "python", (ph[0][:n], ph[1][:n])).run()
+    for k in a.extra["events"]:
+        assert a.extra["events"][k].tolist() == b.extra["events"][k].tolist(), k
+
+
+@pytest.mark.parametrize("mode", ["fused", "python"])
+def test_keeping_the_log_changes_nothing_else(mode):
+    rng = np.random.default_rng(3)
+    rows = [(float(t), int(g), float(d)) for t, g, d in zip(
+        np.cumsum(rng.uniform(0, 20, 300)), rng.choice([1, 2, 4, 8], 300),
+        rng.uniform(1, 500, 300), strict=True)]  # fmt: skip
+    ph = (np.full(300, 5.0), np.full(300, 3.0))
+    a = _engine("srtf", 2, 8, rows, 1.0, mode, ph, events=True).run()
+    b = _engine("srtf", 2, 8, rows, 1.0, mode, ph, events=False).run()
+    assert "events" not in b.extra
+    assert a.state.job_n_preempt.sum() > 0
+    for f in ("job_first_start", "job_finish", "job_n_preempt", "job_load_spent_s"):
+        assert getattr(a.state, f).tobytes() == getattr(b.state, f).tobytes()
+    assert a.timeline["busy_gpus"].tobytes() == b.timeline["busy_gpus"].tobytes()
+    assert b.state.ev_t.size == 0
+
+
+@pytest.mark.parametrize("mode", ["fused", "python"])
+def test_small_buffers_are_flushed_without_losing_a_row(monkeypatch, mode):
+    """With the buffers just large enough for one decision point, the engine must flush
+    often (the fused loop returns to it) and the table must still rebuild every job."""
+    real = events_mod.new_log
+
+    def tiny(slots, n_jobs, roles):
+        log, _ = real(slots, n_jobs, roles)
+        return log, log.room  # room for exactly one decision point
+
+    monkeypatch.setattr("gpusched.engine.new_log", tiny)
+    rng = np.random.default_rng(5)
+    rows = [(float(t), int(g), float(d)) for t, g, d in zip(
+        np.cumsum(rng.uniform(0, 5, 400)), rng.choice([1, 2, 4], 400),
+        rng.uniform(1, 200, 400), strict=True)]  # fmt: skip
+    engine = _engine("srtf", 1, 4, rows, 1.0, mode, (np.full(400, 2.0), np.full(400, 1.0)))
+    assert engine.state.ev_t.size < 100
+    res = engine.run()
+    assert len(engine.events._chunks) > 10
+    assert res.state.sim_i[15] == 0  # I_EV_LOST
+    _check_rebuilds(res)
+
+
+class Reasons:
+    """Starts j0, then at t=10 preempts it for j1 with reasons; rejects j2; notes j3."""
+
+    name = "reasons"
+
+    def decide(self, view, now):
+        acts = []
+        q = set(view.queued.tolist())
+        if 0 in q and now < 10:
+            acts.append(Start(0, reason="first come"))
+        if now >= 10 and 1 in q:
+            if view.job_status[0] == 3:
+                acts.append(Preempt(0, reason="j1 is shorter"))
+            acts.append(Start(1, reason="shortest"))
+        if 2 in q:
+            acts.append(Reject(2, reason="too big to bother"))
+        if 3 in q and now < 15:
+            acts.append(Note(3, "waits for j1"))
+        if now >= 15 and view.free_gpus >= 4:
+            if q & {0, 3}:
+                acts.append(Start(3) if 3 in q else Start(0))
+        return Decision(actions=acts)
+
+
+def _reasons_run(tmp_path, events=True):
+    rows = [(0.0, 4, 100.0), (10.0, 4, 5.0), (10.0, 4, 1.0), (12.0, 4, 3.0)]
+    engine = _engine(Reasons(), 1, 4, rows, 1.0, "python", events=events)
+    res = engine.run()
+    write_results(res, tmp_path)
+    return res
+
+
+def test_policy_reasons_reach_the_log_and_explain(tmp_path):
+    res = _reasons_run(tmp_path)
+    ev = res.extra["events"]
+    got = list(zip(ev["time_s"].tolist(), ev["event"].tolist(), ev["job_id"].tolist(),
+                   ev["gpus"].tolist(), ev["detail"].tolist(), strict=True))  # fmt: skip
+    # hand-checked: j1 starts at 10 and runs 5 s; j2 is rejected; j3 waits with a note until
+    # j1 ends at 15 (a decision point); then j3 (3 s, to 18) and j0 (90 s left, to 108)
+    assert got[:8] == [
+        (0.0, "arrive", "j0", "", ""),
+        (0.0, "start", "j0", "0-3", "first come"),
+        (10.0, "arrive", "j1", "", ""),
+        (10.0, "arrive", "j2", "", ""),
+        (10.0, "preempt", "j0", "", "released; j1 is shorter"),
+        (10.0, "start", "j1", "0-3", "shortest"),
+        (10.0, "reject", "j2", "", "too big to bother"),
+        (12.0, "arrive", "j3", "", ""),
+    ]
+    assert (12.0, "note", "j3", "", "waits for j1") in got
+    assert (15.0, "finish", "j1", "", "") in got
+    assert got[-4:] == [
+        (15.0, "start", "j3", "0-3", ""),
+        (18.0, "finish", "j3", "", ""),
+        (18.0, "start", "j0", "0-3", ""),
+        (108.0, "finish", "j0", "", ""),
+    ]
+    run = read_run(tmp_path)
+    text = "\n".join(job_story(run, "j0"))
+    assert "started on GPUs 0-3 after waiting 0s" in text
+    assert "why: first come" in text
+    assert "preempted after training 10s" in text
+    assert "why: j1 is shorter" in text
+    assert "its GPUs went to j1 at 10 s" in text
+    assert "JCT " in text and "wait " in text
+    assert "reject: " not in "\n".join(job_story(run, "j1"))
+    assert "no JCT: rejected" in "\n".join(job_story(run, "j2"))
+
+
+def test_a_reason_must_be_text(tmp_path):
+    class Bad:
+        name = "bad"
+
+        def decide(self, view, now):
+            return Decision(actions=[Start(int(view.queued[0]), reason=5)])
+
+    with pytest.raises(PolicyError, match=r"Start.reason must be a str, got 5"):
+        _engine(Bad(), 1, 4, [(0.0, 1, 5.0)], 1.0, "python").run()
+
+
+def test_explain_cli_story_worst_and_errors(tmp_path):
+    _reasons_run(tmp_path)
+    r = runner.invoke(app, ["explain", str(tmp_path), "j0"])
+    assert r.exit_code == 0, r.output
+    assert "preempted after training 10s" in r.output
+    r = runner.invoke(app, ["explain", str(tmp_path), "--worst", "2"])
+    assert r.exit_code == 0, r.output
+    lines = [x for x in r.output.splitlines() if x.startswith("  ")]
+    assert len(lines) == 2 and lines[0].split()[0] == "j0"  # waited 8 s after its preemption
+    r = runner.invoke(app, ["explain", str(tmp_path), "j9"])
+    assert r.exit_code == 2 and "no job 'j9'" in r.output
+    r = runner.invoke(app, ["explain", str(tmp_path / "nope")])
+    assert r.exit_code == 2 and "not a folder" in r.output
+    r = runner.invoke(app, ["explain", str(tmp_path), "--worst", "0"])
+    assert r.exit_code == 2 and "--worst must be" in r.output
+
+
+def test_explain_without_a_log_says_how_to_get_one(tmp_path):
+    _reasons_run(tmp_path, events=False)
+    text = "\n".join(job_story(read_run(tmp_path), "j0"))
+    assert "run replay with --events" in text
+    assert worst(read_run(tmp_path), 1)[0].startswith("j0")
+
+
+def test_replay_events_needs_out_and_writes_the_file(tmp_path):
+    r = runner.invoke(app, ["replay", "tiny", "--events"])
+    assert r.exit_code == 2 and "give --out DIR" in r.output
+    r = runner.invoke(app, ["replay", "tiny", "--events", "-o", str(tmp_path / "r")])
+    assert r.exit_code == 0, r.output
+    head = (tmp_path / "r" / "events.csv").read_text().splitlines()[0]
+    assert head == "time_s,event,job_id,gpus,detail"
+
+
+@pytest.mark.parametrize(
+    "gpus, text", [([3], "3"), ([0, 1, 2, 3, 8], "0-3 8"), ([9, 4, 5], "4-5 9"), ([], "")]
+)
+def test_gpu_ranges_round_trip(gpus, text):
+    assert format_gpus(gpus) == text
+    assert parse_gpus(text) == sorted(gpus)
