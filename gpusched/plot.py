@@ -300,7 +300,7 @@ class _Chart:
     xticks: tuple[list[float], list[str]] | None = None
 
 
-def _check_save(save: str | Path) -> Path:
+def check_save(save: str | Path) -> Path:
     """``save`` as a path, after checking it can be written as a PNG or SVG.
 
     Raises
@@ -806,7 +806,7 @@ def plot_runs(run_dirs: Sequence[str | Path], save: str | Path | None = None) ->
         No run found, a missing or corrupt run file, a bad ``save`` path, or ``save``
         without matplotlib installed.
     """
-    path = _check_save(save) if save is not None else None
+    path = check_save(save) if save is not None else None
     folders = expand_run_dirs(run_dirs)
     runs = [_load_run(f) for f in folders]
     _label_runs(runs)
@@ -865,7 +865,7 @@ def plot_sweep(
         Not a results table, an unknown metric or column, no finished cell, a bad
         ``save`` path, or ``save`` without matplotlib installed.
     """
-    path = _check_save(save) if save is not None else None
+    path = check_save(save) if save is not None else None
     plot = arrange(read_table(_table_path(results_csv), metric), metric, x)
     if path is None:
         return _write(_sweep_text(plot))

@@ -250,3 +250,62 @@ def test_replay_events_needs_out_and_writes_the_file(tmp_path):
 def test_gpu_ranges_round_trip(gpus, text):
     assert format_gpus(gpus) == text
     assert parse_gpus(text) == sorted(gpus)
+
+
+def test_gantt_text_draws_the_hand_schedule(tmp_path):
+    from gpusched.gantt import gantt_text
+
+    _reasons_run(tmp_path)
+    text = gantt_text(read_run(tmp_path), width=120)
+    rows = [x for x in text.splitlines() if x.lstrip().startswith("GPU")]
+    assert len(rows) == 4
+    bar = rows[0].split("|")[1]
+    # 0-10 s: j0 (A), 10-15 s: j1 (B), 15-18 s: j3 (C), 18-108 s: j0 again, idle never
+    n = len(bar)
+    assert bar[0] == "A" and bar[int(12 / 108 * n)] == "B" and bar[int(16.5 / 108 * n)] == "C"
+    assert bar[-1] == "A" and " " not in bar
+    assert "A=j0" in text and "B=j1" in text and "C=j3" in text
+
+
+def test_gantt_aggregates_large_clusters_and_marks_sharing(tmp_path):
+    from gpusched.explain import Run
+    from gpusched.gantt import busy_grid, gantt, gantt_text, shared
+
+    def run_of(servers, gpus, rows, cap=1):
+        man = {"policy": "p", "cluster": {"servers": [{"count": servers, "gpus": gpus}]}}
+        ev = {k: [] for k in ("time_s", "event", "job_id", "gpus", "detail")}
+        for t, e, j, g in rows:
+            for k, v in zip(ev, (str(t), e, j, g, ""), strict=True):
+                ev[k].append(v)
+        return Run(tmp_path, {}, ev, man)
+
+    # 60 servers x 8 GPUs: rows are pairs of servers; a job on server 0's 8 GPUs for the
+    # first half of the run fills half of row 0
+    big = run_of(60, 8, [(0, "start", "a", "0-7"), (50, "finish", "a", ""),
+                         (50, "start", "b", "8-15"), (100, "finish", "b", "")])  # fmt: skip
+    text = gantt_text(big, width=60)
+    assert "servers 0-1 |" in text and "GPU" not in text.split("\n", 1)[1]
+    g = gantt(big)
+    grid = busy_grid(g, g.gpu_server // 2, np.full(30, 16.0), np.array([0.0, 50.0, 100.0]))
+    assert grid[0].tolist() == [0.5, 0.5] and grid[1:].sum() == 0
+    # two jobs on GPU 1 from 5 to 8 s
+    two = run_of(1, 2, [(0, "start", "a", "0-1"), (5, "start", "b", "1"),
+                        (8, "finish", "b", ""), (10, "finish", "a", "")])  # fmt: skip
+    assert shared(gantt(two)) == [(1, 5.0, 8.0)]
+    assert "#" in gantt_text(two, width=40).splitlines()[2]
+
+
+def test_gantt_png_and_cli_errors(tmp_path):
+    _reasons_run(tmp_path)
+    png = tmp_path / "g.png"
+    r = runner.invoke(app, ["plot", str(tmp_path), "--gantt", "--save", str(png)])
+    assert r.exit_code == 0, r.output
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert 800 <= width <= 2000 and 200 <= height <= 1500
+    r = runner.invoke(app, ["plot", str(tmp_path), str(tmp_path), "--gantt"])
+    assert r.exit_code == 2 and "--gantt draws one run folder" in r.output
+    (tmp_path / "events.csv").unlink()
+    r = runner.invoke(app, ["plot", str(tmp_path), "--gantt"])
+    assert r.exit_code == 2 and "needs the event log" in r.output

@@ -206,11 +206,36 @@ def plot_cmd(
             help="Write FILE.png or FILE.svg instead (needs matplotlib: gpusched\\[plot])",
         ),
     ] = None,
+    gantt: Annotated[
+        bool,
+        typer.Option(
+            "--gantt",
+            help="One run: GPUs x time coloured by job, loading and saving shaded (needs "
+            "its events.csv: replay --out DIR --events); servers shaded by busy fraction "
+            "on large clusters",
+        ),
+    ] = False,
 ) -> None:
-    """Plot runs (JCT CDF, queue length, utilisation over time) or a sweep (a metric per
-    policy, or against a parameter)."""
+    """Plot runs (JCT CDF, queue length, utilisation over time, or a Gantt chart) or a
+    sweep (a metric per policy, or against a parameter)."""
     from gpusched.errors import GpuschedError
     from gpusched.plot import is_sweep, plot_runs, plot_sweep
+
+    if gantt:
+        from gpusched.explain import read_run
+        from gpusched.gantt import gantt_text, save_gantt
+        from gpusched.plot import check_save
+
+        if len(runs) != 1 or metric is not None or x is not None:
+            raise GpuschedError("--gantt draws one run folder (without --metric or --x)")
+        run = read_run(runs[0])
+        if save is None:
+            import shutil
+
+            typer.echo(gantt_text(run, width=shutil.get_terminal_size((100, 24)).columns), nl=False)
+        else:
+            typer.echo(f"wrote {save_gantt(run, check_save(save))}")
+        return
 
     sweeps = [p for p in runs if is_sweep(p)]
     if sweeps:
