@@ -212,7 +212,8 @@ def job_story(run: Run, job: str) -> list[str]:
     else:
         queued_since = submit
         for s in stints(run.events, _end_of(run), job):
-            where = f" on GPUs {format_gpus(s.gpus)}" if s.gpus else ""
+            plural = "s" if len(s.gpus) > 1 else ""
+            where = f" on GPU{plural} {format_gpus(s.gpus)}" if s.gpus else ""
             lines.append(
                 f"  {fmt_t(s.start):>12}  started{where} after waiting "
                 f"{fmt_s(s.start - queued_since)}"

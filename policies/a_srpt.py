@@ -63,7 +63,7 @@ import numpy as np
 from gpusched.algorithms.predict import fit_predictor
 from gpusched.algorithms.predicted import check_predictor
 from gpusched.jobmodels.pipeline_jobs import PipelineJobs, Placer, VirtualSRPT
-from gpusched.policy import Decision, Start
+from gpusched.policy import Decision, Note, Start
 from gpusched.state import QUEUED
 
 
@@ -117,7 +117,7 @@ class ASRPTPolicy:
         self.pending.extend(self.virtual.advance(now))  # line 2
         placer = Placer(view)
         gpu_server = np.asarray(view.gpu_server)
-        actions: list[Start] = []
+        actions: list[Start | Note] = []
 
         def start(j: int, gpus: np.ndarray) -> None:  # t_i <- t
             placer.commit(gpus, gpu_server)
@@ -141,6 +141,13 @@ class ASRPTPolicy:
                     start(j, gpus)  # line 13
                 else:
                     self.delayed = (j, alpha, now + wait)  # lines 15-16: kappa, deadline
+                    actions.append(
+                        Note(
+                            j,
+                            f"waits up to {wait:.0f} s for a less-spread placement "
+                            f"(Alg. 1 lines 15-16: {alpha / pj.alpha_min[j]:.2f}x slower now)",
+                        )
+                    )
             else:
                 gpus, _ = placer.place(pj, j, "least")  # lines 22-23
                 start(j, gpus)

@@ -87,7 +87,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gpusched.algorithms.bayesopt import BayesOpt
-from gpusched.policy import Decision, Preempt, Start
+from gpusched.policy import Decision, Note, Preempt, Start
 from gpusched.state import LOADING, RUNNING
 
 _EPS = 1e-9  # s, as the engine's tolerance on times
@@ -190,7 +190,7 @@ class LazerPolicy:
     # --- one decision point ------------------------------------------------------------
 
     def decide(self, view, now: float) -> Decision:
-        self._actions: list[Start | Preempt] = []
+        self._actions: list[Start | Preempt | Note] = []
         self._touched: list[int] = []
         self._free: np.ndarray | None = None  # idle GPUs not promised, set on first use
         if self._promised:
@@ -247,6 +247,9 @@ class LazerPolicy:
             self._preempt_and_start(view, j, jr, saves)  # line 5
             return
         self._in_dwq[j] = True  # lines 6-7: the deferral "thread" is a timer
+        self._actions.append(
+            Note(j, f"deferred {x:.3g} s before preempting {jr.size} job(s) (Alg. 1 lines 6-7)")
+        )
         self._in_drq[jr] = True
         heapq.heappush(self._timers, (now + x, self._next_seq(), j, jr))
         self.n_deferred += 1
@@ -364,7 +367,7 @@ class LazerPolicy:
         held = [(view.gpu_job == k).any(axis=1).nonzero()[0] for k in jr.tolist()]
         gpus = np.concatenate([idle, *held])[: int(view.job_n_gpus[j])]
         for k in jr.tolist():
-            self._actions.append(Preempt(k))
+            self._actions.append(Preempt(k, reason="for a shorter arrival (Alg. 1 line 5)"))
             self._taken[k] = True
             self._touched.append(k)
         if saves.any():
