@@ -69,14 +69,15 @@ _LABELS = {
     "total_utility": "total utility",
     "median_training_slots": "median training (slots)",
     "n_tasks": "chunks",
-    "n_cloud_jobs": "jobs wholly in the cloud",
+    "n_cloud_jobs": "cloud-only jobs",
     "n_cloud_chunks": "chunks in the cloud",
     "cloud_worker_s": "cloud worker-s",
     "ps_held_s": "PS-s held",
     "total_transfer_s": "total data shipping",
+    "total_comm_s": "total communication",
 }
 #: Labels that differ in a run of jobs made of chunks (its utilisation is the edge's).
-_TASK_LABELS = {"gpu_utilization": "edge worker utilisation"}
+_TASK_LABELS = {"gpu_utilization": "edge utilisation"}
 #: Keys of the left table in the two-table layout (the rest go right).
 _JOB_KEYS = frozenset(
     {
