@@ -11,7 +11,10 @@ rows they draw (the cluster view at most about half the screen, then it aggregat
 scrolls); the queue and running lists share the rest; the event feed sits above the
 footer. In a run of jobs placed by roles (the engine has a resource ledger) the cluster
 view is a :class:`~gpusched.tui.widgets.ResourceView` (occupancy per machine and resource),
-and the metrics and lists count workers, PSs and rejected jobs instead of GPUs.
+and the metrics and lists count workers, PSs and rejected jobs instead of GPUs. In a run
+of jobs made of chunks on typed workers (the engine has a task book) it is a
+:class:`~gpusched.tui.widgets.WorkerView` (edge servers' workers by type, and the cloud),
+and the metrics and lists count jobs and their chunks, edge workers and the cloud.
 
 Quitting mid-run (``q``) stops the run where it is, as ``--until`` would, and shows the
 summary of the part run (its stop time and the jobs left); ``q`` again quits.
@@ -44,6 +47,7 @@ from gpusched.tui.widgets import (
     MetricsPanel,
     QueueView,
     ResourceView,
+    WorkerView,
 )
 
 #: Rows outside the panels: header, event feed, footer.
@@ -105,6 +109,8 @@ class GpuschedApp(App[dict[str, Any] | None]):
         self.speed = default_speed(engine) if speed is None else float(speed)
         self._slow_speed = self.speed if math.isfinite(self.speed) else 60.0
         self.driver = Driver(engine, speed=self.speed, paused=paused, frame_s=frame_s)
+        #: the static facts of a run of jobs made of chunks (None otherwise)
+        self.tasks = self.driver.task_info
         self.summary: dict[str, Any] | None = None
         self.error: BaseException | None = None
         self.frames_applied = 0
@@ -117,6 +123,15 @@ class GpuschedApp(App[dict[str, Any] | None]):
             f"({self.cluster.n_gpus} GPUs, {self.cluster.n_servers} servers) · "
             f"{len(self.jobs)} jobs"
         )
+        if self.tasks is not None:
+            info = self.tasks
+            edge = int(np.unique(info.edge_server).size)
+            cloud = " + cloud" if info.server_cloud.any() else ""
+            self.sub_title = (
+                f"{trace_name} · {engine.name} ({engine.mode}) · {self.cluster.name} "
+                f"({edge} edge servers, {info.n_edge} workers of {len(info.types)} types"
+                f"{cloud}) · {info.n_jobs} jobs, {len(self.jobs)} chunks"
+            )
 
     def compose(self) -> ComposeResult:
         has_status = callable(getattr(self.engine.policy, "status_line", None))
@@ -124,8 +139,10 @@ class GpuschedApp(App[dict[str, Any] | None]):
         yield Header()
         with Horizontal(id="top"):
             with Vertical(id="left"):
-                view: ClusterView | ResourceView
-                if roles:
+                view: ClusterView | ResourceView | WorkerView
+                if self.tasks is not None:
+                    view = WorkerView(self.tasks, id="cluster")
+                elif roles:
                     from gpusched.ledger import capacities
 
                     view = ResourceView(self.cluster, capacities(self.cluster), id="cluster")
@@ -135,7 +152,11 @@ class GpuschedApp(App[dict[str, Any] | None]):
                 yield view.data_bind(GpuschedApp.frame)
                 yield Static(id="server-info")
             yield MetricsPanel(
-                self.cluster.n_gpus, has_status=has_status, roles=roles, id="metrics"
+                self.cluster.n_gpus,
+                has_status=has_status,
+                roles=roles,
+                tasks=self.tasks,
+                id="metrics",
             ).data_bind(GpuschedApp.frame)
         with Horizontal(id="lists"):
             for kind in ("queued", "running"):
@@ -145,15 +166,19 @@ class GpuschedApp(App[dict[str, Any] | None]):
                     self.cluster,
                     roles=roles,
                     max_workers=self._max_workers,
+                    tasks=self.tasks,
                     id=kind,
                 ).data_bind(GpuschedApp.frame)
-        yield EventFeed(self.jobs, id="feed").data_bind(GpuschedApp.frame)
+        yield EventFeed(self.jobs, chunks=self.tasks is not None, id="feed").data_bind(
+            GpuschedApp.frame
+        )
         yield Footer()
 
-    def cluster_view(self) -> ClusterView | ResourceView:
-        """The cluster view: GPUs, or the resources of a run of jobs placed by roles."""
+    def cluster_view(self) -> ClusterView | ResourceView | WorkerView:
+        """The cluster view: GPUs, the resources of a run of jobs placed by roles, or the
+        workers of a run of jobs made of chunks."""
         view = self.query_one("#cluster")
-        assert isinstance(view, ClusterView | ResourceView)
+        assert isinstance(view, ClusterView | ResourceView | WorkerView)
         return view
 
     def on_resize(self, event: Resize) -> None:
@@ -173,7 +198,7 @@ class GpuschedApp(App[dict[str, Any] | None]):
 
     def on_mount(self) -> None:
         cluster = self.cluster_view()
-        what = "Resources" if self.roles else "Cluster"
+        what = "Workers" if self.tasks is not None else "Resources" if self.roles else "Cluster"
         cluster.border_title = f"{what} · {self.cluster.name}"
         self.query_one(MetricsPanel).border_title = "Metrics"
         cluster.focus()

@@ -26,6 +26,13 @@ Runs of jobs placed by roles (parameter-server jobs on the engine's resource led
 copy of the ledger (resources held per machine, each running job's workers and PSs per
 machine) and the per-resource history. Rejected jobs (a terminal status any policy may
 give a job that never ran) are in every frame and in the event feed.
+
+Runs of jobs made of tasks (data chunks on typed workers, :mod:`gpusched.tasks`: the
+engine's rows, and its "GPUs", are then chunks and workers) also carry
+:class:`TaskFrame`: per edge worker the chunk on it and the chunks placed on it that
+wait, the cloud tier's counts, and per job its chunks done, on workers and waiting, with
+the busy edge and cloud workers' history. What never changes (worker types and servers,
+each chunk's job) is copied once into :class:`TaskInfo` before the run starts.
 """
 
 from __future__ import annotations
@@ -54,8 +61,10 @@ from gpusched.state import (
     KEY_NONE,
     KEY_SJF,
     KEY_SRTF,
+    LOADING,
     QUEUED,
     REJECTED,
+    RUNNING,
     SAVING,
 )
 
@@ -183,6 +192,103 @@ class RoleFrame:
         return np.asarray(self.capacity.sum(axis=0))
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class TaskInfo:
+    """What never changes in a run of jobs made of tasks: copied once, read by the UI.
+
+    The engine's "GPUs" are the workers (:class:`~gpusched.tasks.WorkerLayout`) and its
+    jobs are the chunks; *jobs* here are the trace's jobs, each made of chunks.
+    """
+
+    types: tuple[str, ...]  # worker type names; codes index them
+    edge: np.ndarray  # int64 engine index of each edge worker, ascending
+    edge_type: np.ndarray  # int16 type code of each edge worker
+    edge_server: np.ndarray  # int64 server of each edge worker
+    server_cloud: np.ndarray  # bool per server: in the cloud tier
+    server_delay: np.ndarray  # float64 per server: time to ship one chunk there, s
+    ps_slots: np.ndarray  # float64 per server: parameter-server slots (inf in the cloud)
+    parent: np.ndarray  # int64 job of each chunk
+    first: np.ndarray  # int64 chunks of job p are first[p]:first[p + 1]
+    job_id: np.ndarray  # the jobs' ids (the trace's)
+    chunk_type: np.ndarray  # int16 worker type each chunk needs
+
+    @property
+    def n_jobs(self) -> int:
+        return int(self.first.shape[0] - 1)
+
+    @property
+    def n_edge(self) -> int:
+        return int(self.edge.shape[0])
+
+
+def task_info(engine: Any) -> TaskInfo | None:
+    """The static facts of a run of jobs made of tasks (None for any other run)."""
+    book = getattr(engine, "book", None)
+    if book is None:
+        return None
+    lay = book.layout
+
+    def ro(a: Any, dtype: Any = None) -> np.ndarray:
+        out = np.array(a, dtype=dtype)  # a copy
+        out.flags.writeable = False
+        return out
+
+    cloud = np.asarray(lay.server_cloud, dtype=bool)
+    edge = np.flatnonzero(~cloud[lay.worker_server])
+    return TaskInfo(
+        types=tuple(lay.types),
+        edge=ro(edge, np.int64),
+        edge_type=ro(lay.worker_type[edge], np.int16),
+        edge_server=ro(lay.worker_server[edge], np.int64),
+        server_cloud=ro(cloud),
+        server_delay=ro(lay.server_delay, np.float64),
+        ps_slots=ro(lay.ps_slots, np.float64),
+        parent=ro(book.parent, np.int64),
+        first=ro(book.first, np.int64),
+        job_id=ro(book.job_id),
+        chunk_type=ro(book.task_type, np.int16),
+    )
+
+
+@dataclass(slots=True, eq=False)
+class TaskFrame:
+    """Copies of the chunks' placement at one moment, for runs of jobs made of tasks.
+
+    A chunk *waits* while it is queued: *placed* (dispatched, or preempted) on a worker,
+    whose data stays there, or not placed yet. Per-job arrays are indexed by job (of
+    :class:`TaskInfo`); per-worker arrays by edge worker (``TaskInfo.edge``).
+    """
+
+    worker_chunk: np.ndarray  # int32 per edge worker: the chunk holding it, -1 = idle
+    worker_status: np.ndarray  # int8 per edge worker: that chunk's status, -1 = idle
+    worker_queued: np.ndarray  # int64 per edge worker: chunks placed on it, waiting
+    type_unplaced: np.ndarray  # int64 per worker type: waiting chunks not placed yet
+    cloud_holding: int  # chunks holding a cloud worker (running, or shipping their data)
+    cloud_loading: int  # of which shipping their data
+    cloud_queued: int  # chunks placed in the cloud, waiting
+    cloud_jobs: int  # jobs with a chunk holding a cloud worker
+    cloud_only: int  # unfinished jobs whose placed chunks are all in the cloud (zeta = 1)
+    ps_used: np.ndarray  # float64 per server: parameter servers held
+    job_done: np.ndarray  # int64 per job: chunks finished
+    job_holding: np.ndarray  # int64 per job: chunks holding a worker (edge or cloud)
+    job_cloud: np.ndarray  # int64 per job: chunks holding a cloud worker
+    job_placed: np.ndarray  # int64 per job: chunks placed on a worker, waiting
+    job_unplaced: np.ndarray  # int64 per job: submitted chunks waiting, not placed
+    job_progress: np.ndarray  # float64 per job: work done / work, in [0, 1]
+    queue_jobs: np.ndarray  # int32 jobs with a waiting chunk, in the policy's order
+    running_jobs: np.ndarray  # int32 jobs with a chunk holding a worker, ascending
+    n_jobs_done: int  # jobs whose every chunk finished
+    avg_jct_s: float | None  # over finished jobs (a job ends with its last chunk), s
+    p95_jct_s: float | None
+    hist_edge: np.ndarray  # busy edge workers at each sample (Frame.hist_t)
+    hist_cloud: np.ndarray  # busy cloud workers at each sample
+
+    @property
+    def busy_edge(self) -> int:
+        """Edge workers holding a chunk."""
+        return int((self.worker_chunk >= 0).sum())
+
+
 @dataclass(slots=True, eq=False)
 class Frame:
     """Copies of everything the widgets draw at one moment (safe on the UI thread).
@@ -223,6 +329,7 @@ class Frame:
     n_rejected: int = 0  # jobs the policy rejected (terminal: neither finished nor unfinished)
     rejected: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))  # newest first
     roles: RoleFrame | None = None  # the ledger, in runs of jobs placed by roles
+    tasks: TaskFrame | None = None  # chunks on workers, in runs of jobs made of tasks
 
     @property
     def stopped(self) -> bool:
@@ -281,6 +388,22 @@ class Driver:
             total = self._capacity.sum(axis=0)
             self._cap_total = np.where(total > 0, total, 1.0)
             self._hr = np.empty((n, self._capacity.shape[1]))
+        self._book = getattr(engine, "book", None)  # None unless jobs are made of tasks
+        #: the static facts of a run of jobs made of tasks (None otherwise)
+        self.task_info = task_info(engine)
+        self._he = np.empty(n if self._book is not None else 0, dtype=np.int64)
+        self._hc = np.empty_like(self._he)
+        self._edge_pos = np.empty(0, dtype=np.int64)  # engine worker -> edge worker, -1: cloud
+        if self.task_info is not None:
+            self._edge_pos = np.full(engine.state.gpu_job.shape[0], -1, dtype=np.int64)
+            self._edge_pos[self.task_info.edge] = np.arange(self.task_info.n_edge)
+            parents = engine.book.tasks.parents
+            self._work = np.bincount(
+                self.task_info.parent,
+                weights=engine.state.job_work,
+                minlength=self.task_info.n_jobs,
+            )
+            self._submit = np.asarray(parents.submit_s, dtype=np.float64).copy()
         self._key_name: str | None = None
         self._key_code = KEY_NONE
         self._ev_run = np.empty(0, dtype=np.int32)  # jobs holding GPUs at the last change
@@ -428,6 +551,9 @@ class Driver:
             self._hq[:k] = self._hq[1 : self._hn : 2]
             if self._ledger is not None:
                 self._hr[:k] = self._hr[1 : self._hn : 2]
+            if self._book is not None:
+                self._he[:k] = self._he[1 : self._hn : 2]
+                self._hc[:k] = self._hc[1 : self._hn : 2]
             self._hn = k
         i = self._hn
         self._ht[i] = self.engine.now
@@ -435,6 +561,10 @@ class Driver:
         self._hq[i] = st.sim_i[I_N_QUEUE]
         if self._ledger is not None:
             self._hr[i] = self._ledger.used.sum(axis=0) / self._cap_total
+        if self._book is not None:  # as the engine's timeline: busy_edge, busy_cloud
+            cloud = int(self._book.cloud_busy)
+            self._he[i] = self._hb[i] - cloud
+            self._hc[i] = cloud
         self._hn += 1
 
     def _queue_order(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -534,6 +664,7 @@ class Driver:
             n_rejected=n_rej,
             rejected=rejected[::-1][:QUEUE_ROWS].copy(),
             roles=self._roles(run),
+            tasks=self._tasks(order),
         )
 
     def _roles(self, run: np.ndarray) -> RoleFrame | None:
@@ -577,6 +708,88 @@ class Driver:
             run_machines=(hi - lo).astype(np.int64),
             n_admitted=int(np.count_nonzero(~np.isnan(st.job_first_start))),
             hist_used=self._hr[:n].copy(),
+        )
+
+    def _tasks(self, order: np.ndarray) -> TaskFrame | None:
+        """Copies of the chunks' placement (``order``: every waiting chunk, in the
+        policy's order), None unless the jobs are made of tasks."""
+        info, book = self.task_info, self._book
+        if info is None or book is None:
+            return None
+        st = self.engine.state
+        status = st.job_status
+        parent = info.parent
+        n_jobs = info.n_jobs
+        n_edge = info.n_edge
+        # the edge workers: the chunk on each and its status
+        chunk = st.gpu_job[info.edge, 0].astype(np.int32)
+        wstatus = np.where(chunk >= 0, status[np.maximum(chunk, 0)], -1).astype(np.int8)
+        # waiting chunks: placed on a worker (edge or cloud) or not placed yet
+        bound = book.bound
+        waiting = status == QUEUED
+        placed = waiting & (bound >= 0)
+        pos = self._edge_pos[bound[placed]]
+        queued = np.bincount(pos[pos >= 0], minlength=n_edge).astype(np.int64)
+        unplaced = waiting & (bound < 0)
+        n_types = len(info.types)
+        type_unplaced = np.bincount(info.chunk_type[unplaced], minlength=n_types)
+        # chunks holding a worker, and which of them are in the cloud
+        holding = (status == RUNNING) | (status == LOADING) | (status == SAVING)
+        on_cloud = (bound >= 0) & (self._edge_pos[np.maximum(bound, 0)] < 0)
+        cloud_hold = holding & on_cloud
+
+        def per_job(mask: np.ndarray) -> np.ndarray:
+            return np.bincount(parent[mask], minlength=n_jobs).astype(np.int64)
+
+        job_done = per_job(status == FINISHED)
+        job_holding = per_job(holding)
+        job_cloud = per_job(cloud_hold)
+        job_placed = per_job(placed)
+        job_unplaced = per_job(unplaced)
+        left = np.bincount(parent, weights=st.job_remaining, minlength=n_jobs)
+        work = self._work
+        with np.errstate(invalid="ignore", divide="ignore"):
+            prog = np.clip(1.0 - left / np.where(work > 0, work, 1.0), 0.0, 1.0)
+        chunks = np.diff(info.first)
+        done = (job_done == chunks) & (chunks > 0)
+        avg: float | None = None
+        p95: float | None = None
+        if done.any():
+            finish = np.maximum.reduceat(st.job_finish, info.first[:-1][done])
+            jct = finish - self._submit[done]
+            avg, p95 = float(jct.mean()), float(np.percentile(jct, 95))
+        # the jobs of the waiting chunks, in the order of their first chunk in the queue
+        if order.size:
+            p = parent[order]
+            _, at = np.unique(p, return_index=True)
+            queue_jobs = p[np.sort(at)].astype(np.int32)
+        else:
+            queue_jobs = np.empty(0, dtype=np.int32)
+        n = self._hn
+        return TaskFrame(
+            worker_chunk=chunk,
+            worker_status=wstatus,
+            worker_queued=queued,
+            type_unplaced=type_unplaced.astype(np.int64),
+            cloud_holding=int(cloud_hold.sum()),
+            cloud_loading=int((cloud_hold & (status == LOADING)).sum()),
+            cloud_queued=int((placed & on_cloud).sum()),
+            cloud_jobs=int((job_cloud > 0).sum()),
+            cloud_only=int(((book.zeta == 1) & ~done).sum()),
+            ps_used=book.ledger.used[:, 0].copy(),
+            job_done=job_done,
+            job_holding=job_holding,
+            job_cloud=job_cloud,
+            job_placed=job_placed,
+            job_unplaced=job_unplaced,
+            job_progress=prog,
+            queue_jobs=queue_jobs,
+            running_jobs=np.flatnonzero(job_holding).astype(np.int32),
+            n_jobs_done=int(done.sum()),
+            avg_jct_s=avg,
+            p95_jct_s=p95,
+            hist_edge=self._he[:n].copy(),
+            hist_cloud=self._hc[:n].copy(),
         )
 
     def _diff(self, run: np.ndarray, rejected: np.ndarray) -> Events | None:

@@ -16,6 +16,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("m", "max speed on / off"),
     ("z", "cluster detail: auto, per GPU, per server, per group"),
     ("", "(jobs placed by roles: per machine, packed, compact, per group)"),
+    ("", "(jobs made of chunks: workers per server by type, packed, per worker type)"),
     ("arrows", "move the server (machine) cursor (cluster view focused)"),
     ("click", "select a server (machine)"),
     ("tab", "focus the next panel (scroll lists with arrows, PgUp/PgDn)"),

@@ -6,6 +6,9 @@ scheduler), without the readable column if even that is too wide; the box scroll
 it still does not fit. A run stopped before the end says so first: its stop time and
 the jobs left. A run of jobs placed by roles adds its admission counts, per-resource
 utilisation and its job model's keys (e.g. ``total_utility``), named like the others.
+A run of jobs made of chunks adds its chunk and cloud keys (``n_tasks``, ``n_cloud_jobs``,
+``cloud_worker_s``, ``ps_held_s``, ``total_transfer_s``); its JCT statistics are over
+jobs and ``gpu_utilization`` is the edge workers'.
 """
 
 from __future__ import annotations
@@ -65,7 +68,16 @@ _LABELS = {
     "utilization_storage_gb": "storage utilisation",
     "total_utility": "total utility",
     "median_training_slots": "median training (slots)",
+    "n_tasks": "chunks",
+    "n_cloud_jobs": "cloud-only jobs",
+    "n_cloud_chunks": "chunks in the cloud",
+    "cloud_worker_s": "cloud worker-s",
+    "ps_held_s": "PS-s held",
+    "total_transfer_s": "total data shipping",
+    "total_comm_s": "total communication",
 }
+#: Labels that differ in a run of jobs made of chunks (its utilisation is the edge's).
+_TASK_LABELS = {"gpu_utilization": "edge utilisation"}
 #: Keys of the left table in the two-table layout (the rest go right).
 _JOB_KEYS = frozenset(
     {
@@ -85,6 +97,8 @@ _JOB_KEYS = frozenset(
         "n_rejected",
         "total_utility",
         "median_training_slots",
+        "n_tasks",
+        "n_cloud_jobs",
     }
 )
 #: Rows of the box besides the title and the table: border, hint and its padding.
@@ -113,9 +127,10 @@ def _table(summary: dict[str, Any], keys: list[str], *, nice: bool) -> Table:
     table.add_column("summary.json", justify="right", no_wrap=True)
     if nice:
         table.add_column("", style="dim", no_wrap=True)
+    labels = {**_LABELS, **_TASK_LABELS} if "n_tasks" in summary else _LABELS
     for key in keys:
         raw, readable = _value(key, summary[key])
-        cells = [_LABELS.get(key, key), raw] + ([readable] if nice else [])
+        cells = [labels.get(key, key), raw] + ([readable] if nice else [])
         table.add_row(*cells)
     return table
 

@@ -2,6 +2,7 @@
 
 Started, preempted, finished and rejected jobs are named for one decision; over several
 they are counted. A job placed by roles is named with the workers and PSs it started on.
+In a run of jobs made of chunks the engine's rows are chunks: the feed says so.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ def _jobs(
         t.append(f" +{jobs.size - NAMED} more", style="dim")
 
 
-def _named(t: Text, ev: Events, job_id: np.ndarray, n_gpus: np.ndarray, frame: Frame) -> None:
+def _named(
+    t: Text, ev: Events, job_id: np.ndarray, n_gpus: np.ndarray, frame: Frame, unit: str = "job"
+) -> None:
     """Append the jobs one decision started, preempted, finished and rejected, then the
     arrivals."""
     parts = [
@@ -65,15 +68,20 @@ def _named(t: Text, ev: Events, job_id: np.ndarray, n_gpus: np.ndarray, frame: F
         first = False
         t.append(f"{word} ", style="dim")
         if jobs.size > NAMED:
-            t.append(f"{jobs.size}: ")
+            t.append(f"{jobs.size}{'' if unit == 'job' else ' ' + unit + 's'}: ")
+        elif unit != "job":
+            t.append(f"{unit}{'s' if jobs.size > 1 else ''} ", style="dim")
         _jobs(t, jobs, job_id, gpus, frame)
     if first:
-        t.append("no job started, preempted or finished", style="dim")
+        t.append(f"no {unit} started, preempted or finished", style="dim")
     if ev.n_arrived:
-        t.append(f"; {ev.n_arrived} arrived", style="dim")
+        noun = "" if unit == "job" else f" {unit}s"
+        t.append(f"; {ev.n_arrived}{noun} arrived", style="dim")
 
 
-def feed_line(frame: Frame | None, job_id: np.ndarray, n_gpus: np.ndarray) -> Text:
+def feed_line(
+    frame: Frame | None, job_id: np.ndarray, n_gpus: np.ndarray, *, chunks: bool = False
+) -> Text:
     """The feed for ``frame``: when, then started / preempted / finished jobs and arrivals.
 
     The jobs of a single decision are named (up to :data:`NAMED` of each kind); over
@@ -84,8 +92,12 @@ def feed_line(frame: Frame | None, job_id: np.ndarray, n_gpus: np.ndarray) -> Te
     frame
         The frame shown (its :attr:`~gpusched.tui.session.Frame.events`).
     job_id, n_gpus
-        The trace's job ids and GPU counts, by job index.
+        The trace's job ids and GPU counts, by job index (the engine's rows).
+    chunks
+        The engine's rows are the chunks of jobs made of tasks: name them chunks, on
+        workers.
     """
+    unit = "chunk" if chunks else "job"
     t = Text(no_wrap=True, overflow="ellipsis")
     ev = None if frame is None else frame.events
     if frame is None or ev is None:
@@ -99,15 +111,19 @@ def feed_line(frame: Frame | None, job_id: np.ndarray, n_gpus: np.ndarray) -> Te
         t.append(f" ({ev.n_decisions} decisions)", style="dim")
     t.append("  ")
     if ev.n_decisions <= 1:
-        _named(t, ev, job_id, n_gpus, frame)
+        _named(t, ev, job_id, n_gpus, frame, unit)
     else:
+        if chunks:
+            t.append("chunks: ", style="dim")
         t.append(f"{ev.n_arrived} arrived, {ev.n_finished} finished, ")
         if ev.n_rejected:
             t.append(f"{ev.n_rejected} rejected, ")
         t.append(f"{ev.n_preempted} preempted; ")
         before, after = ev.n_holding
         where = "running" if frame.roles is not None else "on GPUs"
-        t.append(f"{before} → {after} jobs {where}", style="dim")
+        if chunks:
+            where = "on workers"
+        t.append(f"{before} → {after} {unit}s {where}", style="dim")
     if frame.finished:
         t.append("  · stopped" if frame.stopped else "  · run ended", style="dim")
     elif math.isfinite(frame.next_event):
@@ -124,10 +140,11 @@ class EventFeed(Widget):
 
     frame: reactive[Frame | None] = reactive(None, layout=False)
 
-    def __init__(self, jobs: Any, **kwargs: Any) -> None:
+    def __init__(self, jobs: Any, *, chunks: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.chunks = chunks
         self.job_id = np.asarray(jobs.job_id)
         self.job_n_gpus = np.asarray(jobs.n_gpus)
 
     def render(self) -> Text:
-        return feed_line(self.frame, self.job_id, self.job_n_gpus)
+        return feed_line(self.frame, self.job_id, self.job_n_gpus, chunks=self.chunks)

@@ -9,6 +9,7 @@ from textual.widget import Widget
 
 from gpusched.tui.widgets.cluster_view import ClusterView
 from gpusched.tui.widgets.resource_view import ResourceView
+from gpusched.tui.widgets.worker_view import WorkerView
 
 
 class Legend(Widget):
@@ -21,7 +22,7 @@ class Legend(Widget):
     Legend { height: 1; }
     """
 
-    def __init__(self, view: ClusterView | ResourceView, **kwargs: Any) -> None:
+    def __init__(self, view: ClusterView | ResourceView | WorkerView, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.view = view
         self.level = view.shown_level

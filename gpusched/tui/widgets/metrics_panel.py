@@ -4,6 +4,11 @@ policy's status line (wrapped: the panel grows to show all of it).
 In a run of jobs placed by roles it also counts the jobs admitted, rejected and
 unfinished, gives the workers and PSs running instead of busy GPUs, and draws one
 utilisation sparkline per resource (the used fraction of the whole cluster).
+
+In a run of jobs made of chunks on typed workers (edge servers and a cloud) it counts
+jobs and chunks done, gives the JCT over jobs (a job ends with its last chunk), the
+busy edge workers and the chunks and jobs in the cloud, and draws the edge utilisation
+and the cloud's busy workers (the timeline's ``busy_edge`` and ``busy_cloud``).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from gpusched.ledger import RESOURCES
-from gpusched.tui.session import Frame, fmt_s, fmt_speed, resample
+from gpusched.tui.session import Frame, TaskInfo, fmt_s, fmt_speed, resample
 from gpusched.tui.widgets.resource_view import RES_COLORS, RES_SHORT
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -39,6 +44,8 @@ def sparkline(values: list[float], top: float) -> str:
 BASE_ROWS = 6
 #: The same in a run of jobs placed by roles (admission counts, a sparkline per 2 resources).
 ROLE_ROWS = 8
+#: The same in a run of jobs made of chunks (chunk counts, the edge and cloud sparklines).
+TASK_ROWS = 7
 #: At most this many rows of status line (a longer one ends in an ellipsis).
 MAX_STATUS_ROWS = 4
 
@@ -54,6 +61,9 @@ class MetricsPanel(Widget):
         The policy has a ``status_line``: keep a row for it from the start.
     roles
         The run places jobs by roles (the frames carry the resource ledger).
+    tasks
+        The run's jobs are made of chunks on typed workers: its static facts (the frames
+        carry :class:`~gpusched.tui.session.TaskFrame`).
     """
 
     DEFAULT_CSS = """
@@ -63,12 +73,19 @@ class MetricsPanel(Widget):
     frame: reactive[Frame | None] = reactive(None, layout=False)
 
     def __init__(
-        self, n_gpus: int, *, has_status: bool = False, roles: bool = False, **kwargs: Any
+        self,
+        n_gpus: int,
+        *,
+        has_status: bool = False,
+        roles: bool = False,
+        tasks: TaskInfo | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.n_gpus = n_gpus
         self.roles = roles
-        self.base_rows = ROLE_ROWS if roles else BASE_ROWS
+        self.tasks = tasks
+        self.base_rows = ROLE_ROWS if roles else TASK_ROWS if tasks is not None else BASE_ROWS
         #: rows kept for the status line: they only grow, so the layout does not jump
         self.status_rows = 1 if has_status else 0
 
@@ -120,6 +137,9 @@ class MetricsPanel(Widget):
         if f.paused and math.isfinite(nxt):
             t.append(f"  next {fmt_s(nxt)}", style="dim")
         t.append("\n")
+        if f.tasks is not None and self.tasks is not None:
+            self._chunks(t, f)
+            return self._status(t)
         done, dec = f"{f.n_finished}/{f.n_jobs}", f"{f.n_decisions}"
         short = len(f"jobs {done} done  {dec} decisions") > self.size.width
         t.append("jobs ", style="dim")
@@ -142,10 +162,65 @@ class MetricsPanel(Widget):
         que = resample(f.hist_t, f.hist_queue, max(self.size.width - 6, 1))
         top = max(que) if que else 1.0
         t.append(sparkline(que, top), style="#c4a000")
+        return self._status(t)
+
+    def _status(self, t: Text) -> Text:
+        """Append the policy's status line (wrapped)."""
         for line in self._status_lines():
             t.append("\n")
             t.append(line, style="italic")
         return t
+
+    def _chunks(self, t: Text, f: Frame) -> None:
+        """Jobs and chunks done, JCT over jobs, the edge and the cloud, and their history."""
+        tf, info = f.tasks, self.tasks
+        assert tf is not None and info is not None
+        items = [
+            ("jobs", "jobs", f"{tf.n_jobs_done}/{info.n_jobs}"),
+            ("chunks", "chunks", f"{f.n_finished}/{f.n_jobs}"),
+            ("decisions", "dec.", f"{f.n_decisions}"),
+        ]
+        long = "  ".join(f"{name} {v} done" for name, _s, v in items[:2]) + "  0 decisions"
+        short = len(long) > self.size.width
+        for k, (name, abbr, value) in enumerate(items):
+            t.append(("  " if k else "") + f"{abbr if short else name} ", style="dim")
+            t.append(value, style="bold")
+            if k < 2 and not short:
+                t.append(" done", style="dim")
+        t.append("\n")
+        t.append("JCT avg ", style="dim")
+        t.append(fmt_s(tf.avg_jct_s), style="bold")
+        t.append("  P95 ", style="dim")
+        t.append(fmt_s(tf.p95_jct_s), style="bold")
+        t.append("  (jobs)\n", style="dim")
+        n_edge = info.n_edge
+        busy = tf.busy_edge
+        pct = 100.0 * busy / max(n_edge, 1)
+        edge_now = f"{busy}/{n_edge} ({pct:.0f}%)"
+        words = (" chunks ", " jobs")
+        if len(f"edge {edge_now}  cloud {tf.cloud_holding} chunks {tf.cloud_jobs} jobs") > max(
+            self.size.width, 1
+        ):
+            words = (" ch. ", " j.")
+        t.append("edge ", style="dim")
+        t.append(edge_now, style="bold")
+        t.append("  cloud ", style="dim")
+        t.append(f"{tf.cloud_holding}", style="bold")
+        t.append(words[0], style="dim")
+        t.append(f"{tf.cloud_jobs}", style="bold")
+        t.append(words[1] + "\n", style="dim")
+        width = max(self.size.width - 6, 1)
+        edge = resample(f.hist_t, tf.hist_edge, width)
+        t.append("edge  ", style="dim")
+        t.append(sparkline(edge, float(n_edge)), style="#4e9a06")
+        t.append("\n")
+        cloud = resample(f.hist_t, tf.hist_cloud, width)
+        t.append("cloud ", style="dim")
+        t.append(sparkline(cloud, max(cloud, default=1.0)), style="#06989a")
+        t.append("\n")
+        t.append("wait  ", style="dim")
+        que = resample(f.hist_t, f.hist_queue, width)
+        t.append(sparkline(que, max(que) if que else 1.0), style="#c4a000")
 
     def _counts(self, t: Text, items: list[tuple[str, str, int]]) -> None:
         """``name value`` pairs on one row, with the short names if the long don't fit."""

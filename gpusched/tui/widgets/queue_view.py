@@ -13,6 +13,13 @@ Jobs the policy rejected are listed after the queued jobs (newest first, ``rej``
 first column). In a run of jobs placed by roles the GPU column gives each queued job's
 worker limit (``maxW``, eq. 4 of the PD-ORS paper) and each running job's workers and
 PSs, and the machines column the machines it uses.
+
+In a run of jobs made of chunks on typed workers both lists count *jobs* of chunks: the
+queue lists the jobs with a waiting chunk (in the policy's order of their first waiting
+chunk), the running list the jobs with a chunk on a worker; each row gives the job's
+chunks, how many are done, on workers (``run``) and waiting (``wait``, of which
+``placed`` on a worker already), and in the running list where its chunks run (edge
+servers, ``cloud``) and the job's progress (work done / work).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from gpusched.state import LOADING, REJECTED, RUNNING, SAVING, STATUS_NAMES
-from gpusched.tui.session import Frame, fmt_s
+from gpusched.tui.session import Frame, TaskFrame, TaskInfo, fmt_s
 from gpusched.tui.widgets.cluster_view import C_LOAD, C_RUN, C_SAVE, C_SHARED, job_color
 from gpusched.tui.widgets.styled import CachedStyles
 
@@ -44,6 +51,11 @@ _KEY_W = 8
 _RUN_FIXED = 1 + 1 + 4 + 1 + 9 + 1 + 5 + 7
 #: The running list of a run of jobs placed by roles has a PS column too.
 _PS_W = 4
+#: Columns of a list of jobs made of chunks besides the id (and the running list's bar):
+#: "#" (queue) or colour mark, chunks, done, run, wait, placed; and where, percentage.
+_CHUNK_FIXED = 7 + 21
+_PLACED_W = 7
+_WHERE_W = 12
 C_REJECTED = "#cc0000"
 
 
@@ -60,6 +72,9 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         The run places jobs by roles: show workers, PSs and machines instead of GPUs.
     max_workers
         With ``roles``: each job's worker limit, shown for queued jobs (else their GPUs).
+    tasks
+        The run's jobs are made of chunks: its static facts; the lists then show jobs of
+        chunks from the frames' :class:`~gpusched.tui.session.TaskFrame`.
     """
 
     DEFAULT_CSS = """
@@ -76,9 +91,11 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         *,
         roles: bool = False,
         max_workers: np.ndarray | None = None,
+        tasks: TaskInfo | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.tasks = tasks
         if kind not in ("queued", "running"):
             raise ValueError(f"unknown job list kind {kind!r}")
         self.kind = kind
@@ -90,7 +107,10 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
             np.asarray(max_workers) if roles and max_workers is not None else self.job_n_gpus
         )
         self.size_name = "maxW" if roles and max_workers is not None else "GPUs"
-        longest = max((len(str(x)) for x in self.job_id[:100000]), default=3)
+        #: the jobs named in the lists: the trace's jobs (of chunks, when jobs have tasks)
+        self.list_id = self.job_id if tasks is None else np.asarray(tasks.job_id)
+        self.n_chunks = None if tasks is None else np.diff(tasks.first)
+        longest = max((len(str(x)) for x in self.list_id[:100000]), default=3)
         #: the widest id column wanted; :meth:`_widths` fits it to the view
         self.id_w_max = min(max(longest, 3), 14)
         self.id_w = self.id_w_max
@@ -106,6 +126,9 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         f = self.frame
         if f is None:
             return 0
+        if f.tasks is not None and self.tasks is not None:
+            tf = f.tasks
+            return int(tf.queue_jobs.size if self.kind == "queued" else tf.running_jobs.size)
         return int(f.queue.size + f.rejected.size if self.kind == "queued" else f.running.size)
 
     def on_resize(self) -> None:
@@ -114,6 +137,15 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
     def _widths(self) -> None:
         """Fit the id column (and the running list's bar) to the width of the view."""
         width = self.size.width
+        if self.tasks is not None:
+            room = width - _CHUNK_FIXED - (_PLACED_W if self.kind == "queued" else _WHERE_W + 1)
+            if self.kind == "queued":
+                self.id_w = min(self.id_w_max, max(room, MIN_ID_W))
+                return
+            self.id_w = min(self.id_w_max, max(room - MIN_BAR_W - 1, MIN_ID_W))
+            bar = room - self.id_w - 1
+            self.bar_w = min(bar, BAR_W) if bar >= MIN_BAR_W else 0
+            return
         if self.kind == "queued":
             key = _KEY_W if self.frame is not None and self.frame.key_name else 0
             room = width - _QUEUE_FIXED - key
@@ -135,7 +167,9 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         size = Size(self.size.width, rows)
         if size != self.virtual_size:
             self.virtual_size = size
-        if frame is not None:
+        if frame is not None and frame.tasks is not None and self.tasks is not None:
+            self.border_title = self._chunk_title(frame, frame.tasks)
+        elif frame is not None:
             if self.kind == "queued":
                 more = frame.n_queued - frame.queue.size
                 extra = f" (+{more} not shown)" if more > 0 else ""
@@ -147,6 +181,19 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
             else:
                 self.border_title = f"Running · {frame.running.size} jobs · {frame.busy_gpus} GPUs"
         self.refresh()
+
+    def _chunk_title(self, f: Frame, tf: TaskFrame) -> str:
+        """The list's title in a run of jobs made of chunks: jobs and their chunks."""
+        if self.kind == "queued":
+            placed = int(tf.worker_queued.sum()) + tf.cloud_queued
+            return (
+                f"Queue · {_n(tf.queue_jobs.size, 'job')} · {_n(f.n_queued, 'chunk')} "
+                f"waiting ({placed} placed)"
+            )
+        return (
+            f"Running · {_n(tf.running_jobs.size, 'job')} · {_n(tf.busy_edge, 'chunk')} on "
+            f"edge workers · {tf.cloud_holding} in the cloud"
+        )
 
     def _style(self, key: Any) -> Style:
         st = self._styles.get(key)
@@ -167,6 +214,12 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
 
     def _header(self) -> str:
         f = self.frame
+        if self.tasks is not None:
+            counts = f"{'chunks':>6}{'done':>5}{'run':>5}{'wait':>5}"
+            if self.kind == "queued":
+                return f"{'#':>4}  {'job':<{self.id_w}} {counts}{'placed':>7}"
+            prog = f"{'progress':<{self.bar_w + 5}}" if self.bar_w else "done"
+            return f" {'job':<{self.id_w}} {counts} {'where':<{_WHERE_W - 1}} {prog}"
         if self.kind == "queued":
             key = f" {f.key_name:>7}" if f is not None and f.key_name else ""
             return f"{'#':>4}  {'job':<{self.id_w}} {self.size_name:>4} {'waited':>7}{key}"
@@ -204,7 +257,64 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
             self._servers[j] = s
         return s
 
+    def _where(self, j: int, tf: TaskFrame) -> str:
+        """Where job ``j``'s chunks hold workers: edge servers, then ``cloud``."""
+        s = self._servers.get(j)
+        if s is None:
+            info = self.tasks
+            assert info is not None
+            chunk = tf.worker_chunk
+            busy = chunk >= 0
+            mine = busy.copy()
+            mine[busy] = info.parent[chunk[busy]] == j
+            servers = np.unique(info.edge_server[mine])
+            s = _places(servers, "s") if servers.size else ""
+            if tf.job_cloud[j]:
+                s = f"{s},cloud" if s else "cloud"
+            self._servers[j] = s or "-"
+            s = self._servers[j]
+        return s
+
+    def _chunk_row(self, i: int, f: Frame, tf: TaskFrame) -> list[Segment]:
+        """A job of chunks: its chunks done, on workers and waiting (and where it runs)."""
+        w = self.id_w
+        assert self.n_chunks is not None
+        if self.kind == "queued":
+            j = int(tf.queue_jobs[i])
+            head = [Segment(f"{i + 1:>4} ", self._style("dim"))]
+        else:
+            j = int(tf.running_jobs[i])
+            head = []
+        wait = int(tf.job_placed[j] + tf.job_unplaced[j])
+        counts = (
+            f"{int(self.n_chunks[j]):>6}{int(tf.job_done[j]):>5}{int(tf.job_holding[j]):>5}"
+            f"{wait:>5}"
+        )
+        if self.kind == "queued":
+            counts += f"{int(tf.job_placed[j]):>7}"
+        segs = [
+            *head,
+            Segment("■", self._style(job_color(j))),
+            Segment(f"{str(self.list_id[j])[:w]:<{w}} {counts}", self._style("plain")),
+        ]
+        if self.kind == "queued":
+            return segs
+        where = self._where(j, tf)[: _WHERE_W - 1]
+        segs.append(Segment(f" {where:<{_WHERE_W - 1}} ", self._style("dim")))
+        p = float(tf.job_progress[j])
+        if self.bar_w:
+            bw = self.bar_w
+            full = int(p * bw)
+            bar = "█" * full + ("▌" if p * bw - full >= 0.5 else "")
+            segs.append(Segment(bar[:bw].ljust(bw, "·"), self._style(C_RUN)))
+            segs.append(Segment(f" {p * 100:3.0f}%", self._style("plain")))
+        else:
+            segs.append(Segment(f"{p * 100:3.0f}%", self._style("plain")))
+        return segs
+
     def _row(self, i: int, f: Frame) -> list[Segment]:
+        if f.tasks is not None and self.tasks is not None:
+            return self._chunk_row(i, f, f.tasks)
         w = self.id_w
         if self.kind == "queued":
             if i >= f.queue.size:
@@ -279,6 +389,11 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         if f is None or i >= self.n_rows:
             return Strip.blank(width, self.base_style)
         return Strip(self._row(i, f)).adjust_cell_length(width, self.base_style)
+
+
+def _n(n: int, noun: str) -> str:
+    """``1 job``, ``2 jobs``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _places(where: np.ndarray, prefix: str) -> str:
