@@ -20,8 +20,9 @@ from gpusched.run import build_engine, replay
 from gpusched.state import FINISHED, LOADING, RUNNING, SAVING
 from gpusched.tui.app import GpuschedApp
 from gpusched.tui.screens import HelpScreen, SummaryScreen
-from gpusched.tui.session import Driver, fmt_s, partial_result
+from gpusched.tui.session import Driver, partial_result
 from gpusched.tui.widgets import ClusterView, EventFeed, MetricsPanel, QueueView
+from gpusched.units import fmt_s
 
 SIZE = (120, 40)
 TIMING_KEYS = {"wall_s", "sched_delay_ms_avg", "sched_delay_ms_p95"}

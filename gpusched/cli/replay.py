@@ -151,6 +151,7 @@ def replay_cmd(
             save_s=save_s,
             mode=engine,
             out=None if out is None else Path(out),
+            events=events,
         )
         if as_json:
             typer.echo(json.dumps(summary, indent=2))

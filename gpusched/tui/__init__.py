@@ -27,6 +27,7 @@ def run_tui(
     out: Path | None,
     load_s: float = 0.0,
     save_s: float = 0.0,
+    events: bool = False,
 ) -> dict[str, Any]:
     """Replay a trace live in the terminal; return the summary when the app exits.
 
@@ -42,6 +43,8 @@ def run_tui(
         Write jobs.csv, timeline.csv, summary.json and manifest.json here when the app
         exits (a run quit early is written as stopped at its current time, like
         ``--until``).
+    events
+        Keep the event log and write events.csv into ``out`` (``replay --events``).
 
     Returns
     -------
@@ -67,6 +70,7 @@ def run_tui(
         mode=mode,
         load_s=load_s,
         save_s=save_s,
+        events=events,
     )
     app = GpuschedApp(engine, trace_name=trace_label(path))
     app.run()

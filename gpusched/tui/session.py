@@ -67,6 +67,7 @@ from gpusched.state import (
     RUNNING,
     SAVING,
 )
+from gpusched.units import fmt_s
 
 #: Simulated seconds per wall second offered by +/- (then max speed).
 SPEEDS: tuple[float, ...] = (
@@ -863,31 +864,6 @@ def resample(t: np.ndarray, v: np.ndarray, n_bins: int) -> list[float]:
             last = s / c
         out.append(last)
     return out
-
-
-def fmt_s(x: float | None) -> str:
-    """A duration in s as a short human string (``45s``, ``12m05s``, ``3h20m``, ``2d04h``)."""
-    if x is None or not math.isfinite(x):
-        return "-"
-    x = max(float(x), 0.0) + 0.0  # no "-0s"
-    if x < 60:
-        return f"{x:.0f}s" if x >= 10 or x == int(x) else f"{x:.1f}s"
-    m, s = divmod(int(round(x)), 60)
-    if m < 60:
-        return f"{m}m{s:02d}s"
-    h, m = divmod(m, 60)
-    if h < 48:
-        return f"{h}h{m:02d}m"
-    d, h = divmod(h, 24)
-    return f"{d}d{h:02d}h"
-
-
-def fmt_t(t: float) -> str:
-    """A simulated time in s, exact and grouped (``12,345 s``, ``12,345.5 s``)."""
-    if not math.isfinite(t):
-        return "-"
-    t = float(t) + 0.0
-    return f"{t:,.0f} s" if t == round(t) else f"{t:,.1f} s"
 
 
 def fmt_speed(speed: float) -> str:

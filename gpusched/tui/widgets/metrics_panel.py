@@ -23,8 +23,9 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from gpusched.ledger import RESOURCES
-from gpusched.tui.session import Frame, TaskInfo, fmt_s, fmt_speed, resample
+from gpusched.tui.session import Frame, TaskInfo, fmt_speed, resample
 from gpusched.tui.widgets.resource_view import RES_COLORS, RES_SHORT
+from gpusched.units import fmt_s
 
 SPARK = "▁▂▃▄▅▆▇█"
 
