@@ -39,7 +39,7 @@ Full::
 
 Typed workers, ``ps`` and ``unbounded`` describe an edge-cloud cluster (DESIGN.md, "Tasks,
 typed workers and tiers"): jobs made of data chunks run one chunk per worker of the job's
-type (:mod:`gpusched.tiers`). ``unbounded`` needs ``tier = "cloud"`` and ``count = 1`` and
+type (:mod:`gpusched.tasks`). ``unbounded`` needs ``tier = "cloud"`` and ``count = 1`` and
 excludes ``workers``/``ps``; worker type names are identifiers of letters, digits, ``-``
 and ``_``.
 
@@ -71,13 +71,14 @@ import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from gpusched.errors import ClusterError, control_char, did_you_mean, show_name
 from gpusched.files import check_small_file, read_small_text
 from gpusched.resources import bundled_dir
+
+if TYPE_CHECKING:  # numpy is imported when the arrays are first asked for: listing
+    import numpy as np  # clusters (``gpusched clusters``) needs none of it
 
 __all__ = [
     "BANDWIDTH_RANGE",
@@ -315,19 +316,32 @@ class ClusterSpec:
         problem = _size_problem(n_servers, n_gpus, self.gpu_capacity)
         if problem:
             raise ClusterError(f"{where}: cluster {self.name!r}: {problem}")
+        object.__setattr__(self, "n_servers", n_servers)
+        object.__setattr__(self, "n_gpus", n_gpus)
+
+    def _derive(self) -> None:
+        """Compute the per-server and per-GPU arrays (once; read-only)."""
+        import numpy as np
+
+        groups = self.groups
         counts = np.array([g.count for g in groups], dtype=np.int64)
         per = np.array([g.gpus for g in groups], dtype=np.int64)
         server_group = np.repeat(np.arange(len(groups), dtype=np.int32), counts)
         server_gpus = per[server_group].astype(np.int32)
-        server_start = np.zeros(n_servers + 1, dtype=np.int64)
+        server_start = np.zeros(self.n_servers + 1, dtype=np.int64)
         np.cumsum(server_gpus, out=server_start[1:])
-        gpu_server = np.repeat(np.arange(n_servers, dtype=np.int32), server_gpus)
-        object.__setattr__(self, "n_servers", n_servers)
-        object.__setattr__(self, "n_gpus", n_gpus)
+        gpu_server = np.repeat(np.arange(self.n_servers, dtype=np.int32), server_gpus)
         object.__setattr__(self, "_server_group", _readonly(server_group))
         object.__setattr__(self, "_server_gpus", _readonly(server_gpus))
         object.__setattr__(self, "_server_start", _readonly(server_start))
         object.__setattr__(self, "_gpu_server", _readonly(gpu_server))
+
+    def _array(self, name: str) -> np.ndarray:
+        try:
+            return getattr(self, name)  # type: ignore[no-any-return]
+        except AttributeError:  # not derived yet
+            self._derive()
+            return getattr(self, name)  # type: ignore[no-any-return]
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuild through __init__ so that the derived arrays are recomputed read-only
@@ -383,7 +397,7 @@ class ClusterSpec:
 
     def server_gpus(self) -> np.ndarray:
         """GPUs per server, int32, shape ``(n_servers,)``."""
-        return self._server_gpus
+        return self._array("_server_gpus")
 
     def server_start(self) -> np.ndarray:
         """Global index of each server's first GPU, int64, shape ``(n_servers + 1,)``.
@@ -391,15 +405,15 @@ class ClusterSpec:
         The last entry is ``n_gpus``, so server ``s`` owns GPUs
         ``server_start()[s]:server_start()[s + 1]``.
         """
-        return self._server_start
+        return self._array("_server_start")
 
     def gpu_server(self) -> np.ndarray:
         """Server index of each GPU, int32, shape ``(n_gpus,)`` (GPUs numbered server by server)."""
-        return self._gpu_server
+        return self._array("_gpu_server")
 
     def server_group(self) -> np.ndarray:
         """Index into :attr:`groups` of each server, int32, shape ``(n_servers,)``."""
-        return self._server_group
+        return self._array("_server_group")
 
     def server_gpu_type(self) -> np.ndarray:
         """GPU model name of each server, numpy ``str`` array, shape ``(n_servers,)``."""
@@ -418,16 +432,20 @@ class ClusterSpec:
 
     def server_delay_s(self) -> np.ndarray:
         """Per-chunk transmission delay to each server, s, float64, shape ``(n_servers,)``."""
+        import numpy as np
+
         values = np.array([float(g.delay_s) for g in self.groups], dtype=np.float64)
-        return _readonly(values[self._server_group])
+        return _readonly(values[self.server_group()])
 
     def gpu_types(self) -> list[str]:
         """Distinct GPU model names of servers with GPUs, in order of first appearance."""
         return list(dict.fromkeys(g.gpu_type for g in self.groups if g.gpus > 0))
 
     def _per_server(self, get: Any) -> np.ndarray:
+        import numpy as np
+
         values = np.array([get(g) for g in self.groups], dtype=np.str_)
-        return _readonly(values[self._server_group])
+        return _readonly(values[self.server_group()])
 
     # -- serialisation -----------------------------------------------------------------
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpusched import jobmodel
 from gpusched.errors import GpuschedError, did_you_mean, show_name
 from gpusched.resources import bundled_dir
 
@@ -209,6 +208,8 @@ def build_engine(
                 f"{horizon:.3g} s, {horizon / slot_s:.2g} slots; at most 2^50 are exact): "
                 "use a coarser slot"
             )
+    from gpusched import jobmodel
+
     perf = jobmodel.perf(jobs, spec_cluster)  # e.g. pipeline jobs (A-SRPT eq. 4-7)
     roles = jobmodel.roles(jobs, spec_cluster)  # e.g. parameter-server jobs (PD-ORS eq. 1-3)
     horizon_s = getattr(roles, "horizon_s", math.inf)  # the trace's horizon T, if any
@@ -281,6 +282,8 @@ def phase_times(jobs: Any, load_s: float, save_s: float) -> tuple[np.ndarray, np
         given = np.asarray(getattr(jobs, column, ()), dtype=np.float64)
         out.append(given.copy() if given.shape == (n,) else np.full(n, np.nan))
     if n and (np.isnan(out[0]).any() or np.isnan(out[1]).any()):
+        from gpusched import jobmodel
+
         from_models = jobmodel.overheads(jobs)
         for k in (0, 1):
             out[k] = np.where(np.isnan(out[k]), from_models[k], out[k])

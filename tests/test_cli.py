@@ -361,3 +361,25 @@ def test_entry_point_policy(monkeypatch):
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["n_finished"] == 6
     assert "third-party" in invoke("policies").output
+
+
+def test_help_policies_and_clusters_load_neither_numpy_nor_rich():
+    """The quick commands stay quick (issue 15): no numerical stack, no rich help rendering."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from gpusched.cli import app\n"
+        "for args in (['--help'], ['replay', '--help'], ['policies'], ['clusters']):\n"
+        "    try:\n"
+        "        app(args)\n"
+        "    except SystemExit as e:\n"
+        "        assert e.code in (0, None), (args, e.code)\n"
+        "heavy = sorted(m for m in ('numpy', 'numba', 'rich', 'textual') if m in sys.modules)\n"
+        "print('HEAVY', heavy)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip().splitlines()[-1] == "HEAVY []"

@@ -146,7 +146,7 @@ def grid(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def plot_app() -> typer.Typer:
     from gpusched.cli.sweep import plot_cmd
 
-    app = typer.Typer()
+    app = typer.Typer(rich_markup_mode=None)  # as gpusched.cli.app
     app.command()(plot_cmd)
     return app
 
@@ -364,8 +364,9 @@ def test_plot_sweep_files_and_terminal(results_csv: Path, tmp_path: Path, capsys
 def test_help_shows_the_plot_extra() -> None:
     res = CliRunner().invoke(plot_app(), ["--help"], env={"COLUMNS": "200"})
     assert res.exit_code == 0
-    assert "needs matplotlib: gpusched[plot])" in res.output
-    assert "[default: (avg_jct_s)]" in res.output
+    text = " ".join(res.output.split())  # help lines wrap
+    assert "needs matplotlib: gpusched[plot])" in text
+    assert "[default: (avg_jct_s)]" in text
 
 
 # --- bad inputs: one line, naming the file and what was expected -------------------------

@@ -203,7 +203,7 @@ def plot_cmd(
         typer.Option(
             "--save",
             "-s",
-            help="Write FILE.png or FILE.svg instead (needs matplotlib: gpusched\\[plot])",
+            help="Write FILE.png or FILE.svg instead (needs matplotlib: gpusched[plot])",
         ),
     ] = None,
     gantt: Annotated[
