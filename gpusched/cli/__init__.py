@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from gpusched import __version__
-from gpusched.cli import _common, listing, replay, sweep, trace
+from gpusched.cli import _common, diff, listing, replay, sweep, trace
 from gpusched.cli._common import user_errors
 
 app = typer.Typer(
@@ -26,6 +26,7 @@ app.command("policies")(listing.policies_cmd)
 app.command("clusters")(listing.clusters_cmd)
 app.command("sweep")(sweep.sweep_cmd)
 app.command("plot")(sweep.plot_cmd)
+app.command("diff")(diff.diff_cmd)
 
 
 @app.command("workload")
