@@ -105,6 +105,8 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Inter
     mean = math.fsum(xs) / n
     if n < 2:
         return Interval(n, mean, None, None, confidence)
+    if min(xs) == max(xs):  # equal values: exactly 0, not the rounding of their mean
+        return Interval(n, xs[0], 0.0, 0.0, confidence)
     std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
     quantile = float(student_t.ppf((1.0 + confidence) / 2.0, n - 1))
     return Interval(n, mean, std, quantile * std / math.sqrt(n), confidence)

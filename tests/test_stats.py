@@ -60,6 +60,9 @@ def test_one_value_has_no_interval_and_no_nan():
 def test_identical_values_give_a_zero_width_interval():
     i = t_interval([4.0, 4.0, 4.0])
     assert (i.std, i.half_width, i.low, i.high) == (0.0, 0.0, 4.0, 4.0)
+    # the float sum of three 0.1 over 3 is 0.10000000000000002: no rounding noise is shown
+    i = t_interval([0.1, 0.1, 0.1])
+    assert (i.mean, i.std, i.half_width) == (0.1, 0.0, 0.0)
     assert paired_interval([1.0, 2.0], [1.0, 2.0]).within_noise is True
     assert paired_interval([1.0, 2.0], [2.0, 3.0]).within_noise is False
 

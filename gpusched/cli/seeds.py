@@ -133,7 +133,8 @@ def _seed_text(seeds: tuple[int, ...]) -> str:
 
 def _cell(stat: Any, key: str, marks: bool) -> str:
     """``mean ± half-width`` (just the mean with one seed), then the noise mark or room for it."""
-    text = fmt(stat.interval.mean, key)
+    mean = stat.interval.mean
+    text = fmt(int(mean) if mean.is_integer() else mean, key)
     if stat.interval.half_width is not None:
         text += f" ± {fmt(stat.interval.half_width, key)}"
     if marks:
