@@ -347,10 +347,18 @@ def _policy_label(text: str, params: list[str] | None) -> str:
 
 
 def _is_compare_output(path: Path) -> bool:
-    """A folder entry that ``compare`` writes: comparison.csv or a run folder."""
-    if path.name == "comparison.csv":
+    """A folder entry that ``compare`` writes: comparison.csv, a run folder, or (``--seeds``)
+    compare.csv, compare-runs.csv and a policy's folder of ``seed-<s>`` run folders."""
+    if path.name in ("comparison.csv", "compare.csv", "compare-runs.csv"):
         return True
-    return path.is_dir() and (path / "manifest.json").is_file()
+    if not path.is_dir():
+        return False
+    if (path / "manifest.json").is_file():
+        return True
+    children = list(path.iterdir())
+    return bool(children) and all(
+        c.name.startswith("seed-") and (c / "manifest.json").is_file() for c in children
+    )
 
 
 def prepare_compare_dir(out: str | Path, *, force: bool) -> Path:
@@ -358,8 +366,9 @@ def prepare_compare_dir(out: str | Path, *, force: bool) -> Path:
 
     Runs left from an earlier comparison would sit beside the new ones, and ``plot``
     would draw them all, so a folder holding any is refused. ``force`` removes only what
-    ``compare`` writes (comparison.csv and run folders with a manifest.json); other
-    files are left alone.
+    ``compare`` writes (comparison.csv and run folders with a manifest.json; with
+    ``--seeds`` compare.csv, compare-runs.csv and policy folders of ``seed-<s>`` run
+    folders); other files are left alone.
     """
     path = prepare_out_dir(out, ("comparison.csv",))
     old = sorted(p for p in path.iterdir() if _is_compare_output(p))

@@ -75,6 +75,7 @@ __all__ = [
     "cell_status",
     "cells",
     "check_scheduler",
+    "dask_client",
     "input_digests",
     "keyed_cells",
     "load_spec",
@@ -1680,6 +1681,61 @@ def _outcomes(
     return outcomes, failed
 
 
+@contextlib.contextmanager
+def dask_client(
+    n_tasks: int,
+    *,
+    scheduler: str | None = None,
+    n_workers: int | None = None,
+    processes: bool = True,
+    client: Any = None,
+) -> Iterator[Any]:
+    """A ``dask.distributed.Client`` for ``n_tasks`` tasks, closed (with what it started) on exit.
+
+    ``client`` is used as it is (and not closed); else one connects to ``scheduler``;
+    else a LocalCluster starts with ``n_workers`` single-threaded workers (default one
+    per core), never more than ``n_tasks``. Sweeps and ``compare --seeds`` run through it.
+
+    Raises
+    ------
+    GpuschedError
+        The scheduler does not answer.
+    """
+    import logging
+
+    from dask.distributed import Client, LocalCluster
+
+    if client is not None:
+        yield client
+        return
+    cluster = None
+    own_client = None
+    try:
+        if scheduler:
+            try:
+                own_client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise GpuschedError(
+                    f"cannot connect to Dask scheduler {scheduler}: {exc}"
+                ) from None
+        else:
+            n = max(1, min(n_workers or default_workers(), n_tasks))
+            cluster = LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                processes=processes,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+            own_client = Client(cluster)
+        yield own_client
+    finally:
+        if own_client is not None:
+            own_client.close()
+        if cluster is not None:
+            cluster.close()
+
+
 def _execute(
     pending: list[tuple[Cell, CellKey]],
     out_dir: Path,
@@ -1690,37 +1746,20 @@ def _execute(
     progress: ProgressFn | None,
 ) -> list[tuple[dict[str, Any], Cell]]:
     """Submit one task per cell; return ``(outcome, cell)`` in completion order."""
-    import logging
+    from dask.distributed import as_completed
 
-    from dask.distributed import Client, LocalCluster, as_completed
-
-    cluster = None
-    own_client = None
-    try:
-        if client is None:
-            if scheduler:
-                try:
-                    own_client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
-                except (OSError, TimeoutError, ValueError) as exc:
-                    raise GpuschedError(
-                        f"cannot connect to Dask scheduler {scheduler}: {exc}"
-                    ) from None
-            else:
-                n = min(n_workers or default_workers(), len(pending))
-                cluster = LocalCluster(
-                    n_workers=n,
-                    threads_per_worker=1,
-                    processes=processes,
-                    dashboard_address=None,
-                    silence_logs=logging.ERROR,
-                )
-                own_client = Client(cluster)
-            client = own_client
+    with dask_client(
+        len(pending),
+        scheduler=scheduler,
+        n_workers=n_workers,
+        processes=processes,
+        client=client,
+    ) as dask:
         token = uuid.uuid4().hex[:8]
         out_text = str(out_dir.resolve())
         futures = {}
         for c, k in pending:
-            fut = client.submit(
+            fut = dask.submit(
                 run_cell, c, k, out_text, key=f"gpusched-cell-{c.index}-{token}", pure=False
             )
             futures[fut.key] = (fut, c)
@@ -1741,8 +1780,3 @@ def _execute(
             if progress is not None:
                 progress(len(results), len(pending), c, res)
         return results
-    finally:
-        if own_client is not None:
-            own_client.close()
-        if cluster is not None:
-            cluster.close()

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from gpusched import __version__
-from gpusched.cli import _common, explain, listing, replay, sweep, trace
+from gpusched.cli import _common, diff, explain, listing, replay, sweep, trace
 from gpusched.cli._common import user_errors
 
 app = typer.Typer(
@@ -28,6 +28,7 @@ app.command("clusters")(listing.clusters_cmd)
 app.command("sweep")(sweep.sweep_cmd)
 app.command("plot")(sweep.plot_cmd)
 app.command("explain")(explain.explain_cmd)
+app.command("diff")(diff.diff_cmd)
 
 
 @app.command("workload")

@@ -194,6 +194,7 @@ def replay_cmd(
 
 @user_errors
 def compare_cmd(
+    ctx: typer.Context,
     trace: TraceArg = None,
     policy: Annotated[
         list[str] | None,
@@ -228,8 +229,30 @@ def compare_cmd(
             "folder is refused, so old runs never mix with new ones)",
         ),
     ] = False,
+    seeds: Annotated[
+        str | None,
+        typer.Option(
+            "--seeds",
+            help="Run each policy once per seed (1-5, 1,3,7 or 1-3,10; each run's --seed) and "
+            "print mean ± 95 % interval per metric, paired by seed against the first policy; "
+            "a TRACE naming {seed} (runs/ec-{seed}.csv) gives each seed its own trace. With "
+            "--out: DIR/<policy>/seed-<s>/ run folders, compare.csv and compare-runs.csv",
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            help="With --seeds: Dask workers for the runs (default one per core when there "
+            "are more than 4 runs; 1 runs them one after the other in this process)",
+        ),
+    ] = None,
 ) -> None:
-    """Replay one trace under several policies and print one table (policies x metrics)."""
+    """Replay one trace under several policies and print one table (policies x metrics).
+
+    With --seeds, every policy runs on every seed and each cell reads mean ± half-width
+    of its 95 % interval; ~ marks a difference from the first policy within noise.
+    """
     from gpusched.errors import GpuschedError
     from gpusched.run import check_run_options, compare
 
@@ -237,6 +260,25 @@ def compare_cmd(
         raise GpuschedError("give at least one --policy (e.g. --policy fifo --policy srtf)")
     if plot and out is None:
         raise GpuschedError("--plot draws from the run folders: give --out DIR too")
+    from gpusched.cli.seeds import compare_over_seeds
+
+    if compare_over_seeds(
+        ctx,
+        trace,
+        policy,
+        seeds=seeds,
+        workers=workers,
+        plot=plot,
+        out=out,
+        force=force,
+        cluster=cluster,
+        slot_s=slot,
+        until_s=until,
+        drop_oversized=drop_oversized,
+        load_s=load_s,
+        save_s=save_s,
+    ):
+        return
     check_run_options(slot_s=slot, seed=seed, until_s=until)
     bar = Progress("compare")
 

@@ -1,0 +1,175 @@
+"""``gpusched diff``: hand-made jobs.csv pairs, counts, top gainers and losers, errors."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpusched.cli import app
+from gpusched.diffrun import diff_runs, format_duration, read_run_jobs
+
+runner = CliRunner()
+HEAD = "job_id,submit,first_start,finish,jct,wait_s,gpus,duration,slowdown_s\n"
+
+
+def invoke(*args: object):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def run(folder: Path, rows: list[tuple[str, float, str, str, str]]) -> Path:
+    """A run folder whose jobs.csv has (job, submit, jct, wait, slowdown) rows ('' = unfinished)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [f"{j},{t},,,{jct},{w},1,10,{s}\n" for j, t, jct, w, s in rows]
+    (folder / "jobs.csv").write_text(HEAD + "".join(lines))
+    return folder
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Path, Path]:
+    a = run(
+        tmp_path / "a",
+        [
+            ("j1", 0, "100", "0", "0"),  # gains 60 s
+            ("j2", 1, "50", "10", "0"),  # loses 30 s
+            ("j3", 2, "7200", "3600", "5"),  # gains 2 h
+            ("j4", 3, "20", "0", "0"),  # unchanged (within 1e-9 relative)
+            ("j5", 4, "30", "0", "0"),  # finishes only in A
+            ("j6", 5, "", "", ""),  # finishes only in B
+            ("j7", 6, "10", "0", "0"),  # loses 1 s
+        ],
+    )
+    b = run(
+        tmp_path / "b",
+        [
+            ("j1", 0, "40", "0", "0"),
+            ("j2", 1, "80", "40", "0"),
+            ("j3", 2, "0", "0", "0"),
+            ("j4", 3, repr(20 * (1 + 1e-12)), "0", "0"),
+            ("j5", 4, "", "", ""),
+            ("j6", 5, "15", "5", "0"),
+            ("j7", 6, "11", "1", "0"),
+        ],
+    )
+    return a, b
+
+
+def test_counts_changes_and_top(pair):
+    d = diff_runs(read_run_jobs(pair[0]), read_run_jobs(pair[1]))
+    assert [d.count(k) for k in ("gained", "lost", "unchanged")] == [2, 2, 1]
+    assert d.count("finished_only_in_a") == 1 and d.count("finished_only_in_b") == 1
+    assert [d.a.job_id[i] for i in d.top("gained", 5)] == ["j3", "j1"]
+    assert [d.a.job_id[i] for i in d.top("lost", 1)] == ["j2"]
+    assert d.change_s[0] == -60 and d.change_s[2] == -7200 and d.change_s[6] == 1
+    assert math.isnan(d.change_s[4]) and math.isnan(d.change_s[5])
+
+
+def test_cli_summary_and_csv(pair, tmp_path):
+    out = tmp_path / "d.csv"
+    r = invoke("diff", *pair, "--top", "1", "-o", out)
+    assert r.exit_code == 0, r.output
+    assert "7 jobs of the same trace, 5 finished in both" in r.output
+    assert "gained (faster in B): 2   lost (slower in B): 2   unchanged: 1" in r.output
+    assert "finished only in A: 1   finished only in B: 1" in r.output
+    # over the 5 jobs finished in both: A 100+50+7200+20+10 = 7380 s, B 40+80+0+20+11 =
+    # 151 s; change -7229 s (120.5 min, -97.95 %), -1445.8 s per job; wait -3570 s / 5
+    assert "total JCT: 2h 03m in A, 2m 31s in B, change -2h 00m (-98.0 %)" in r.output
+    assert "mean JCT change: -24m 06s per job; mean wait change: -11m 54s" in r.output
+    gained = r.output.split("that gained most")[1].splitlines()
+    assert gained[2].split()[0] == "j3" and "2h 00m -> 0 s" in gained[2]
+    assert "top 1 that lost most" in r.output and "+30 s" in r.output
+    rows = list(csv.DictReader(out.open()))
+    assert [row["outcome"] for row in rows] == [
+        "gained",
+        "lost",
+        "gained",
+        "unchanged",
+        "finished_only_in_a",
+        "finished_only_in_b",
+        "lost",
+    ]
+    assert float(rows[1]["jct_change_s"]) == 30.0 and rows[4]["jct_change_s"] == ""
+    assert float(rows[1]["wait_change_s"]) == 30.0 and rows[0]["slowdown_b"] == "0.0"
+
+
+def test_a_jobs_csv_path_works_as_well_as_its_folder(pair):
+    r = invoke("diff", pair[0] / "jobs.csv", pair[1])
+    assert r.exit_code == 0, r.output
+    assert "gained (faster in B): 2" in r.output
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([("j1", 0, "1", "0", "0")], "7 jobs in A, 1 in B"),
+        (
+            [(f"j{i}", i - 1, "1", "0", "0") for i in (1, 2, 3, 4, 5, 7, 6)],
+            "job 6 is 'j6' in A but 'j7' in B",
+        ),
+        (
+            [(f"j{i}", 9 if i == 4 else i - 1, "1", "0", "0") for i in range(1, 8)],
+            "job 'j4' is submitted at 3 s in A but at 9 s in B",
+        ),
+    ],
+)
+def test_other_traces_are_refused(pair, tmp_path, rows, message):
+    other = run(tmp_path / "other", rows)
+    r = invoke("diff", pair[0], other)
+    assert r.exit_code == 2, r.output
+    assert "are not runs of the same trace" in r.output and message in r.output
+    assert len(r.output.strip().splitlines()) == 1
+
+
+def test_bad_files(tmp_path, pair):
+    (tmp_path / "empty").mkdir()
+    r = invoke("diff", tmp_path / "empty", pair[1])
+    assert r.exit_code == 2 and "RUN_A" in r.output and "no jobs.csv in this folder" in r.output
+    r = invoke("diff", pair[0], tmp_path / "missing")
+    assert r.exit_code == 2 and "RUN_B" in r.output and "no such run folder" in r.output
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "jobs.csv").write_text(HEAD + "j1,0,,,abc,0,1,10,0\n")
+    r = invoke("diff", bad, pair[1])
+    assert r.exit_code == 2
+    assert "jobs.csv, line 2, field 'jct': expected a number, got 'abc'" in r.output
+    (bad / "jobs.csv").write_text("job_id,submit\nj1,0\n")
+    r = invoke("diff", bad, pair[1])
+    assert r.exit_code == 2 and "no 'jct', 'wait_s' column" in r.output
+    (bad / "jobs.csv").write_text(HEAD + "j1,0,,,1,0,1,10,0\nj1,1,,,1,0,1,10,0\n")
+    r = invoke("diff", bad, pair[1])
+    assert r.exit_code == 2 and "line 3, field 'job_id': job 'j1' appears twice" in r.output
+    r = invoke("diff", *pair, "--top", "-1")
+    assert r.exit_code == 2 and "--top must be an integer >= 0" in r.output
+
+
+def test_runs_without_slowdown_compare(tmp_path):
+    head = "job_id,submit,jct,wait_s\n"
+    for name, jct in (("a", 5), ("b", 4)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "jobs.csv").write_text(head + f"x,0,{jct},0\n")
+    r = invoke("diff", tmp_path / "a", tmp_path / "b")
+    assert r.exit_code == 0, r.output
+    table = r.output.split("that gained most")[1].splitlines()
+    assert table[1].split() == ["job", "JCT", "change", "wait"]
+    assert "gained (faster in B): 1" in r.output
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0.5, "0.5 s"),
+        (59.94, "59.9 s"),
+        (59.99, "1m 00s"),
+        (725, "12m 05s"),
+        (3599.6, "1h 00m"),
+        (10920, "3h 02m"),
+        (7 * 86400 + 1800, "7d 00h 30m"),
+        (-95, "-1m 35s"),
+        (math.nan, "-"),
+    ],
+)
+def test_format_duration(seconds, text):
+    assert format_duration(seconds) == text
