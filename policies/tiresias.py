@@ -66,7 +66,8 @@ class TiresiasPolicy:
             raise ParamError(f"policy 'tiresias': starve must be >= 0, got {starve}")
         self.thresholds = np.array(levels)
         self.starve = starve
-        self._base: dict[int, float] = {}  # attained GPU-s at each job's last promotion
+        #: attained GPU-s of each job at its last promotion (starvation; 0 until then)
+        self._base = np.zeros(0)
         # each job's level and place in that level's list, as the fused kernel keeps them
         # (gpusched.state: job_level, job_seq): places >= 0 are times since the first
         # submission at which the job joined the back; holders of a re-pack get places < 0
@@ -81,13 +82,13 @@ class TiresiasPolicy:
 
     def prepare(self, jobs, cluster) -> None:
         """Start of a run: no job is in a list yet and none has been promoted."""
-        self._base = {}
+        self._base = np.zeros(0)
         self._place = np.zeros(0)
 
     def _service(self, view, jobs: np.ndarray) -> np.ndarray:
         a = view.job_attained[jobs].astype(np.float64)
-        if self._base:
-            a -= np.array([self._base.get(int(j), 0.0) for j in jobs])
+        if self._base.size:
+            a -= self._base[jobs]
         return a
 
     def _level(self, a: np.ndarray) -> np.ndarray:
@@ -102,6 +103,7 @@ class TiresiasPolicy:
             self._level_of = np.zeros(n, dtype=np.int64)
             self._place = np.full(n, np.nan)
             self._front = 0.0
+            self._base = np.zeros(n if self.starve > 0 else 0)
         lvl, place, t0 = self._level_of, self._place, view.job_submit[0]
         holding = view.running[view.job_status[view.running] != SAVING]
         # the holders of the last re-pack go to the front of their lists, in its order
@@ -118,9 +120,9 @@ class TiresiasPolicy:
             ran = a / view.job_n_gpus[q]  # run time since the last promotion, s
             starving = (self._level(a) > 0) & (ran > 0)
             starving &= view.job_enqueued[q] + self.starve * ran <= now + 1e-9
-            for j in q[starving]:  # back of level 0, behind the jobs that arrived by now
-                self._base[int(j)] = float(view.job_attained[j])
-                lvl[j], place[j] = 0, np.nextafter(now - t0, np.inf)
+            j = q[starving]  # back of level 0, behind the jobs that arrived by now
+            self._base[j] = view.job_attained[j]
+            lvl[j], place[j] = 0, np.nextafter(now - t0, np.inf)
         # holders that crossed T_k since the last re-pack join the back of level k + 1 at
         # the decision point of the crossing, t_x = now - (a_j - T_k) / g_j
         a = self._service(view, holding)
