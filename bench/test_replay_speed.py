@@ -88,3 +88,23 @@ def test_sharing(benchmark, n_jobs, policy):
     benchmark.extra_info["us_per_decision"] = (
         1e6 * benchmark.stats.stats.mean / res.extra["n_decisions"]
     )
+
+
+@pytest.mark.parametrize("events", [False, True], ids=["plain", "events"])
+@pytest.mark.parametrize("policy", ["fifo", "srtf"])
+def test_event_log_cost(benchmark, policy, events):
+    """The event log (replay --events) on 1M jobs, fused path: what keeping it costs, and
+    that a run without it pays nothing (compare with test_synthetic's 1M figures)."""
+    from gpusched.engine import Engine
+    from gpusched.registry import load_policy_class, make_policy
+
+    jobs = synth_jobs(1_000_000)
+
+    def run():
+        pol = make_policy(load_policy_class(policy), {}, 0)
+        return Engine(jobs, BENCH_CLUSTER, pol, events=events).run()
+
+    res = benchmark.pedantic(run, rounds=1, warmup_rounds=0)
+    assert res.state.sim_i[3] == len(jobs)
+    if events:
+        benchmark.extra_info["events"] = len(res.extra["events"]["time_s"])
