@@ -20,15 +20,18 @@ The table (:meth:`EventLog.table`, events.csv) has one row per event in time ord
 ``event``
     ``arrive``, ``start``, ``loaded``, ``preempt``, ``requeue`` (a save ended: back in
     the queue), ``finish``, ``reject``, ``dispatch`` (a task bound to a worker),
-    ``allocate`` (a role job's workers and parameter servers), ``ps`` (a task job's
-    parameter server) or ``note`` (a policy's remark without an action).
+    ``allocate`` (a role job's workers and parameter servers), ``share`` and ``unshare``
+    (another job starts or stops holding one of its GPUs; GPU-sharing clusters) or
+    ``note`` (a policy's remark without an action).
 ``job_id``
     The job (a task's id for jobs made of tasks).
 ``gpus``
-    ``start`` rows: the GPUs (workers) it holds, as ranges, e.g. ``0-3 8``.
+    ``start`` rows: the GPUs (workers) it holds, as ranges, e.g. ``0-3 8``; ``share``
+    rows: the GPUs it shares.
 ``detail``
     ``preempt``: ``released``, ``futile`` or ``saving``; the policy's reason, if any,
-    after a ``; ``; placements for ``dispatch``, ``allocate`` and ``ps``.
+    after a ``; ``; placements for ``dispatch`` and ``allocate``; the partner for
+    ``share`` and ``unshare``.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from gpusched.state import (
     I_EV_GPU_ROOM,
     I_EV_LOST,
     I_EV_ROOM,
+    I_EVER_SHARED,
     I_N_EV_GPUS,
     I_N_EVENTS,
     PENDING,
@@ -226,6 +230,8 @@ class EventLog:
 
         parts: list[tuple[np.ndarray, ...]] = [(t, cls, order, names, job, gpus, detail)]
         parts.append(self._loaded(st, t, kind, job, order, end_s))
+        if st.sim_i[I_EVER_SHARED]:
+            parts.append(self._sharing(st, ch, t, kind, job, arg, order, end_s, job_id))
         parts.append(self._arrivals(st))
         if self._notes:
             parts.append(
@@ -264,6 +270,58 @@ class EventLog:
         )
 
     @staticmethod
+    def _sharing(
+        st: SimState,
+        ch: list[_Chunk],
+        t: np.ndarray,
+        kind: np.ndarray,
+        job: np.ndarray,
+        arg: np.ndarray,
+        order: np.ndarray,
+        end_s: float,
+        job_id: np.ndarray,
+    ) -> tuple[np.ndarray, ...]:
+        """``share`` and ``unshare`` rows: when two jobs start and stop holding a GPU
+        together (GPU-sharing clusters), one pair per job, naming the partner and the GPUs."""
+        release = _releases(t, kind, job, arg, end_s)
+        holds: dict[int, list[tuple[float, float, int, int]]] = {}  # GPU -> (t0, t1, job, row)
+        i = 0
+        for c in ch:
+            for r in np.flatnonzero(c.kind == EV_START).tolist():
+                j = int(c.job[r])
+                off = int(c.arg[r])
+                size = int(st.job_alloc_off[j + 1] - st.job_alloc_off[j])
+                for g in c.gpus[off : off + size].tolist():
+                    holds.setdefault(g, []).append((float(t[i + r]), release[i + r], j, i + r))
+            i += c.t.size
+        pairs: dict[tuple[int, int, float, float], list[int]] = {}  # (a, b, from, to) -> GPUs
+        for g, hs in holds.items():
+            hs.sort()
+            for x in range(len(hs)):
+                for y in range(x + 1, len(hs)):
+                    if hs[y][0] >= hs[x][1]:
+                        break
+                    a0, b0 = max(hs[x][0], hs[y][0]), min(hs[x][1], hs[y][1])
+                    if b0 > a0 and hs[x][2] != hs[y][2]:
+                        pairs.setdefault((hs[x][2], hs[y][2], a0, b0), []).append(g)
+        rows: list[tuple[float, int, str, int, str, str]] = []
+        for (a, b, a0, b0), gpus in pairs.items():
+            where = format_gpus(gpus)
+            for me, other in ((a, b), (b, a)):
+                rows.append((a0, 2 * len(t) + 1, "share", me, where, f"with {job_id[other]}"))
+                rows.append((b0, 2 * len(t) + 1, "unshare", me, where, f"with {job_id[other]}"))
+        m = len(rows)
+        return (
+            np.asarray([x[0] for x in rows], dtype=np.float64),
+            np.ones(m, np.int8),
+            np.asarray([x[1] for x in rows], dtype=np.int64),
+            np.asarray([x[2] for x in rows], dtype=object),
+            np.asarray([x[3] for x in rows], dtype=np.int32),
+            np.asarray([x[4] for x in rows], dtype=object),
+            np.asarray([x[5] for x in rows], dtype=object),
+        )
+
+    @staticmethod
     def _loaded(
         st: SimState,
         t: np.ndarray,
@@ -298,6 +356,21 @@ class EventLog:
             np.full(m, "", dtype=object),
             np.full(m, "", dtype=object),
         )
+
+
+def _releases(
+    t: np.ndarray, kind: np.ndarray, job: np.ndarray, arg: np.ndarray, end_s: float
+) -> np.ndarray:
+    """For each kernel row, when a start's GPUs were released (the next preemption that
+    released them at once, the next save end or the completion; ``end_s`` if none)."""
+    out = np.full(t.size, end_s)
+    open_: dict[int, int] = {}
+    for i, (k, j, a) in enumerate(zip(kind.tolist(), job.tolist(), arg.tolist(), strict=True)):
+        if k == EV_START:
+            open_[j] = i
+        elif j in open_ and (k in (EV_REQUEUE, EV_FINISH) or (k == EV_PREEMPT and a != 2)):
+            out[open_.pop(j)] = t[i]
+    return out
 
 
 def new_log(n_gpu_slots: int, n_jobs: int, roles: bool) -> tuple[EventLog, tuple[int, int]]:

@@ -187,6 +187,8 @@ _OTHER = {
     "note": "policy's note",
     "dispatch": "placed",
     "allocate": "allocated",
+    "share": "shares its GPUs",
+    "unshare": "stops sharing",
 }
 
 
@@ -210,48 +212,7 @@ def job_story(run: Run, job: str) -> list[str]:
             "starts, preemptions and who took its GPUs)"
         )
     else:
-        queued_since = submit
-        for s in stints(run.events, _end_of(run), job):
-            plural = "s" if len(s.gpus) > 1 else ""
-            where = f" on GPU{plural} {format_gpus(s.gpus)}" if s.gpus else ""
-            lines.append(
-                f"  {fmt_t(s.start):>12}  started{where} after waiting "
-                f"{fmt_s(s.start - queued_since)}"
-            )
-            if s.loaded is not None:
-                lines.append(f"  {fmt_t(s.loaded):>12}  loaded ({fmt_s(s.loaded - s.start)})")
-            for why in s.reasons:
-                if why.startswith("started: "):
-                    lines.append(f"  {'':>12}  why: {why[9:]}")
-            if s.preempt is not None:
-                trained = s.preempt - (s.loaded if s.loaded is not None else s.start)
-                what = {
-                    "futile": "before it trained anything (futile: its load was wasted)",
-                    "saving": f"after training {fmt_s(trained)}; saving until {fmt_t(s.end)}",
-                }.get(s.how, f"after training {fmt_s(trained)}")
-                lines.append(f"  {fmt_t(s.preempt):>12}  preempted {what}")
-                for why in s.reasons:
-                    if why.startswith("preempted: "):
-                        lines.append(f"  {'':>12}  why: {why[11:]}")
-                t, who = takers(run.events, s)
-                if who:
-                    lines.append(f"  {'':>12}  its GPUs went to {', '.join(who)} at {fmt_t(t)}")
-                queued_since = s.end
-            elif s.how == "finish":
-                lines.append(f"  {fmt_t(s.end):>12}  finished")
-            else:
-                lines.append(f"  {fmt_t(s.end):>12}  still running when the run ended")
-        for t_s, ev, j, detail in zip(
-            run.events["time_s"],
-            run.events["event"],
-            run.events["job_id"],
-            run.events["detail"],
-            strict=True,
-        ):
-            if j == job and ev in _OTHER:
-                lines.append(
-                    f"  {fmt_t(float(t_s)):>12}  {_OTHER[ev]}" + (f": {detail}" if detail else "")
-                )
+        lines.extend(_history(run, job, submit))
     if run.events is not None and run.tasks is not None:
         lines.extend(_chunk_lines(run, job))
     jct = _f(row["jct"])
@@ -278,6 +239,53 @@ def job_story(run: Run, job: str) -> list[str]:
         status = row.get("status") or ("rejected" if rejected else "unfinished")
         lines.append(f"  no JCT: {status} when the run ended")
     return lines
+
+
+def _history(run: Run, job: str, submit: float) -> list[str]:
+    """The job's events as lines, in time order (a line's explanations right after it)."""
+    assert run.events is not None
+    timed: list[tuple[float, str]] = []  # (time, text); sorted stably by time
+
+    def say(t: float, text: str, *why: str) -> None:
+        timed.append((t, f"  {fmt_t(t):>12}  {text}"))
+        timed.extend((t, f"  {'':>12}  {w}") for w in why)
+
+    queued_since = submit
+    for s in stints(run.events, _end_of(run), job):
+        plural = "s" if len(s.gpus) > 1 else ""
+        where = f" on GPU{plural} {format_gpus(s.gpus)}" if s.gpus else ""
+        whys = [f"why: {w[9:]}" for w in s.reasons if w.startswith("started: ")]
+        say(s.start, f"started{where} after waiting {fmt_s(s.start - queued_since)}", *whys)
+        if s.loaded is not None:
+            say(s.loaded, f"loaded ({fmt_s(s.loaded - s.start)})")
+        if s.preempt is not None:
+            trained = s.preempt - (s.loaded if s.loaded is not None else s.start)
+            what = {
+                "futile": "before it trained anything (futile: its load was wasted)",
+                "saving": f"after training {fmt_s(trained)}; saving until {fmt_t(s.end)}",
+            }.get(s.how, f"after training {fmt_s(trained)}")
+            whys = [f"why: {w[11:]}" for w in s.reasons if w.startswith("preempted: ")]
+            t, who = takers(run.events, s)
+            if who:
+                whys.append(f"its GPUs went to {', '.join(who)} at {fmt_t(t)}")
+            say(s.preempt, f"preempted {what}", *whys)
+            queued_since = s.end
+        elif s.how == "finish":
+            say(s.end, "finished")
+        else:
+            say(s.end, "still running when the run ended")
+    cols = [run.events[c] for c in ("time_s", "event", "job_id", "gpus", "detail")]
+    for t_s, ev, j, gpus, detail in zip(*cols, strict=True):
+        if j != job:
+            continue
+        if ev in ("share", "unshare"):
+            n = "s" if " " in gpus or "-" in gpus else ""
+            verb = "shares" if ev == "share" else "stops sharing"
+            say(float(t_s), f"{verb} GPU{n} {gpus} {detail}")
+        elif ev in _OTHER:
+            say(float(t_s), _OTHER[ev] + (f": {detail}" if detail else ""))
+    timed.sort(key=lambda x: x[0])  # stable: a line's explanations stay after it
+    return [text for _, text in timed]
 
 
 def _chunk_lines(run: Run, job: str, most: int = 40) -> list[str]:

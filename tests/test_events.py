@@ -309,3 +309,42 @@ def test_gantt_png_and_cli_errors(tmp_path):
     (tmp_path / "events.csv").unlink()
     r = runner.invoke(app, ["plot", str(tmp_path), "--gantt"])
     assert r.exit_code == 2 and "needs the event log" in r.output
+
+
+def test_share_rows_add_up_to_each_jobs_shared_time(tmp_path):
+    """On a GPU-sharing cluster, the union of each job's share..unshare stretches is its
+    shared_s in jobs.csv (no load times here, so sharing is training with a partner)."""
+    import csv
+
+    w, out = tmp_path / "w.csv", tmp_path / "r"
+    assert (
+        runner.invoke(app, ["workload", "sjf-bsbf-testbed", "--seed", "1", "-o", str(w)]).exit_code
+        == 0
+    )
+    r = runner.invoke(
+        app, ["replay", str(w), "-P", "sjf-bsbf", "-c", "testbed-4x4", "-o", str(out), "--events"]
+    )
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader((out / "events.csv").open()))
+    shared = {x["job_id"]: float(x["shared_s"]) for x in csv.DictReader((out / "jobs.csv").open())}
+    assert sum(v > 0 for v in shared.values()) >= 5
+    opened, spans = {}, {j: [] for j in shared}
+    for x in rows:
+        key = (x["job_id"], x["detail"], x["gpus"])
+        if x["event"] == "share":
+            opened[key] = float(x["time_s"])
+        elif x["event"] == "unshare":
+            spans[x["job_id"]].append((opened.pop(key), float(x["time_s"])))
+    assert not opened
+    for j, s in spans.items():
+        total, cur = 0.0, None
+        for a, b in sorted(s):
+            if cur is None or a > cur[1]:
+                total += 0.0 if cur is None else cur[1] - cur[0]
+                cur = [a, b]
+            else:
+                cur[1] = max(cur[1], b)
+        total += 0.0 if cur is None else cur[1] - cur[0]
+        assert total == pytest.approx(shared[j], rel=1e-9, abs=1e-6), j
+    story = "\n".join(job_story(read_run(out), next(j for j, v in shared.items() if v > 0)))
+    assert "shares GPU" in story and "stops sharing GPU" in story
