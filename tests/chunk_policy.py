@@ -12,7 +12,9 @@ with the naive simulator. At each decision:
    while its data ships) in the cloud or on a worker with no other chunk placed, else
    dispatched (the worker stays free until the chunk is ready and its turn comes);
 2. with ``preempt``, a ready waiting chunk with strictly less work than the chunk holding
-   its edge worker preempts that one (which waits there again, never migrating);
+   its edge worker preempts that one (which waits there again, never migrating), unless
+   that one started at this decision (a Start and a Preempt of one task in a decision
+   hit an engine bug: see tests/test_tasks_vs_naive.py);
 3. each free edge worker starts its first ready waiting chunk (with ``preempt``: the one
    with the least work, then the first);
 4. every job left holding a worker without a parameter server gets one: in the cloud for
@@ -97,7 +99,7 @@ class ChunkFIFO:
         # 2. a ready chunk with less work preempts the one holding its worker
         if self.preempt:
             for w in edge:
-                if w in holder and w in ready_on:
+                if w in holder and w in ready_on and holder[w] not in started:
                     h = holder.pop(w)
                     if work[min(ready_on[w], key=key)] < work[h]:
                         acts.append(Preempt(h))

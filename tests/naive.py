@@ -535,7 +535,8 @@ def simulate_tasks(
        waits there until its data has arrived ("ready") and the worker takes it;
     2. with ``preempt``, on each edge worker a ready waiting chunk with strictly less work
        (E_j B_j (m_j + G_j), the smallest, then the first) than the chunk holding it
-       preempts that one, which waits there again (it keeps its progress);
+       preempts that one (unless it started at this decision), which waits there again
+       (it keeps its progress);
     3. each edge worker holding no chunk starts its ready waiting chunk that came first
        (with ``preempt``: the smallest by work, then the first).
 
@@ -639,7 +640,7 @@ def simulate_tasks(
                 ready_on.setdefault(worker[k], []).append(k)
         if preempt:
             for w in range(n_edge):
-                if w in holder and w in ready_on:
+                if w in holder and w in ready_on and span[holder[w]][0] < t:
                     h = holder[w]
                     if work[min(ready_on[w], key=key)] < work[h]:
                         n_preempt[h] += 1

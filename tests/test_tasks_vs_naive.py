@@ -16,11 +16,16 @@ import math
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpusched.cluster import ClusterSpec
+from gpusched.engine import Engine
+from gpusched.jobs import JobTable
 from gpusched.metrics import job_records, summarize
+from gpusched.policy import Decision, Preempt, Start
 from gpusched.run import replay
 from tests.naive import simulate_tasks
 
@@ -234,3 +239,39 @@ def test_a_job_keeps_its_ps_until_its_last_holding_chunk_ends():
     check_same(res, ref)  # everything else agrees
     assert ref["finish"] == [1.0, 1.0, 2.0] and ref["ps_held_s"] == 2.0
     assert res.extra["tasks"]["ps_held_s"] == 2.0
+
+
+class StartThenPreempt:
+    """Starts job 0 on GPU 0 and preempts it in the same decision."""
+
+    name = "start-then-preempt"
+    knows_duration = False
+    work_conserving = False
+    needs_predictor = False
+
+    def decide(self, view, now):
+        return Decision(actions=[Start(0, np.asarray([0], dtype=np.int32)), Preempt(0)])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine bug: a Start and a Preempt of one job in one decision leave the job twice "
+    "in the kernel's queue (Start leaves it there until compact_queue, the preemption "
+    "pushes it again); with every job queued, the push writes past the end of state.queue "
+    "(IndexError under NUMBA_BOUNDSCHECK=1, heap corruption without)",
+)
+def test_a_job_started_and_preempted_in_one_decision_is_queued_once():
+    """Found by the chunk comparison (a chunk started on its worker, then preempted there by
+    a shorter one dispatched in the same decision); the smallest case is two gang jobs on
+    one GPU, b arriving later so that the queue has room for the extra entry."""
+    table = JobTable(
+        job_id=np.array(["a", "b"], dtype=object),
+        submit_s=np.array([0.0, 5.0]),
+        n_gpus=np.array([1, 1], dtype=np.int32),
+        work_s=np.array([2.0, 1.0]),
+        row=np.arange(2),
+    )
+    engine = Engine(table, ClusterSpec.homogeneous(1, 1, name="one"), StartThenPreempt())
+    engine.step()  # t = 0: a starts, then is preempted: queued again, once
+    assert engine.state.job_n_preempt.tolist() == [1, 0]
+    assert engine.snapshot().queued.tolist() == [0]
