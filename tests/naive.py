@@ -21,6 +21,10 @@ against it. The model, in short:
   to the back of its new level at that decision point (several at once: by job index);
   the re-pack walks the lists level by level, then each list puts its jobs holding GPUs
   (loading or training) first, the others after, both keeping their order.
+
+:func:`simulate_shared` (GPU sharing), :func:`simulate_roles` (parameter-server jobs placed
+by roles) and :func:`simulate_tasks` (jobs made of data chunks on typed workers) each
+state the model they re-implement in their docstrings.
 """
 
 from __future__ import annotations
