@@ -6,9 +6,10 @@ Written with the engine's public actions only (:class:`~gpusched.policy.Start`,
 ``tests/test_tasks_vs_naive.py`` can run it through ``gpusched.run`` and compare the engine
 with the naive simulator. At each decision:
 
-1. each chunk that arrived, in order, is placed on the worker of its type with the fewest
-   placed unfinished chunks (lowest index on ties), or on its own cloud worker when there
-   is a cloud and that fewest is >= ``edge_queue``: started at once (holding the worker
+1. each chunk that arrived and is not placed, in order, is placed on the worker of its type
+   with the fewest placed unfinished chunks (lowest index on ties), or on its own cloud
+   worker when there is a cloud and that fewest is >= ``edge_queue`` (with ``per_job`` >
+   0, at most that many chunks of a job per decision; the policy then wakes next slot): started at once (holding the worker
    while its data ships) in the cloud or on a worker with no other chunk placed, else
    dispatched (the worker stays free until the chunk is ready and its turn comes);
 2. with ``preempt``, a ready waiting chunk with strictly less work than the chunk holding
@@ -44,10 +45,16 @@ class ChunkFIFO:
     needs_tasks = True
 
     def __init__(
-        self, *, preempt: bool = False, edge_queue: int = 1, rng: np.random.Generator | None = None
+        self,
+        *,
+        preempt: bool = False,
+        edge_queue: int = 1,
+        per_job: int = 0,
+        rng: np.random.Generator | None = None,
     ) -> None:
         self.preempt = preempt
         self.edge_queue = edge_queue
+        self.per_job = per_job
 
     def decide(self, view, now: float) -> Decision:
         tv = view.tasks
@@ -68,7 +75,12 @@ class ChunkFIFO:
         preempted: list[int] = []
 
         # 1. place the arrivals
-        for t in sorted(view.arrived.tolist()):
+        unplaced = np.flatnonzero((bound < 0) & (status == QUEUED)).tolist()
+        placed: dict[int, int] = {}  # chunks placed at this decision per job
+        for t in unplaced:
+            if self.per_job and placed.get(int(tv.parent[t]), 0) >= self.per_job:
+                continue
+            placed[int(tv.parent[t])] = placed.get(int(tv.parent[t]), 0) + 1
             mine = [w for w in edge if tv.worker_type[w] == tv.task_type[t]]
             best = min(mine, key=lambda w: (queued[w], w))
             cloud = tv.cloud_worker(t) >= 0 and queued[best] >= self.edge_queue
@@ -118,6 +130,8 @@ class ChunkFIFO:
                 holder[w] = t
         acts += self._ps(view, zeta, started, preempted)
         later = [ready[t] for t in waiting if ready[t] > now + EPS_T]
+        if sum(placed.values()) < len(unplaced):
+            later.append(now + view.slot_s)  # chunks left to place next slot
         return Decision(actions=acts, wake_at=min(later) if later else None)
 
     def _ps(self, view, zeta: np.ndarray, started: list[int], preempted: list[int]) -> list:

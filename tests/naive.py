@@ -510,6 +510,7 @@ def simulate_tasks(
     *,
     preempt: bool = False,
     edge_queue: int = 1,
+    per_job: int = 0,
 ) -> dict[str, list]:
     """Jobs made of data chunks on typed workers, from the edge-cloud paper's model.
 
@@ -531,10 +532,12 @@ def simulate_tasks(
     arrival, completion or ready time). At each one, after the chunks that ended and the
     arrivals:
 
-    1. each arrived chunk, in order, is placed for good (no migration) on the worker of
-       its type that has the fewest placed unfinished chunks (lowest index on ties), or in
-       the cloud when there is one and that fewest is >= ``edge_queue``. Its data ships
-       from now for its server's delay; it starts at once, holding the worker while its
+    1. each arrived chunk not placed yet, in order, is placed for good (no migration) on
+       the worker of its type that has the fewest placed unfinished chunks (lowest index
+       on ties), or in the cloud when there is one and that fewest is >= ``edge_queue``;
+       with ``per_job`` > 0, at most that many chunks of a job per decision (the others
+       wait for the next slot, so that a job may reach the edge after the cloud). Its
+       data ships from now for its server's delay; it starts at once, holding the worker while its
        data arrives, in the cloud or where no other chunk is placed, and otherwise
        waits there until its data has arrived ("ready") and the worker takes it;
     2. with ``preempt``, on each edge worker a ready waiting chunk with strictly less work
@@ -580,6 +583,7 @@ def simulate_tasks(
     holder: dict[int, int] = {}  # worker -> chunk holding it
     waiting: list[int] = []  # placed chunks not holding a worker
     arrived = 0  # chunks admitted so far (chunks arrive job by job)
+    unplaced: list[int] = []  # admitted chunks not placed yet
 
     def speed(k: int) -> float:
         return chunk_speed(jobs[parent[k]], 1 if zeta[parent[k]] == 1 else 0)
@@ -635,9 +639,14 @@ def simulate_tasks(
     def key(k: int) -> tuple:
         return (work[k], k) if preempt else (k,)
 
-    def decide(t: float, new: range) -> None:
-        for k in new:
+    def decide(t: float) -> None:
+        placed: dict[int, int] = {}  # chunks placed at this decision per job
+        for k in list(unplaced):
+            if per_job and placed.get(parent[k], 0) >= per_job:
+                continue
             place(k, t)
+            unplaced.remove(k)
+            placed[parent[k]] = placed.get(parent[k], 0) + 1
         ready_on: dict[int, list[int]] = {}
         for k in waiting:
             if ready[k] <= t + EPS_T:
@@ -668,16 +677,18 @@ def simulate_tasks(
         for k in sorted(holder.values()):
             if advance(k, t_prev, t):
                 done += 1
-        new = arrived
         while arrived < n and jobs[parent[arrived]]["submit"] <= t + EPS_T:
+            unplaced.append(arrived)
             arrived += 1
-        decide(t, range(new, arrived))
+        decide(t)
         if done == n:
             break
         events = [ready[k] for k in waiting if ready[k] > t + EPS_T]
         events += [max(t, load_end[k]) + left[k] / speed(k) for k in holder.values()]
         if arrived < n:
             events.append(jobs[parent[arrived]]["submit"])
+        if unplaced:
+            events.append(t + slot)
         assert events, "stuck: chunks wait but nothing can happen"
         nxt = boundary(min(events))
         if nxt <= t:

@@ -5,22 +5,32 @@
 Dispatch, Preempt, HostPS). Over random small edge-cloud instances (a few jobs of 1-5
 chunks, 1-3 worker types, 1-3 edge servers with random transmission delays, with and
 without a cloud, slots of 0.5-2 s) both must give every chunk the same worker, first
-start, finish and preemption count, every job the same JCT and zeta_j, and the run the
-same parameter-server time and communication time.
+start, finish, training time and preemption count, every job the same JCT and zeta_j, and
+the run the same communication time and preemption total.
+
+The comparison found three engine bugs, each kept as a strict-xfail test at the end (they
+pass once the engine is fixed, and strict makes that a failure to notice): a job's PS is
+given back at the wrong chunk's finish (so parameter-server time is not compared yet); a
+Start and a Preempt of one job in one decision queue it twice (the rule avoids that); and
+the end-of-run invariants assume constant rates, which zeta_j re-rating breaks (the
+comparison runs the engine's check with ``constant_rate=False`` until that is fixed).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpusched import engine as engine_module
 from gpusched.cluster import ClusterSpec
 from gpusched.engine import Engine
 from gpusched.jobs import JobTable
@@ -63,7 +73,17 @@ def cluster_toml(servers: list[tuple[float, list[tuple[str, int]], int]], cloud:
     return "\n".join(out)
 
 
-def run_both(jobs, servers, cloud, slot, preempt, edge_queue):
+def _rates_may_change(*args, **kwargs):
+    """The engine's check_invariants, told that task rates are not constant (zeta_j re-rates
+    a job's running chunks): the workaround of an engine bug, see
+    test_an_edge_placement_after_the_cloud_does_not_break_the_invariants."""
+    return CHECK_INVARIANTS(*args, **{**kwargs, "constant_rate": False})
+
+
+CHECK_INVARIANTS = engine_module.check_invariants
+
+
+def run_both(jobs, servers, cloud, slot, preempt, edge_queue, per_job=0, *, workaround=True):
     """The engine's run (through gpusched.run.replay) and the naive one."""
     rows = [
         {
@@ -82,10 +102,14 @@ def run_both(jobs, servers, cloud, slot, preempt, edge_queue):
             w.writeheader()
             w.writerows(rows)
         cluster.write_text(cluster_toml(servers, cloud))
-        params = [f"preempt={preempt}", f"edge_queue={edge_queue}"]
-        _, res = replay(str(trace), POLICY, cluster=str(cluster), params=params, slot_s=slot)
+        params = [f"preempt={preempt}", f"edge_queue={edge_queue}", f"per_job={per_job}"]
+        patch = mock.patch.object(engine_module, "check_invariants", _rates_may_change)
+        with patch if workaround else contextlib.nullcontext():
+            _, res = replay(str(trace), POLICY, cluster=str(cluster), params=params, slot_s=slot)
     edge = [(delay, workers) for delay, workers, _ in servers]
-    ref = simulate_tasks(jobs, edge, cloud, slot, preempt=preempt, edge_queue=edge_queue)
+    ref = simulate_tasks(
+        jobs, edge, cloud, slot, preempt=preempt, edge_queue=edge_queue, per_job=per_job
+    )
     return res, ref
 
 
@@ -143,10 +167,15 @@ def instances(draw):
 
 
 @settings(max_examples=60, deadline=None)
-@given(case=instances(), preempt=st.booleans(), edge_queue=st.integers(1, 3))
-def test_chunk_jobs_match_the_naive_simulator(case, preempt, edge_queue):
+@given(
+    case=instances(),
+    preempt=st.booleans(),
+    edge_queue=st.integers(1, 3),
+    per_job=st.integers(0, 2),
+)
+def test_chunk_jobs_match_the_naive_simulator(case, preempt, edge_queue, per_job):
     jobs, servers, cloud, slot = case
-    res, ref = run_both(jobs, servers, cloud, slot, preempt, edge_queue)
+    res, ref = run_both(jobs, servers, cloud, slot, preempt, edge_queue, per_job)
     check_same(res, ref)
 
 
@@ -196,7 +225,7 @@ def test_naive_slows_cloud_chunks_once_the_job_reaches_the_edge():
     assert ref["comm_s"] == 4.0
 
 
-def test_naive_rerates_a_cloud_chunk_when_a_later_one_lands_on_the_edge():
+def test_naive_runs_the_cloud_chunk_of_a_job_on_the_edge_at_edge_speed():
     """As above with edge_queue 2: z's chunk 0 joins y's worker (1 placed < 2), so z is no
     longer wholly in the cloud (zeta 0), and its chunk 1 (2 placed) goes to the cloud,
     where it ships 1-3 and trains at eq. 1's edge speed, 6 s of work in 12 s: ends at 15.
@@ -206,6 +235,21 @@ def test_naive_rerates_a_cloud_chunk_when_a_later_one_lands_on_the_edge():
     assert ref["worker"] == [0, 0, 1 + 2]
     assert ref["zeta"] == [0, 0]
     assert ref["finish"] == [8.0, 20.0, 15.0]
+
+
+def test_naive_slows_a_cloud_chunk_down_when_its_job_reaches_the_edge():
+    """One worker (delay 0), a cloud (delay 0), one chunk per job and decision. Job y
+    (1 s, comm 1) holds the worker 0-2. Job z (2 chunks of 6 s, comm 6) at 1: chunk 0 goes
+    to the cloud (the worker has y) and trains at rate 1 (1/6 of it by 2); at 2 chunk 1
+    takes the freed worker, z is no longer wholly in the cloud, and chunk 0 trains its
+    other 5/6 at eq. 1's edge speed, 12 s per chunk: 10 s, ending at 12; chunk 1 at 14."""
+    jobs = [chunk_job(0, 1, 1, comm=1), chunk_job(1, 2, 6, comm=6)]
+    ref = simulate_tasks(jobs, [(0.0, [("a", 1)])], 0.0, 1.0, edge_queue=1, per_job=1)
+    assert ref["worker"] == [0, 1 + 1, 0]
+    assert ref["zeta"] == [0, 0]
+    assert ref["finish"] == pytest.approx([2.0, 12.0, 14.0], rel=1e-12)
+    assert ref["jct"] == pytest.approx([2.0, 13.0], rel=1e-12)
+    assert ref["comm_s"] == pytest.approx(1.0 + 5.0 + 6.0, rel=1e-12)
 
 
 def test_naive_preempts_a_longer_chunk_and_resumes_it_on_its_worker():
@@ -239,6 +283,22 @@ def test_a_job_keeps_its_ps_until_its_last_holding_chunk_ends():
     check_same(res, ref)  # everything else agrees
     assert ref["finish"] == [1.0, 1.0, 2.0] and ref["ps_held_s"] == 2.0
     assert res.extra["tasks"]["ps_held_s"] == 2.0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine bug: Engine.result() calls check_invariants with constant_rate=True for "
+    "jobs made of tasks, but a job's first edge placement after the cloud re-rates its "
+    "running chunks, so a correct run ends in InvariantError('work not conserved')",
+)
+def test_an_edge_placement_after_the_cloud_does_not_break_the_invariants():
+    """The hand-checked case of test_naive_slows_a_cloud_chunk_down_when_its_job_reaches_the_edge
+    through the engine, without the workaround: z's cloud chunk trains 1 s at rate 1 and
+    10 s at 1/2, so executed (11 s) x its last rate (1/2) is not its work (6 s)."""
+    jobs = [chunk_job(0, 1, 1, comm=1), chunk_job(1, 2, 6, comm=6)]
+    res, ref = run_both(jobs, [(0.0, [("a", 1)], 1)], 0.0, 1.0, False, 1, 1, workaround=False)
+    check_same(res, ref)
+    assert res.state.job_finish.tolist() == pytest.approx([2.0, 12.0, 14.0], rel=1e-12)
 
 
 class StartThenPreempt:
