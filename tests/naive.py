@@ -21,6 +21,10 @@ against it. The model, in short:
   to the back of its new level at that decision point (several at once: by job index);
   the re-pack walks the lists level by level, then each list puts its jobs holding GPUs
   (loading or training) first, the others after, both keeping their order.
+
+:func:`simulate_shared` (GPU sharing), :func:`simulate_roles` (parameter-server jobs placed
+by roles) and :func:`simulate_tasks` (jobs made of data chunks on typed workers) each
+state the model they re-implement in their docstrings.
 """
 
 from __future__ import annotations
@@ -486,3 +490,229 @@ def simulate_roles(
         prev = t
         t += 1.0
     return {"start": start, "finish": finish}
+
+
+def chunk_speed(job: dict, zeta: int) -> float:
+    """Eq. 1 of the edge-cloud paper: mini-batches a worker trains per second.
+
+    n_j = 1 / (m_j + G_j + 2 q_j / b_j) with zeta_j = 0, 1 / (m_j + G_j) with zeta_j = 1;
+    q_j MB over b_j Mbit/s is q_j * 8 / b_j seconds, over ``unit_s`` seconds per slot.
+    """
+    comm = 2.0 * job["grad_mb"] * 8.0 / job["bw_mbps"] / job["unit_s"]
+    return 1.0 / (job["batch_time"] + job["update_time"] + (0.0 if zeta == 1 else comm))
+
+
+def simulate_tasks(
+    jobs: list[dict],
+    servers: list[tuple[float, list[tuple[str, int]]]],
+    cloud_delay: float | None,
+    slot: float,
+    *,
+    preempt: bool = False,
+    edge_queue: int = 1,
+    per_job: int = 0,
+) -> dict[str, list]:
+    """Jobs made of data chunks on typed workers, from the edge-cloud paper's model.
+
+    Written from the model only (Sec. III-A of the edge-cloud paper and DESIGN.md, "Tasks,
+    typed workers and tiers"), not from ``gpusched/tasks.py``. Each job (a dict with
+    ``submit`` s, ``chunks``, ``type``, ``batches``, ``epochs``, ``batch_time``,
+    ``update_time``, ``grad_mb``, ``bw_mbps``, ``unit_s``; sorted by ``submit``) has
+    ``chunks`` data chunks of ``epochs * batches`` mini-batches each, trained one chunk
+    per worker at eq. 1's speed (:func:`chunk_speed`), where zeta_j = 1 while every chunk
+    of the job placed so far sits in the cloud and 0 from the moment one is placed on the
+    edge (its chunks that hold a worker then slow down at once). ``servers`` are the edge
+    servers as ``(delay s, [(worker type, count), ...])``: workers are numbered server by
+    server, types in the order given; the unbounded cloud (``cloud_delay`` s, or None for
+    none) gives chunk ``k`` (chunks numbered job by job) its own worker
+    ``n_edge + k``, of every type.
+
+    Decisions happen at multiples of ``slot`` (as :func:`simulate`: a chunk ends at its
+    exact time inside a slot, the next decision is at the slot boundary of the earliest
+    arrival, completion or ready time). At each one, after the chunks that ended and the
+    arrivals:
+
+    1. each arrived chunk not placed yet, in order, is placed for good (no migration) on
+       the worker of its type that has the fewest placed unfinished chunks (lowest index
+       on ties), or in the cloud when there is one and that fewest is >= ``edge_queue``;
+       with ``per_job`` > 0, at most that many chunks of a job per decision (the others
+       wait for the next slot, so that a job may reach the edge after the cloud). Its
+       data ships from now for its server's delay; it starts at once, holding the worker while its
+       data arrives, in the cloud or where no other chunk is placed, and otherwise
+       waits there until its data has arrived ("ready") and the worker takes it;
+    2. with ``preempt``, on each edge worker a ready waiting chunk with strictly less work
+       (E_j B_j (m_j + G_j), the smallest, then the first) than the chunk holding it
+       preempts that one (unless it started at this decision), which waits there again
+       (it keeps its progress);
+    3. each edge worker holding no chunk starts its ready waiting chunk that came first
+       (with ``preempt``: the smallest by work, then the first).
+
+    Returns per chunk ``start`` (first time it held its worker), ``finish``, ``n_preempt``,
+    ``worker`` and ``train`` (s trained); per job ``jct`` and ``zeta``; ``ps_held_s`` (a
+    job holds one parameter server while a chunk of it holds a worker: the length of the
+    union of those times, summed over jobs) and ``comm_s`` (training time beyond what
+    the chunks would take at zeta_j = 1).
+    """
+    n_jobs = len(jobs)
+    assert all(jobs[i]["submit"] <= jobs[i + 1]["submit"] for i in range(n_jobs - 1))
+    w_type: list[str] = []
+    w_delay: list[float] = []
+    for delay, workers in servers:
+        for kind, count in workers:
+            w_type += [kind] * count
+            w_delay += [float(delay)] * count
+    n_edge = len(w_type)
+    parent = [j for j, job in enumerate(jobs) for _ in range(int(job["chunks"]))]
+    n = len(parent)
+    batches = [jobs[j]["epochs"] * jobs[j]["batches"] for j in parent]
+    work = [
+        b * (jobs[j]["batch_time"] + jobs[j]["update_time"])
+        for b, j in zip(batches, parent, strict=True)
+    ]
+    left = [float(b) for b in batches]  # mini-batches still to train
+    zeta: list[int | None] = [None] * n_jobs
+    worker: list[int | None] = [None] * n
+    ready = [math.inf] * n
+    load_end = [0.0] * n  # a holder trains from here on
+    start: list[float | None] = [None] * n
+    finish: list[float | None] = [None] * n
+    n_preempt = [0] * n
+    train = [0.0] * n
+    holds: list[list[float]] = [[] for _ in range(n_jobs)]  # per job: [begin, end] of holds
+    span: dict[int, list[float]] = {}  # holder -> its entry of holds
+    holder: dict[int, int] = {}  # worker -> chunk holding it
+    waiting: list[int] = []  # placed chunks not holding a worker
+    arrived = 0  # chunks admitted so far (chunks arrive job by job)
+    unplaced: list[int] = []  # admitted chunks not placed yet
+
+    def speed(k: int) -> float:
+        return chunk_speed(jobs[parent[k]], 1 if zeta[parent[k]] == 1 else 0)
+
+    def hold(k: int, w: int, t: float) -> None:
+        holder[w] = k
+        if start[k] is None:
+            start[k] = t
+        span[k] = [t, math.inf]
+        holds[parent[k]].append(span[k])
+
+    def release(k: int, t: float) -> None:
+        del holder[worker[k]]
+        span.pop(k)[1] = t
+
+    def advance(k: int, t0: float, t1: float) -> bool:
+        """Holder k from t0 to t1: data arrives, then it trains; True if it finished."""
+        if load_end[k] > t1 + EPS_T:
+            return False
+        t0 = max(t0, load_end[k])
+        v = speed(k)
+        if left[k] / v <= t1 - t0 + EPS_T:
+            finish[k] = t0 + left[k] / v
+            train[k] += left[k] / v
+            left[k] = 0.0
+            release(k, finish[k])
+            return True
+        left[k] -= v * (t1 - t0)
+        train[k] += t1 - t0
+        return False
+
+    def place(k: int, t: float) -> None:
+        kind = jobs[parent[k]]["type"]
+        mine = [w for w in range(n_edge) if w_type[w] == kind]
+        queued = dict.fromkeys(mine, 0)  # placed unfinished chunks per worker
+        for c in range(arrived):
+            if worker[c] in queued and finish[c] is None and c != k:
+                queued[worker[c]] += 1
+        best = min(mine, key=lambda w: (queued[w], w))
+        cloud = cloud_delay is not None and queued[best] >= edge_queue
+        w = n_edge + k if cloud else best
+        worker[k] = w
+        p = parent[k]
+        if zeta[p] is None or not cloud:
+            zeta[p] = 1 if cloud else 0
+        ready[k] = t + (float(cloud_delay) if cloud else w_delay[w])
+        if cloud or queued[best] == 0:
+            load_end[k] = ready[k]
+            hold(k, w, t)
+        else:
+            waiting.append(k)
+
+    def key(k: int) -> tuple:
+        return (work[k], k) if preempt else (k,)
+
+    def decide(t: float) -> None:
+        placed: dict[int, int] = {}  # chunks placed at this decision per job
+        for k in list(unplaced):
+            if per_job and placed.get(parent[k], 0) >= per_job:
+                continue
+            place(k, t)
+            unplaced.remove(k)
+            placed[parent[k]] = placed.get(parent[k], 0) + 1
+        ready_on: dict[int, list[int]] = {}
+        for k in waiting:
+            if ready[k] <= t + EPS_T:
+                ready_on.setdefault(worker[k], []).append(k)
+        if preempt:
+            for w in range(n_edge):
+                if w in holder and w in ready_on and span[holder[w]][0] < t:
+                    h = holder[w]
+                    if work[min(ready_on[w], key=key)] < work[h]:
+                        n_preempt[h] += 1
+                        release(h, t)
+                        waiting.append(h)
+                        ready_on[w].append(h)
+        for w in range(n_edge):
+            if w not in holder and w in ready_on:
+                k = min(ready_on[w], key=key)
+                waiting.remove(k)
+                load_end[k] = t
+                hold(k, w, t)
+
+    def boundary(e: float) -> float:
+        return math.ceil((e - EPS_T) / slot) * slot
+
+    t = boundary(jobs[0]["submit"]) if n else 0.0
+    t_prev = t
+    done = 0
+    while done < n:
+        for k in sorted(holder.values()):
+            if advance(k, t_prev, t):
+                done += 1
+        while arrived < n and jobs[parent[arrived]]["submit"] <= t + EPS_T:
+            unplaced.append(arrived)
+            arrived += 1
+        decide(t)
+        if done == n:
+            break
+        events = [ready[k] for k in waiting if ready[k] > t + EPS_T]
+        events += [max(t, load_end[k]) + left[k] / speed(k) for k in holder.values()]
+        if arrived < n:
+            events.append(jobs[parent[arrived]]["submit"])
+        if unplaced:
+            events.append(t + slot)
+        assert events, "stuck: chunks wait but nothing can happen"
+        nxt = boundary(min(events))
+        if nxt <= t:
+            nxt = (math.floor(t / slot + 0.5) + 1) * slot
+        t_prev, t = t, nxt
+    first = [parent.index(j) for j in range(n_jobs)]
+    ps_held = 0.0
+    for spans in holds:
+        spans.sort()
+        end = -math.inf
+        for a, b in spans:  # the union of the job's holds
+            ps_held += max(0.0, b - max(a, end))
+            end = max(end, b)
+    return {
+        "start": start,
+        "finish": finish,
+        "n_preempt": n_preempt,
+        "worker": worker,
+        "train": train,
+        "jct": [
+            max(finish[first[j] : first[j] + int(jobs[j]["chunks"])]) - jobs[j]["submit"]
+            for j in range(n_jobs)
+        ],
+        "zeta": zeta,
+        "ps_held_s": ps_held,
+        "comm_s": sum(train[k] - work[k] for k in range(n)),
+    }
