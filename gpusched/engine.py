@@ -465,8 +465,9 @@ class Engine:
         if self.ledger is not None:
             for j in self._done_buf[:n_done].tolist():
                 self.ledger.release(j, float(st.job_finish[j]))
-        if self.book is not None:
-            for j in self._done_buf[:n_done].tolist():
+        if self.book is not None:  # in finish order: a job's PS goes with its last chunk
+            done = self._done_buf[:n_done]
+            for j in done[np.argsort(st.job_finish[done], kind="stable")].tolist():
                 self.book.released(j, float(st.job_finish[j]))
         if code != kernel.LIMIT:
             self._set_code(code)
@@ -594,6 +595,7 @@ class Engine:
             self._check_room(decision.actions, now)
         log = self.events
         since = 0
+        started = False  # a Start left its job in the kernel's queue until compact_queue
         for action in decision.actions:
             reason = getattr(action, "reason", None)
             if reason is not None and not isinstance(reason, str):
@@ -612,11 +614,15 @@ class Engine:
                     self._apply_task_start(action, now)
                 else:
                     self._apply_start(action, now)
+                started = True
             elif isinstance(action, Preempt):
                 j = self._check_job(action.job, now)
                 err = self._status_problem(j, now, (RUNNING, LOADING))
                 if err:
                     raise err
+                if started:  # the job may have started in this decision: queue it once
+                    kernel.compact_queue(st)
+                    started = False
                 if self.ledger is not None:
                     self.ledger.release(j, now)
                 if self.book is not None:
@@ -632,7 +638,10 @@ class Engine:
             elif isinstance(action, HostPS):
                 self._apply_host_ps(action, now)
             elif isinstance(action, Allocate):
+                if started:  # it may pause a job started in this decision
+                    kernel.compact_queue(st)
                 self._apply_allocate(action, now)
+                started = True
             elif isinstance(action, Reject):
                 self._apply_reject(action, now)
             else:
@@ -1066,8 +1075,11 @@ class Engine:
             tl,
             self.cluster.gpu_capacity,
             stopped=self._code == kernel.UNTIL,
-            constant_rate=(
-                self.perf is None and self.ledger is None and not self.state.sim_i[I_EVER_SHARED]
+            constant_rate=(  # chunks re-rate when their job first reaches the edge
+                self.perf is None
+                and self.ledger is None
+                and self.book is None
+                and not self.state.sim_i[I_EVER_SHARED]
             ),
         )
         return RunResult(

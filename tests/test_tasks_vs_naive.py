@@ -8,29 +8,25 @@ without a cloud, slots of 0.5-2 s) both must give every chunk the same worker, f
 start, finish, training time and preemption count, every job the same JCT and zeta_j, and
 the run the same communication time and preemption total.
 
-The comparison found three engine bugs, each kept as a strict-xfail test at the end (they
-pass once the engine is fixed, and strict makes that a failure to notice): a job's PS is
-given back at the wrong chunk's finish (so parameter-server time is not compared yet); a
-Start and a Preempt of one job in one decision queue it twice (the rule avoids that); and
-the end-of-run invariants assume constant rates, which zeta_j re-rating breaks (the
-comparison runs the engine's check with ``constant_rate=False`` until that is fixed).
+The comparison found three engine bugs, fixed since and kept as the regression tests at
+the end: a job's PS was given back at the finish of the chunk a step handled last rather
+than the last to finish; a Start and a Preempt of one job in one decision queued it twice
+(writing past the end of the kernel's queue); and the end-of-run invariants assumed
+constant rates, which zeta_j re-rating breaks.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import math
 import tempfile
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusched import engine as engine_module
 from gpusched.cluster import ClusterSpec
 from gpusched.engine import Engine
 from gpusched.jobs import JobTable
@@ -73,17 +69,7 @@ def cluster_toml(servers: list[tuple[float, list[tuple[str, int]], int]], cloud:
     return "\n".join(out)
 
 
-def _rates_may_change(*args, **kwargs):
-    """The engine's check_invariants, told that task rates are not constant (zeta_j re-rates
-    a job's running chunks): the workaround of an engine bug, see
-    test_an_edge_placement_after_the_cloud_does_not_break_the_invariants."""
-    return CHECK_INVARIANTS(*args, **{**kwargs, "constant_rate": False})
-
-
-CHECK_INVARIANTS = engine_module.check_invariants
-
-
-def run_both(jobs, servers, cloud, slot, preempt, edge_queue, per_job=0, *, workaround=True):
+def run_both(jobs, servers, cloud, slot, preempt, edge_queue, per_job=0):
     """The engine's run (through gpusched.run.replay) and the naive one."""
     rows = [
         {
@@ -103,9 +89,7 @@ def run_both(jobs, servers, cloud, slot, preempt, edge_queue, per_job=0, *, work
             w.writerows(rows)
         cluster.write_text(cluster_toml(servers, cloud))
         params = [f"preempt={preempt}", f"edge_queue={edge_queue}", f"per_job={per_job}"]
-        patch = mock.patch.object(engine_module, "check_invariants", _rates_may_change)
-        with patch if workaround else contextlib.nullcontext():
-            _, res = replay(str(trace), POLICY, cluster=str(cluster), params=params, slot_s=slot)
+        _, res = replay(str(trace), POLICY, cluster=str(cluster), params=params, slot_s=slot)
     edge = [(delay, workers) for delay, workers, _ in servers]
     ref = simulate_tasks(
         jobs, edge, cloud, slot, preempt=preempt, edge_queue=edge_queue, per_job=per_job
@@ -123,9 +107,7 @@ def check_same(res, ref) -> None:
     assert s.job_executed.tolist() == pytest.approx(ref["train"], rel=1e-9, abs=1e-9)
     assert job_records(res)["jct"].tolist() == pytest.approx(ref["jct"], rel=1e-9)
     assert info["zeta"].tolist() == ref["zeta"]
-    # not info["ps_held_s"] against ref["ps_held_s"]: the engine gives a job's PS back at
-    # the finish of the chunk its step handles last, not the last to finish (see
-    # test_a_job_keeps_its_ps_until_its_last_holding_chunk_ends); compare them once fixed
+    assert info["ps_held_s"] == pytest.approx(ref["ps_held_s"], rel=1e-9, abs=1e-9)
     summary = summarize(res)
     assert summary["total_comm_s"] == pytest.approx(ref["comm_s"], rel=1e-9, abs=1e-6)
     assert summary["n_preemptions"] == sum(ref["n_preempt"])
@@ -267,12 +249,6 @@ def test_naive_preempts_a_longer_chunk_and_resumes_it_on_its_worker():
 # --- what the comparison found in the engine ------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: when chunks of a job finish at different times within one step, "
-    "Engine._step_python releases the job's PS at the finish of the chunk the kernel "
-    "reports last (run-list order), not of the one that finishes last",
-)
 def test_a_job_keeps_its_ps_until_its_last_holding_chunk_ends():
     """Server 0 (delay 0) has 2 workers, server 1 (delay 1) one; slot 2 s. Job x's 3 chunks
     of 1 s start at 0 on workers 0, 1, 2: chunks 0 and 1 train 0-1, chunk 2 ships 0-1 and
@@ -285,18 +261,12 @@ def test_a_job_keeps_its_ps_until_its_last_holding_chunk_ends():
     assert res.extra["tasks"]["ps_held_s"] == 2.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: Engine.result() calls check_invariants with constant_rate=True for "
-    "jobs made of tasks, but a job's first edge placement after the cloud re-rates its "
-    "running chunks, so a correct run ends in InvariantError('work not conserved')",
-)
 def test_an_edge_placement_after_the_cloud_does_not_break_the_invariants():
     """The hand-checked case of test_naive_slows_a_cloud_chunk_down_when_its_job_reaches_the_edge
-    through the engine, without the workaround: z's cloud chunk trains 1 s at rate 1 and
+    through the engine: z's cloud chunk trains 1 s at rate 1 and
     10 s at 1/2, so executed (11 s) x its last rate (1/2) is not its work (6 s)."""
     jobs = [chunk_job(0, 1, 1, comm=1), chunk_job(1, 2, 6, comm=6)]
-    res, ref = run_both(jobs, [(0.0, [("a", 1)], 1)], 0.0, 1.0, False, 1, 1, workaround=False)
+    res, ref = run_both(jobs, [(0.0, [("a", 1)], 1)], 0.0, 1.0, False, 1, 1)
     check_same(res, ref)
     assert res.state.job_finish.tolist() == pytest.approx([2.0, 12.0, 14.0], rel=1e-12)
 
@@ -313,13 +283,6 @@ class StartThenPreempt:
         return Decision(actions=[Start(0, np.asarray([0], dtype=np.int32)), Preempt(0)])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: a Start and a Preempt of one job in one decision leave the job twice "
-    "in the kernel's queue (Start leaves it there until compact_queue, the preemption "
-    "pushes it again); with every job queued, the push writes past the end of state.queue "
-    "(IndexError under NUMBA_BOUNDSCHECK=1, heap corruption without)",
-)
 def test_a_job_started_and_preempted_in_one_decision_is_queued_once():
     """Found by the chunk comparison (a chunk started on its worker, then preempted there by
     a shorter one dispatched in the same decision); the smallest case is two gang jobs on
