@@ -251,6 +251,7 @@ class Engine:
             phases=bool((st.job_load_s > 0).any() or (st.job_save_s > 0).any())
             or tasks is not None,  # a task holding its worker while its data ships is loading
             period=float(fused.period) if (fused and self.mode == "fused") else 0.0,
+            starve=float(fused.starve) if (fused and self.mode == "fused") else 0.0,
         )
         with notice() if notice is not None else nullcontext():
             warm_up(self.mode)  # no-op when loaded (and in the warm-up's own engines)

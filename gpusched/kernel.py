@@ -605,7 +605,7 @@ def _crossing(st, j, now, thresholds):
         return np.inf
     _sync(st, j, now)
     begin = st.job_phase_end[j] if st.job_status[j] == LOADING else now
-    att = st.job_attained[j]
+    att = st.job_attained[j] - st.job_base_att[j]  # service since its last promotion
     lvl = las_level(att, thresholds)
     if lvl >= thresholds.shape[0]:
         return np.inf
@@ -632,6 +632,12 @@ def next_event_time(st, cfg):
                 c = _crossing(st, st.run[i], now, cfg.thresholds)
                 st.run_cross[i] = c
             e = min(e, c)
+        if cfg.starve > 0.0:  # a queued job's promotion is due (policies/tiresias.py: wake)
+            for i in range(st.sim_i[I_N_QUEUE]):
+                j = st.queue[i]
+                a = st.job_attained[j] - st.job_base_att[j]
+                if a > 0.0 and las_level(a, cfg.thresholds) > 0:
+                    e = min(e, st.job_enqueued[j] + cfg.starve * (a / st.job_n_gpus[j]))
     return e
 
 
@@ -746,6 +752,7 @@ def _las_place(st, cfg, j, now):
     """
     dt = _trained_for(st, j, now)
     att = st.job_anchor_att[j] + dt * st.job_n_gpus[j] if dt == dt else st.job_attained[j]
+    att -= st.job_base_att[j]  # service since its last promotion (starvation)
     lvl = las_level(att, cfg.thresholds)
     t0 = st.job_submit[0]
     if np.isnan(st.job_seq[j]):
@@ -756,6 +763,26 @@ def _las_place(st, cfg, j, now):
         at = np.ceil((cross - EPS) / cfg.slot_s) * cfg.slot_s + 0.0
         st.job_level[j] = lvl
         st.job_seq[j] = min(at, now) - t0
+
+
+@njit(**_JIT)
+def _starve(st, cfg, now):
+    """Tiresias' starvation rule (``policies/tiresias.py``, same arithmetic): a queued job
+    below level 0 whose wait since it was queued reaches ``cfg.starve`` times its run time
+    since its last promotion joins the back of level 0, and its service restarts. Any
+    promotion re-keys the whole queue (its sorted prefix is no longer sorted)."""
+    t0 = st.job_submit[0]
+    back = np.nextafter(now - t0, np.inf)
+    for i in range(st.sim_i[I_N_QUEUE]):
+        j = st.queue[i]
+        a = st.job_attained[j] - st.job_base_att[j]
+        if not (a > 0.0 and las_level(a, cfg.thresholds) > 0):
+            continue
+        if st.job_enqueued[j] + cfg.starve * (a / st.job_n_gpus[j]) <= now + EPS:
+            st.job_base_att[j] = st.job_attained[j]
+            st.job_level[j] = 0
+            st.job_seq[j] = back
+            st.sim_i[I_N_SORTED] = 0
 
 
 @njit(**_JIT)
@@ -948,6 +975,8 @@ def _repack(st, cfg):
     Selection, preemptions and placements are those of ``fill`` on the merged order.
     """
     now = st.sim_f[F_NOW]
+    if cfg.starve > 0.0:
+        _starve(st, cfg, now)
     nq = _sort_queue(st, cfg)
     if nq == 0:
         # nothing waits: every holder still fits where it is; the re-pack changes nothing

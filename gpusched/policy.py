@@ -220,6 +220,11 @@ class Fused:
         Re-pack only at multiples of this many seconds (the first decision point at or
         after each), as ``srtf-periodic`` does; between them a decision changes nothing
         and the kernel wakes itself for the next multiple. 0: at every decision point.
+    starve
+        ``KEY_LAS`` (preemptive): Tiresias' starvation rule with this knob K, exactly as
+        ``policies/tiresias.py`` applies it (a queued job below level 0 that has waited
+        K times its run time since its last promotion joins the back of level 0, and
+        its service counts from then). 0: off.
     """
 
     key: int
@@ -227,6 +232,7 @@ class Fused:
     blocking: bool = False
     thresholds: tuple[float, ...] = ()
     period: float = 0.0
+    starve: float = 0.0
 
 
 @runtime_checkable

@@ -131,6 +131,8 @@ class SimState(NamedTuple):
     job_key2: np.ndarray  # float64 scratch: secondary priority key
     job_mark: np.ndarray  # int8 scratch
     job_level: np.ndarray  # int8, KEY_LAS: the Tiresias level whose list holds the job
+    job_base_att: np.ndarray  # float64, KEY_LAS with starvation: job_attained at the job's
+    # last promotion to level 0 (its level counts service since then)
     job_seq: np.ndarray  # float64, KEY_LAS: place in that list, smaller first (nan = not in
     # one yet): < 0 if it held GPUs at a re-pack since, else when it joined the back (s after
     # the first submission)
@@ -270,6 +272,7 @@ def new_state(
         job_key2=np.zeros(n),
         job_mark=np.zeros(n, dtype=np.int8),
         job_level=np.zeros(n, dtype=np.int8),
+        job_base_att=np.zeros(n),
         job_seq=nan.copy(),
         alloc_gpu=np.full(int(alloc_off[-1]), -1, dtype=np.int32),
         queue=np.zeros(n, dtype=np.int32),
@@ -353,6 +356,8 @@ class KernelConfig(NamedTuple):
     period
         Fused decisions re-pack only at multiples of this many seconds (0 = at every
         decision point); see :attr:`gpusched.policy.Fused.period`.
+    starve
+        KEY_LAS: Tiresias' starvation knob (0 = off); see :attr:`gpusched.policy.Fused.starve`.
     """
 
     slot_s: float
@@ -364,3 +369,4 @@ class KernelConfig(NamedTuple):
     thresholds: np.ndarray
     phases: bool = False
     period: float = 0.0
+    starve: float = 0.0

@@ -31,7 +31,9 @@ crossing time, when a_j reaches T_k (the paper's rule); the simulator checks at
 ``ceil((T_k - executed_run_s) / g_j)`` s ahead, which mixes run seconds and
 GPU-seconds and divides integers, so it demotes multi-GPU jobs late. A job that crosses
 several thresholds between two decision points drops all of them at once (the
-simulator drops one per event). ``starve > 0`` runs without the fused kernel path.
+simulator drops one per event). The fused kernel path applies the starvation rule too
+(``Fused.starve``), with the same arithmetic; a property test holds both paths to the same
+schedule.
 """
 
 from __future__ import annotations
@@ -76,9 +78,9 @@ class TiresiasPolicy:
         self._front = 0.0  # the smallest place handed out so far
 
     def fused(self) -> Fused | None:
-        if self.starve > 0:
-            return None
-        return Fused(KEY_LAS, preemptive=True, thresholds=tuple(self.thresholds))
+        return Fused(
+            KEY_LAS, preemptive=True, thresholds=tuple(self.thresholds), starve=self.starve
+        )
 
     def prepare(self, jobs, cluster) -> None:
         """Start of a run: no job is in a list yet and none has been promoted."""

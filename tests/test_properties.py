@@ -140,3 +140,30 @@ def test_jct_is_wait_load_train_save(policy, mode, w, ph):
     saves = s.job_n_preempt - s.job_n_futile
     assert (s.job_save_spent_s <= saves * s.job_save_s + 1e-6).all()
     assert np.allclose(s.job_executed * s.job_rate, s.job_work, rtol=1e-9, atol=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    w=workloads(),
+    ph=phases(),
+    starve=st.sampled_from([0.5, 1.0, 2.0, 5.0]),
+    thresholds=st.sampled_from(["20", "50,200", "3250,7200"]),
+)
+def test_fused_tiresias_starvation_equals_python_decide(w, ph, starve, thresholds):
+    """Tiresias' starvation rule (-p starve=K) in the kernel gives the Python policy's
+    schedule bit for bit, with load and save phases."""
+    servers, gpus, rows, slot = w
+    n = len(rows)
+    cluster = ClusterSpec.homogeneous(servers, gpus)
+    params = {"starve": starve, "thresholds": thresholds}
+    out = []
+    for mode in ("fused", "python"):
+        jobs = prepare_jobs(make_trace(rows), cluster)
+        pol = make_policy(load_policy_class("tiresias"), params, 0)
+        eng = Engine(jobs, cluster, pol, slot_s=slot, mode=mode, load_s=ph[0][:n], save_s=ph[1][:n])
+        assert eng.mode == mode
+        out.append(eng.run())
+    a, b = out
+    for f in ("job_finish", "job_first_start", "job_n_preempt", "job_attained"):
+        assert getattr(a.state, f).tobytes() == getattr(b.state, f).tobytes(), f
+    assert a.timeline["time_s"].tobytes() == b.timeline["time_s"].tobytes()
