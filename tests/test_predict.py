@@ -219,3 +219,27 @@ def test_flat_summary_spreads_nested_keys():
 def test_unknown_kind():
     with pytest.raises(ValueError, match="unknown predictor"):
         fit_predictor("lstm", _grouped(n=10))
+
+
+def test_summary_reports_the_predictor_of_predictor_policies_only(tmp_path):
+    # a small annotated workload: spjf's summary has 'prediction' (the one it used, seeded
+    # by the run), fifo's has none; comparison.csv flattens it into columns
+    from gpusched.run import compare, replay
+    from gpusched.trace import write_trace
+    from gpusched.workloads.a_srpt import a_srpt_workload
+
+    w = tmp_path / "w.csv"
+    write_trace(a_srpt_workload(3, 60), w)
+    summary, result = replay(str(w), "spjf", cluster="a-srpt-250x8")
+    pred = summary["prediction"]
+    assert pred["predictor"] == "forest" and pred["n_history"] == 48
+    assert pred["n_evaluated"] == 12 and set(pred) >= {"forest", "mean", "median", "oracle"}
+    assert pred["oracle"] == accuracy(np.ones(12), np.ones(12))
+    again, _ = replay(str(w), "spjf", cluster="a-srpt-250x8")
+    assert again["prediction"] == pred  # same seed, same predictions
+    fifo, _ = replay(str(w), "fifo", cluster="a-srpt-250x8")
+    assert "prediction" not in fifo
+    rows = compare(str(w), ["fifo", "spjf"], out=tmp_path / "cmp", cluster="a-srpt-250x8")
+    head = (tmp_path / "cmp" / "comparison.csv").read_text().splitlines()[0].split(",")
+    assert "prediction.forest.within_10pct" in head
+    assert rows[1]["prediction.forest.n_evaluated"] == 12
