@@ -1071,6 +1071,9 @@ class Engine:
         if self.events is not None:
             end = self.now if np.isfinite(self.now) else self._stopped_at()
             extra["events"] = self.events.table(self.state, self.jobs.job_id, end)
+        hook = getattr(self.policy, "summary", None)
+        if hook is not None:  # the policy's own summary keys (e.g. prediction accuracy)
+            extra["policy_summary"] = dict(call_policy(self.name, "summary", None, hook) or {})
         check_invariants(
             self.state,
             tl,

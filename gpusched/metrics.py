@@ -32,6 +32,11 @@ nor unfinished) and ``utilization_<resource>`` (resource-time held / (capacity x
 makespan)) for each resource of the ledger; jobs.csv gains ``status``. A job model adds
 its own keys through its ``summary`` hook (:func:`gpusched.jobmodel.summaries`), e.g.
 the PD-ORS family's ``total_utility``.
+A policy adds its own through an optional ``summary()`` method (after the others, replacing
+none), e.g. ``prediction`` for the A-SRPT family's predictor policies: the accuracy of
+their job-length predictor (:func:`gpusched.algorithms.predict.prediction_report`), a
+nested object; tables of runs (comparison.csv, a sweep's results.csv) flatten nested keys
+with dots (:func:`flat_summary`), e.g. ``prediction.forest.within_10pct``.
 
 Runs of jobs made of tasks (data chunks on typed workers, :mod:`gpusched.tasks`) report
 per *job*: a job finishes with its last chunk, so its JCT is that chunk's, and its wait,
@@ -278,6 +283,22 @@ def _jct_stats(jct: np.ndarray, wait: np.ndarray) -> dict[str, Any]:
     }
 
 
+def flat_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """``summary`` with nested objects spread into dotted keys, for one row of a table.
+
+    ``{"prediction": {"forest": {"within_10pct": 0.1}}}`` becomes
+    ``{"prediction.forest.within_10pct": 0.1}``; scalar keys are kept as they are.
+    """
+    out: dict[str, Any] = {}
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            for sub, v in flat_summary(value).items():
+                out[f"{key}.{sub}"] = v
+        else:
+            out[key] = value
+    return out
+
+
 def summarize(res: RunResult) -> dict[str, Any]:
     """The summary.json dictionary of a run (see the module docstring for definitions)."""
     st = res.state
@@ -301,7 +322,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
     rejected = int((st.job_status == REJECTED).sum())
     from gpusched import jobmodel
 
-    return {
+    out: dict[str, Any] = {
         "n_jobs": n,
         "n_finished": int(done.sum()),
         "n_unfinished": int(n - done.sum()) - rejected,
@@ -328,6 +349,9 @@ def summarize(res: RunResult) -> dict[str, Any]:
         **jobmodel.summaries(res),
         **_task_summary(res),
     }
+    for key, value in res.extra.get("policy_summary", {}).items():
+        out.setdefault(key, value)  # the policy's keys replace none of the above
+    return out
 
 
 def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()) -> dict[str, Any]:

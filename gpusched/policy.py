@@ -261,6 +261,9 @@ class Policy(Protocol):
     # Optional: ``wake(view, now) -> float | None``, called after the decision is
     # applied, for timers that depend on the allocation just made (e.g. the next
     # time a running job crosses a service threshold).
+    # Optional: ``summary() -> dict``, called once when the run ends: the policy's own
+    # summary.json keys (e.g. ``prediction``, the accuracy of its job-length predictor);
+    # they never replace the core's or a job model's keys.
 
 
 def call_policy(

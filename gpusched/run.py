@@ -409,7 +409,8 @@ def compare(
     """Replay one trace under several policy specs; write comparison.csv to ``out``.
 
     Every policy spec is checked before the first run. Each row is
-    ``{"policy": label, **summary}`` (the spec as given; a policy file by its ``name``);
+    ``{"policy": label, **summary}`` (the spec as given; a policy file by its ``name``;
+    nested summary keys flattened, :func:`gpusched.metrics.flat_summary`);
     each run's own outputs go to ``out/<index>-<label>/``. An ``out`` that already holds
     results is refused unless ``force`` (see :func:`prepare_compare_dir`).
     ``first_result(result, summary)`` is called after the first run (the CLI prints
@@ -417,6 +418,8 @@ def compare(
     ``jct_rate`` when ``srtf`` is among the policies (:func:`_jct_rates`).
     """
     import csv
+
+    from gpusched.metrics import flat_summary
 
     labels = [_policy_label(text, kwargs.get("params")) for text in policies]
     if out is not None:
@@ -432,11 +435,12 @@ def compare(
         summary, result = replay(trace, text, out=sub, **kwargs)
         if i == 0 and first_result is not None:
             first_result(result, summary)
-        rows.append({"policy": label, **summary})
+        rows.append({"policy": label, **flat_summary(summary)})
     _jct_rates(rows)
     if out is not None and rows:
         with (Path(out) / "comparison.csv").open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            names = list(dict.fromkeys(k for r in rows for k in r))  # policies' own keys too
+            w = csv.DictWriter(fh, fieldnames=names)
             w.writeheader()
             w.writerows(rows)
     return rows

@@ -1441,7 +1441,7 @@ def param_column(key: str) -> str:
 def _rows(
     all_cells: list[Cell], outcomes: dict[str, dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    from gpusched.metrics import SUMMARY_KEYS
+    from gpusched.metrics import SUMMARY_KEYS, flat_summary
 
     param_cols: list[str] = []
     for c in all_cells:
@@ -1465,7 +1465,7 @@ def _rows(
         row.update(dict.fromkeys(param_cols))
         for k, v in c.params:
             row[param_column(k)] = v
-        summary = res.get("summary") or {}
+        summary = flat_summary(res.get("summary") or {})
         for k in summary:
             if k not in metric_cols:
                 metric_cols.append(k)

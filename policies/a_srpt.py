@@ -60,7 +60,7 @@ from collections import deque
 
 import numpy as np
 
-from gpusched.algorithms.predict import fit_predictor
+from gpusched.algorithms.predict import fit, prediction_report
 from gpusched.algorithms.predicted import check_predictor
 from gpusched.jobmodels.pipeline_jobs import PipelineJobs, Placer, VirtualSRPT
 from gpusched.policy import Decision, Note, Start
@@ -97,12 +97,18 @@ class ASRPTPolicy:
     def prepare(self, jobs, cluster) -> None:
         """Read each job's model/config, train the predictor, set up :math:`\\tilde A_1`."""
         self.pj = PipelineJobs(jobs, cluster)
-        self.n_pred = fit_predictor(self.predictor, jobs, self.seed)
+        self.jobs = jobs
+        self.fit = fit(self.predictor, jobs, self.seed)  # Sec. IV-C-3, trained on history
+        self.n_pred = self.fit.iterations
         # size in A~1: g_i / G * n~_i * alpha~_i^min  (s)
         self.size = self.pj.n_gpus / cluster.n_gpus * self.n_pred * self.pj.alpha_min
         self.virtual = VirtualSRPT(jobs.submit_s, self.size)
         self.pending: deque[int] = deque()
         self.delayed: tuple[int, float, float] | None = None  # (job, kappa s, deadline s)
+
+    def summary(self) -> dict:
+        """summary.json's ``prediction``: the predictors' accuracy on the evaluated jobs."""
+        return {"prediction": prediction_report(self.jobs, self.fit, self.seed)}
 
     def status_line(self, view, now: float) -> str:
         """What A-SRPT is doing, for the TUI: the pending queue and any delayed job."""

@@ -5,42 +5,80 @@ Sec. V-B 2-d of Z. Luo, J. Liu, M. Lee and N. B. Shroff, "Prediction-Assisted On
 Distributed Deep Learning Workload Scheduling in GPU Clusters" (A-SRPT), IEEE INFOCOM 2025,
 arXiv:2501.05563:
 
-* ``"forest"``: random-forest regression [Breiman 2001] of iterations from ``group`` and
-  ``user`` (each encoded as an integer category code), 100 trees, squared-error splits,
-  seeded; trained on the earliest 80 % of the jobs by submission (Sec. V-A 1-c, "We use the
-  first 80% jobs in the trace to train"). Jobs whose group never occurs in the training
-  window are predicted 0 iterations ("We predict 0 iterations for unseen jobs").
-* ``"mean"`` / ``"median"``: the mean / median iterations of the training jobs ("simpler
-  methods based on the mean and median of previous job iterations"), one number for all jobs.
+* ``"forest"``: random-forest regression [Breiman 2001] from ``group`` and ``user``, 100
+  trees, squared-error splits, seeded. Jobs whose group never occurs among the training
+  jobs are predicted 0 iterations ("We predict 0 iterations for unseen jobs").
+* ``"mean"`` / ``"median"``: the mean / median of the training jobs ("simpler methods based
+  on the mean and median of previous job iterations"), one duration for all jobs.
 * ``"oracle"``: the true iterations (the paper's *A-SRPT-Perfect*).
+
+History, training and evaluated jobs (:func:`split`). The paper trains on "the first 80%
+jobs in the trace" (Sec. V-A 1-c). Here the first ``fraction`` of the job table (by
+submission) is the *history*; the rest are the *evaluated* jobs. The predictors are trained
+only on history jobs that had *finished* (submission + duration, from the trace) by the
+first evaluated job's submission, so no evaluated job, and no job still running when the
+evaluated window opens, is ever trained on. Every job, history included, is replayed and
+counts in the run's metrics as before (a history job is scheduled with the prediction of
+the same fitted model, in-sample for a training job); prediction accuracy
+(:func:`prediction_report`) is reported over the evaluated jobs only.
 
 Choices where the paper is silent (see ``docs/a-srpt.md``):
 
-* Predictions are made for *every* job, including the 80 % the forest was trained on (those
-  are in-sample, as in the paper, which trains once and schedules the sampled jobs).
-* ``mean``/``median`` are global (they use neither group nor user), so they do not apply the
-  unseen-group rule, which is a property of the group-keyed forest.
+* **Target.** Iterations of different models differ by three orders of magnitude in
+  per-iteration time, so they are not pooled. Every predictor learns the job's duration
+  ``work_s`` (s at its ideal placement, the trace's ``duration``), the forest its
+  logarithm, and turns a predicted duration into iterations with the job's own
+  per-iteration time ``work_s / iterations`` (a property of its model and configuration,
+  known at submission). For ``mean`` this is the mean training duration; for ``median``
+  the median one.
+* **Categorical features.** Group and user enter the forest by *target encoding* fitted on
+  the training jobs only, never as ordered integer codes: a category's value is the mean
+  log-duration of its training jobs, shrunk towards the training mean by
+  :data:`SMOOTHING` pseudo-jobs. A training job is encoded with its categories' *earlier*
+  training jobs only (ordered target statistics, as CatBoost does), so the forest learns
+  from what was known when each job arrived, never from the job's own target (a
+  leave-one-out encoding would leak: within a category it falls as the job's own target
+  rises, which fully grown trees learn); a job predicted uses its categories' full
+  training encodings. No count feature: it would let the trees split on a job's position
+  in time. Target encoding rather than an exact-match lookup, so that the paper's random
+  forest stays the model and can weigh the user against the group.
+* **Unseen groups.** The paper's rule applies to the group only: a job whose group is not
+  among the training jobs is predicted 0 (:attr:`Fit.rule` marks them); an unseen *user*
+  of a seen group gets the training mean as its user encoding.
+* ``mean``/``median`` are global (they use neither group nor user), so the unseen-group rule
+  does not apply to them. With no training job at all (nothing finished before the
+  evaluated window) every predictor but the oracle predicts 0 for every job, and
+  :attr:`Fit.rule` marks them all.
 * A job without ``iterations`` (an unannotated trace) counts its ``duration`` in seconds as
   its "iterations" (one iteration = one second of ideal run time).
 * Without ``group`` and ``user`` columns the forest has no feature to split on; it then
-  predicts the training mean (what a forest on a constant feature returns up to bootstrap
-  noise), without calling scikit-learn.
+  predicts the geometric mean of the training durations (what a forest on log-duration
+  returns for a constant feature, up to bootstrap noise), without calling scikit-learn.
 
-scikit-learn is imported inside :func:`fit_predictor` only (it costs ~1.5 s to import).
+scikit-learn is imported inside :func:`fit` only (it costs ~1.5 s to import).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 __all__ = [
     "KINDS",
+    "SMOOTHING",
     "TRAIN_FRACTION",
+    "WITHIN",
+    "Fit",
+    "Split",
+    "accuracy",
+    "fit",
     "fit_predictor",
     "job_iterations",
     "prediction_errors",
+    "prediction_report",
+    "split",
     "train_split",
 ]
 
@@ -48,9 +86,15 @@ KINDS = ("forest", "mean", "median", "oracle")
 """Predictor names accepted by :func:`fit_predictor`."""
 
 TRAIN_FRACTION = 0.8
-"""Share of the jobs, earliest by submission, the predictors are trained on (Sec. V-A 1-c)."""
+"""Share of the jobs, earliest by submission, that are history (Sec. V-A 1-c)."""
 
 N_TREES = 100  # Sec. IV-C-3: "We use 100 trees in our random forest regression"
+
+SMOOTHING = 1.0
+"""Pseudo-jobs at the training mean added to every category's target encoding."""
+
+WITHIN = 0.1
+"""A prediction within this relative error of the true iterations counts as correct."""
 
 
 def job_iterations(jobs: Any) -> np.ndarray:
@@ -74,92 +118,271 @@ def job_iterations(jobs: Any) -> np.ndarray:
 
 
 def train_split(n_jobs: int, fraction: float = TRAIN_FRACTION) -> int:
-    """Number of jobs (the earliest ones, by job index) in the training window.
+    """Number of history jobs (the earliest ones, by job index).
 
     Parameters
     ----------
     n_jobs
         Jobs in the table (indexed in submission order).
     fraction
-        Training share, 0 < fraction <= 1.
+        History share, 0 < fraction <= 1.
     """
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
     return max(1, int(np.floor(fraction * n_jobs))) if n_jobs else 0
 
 
-def _codes(values: np.ndarray, n_train: int) -> tuple[np.ndarray, np.ndarray]:
-    """Integer category codes (by first appearance in the training window; -1 = unseen)."""
+@dataclass(frozen=True, slots=True)
+class Split:
+    """History, training and evaluated jobs of a job table (see the module docstring).
+
+    Attributes
+    ----------
+    n_history
+        Jobs ``0 .. n_history - 1`` are history.
+    cutoff_s
+        Submission time of the first evaluated job, s (inf when none is evaluated).
+    train
+        Indices of the history jobs finished (submit + duration) by ``cutoff_s``.
+    evaluated
+        Indices of the evaluated jobs (``n_history .. n - 1``).
+    """
+
+    n_history: int
+    cutoff_s: float
+    train: np.ndarray
+    evaluated: np.ndarray
+
+
+def split(jobs: Any, fraction: float = TRAIN_FRACTION) -> Split:
+    """Split a job table (submission order) into history, training and evaluated jobs.
+
+    Parameters
+    ----------
+    jobs
+        Anything with ``submit_s`` and ``work_s`` (s), in submission order.
+    fraction
+        History share, 0 < fraction <= 1.
+    """
+    submit = np.asarray(jobs.submit_s, dtype=np.float64)
+    work = np.asarray(jobs.work_s, dtype=np.float64)
+    n = submit.shape[0]
+    n_hist = train_split(n, fraction)
+    cutoff = float(submit[n_hist]) if n_hist < n else float("inf")
+    finished = submit[:n_hist] + work[:n_hist] <= cutoff
+    return Split(
+        n_history=n_hist,
+        cutoff_s=cutoff,
+        train=np.flatnonzero(finished),
+        evaluated=np.arange(n_hist, n),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """Predictions of one predictor for every job of a table.
+
+    Attributes
+    ----------
+    kind
+        The predictor.
+    iterations
+        float64 predicted iterations :math:`\\tilde n_i` (>= 0), one per job.
+    rule
+        bool per job: predicted 0 by the unseen-group rule (or for want of any training job).
+    split
+        The history / training / evaluated split it was fitted on.
+    """
+
+    kind: str
+    iterations: np.ndarray
+    rule: np.ndarray
+    split: Split
+
+
+def _encode(
+    values: np.ndarray, train: np.ndarray, z: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Target encoding of one categorical column, fitted on the rows ``train`` (ascending).
+
+    Returns ``(enc, count, enc_train, count_train)``: every row's encoding (mean of ``z``
+    over the category's training rows, shrunk towards the training mean by
+    :data:`SMOOTHING` pseudo-rows; the training mean for an unseen category) and its
+    number of training rows; then each training row's *ordered* encoding and count, over
+    the category's earlier training rows only (what was known when that job arrived).
+    """
     vals = np.asarray(values).astype(str)
-    uniq, first = np.unique(vals[:n_train], return_index=True)
-    rank = np.empty(uniq.size, dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(uniq.size)
-    pos = np.searchsorted(uniq, vals)
-    pos_c = np.clip(pos, 0, max(uniq.size - 1, 0))
-    seen = (pos < uniq.size) & (uniq[pos_c] == vals) if uniq.size else np.zeros(vals.size, bool)
-    return np.where(seen, rank[pos_c] if uniq.size else -1, -1), seen
+    uniq, inv = np.unique(vals[train], return_inverse=True)
+    zt = z[train]
+    prior = float(zt.mean())
+    total = np.bincount(inv, weights=zt, minlength=uniq.size)
+    count = np.bincount(inv, minlength=uniq.size).astype(np.float64)
+    pos = np.clip(np.searchsorted(uniq, vals), 0, max(uniq.size - 1, 0))
+    seen = uniq[pos] == vals if uniq.size else np.zeros(vals.size, dtype=bool)
+    s_all = np.where(seen, total[pos], 0.0)
+    n_all = np.where(seen, count[pos], 0.0)
+    enc = (s_all + SMOOTHING * prior) / (n_all + SMOOTHING)
+    # ordered statistics: sums and counts of the same category's earlier training rows
+    order = np.argsort(inv, kind="stable")  # by category, then by time
+    cat = inv[order]
+    csum = np.cumsum(zt[order]) - zt[order]
+    start = np.searchsorted(cat, cat)  # first row of each row's category
+    before = np.empty(zt.size)
+    before[order] = csum - (np.cumsum(zt[order]) - zt[order])[start]
+    n_before = np.empty(zt.size)
+    n_before[order] = np.arange(zt.size) - start
+    enc_train = (before + SMOOTHING * prior) / (n_before + SMOOTHING)
+    return enc, n_all, enc_train, n_before
 
 
-def fit_predictor(
-    kind: str, jobs: Any, seed: int = 0, *, fraction: float = TRAIN_FRACTION
-) -> np.ndarray:
-    """Train predictor ``kind`` on the earliest jobs and predict every job's iterations.
+def fit(kind: str, jobs: Any, seed: int = 0, *, fraction: float = TRAIN_FRACTION) -> Fit:
+    """Train predictor ``kind`` on the training jobs and predict every job's iterations.
 
     Parameters
     ----------
     kind
         ``"forest"``, ``"mean"``, ``"median"`` or ``"oracle"``.
     jobs
-        A :class:`gpusched.jobs.JobTable` in submission order; ``jobs.extra`` may hold
-        ``group`` and ``user`` columns.
+        A :class:`gpusched.jobs.JobTable` in submission order (``submit_s``, ``work_s``,
+        ``iterations``); ``jobs.extra`` may hold ``group`` and ``user`` columns.
     seed
         ``random_state`` of the forest (bootstrap and feature draws).
     fraction
-        Share of jobs (earliest first) used for training.
+        Share of jobs (earliest first) that are history (:func:`split`).
 
     Returns
     -------
-    numpy.ndarray
-        float64 predicted iterations :math:`\\tilde n_i` (>= 0), one per job.
+    Fit
+        Predicted iterations, where the unseen-group rule fired, and the split.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown predictor {kind!r} (known: {', '.join(KINDS)})")
     y = job_iterations(jobs)
     n = y.shape[0]
+    sp = split(jobs, fraction)
+    none = np.zeros(n, dtype=bool)
     if kind == "oracle" or n == 0:
-        return y.copy()
-    n_train = train_split(n, fraction)
+        return Fit(kind, y.copy(), none, sp)
+    if sp.train.size == 0:  # nothing finished before the evaluated window: nothing known
+        return Fit(kind, np.zeros(n), np.ones(n, dtype=bool), sp)
+    work = np.asarray(jobs.work_s, dtype=np.float64)
+    s_per_it = np.where(y > 0, work / np.where(y > 0, y, 1.0), 1.0)  # s per iteration
+    tr = sp.train
     if kind == "mean":
-        return np.full(n, float(np.mean(y[:n_train])))
+        return Fit(kind, float(np.mean(work[tr])) / s_per_it, none, sp)
     if kind == "median":
-        return np.full(n, float(np.median(y[:n_train])))
+        return Fit(kind, float(np.median(work[tr])) / s_per_it, none, sp)
+    z = np.log(work)  # the forest's target: log-duration, comparable across models
     extra = getattr(jobs, "extra", {}) or {}
     feats = [c for c in ("group", "user") if c in extra]
     if not feats:
-        return np.full(n, float(np.mean(y[:n_train])))
-    cols, seen_group = [], np.ones(n, dtype=bool)
+        return Fit(kind, float(np.exp(np.mean(z[tr]))) / s_per_it, none, sp)
+    cols, cols_train, unseen = [], [], none
     for c in feats:
-        code, seen = _codes(extra[c], n_train)
-        cols.append(code)
+        enc, cnt, enc_tr, _ = _encode(extra[c], tr, z)
+        cols.append(enc)
+        cols_train.append(enc_tr)
         if c == "group":
-            seen_group = seen
-    x = np.column_stack(cols).astype(np.float64)
+            unseen = cnt == 0
 
     from sklearn.ensemble import RandomForestRegressor  # lazy: ~1.5 s import
 
     forest = RandomForestRegressor(
         n_estimators=N_TREES, criterion="squared_error", random_state=int(seed), n_jobs=1
     )
-    forest.fit(x[:n_train], y[:n_train])
-    pred = np.asarray(forest.predict(x), dtype=np.float64)
+    forest.fit(np.column_stack(cols_train), z[tr])
+    dur = np.exp(np.asarray(forest.predict(np.column_stack(cols)), dtype=np.float64))
     # Sec. IV-C-3: "We predict 0 iterations for unseen jobs"
-    return np.where(seen_group, np.maximum(pred, 0.0), 0.0)
+    return Fit(kind, np.where(unseen, 0.0, dur / s_per_it), unseen, sp)
+
+
+def fit_predictor(
+    kind: str, jobs: Any, seed: int = 0, *, fraction: float = TRAIN_FRACTION
+) -> np.ndarray:
+    """Predicted iterations :math:`\\tilde n_i` of every job (``fit(...).iterations``).
+
+    Parameters
+    ----------
+    kind, jobs, seed, fraction
+        As for :func:`fit`.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 predicted iterations (>= 0), one per job.
+    """
+    return fit(kind, jobs, seed, fraction=fraction).iterations
+
+
+def accuracy(pred: np.ndarray, true: np.ndarray, rule: np.ndarray | None = None) -> dict[str, Any]:
+    """Accuracy of predictions the way the paper reports it (Fig. 4, eq. 9).
+
+    Parameters
+    ----------
+    pred, true
+        Predicted and true iterations of the jobs evaluated.
+    rule
+        bool per job: predicted by the unseen-group rule (counted), or None.
+
+    Returns
+    -------
+    dict
+        ``within_10pct`` (share of jobs with :math:`|\\tilde n_i - n_i| \\le 0.1 n_i`),
+        ``mae_iterations`` (:math:`\\bar\\epsilon`, eq. 9), ``n_evaluated`` and
+        ``n_unseen_group_rule``; the share and the error are None for no job.
+    """
+    pred = np.asarray(pred, dtype=np.float64)
+    true = np.asarray(true, dtype=np.float64)
+    err = np.abs(pred - true)
+    n = int(true.shape[0])
+    return {
+        "within_10pct": float(np.mean(err <= WITHIN * true)) if n else None,
+        "mae_iterations": float(np.mean(err)) if n else None,
+        "n_evaluated": n,
+        "n_unseen_group_rule": int(np.sum(rule)) if rule is not None else 0,
+    }
+
+
+def prediction_report(
+    jobs: Any, used: Fit, seed: int = 0, *, fraction: float = TRAIN_FRACTION
+) -> dict[str, Any]:
+    """The ``prediction`` block of summary.json: accuracy on the evaluated jobs.
+
+    Parameters
+    ----------
+    jobs
+        The job table the predictor ``used`` was fitted on.
+    used
+        The run's predictor (:func:`fit`).
+    seed, fraction
+        As for :func:`fit` (the baselines use no seed).
+
+    Returns
+    -------
+    dict
+        ``predictor`` (its kind), the split's ``n_history``, ``n_train``, ``n_evaluated``
+        and ``cutoff_s``, then one :func:`accuracy` block per predictor: the one used and
+        the baselines ``mean``, ``median`` and ``oracle``.
+    """
+    y = job_iterations(jobs)
+    ev = used.split.evaluated
+    out: dict[str, Any] = {
+        "predictor": used.kind,
+        "n_history": used.split.n_history,
+        "n_train": int(used.split.train.size),
+        "n_evaluated": int(ev.size),
+        "cutoff_s": used.split.cutoff_s if np.isfinite(used.split.cutoff_s) else None,
+    }
+    for kind in dict.fromkeys((used.kind, "mean", "median", "oracle")):
+        f = used if kind == used.kind else fit(kind, jobs, seed, fraction=fraction)
+        out[kind] = accuracy(f.iterations[ev], y[ev], f.rule[ev])
+    return out
 
 
 def prediction_errors(
     jobs: Any, seed: int = 0, *, fraction: float = TRAIN_FRACTION
 ) -> dict[str, float]:
-    """Average absolute error :math:`\\bar\\epsilon` (eq. 9) of each predictor on the test jobs.
+    """Average absolute error :math:`\\bar\\epsilon` (eq. 9) of each predictor on the evaluated jobs.
 
     Parameters
     ----------
@@ -168,7 +391,7 @@ def prediction_errors(
     seed
         Forest seed.
     fraction
-        Training share; the error is averaged over the remaining (latest) jobs.
+        History share; the error is averaged over the remaining (latest) jobs.
 
     Returns
     -------
@@ -177,14 +400,12 @@ def prediction_errors(
         errors in iterations (the paper's Sec. V-B 2-d reports 369 / 593 / 563).
     """
     y = job_iterations(jobs)
-    n_train = train_split(y.shape[0], fraction)
-    test = slice(n_train, None)
+    sp = split(jobs, fraction)
+    test = sp.evaluated
     out: dict[str, float] = {}
     for kind in ("forest", "mean", "median"):
         pred = fit_predictor(kind, jobs, seed, fraction=fraction)
-        out[kind] = (
-            float(np.mean(np.abs(y[test] - pred[test]))) if y.shape[0] > n_train else float("nan")
-        )
-    out["n_train"] = float(n_train)
-    out["n_test"] = float(y.shape[0] - n_train)
+        out[kind] = float(np.mean(np.abs(y[test] - pred[test]))) if test.size else float("nan")
+    out["n_train"] = float(sp.train.size)
+    out["n_test"] = float(test.size)
     return out

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gpusched.algorithms.predict import KINDS, fit_predictor
+from gpusched.algorithms.predict import KINDS, fit, prediction_report
 from gpusched.errors import ParamError
 from gpusched.jobmodels.pipeline_jobs import PipelineJobs, start_in_order
 from gpusched.policy import Decision
@@ -84,10 +84,16 @@ class PredictedOrderPolicy:
         self.seed = int(rng.integers(2**31)) if rng is not None else 0
 
     def prepare(self, jobs: Any, cluster: Any) -> None:
-        """Read job models and train the predictor on the earliest 80% of the trace."""
+        """Read job models and train the predictor on the history's finished jobs."""
         self.pj = PipelineJobs(jobs, cluster)
-        key = fit_predictor(self.predictor, jobs, self.seed) * self.pj.alpha_min  # n~_i a~_i^min
+        self.jobs = jobs
+        self.fit = fit(self.predictor, jobs, self.seed)
+        key = self.fit.iterations * self.pj.alpha_min  # n~_i a~_i^min
         self.key = key * self.pj.n_gpus if self.by_workload else key
+
+    def summary(self) -> dict[str, Any]:
+        """summary.json's ``prediction``: the predictors' accuracy on the evaluated jobs."""
+        return {"prediction": prediction_report(self.jobs, self.fit, self.seed)}
 
     def decide(self, view: Any, now: float) -> Decision:
         q = view.queued  # submission order, so the stable sort breaks ties by it

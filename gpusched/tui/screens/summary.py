@@ -112,6 +112,8 @@ _MIN_WIDTH = 60
 def _value(key: str, v: Any) -> tuple[str, str]:
     if v is None:
         return "-", ""
+    if isinstance(v, dict):  # a policy's nested key, e.g. ``prediction``
+        return _nested(v)
     if key.endswith("_s") and key != "wall_s":
         return f"{v:.6g}", fmt_s(v)
     if key == "gpu_utilization" or key.startswith("utilization_"):
@@ -119,6 +121,18 @@ def _value(key: str, v: Any) -> tuple[str, str]:
     if isinstance(v, float):
         return f"{v:.6g}", ""
     return str(v), ""
+
+
+def _nested(v: dict[str, Any]) -> tuple[str, str]:
+    """A nested summary value in one cell: the predictor's accuracy, else its keys."""
+    used = v.get(str(v.get("predictor")))
+    if isinstance(used, dict) and used.get("within_10pct") is not None:
+        mae = used.get("mae_iterations")
+        return (
+            f"{v['predictor']}",
+            f"{100 * used['within_10pct']:.1f}% within 10%, MAE {mae:,.0f} it",
+        )
+    return "{" + ", ".join(map(str, v)) + "}", ""
 
 
 def _table(summary: dict[str, Any], keys: list[str], *, nice: bool) -> Table:
