@@ -57,7 +57,8 @@ def _check_rebuilds(res):
         assert starts.size == 0 or starts[0] == st.job_first_start[i]
         assert first.get(j, np.nan) == st.job_first_start[i] or np.isnan(st.job_first_start[i])
         assert (kinds == "preempt").sum() == st.job_n_preempt[i]
-        assert (ev["detail"][mine] == "futile").sum() == st.job_n_futile[i]
+        futile = [d.split(";")[0] == "futile" for d in ev["detail"][mine]]
+        assert sum(futile) == st.job_n_futile[i]
         fin = ev["time_s"][mine][kinds == "finish"]
         if np.isnan(st.job_finish[i]):
             assert fin.size == 0
@@ -156,15 +157,18 @@ class Reasons:
 
 
 def _reasons_run(tmp_path, events=True):
+    """The Reasons policy's run, written to ``tmp_path / "run"``: (result, that folder).
+    (Not tmp_path itself: a run folder directly in pytest's temporary root would be a run
+    inside its parent folder, which other tests expect to hold none.)"""
     rows = [(0.0, 4, 100.0), (10.0, 4, 5.0), (10.0, 4, 1.0), (12.0, 4, 3.0)]
     engine = _engine(Reasons(), 1, 4, rows, 1.0, "python", events=events)
     res = engine.run()
-    write_results(res, tmp_path)
-    return res
+    write_results(res, tmp_path / "run")
+    return res, tmp_path / "run"
 
 
 def test_policy_reasons_reach_the_log_and_explain(tmp_path):
-    res = _reasons_run(tmp_path)
+    res, tmp_path = _reasons_run(tmp_path)
     ev = res.extra["events"]
     got = list(zip(ev["time_s"].tolist(), ev["event"].tolist(), ev["job_id"].tolist(),
                    ev["gpus"].tolist(), ev["detail"].tolist(), strict=True))  # fmt: skip
@@ -212,7 +216,7 @@ def test_a_reason_must_be_text(tmp_path):
 
 
 def test_explain_cli_story_worst_and_errors(tmp_path):
-    _reasons_run(tmp_path)
+    _, tmp_path = _reasons_run(tmp_path)
     r = runner.invoke(app, ["explain", str(tmp_path), "j0"])
     assert r.exit_code == 0, r.output
     assert "preempted after training 10s" in r.output
@@ -229,7 +233,7 @@ def test_explain_cli_story_worst_and_errors(tmp_path):
 
 
 def test_explain_without_a_log_says_how_to_get_one(tmp_path):
-    _reasons_run(tmp_path, events=False)
+    _, tmp_path = _reasons_run(tmp_path, events=False)
     text = "\n".join(job_story(read_run(tmp_path), "j0"))
     assert "run replay with --events" in text
     assert worst(read_run(tmp_path), 1)[0].startswith("j0")
@@ -255,7 +259,7 @@ def test_gpu_ranges_round_trip(gpus, text):
 def test_gantt_text_draws_the_hand_schedule(tmp_path):
     from gpusched.gantt import gantt_text
 
-    _reasons_run(tmp_path)
+    _, tmp_path = _reasons_run(tmp_path)
     text = gantt_text(read_run(tmp_path), width=120)
     rows = [x for x in text.splitlines() if x.lstrip().startswith("GPU")]
     assert len(rows) == 4
@@ -296,7 +300,7 @@ def test_gantt_aggregates_large_clusters_and_marks_sharing(tmp_path):
 
 
 def test_gantt_png_and_cli_errors(tmp_path):
-    _reasons_run(tmp_path)
+    _, tmp_path = _reasons_run(tmp_path)
     png = tmp_path / "g.png"
     r = runner.invoke(app, ["plot", str(tmp_path), "--gantt", "--save", str(png)])
     assert r.exit_code == 0, r.output
