@@ -97,6 +97,12 @@ def gantt(run: Run) -> Gantt:
                 t1.append(b)
                 job.append(j)
                 phase.append(ph)
+    if not rows and "allocate" in run.events["event"]:
+        raise GpuschedError(
+            f"{show_name(run.folder)}: its jobs are placed by roles (workers and parameter "
+            "servers per machine), which hold no GPU indices: there is no GPU Gantt chart "
+            "to draw (timeline.csv has the resources held over time)"
+        )
     servers = _cluster_gpus(run)
     return Gantt(
         np.asarray(rows, dtype=np.int64),

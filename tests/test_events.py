@@ -352,3 +352,14 @@ def test_share_rows_add_up_to_each_jobs_shared_time(tmp_path):
         assert total == pytest.approx(shared[j], rel=1e-9, abs=1e-6), j
     story = "\n".join(job_story(read_run(out), next(j for j, v in shared.items() if v > 0)))
     assert "shares GPU" in story and "stops sharing GPU" in story
+
+
+def test_gantt_of_a_role_run_says_why_there_is_none(tmp_path):
+    out = tmp_path / "r"
+    r = runner.invoke(
+        app, ["replay", "ps-20", "-c", "pd-ors-30", "-P", "fifo-ps", "-o", str(out), "--events"]
+    )
+    assert r.exit_code == 0, r.output
+    assert ",allocate," in (out / "events.csv").read_text()
+    r = runner.invoke(app, ["plot", str(out), "--gantt"])
+    assert r.exit_code == 2 and "hold no GPU indices" in r.output
