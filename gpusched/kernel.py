@@ -121,7 +121,8 @@ def _log_start(st, j, t):
     for k in range(g):
         st.ev_gpu[off + k] = st.alloc_gpu[lo + k]
     st.sim_i[I_N_EV_GPUS] = off + g
-    _log(st, EV_START, j, t, off)
+    if st.ev_t.shape[0] > 0:
+        _log(st, EV_START, j, t, off)
 
 
 @njit(**_JIT)
@@ -426,7 +427,8 @@ def start_job(st, j, now):
     st.job_seg_start[j] = now
     _anchor(st, j, begin)
     _run_add(st, j, _end_time(st, j, begin))
-    _log_start(st, j, now)
+    if st.ev_t.shape[0] > 0:  # the event log (calls cost: the state tuple is large)
+        _log_start(st, j, now)
 
 
 @njit(**_JIT)
@@ -460,19 +462,22 @@ def preempt(st, j, now):
         if futile:
             st.job_n_futile[j] += 1
             st.job_futile_s[j] += now - st.job_last_start[j]
-        _log(st, EV_PREEMPT, j, now, 1 if futile else 0)
+        if st.ev_t.shape[0] > 0:
+            _log(st, EV_PREEMPT, j, now, 1 if futile else 0)
         _release_at(st, j, now)
         _run_remove(st, j)
         _queue_push(st, j, now)
     elif st.job_save_s[j] > 0.0:
-        _log(st, EV_PREEMPT, j, now, 2)
+        if st.ev_t.shape[0] > 0:
+            _log(st, EV_PREEMPT, j, now, 2)
         st.job_status[j] = SAVING
         st.job_phase_end[j] = now + st.job_save_s[j]
         pos = st.job_run_pos[j]
         st.run_end[pos] = st.job_phase_end[j]
         st.run_cross[pos] = np.inf
     else:
-        _log(st, EV_PREEMPT, j, now, 0)
+        if st.ev_t.shape[0] > 0:
+            _log(st, EV_PREEMPT, j, now, 0)
         _release_at(st, j, now)
         _run_remove(st, j)
         _queue_push(st, j, now)
@@ -491,7 +496,8 @@ def _event(st, i, end, t1, out_done, n_done, shared):
     j = st.run[i]
     _sync(st, j, end)
     if st.job_status[j] == SAVING:
-        _log(st, EV_REQUEUE, j, end, 0)
+        if st.ev_t.shape[0] > 0:
+            _log(st, EV_REQUEUE, j, end, 0)
         if shared:
             _release_at(st, j, end)
         else:
@@ -505,7 +511,8 @@ def _event(st, i, end, t1, out_done, n_done, shared):
     st.job_remaining[j] = 0.0
     st.job_finish[j] = min(end, t1)
     st.job_status[j] = FINISHED
-    _log(st, EV_FINISH, j, st.job_finish[j], 0)
+    if st.ev_t.shape[0] > 0:
+        _log(st, EV_FINISH, j, st.job_finish[j], 0)
     if shared:
         _release_at(st, j, end)
     else:
@@ -1097,7 +1104,7 @@ def run_fused(st, cfg, tl, max_steps):
     rows = 0
     limit = min(max_steps, tl.time_s.shape[0])
     while rows < limit:
-        if not _log_room(st):
+        if st.ev_t.shape[0] > 0 and not _log_room(st):
             return rows, LIMIT  # the engine flushes the event log and calls again
         code, _, _ = step(st, cfg, dummy)
         if code != LIMIT:
