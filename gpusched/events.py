@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpusched.errors import InvariantError
 from gpusched.kernel import EPS
 from gpusched.state import (
     EV_FINISH,
@@ -123,9 +124,9 @@ class EventLog:
 
     Parameters
     ----------
-    rows, gpu_rows
-        The state's buffer sizes; the log is flushed whenever less than ``room`` (the
-        most one decision point can add) is left.
+    room
+        The most rows and GPU indices one decision point can add to the state's buffers
+        (:func:`room`): the engine flushes them whenever less than that is left.
     """
 
     room: tuple[int, int]
@@ -145,7 +146,9 @@ class EventLog:
     def flush(self, st: SimState) -> None:
         """Copy the kernel's rows out of ``st`` and empty its buffers."""
         if st.sim_i[I_EV_LOST]:
-            raise RuntimeError("event log overflow: the engine did not flush in time")
+            raise InvariantError(
+                f"event log overflow: {int(st.sim_i[I_EV_LOST])} rows found the buffer full"
+            )
         n = int(st.sim_i[I_N_EVENTS])
         if n == 0:
             return

@@ -244,10 +244,11 @@ class Progress:
             return
         frac = done / total if total else 1.0
         bar = "#" * int(30 * frac)
-        sys.stderr.write(
-            f"\r{self.label} [{bar:<30}] {done:,}/{total:,} jobs  t={now:,.0f} s  "
-            f"{time.perf_counter() - self.t0:.1f} s"
-        )
+        self.show(f"[{bar:<30}] {done:,}/{total:,} jobs  t={now:,.0f} s")
+
+    def show(self, text: str) -> None:
+        """Draw ``LABEL TEXT  ELAPSED s`` over the line drawn last."""
+        sys.stderr.write(f"\r{self.label} {text}  {time.perf_counter() - self.t0:.1f} s   ")
         sys.stderr.flush()
         self.shown = True
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
@@ -17,29 +16,16 @@ NOISE_MARK = "~"
 SAME_MARK = "="
 
 
-class RunCounter:
+class RunCounter(Progress):
     """``compare: 3/10 runs done`` on stderr (a TTY only, after ~1 s), for runs on Dask."""
 
     def __init__(self, enabled: bool | None = None) -> None:
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.t0 = time.perf_counter()
-        self.shown = False
+        super().__init__("compare:", enabled)
 
     def __call__(self, run: Any, done: int, total: int) -> None:
         if not self.enabled or time.perf_counter() - self.t0 < 1.0:
             return
-        sys.stderr.write(
-            f"\rcompare: {done:,}/{total:,} runs done (last: {run.label} seed {run.seed})  "
-            f"{time.perf_counter() - self.t0:.1f} s   "
-        )
-        sys.stderr.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-            self.shown = False
+        self.show(f"{done:,}/{total:,} runs done (last: {run.label} seed {run.seed})")
 
 
 def compare_over_seeds(
