@@ -150,11 +150,22 @@ def worth_sharing(
     fits = times.mem_gb[s, :width][:, None, :] + mem_b[None, :, None] <= times.limit_gb
     ka = times.kind[jobs][:, None]
     kb = times.kind[partners][None, :]
-    xa = times.xi[ka, kb][:, :, None]  # jobs x partners x 1
-    xb = times.xi[kb, ka][:, :, None]
-    together = pair_jct(solo_a[:, None, :], solo_b[None, :, None], xa, xb)
-    wait = sequential_jct(solo_a[:, :1], solo_b[None, :])[:, :, None]
-    out: np.ndarray = (fits & (together < wait)).any(axis=2)
+    xa, xb = times.xi[ka, kb], times.xi[kb, ka]  # jobs x partners
+    wait = sequential_jct(solo_a[:, :1], solo_b[None, :])
+    if times.t_rising[s].all() and times.xi.min() >= 1.0:
+        # The pair's JCT grows with A's solo time (slope xi_a (2 - 1/xi_b) or 1), which
+        # grows with the sub-batch index: the largest sub-batch that fits is the best.
+        # Where it wins, the answer is exact; where it loses by more than rounding can
+        # explain, every smaller sub-batch loses too; only near-ties need every column.
+        first = fits.argmax(axis=2)  # jobs x partners
+        some = np.take_along_axis(fits, first[:, :, None], axis=2)[:, :, 0]
+        rows = np.arange(s.shape[0])[:, None]
+        together = pair_jct(solo_a[rows, first], solo_b[None, :], xa, xb)
+        sure: np.ndarray = some & (together < wait)
+        if not (some & ~sure & (together <= wait * (1.0 + 1e-9))).any():
+            return sure
+    together = pair_jct(solo_a[:, None, :], solo_b[None, :, None], xa[:, :, None], xb[:, :, None])
+    out: np.ndarray = (fits & (together < wait[:, :, None])).any(axis=2)
     return out
 
 
@@ -252,6 +263,8 @@ class JobTimes:
         width = max((len(x) for x in subs), default=1)
         self.shape_subs = subs
         self.n_sub = np.array([len(x) for x in subs], dtype=np.int64)
+        #: whether a shape's iteration time never falls as its sub-batch shrinks
+        self.t_rising = np.array([bool(np.all(np.diff(t) >= 0)) for t in times], dtype=bool)
         self.t_full = np.array(full, dtype=np.float64)
         self.t_iter = np.repeat(self.t_full[:, None], width, axis=1)
         self.mem_gb = np.full((len(subs), width), np.nan)
