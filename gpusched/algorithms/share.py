@@ -157,10 +157,9 @@ def worth_sharing(
         # grows with the sub-batch index: the largest sub-batch that fits is the best.
         # Where it wins, the answer is exact; where it loses by more than rounding can
         # explain, every smaller sub-batch loses too; only near-ties need every column.
-        first = fits.argmax(axis=2)  # jobs x partners
-        some = np.take_along_axis(fits, first[:, :, None], axis=2)[:, :, 0]
-        rows = np.arange(s.shape[0])[:, None]
-        together = pair_jct(solo_a[rows, first], solo_b[None, :], xa, xb)
+        first = fits.argmax(axis=2)  # jobs x partners: the first column that fits, if any
+        some = fits.any(axis=2)
+        together = pair_jct(solo_a[np.arange(s.shape[0])[:, None], first], solo_b, xa, xb)
         sure: np.ndarray = some & (together < wait)
         if not (some & ~sure & (together <= wait * (1.0 + 1e-9))).any():
             return sure
