@@ -126,7 +126,9 @@ class SJFBSBFPolicy:
             stop = pos + int(idle[0]) if idle.size else order.size
             start = None
             if n_one:
-                hit = self._first_sharer(view, order, need, shape, refused, pos, stop, holder, n_on)
+                hit = self._first_sharer(
+                    view, order, need, shape, refused, (pos, stop, n_free + n_one), holder, n_on
+                )
                 if hit is not None:
                     pos, start = hit
             if start is None:
@@ -154,12 +156,12 @@ class SJFBSBFPolicy:
         need: np.ndarray,
         shape: np.ndarray,
         refused: np.ndarray,
-        pos: int,
-        stop: int,
+        span: tuple[int, int, int],
         holder: np.ndarray,
         n_on: np.ndarray,
     ) -> tuple[int, Start] | None:
-        """Lines 9-17 for the jobs ``order[pos:stop]``, which idle GPUs alone cannot hold:
+        """Lines 9-17 for the jobs ``order[pos:stop]`` (``span`` is ``(pos, stop, room)``,
+        room: the GPUs idle or holding one job), which idle GPUs alone cannot hold:
         the first that finds GPUs worth sharing, as ``(position after it, its Start)``
         (None: none does; ``refused`` then holds all their shapes).
 
@@ -170,11 +172,12 @@ class SJFBSBFPolicy:
         """
         times = self.times
         assert times is not None
-        free, one = n_on == 0, n_on == 1
-        n_free = int(free.sum())
-        cand = self._candidates(need, shape, refused, pos, stop, n_free + int(one.sum()))
+        pos, stop, room = span
+        cand = self._candidates(need, shape, refused, pos, stop, room)
         if cand.size == 0:
             return None
+        one = n_on == 1
+        n_free = room - int(np.count_nonzero(one))
         partners, solo_b, mem_b, n_own = self._partner_data(view, one, holder)
         if partners.size == 0:
             refused[shape[cand]] = True
@@ -188,6 +191,7 @@ class SJFBSBFPolicy:
             return None
         at = int(cand[tried])
         j = int(order[at])
+        free = n_on == 0
         start = self._place(view, j, int(need[at]), free, one, holder, partners, solo_b, mem_b)
         assert start is not None  # worth_sharing and the GPU count said so
         return at + 1, start
@@ -199,9 +203,17 @@ class SJFBSBFPolicy:
         """Positions in ``pos:stop`` of the jobs to evaluate (line 9: at most ``room`` GPUs,
         idle or holding one job): the first of each shape not ``refused``, in SJF order."""
         cand = pos + np.flatnonzero(need[pos:stop] <= room)
-        cand = cand[~refused[shape[cand]]]
-        _, first = np.unique(shape[cand], return_index=True)
-        out: np.ndarray = cand[np.sort(first)]
+        sh = shape[cand]
+        live = ~refused[sh]
+        cand, sh = cand[live], sh[live]
+        if cand.size < 2:
+            return cand
+        by = np.argsort(sh, kind="stable")  # np.unique(return_index=True), without its wrapper
+        sh = sh[by]
+        head = np.empty(sh.size, dtype=bool)
+        head[0] = True
+        np.not_equal(sh[1:], sh[:-1], out=head[1:])
+        out: np.ndarray = cand[np.sort(by[head])]
         return out
 
     def _partner_data(
@@ -211,7 +223,12 @@ class SJFBSBFPolicy:
         memory at their configs (GB) and GPUs on which they are alone."""
         times = self.times
         assert times is not None
-        partners, n_own = np.unique(holder[one], return_counts=True)
+        h = np.sort(holder[one])  # np.unique(return_counts=True), without its wrapper
+        head = np.empty(h.size, dtype=bool)
+        head[:1] = True
+        np.not_equal(h[1:], h[:-1], out=head[1:])
+        at = np.flatnonzero(head)
+        partners, n_own = h[at], np.diff(np.append(at, h.size))
         keep = view.job_status[partners] != QUEUED  # not started just now
         partners, n_own = partners[keep], n_own[keep]
         mem_b = self._mem_run[partners]

@@ -41,14 +41,13 @@ class SJFFFSPolicy(_SJFBSBF):  # type: ignore[misc, valid-type]
         need: np.ndarray,
         shape: np.ndarray,
         refused: np.ndarray,
-        pos: int,
-        stop: int,
+        span: tuple[int, int, int],
         holder: np.ndarray,
         n_on: np.ndarray,
     ) -> tuple[int, Start] | None:
         """Lines 9-17 for ``order[pos:stop]`` as in sjf-bsbf, each job by :meth:`_share`."""
+        pos, stop, room = span
         free, one = n_on == 0, n_on == 1
-        room = int(free.sum() + one.sum())
         for at in self._candidates(need, shape, refused, pos, stop, room).tolist():
             start = self._share(view, int(order[at]), int(need[at]), free, one, holder)
             if start is not None:

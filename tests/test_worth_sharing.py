@@ -79,21 +79,32 @@ def test_near_ties_match_alg_2(times: JobTimes) -> None:
     assert found >= 5
 
 
-def test_without_the_shortcut_it_is_the_same(times: JobTimes) -> None:
-    # a shape whose iteration time falls with the sub-batch takes the full search
+def test_without_the_shortcut_it_is_the_same(times: JobTimes, monkeypatch) -> None:
+    # the full search over every sub-batch (shapes whose time falls with the sub-batch)
     rng = np.random.default_rng(3)
     n = len(times.work)
     jobs = rng.choice(n, 10, replace=False)
     partners = rng.choice(n, 20, replace=False)
     solo_b = times.work[partners] * rng.uniform(0.0, 2.0, partners.size)
     want, mem_b = _one_by_one(times, jobs, partners, solo_b)
-    saved = times.t_rising.copy()
-    try:
-        times.t_rising[:] = False
-        got = worth_sharing(times, jobs, partners, solo_b, mem_b)
-    finally:
-        times.t_rising[:] = saved
+    monkeypatch.setattr(times, "shortcut", lambda shapes: False)
+    got = worth_sharing(times, jobs, partners, solo_b, mem_b)
     assert got.tolist() == want.tolist()
+
+
+def test_the_shortcut_needs_rising_times_and_xi_of_at_least_one(times: JobTimes) -> None:
+    shapes = np.arange(times.shape_job.size)
+    assert times.t_rising.all() and times.shortcut(shapes)
+    saved_xi, saved_rising = times.xi, times.t_rising.copy()
+    try:
+        times.xi = np.full_like(saved_xi, 0.9)  # a run's matrix replaced: checked again
+        assert not times.shortcut(shapes)
+        times.xi = saved_xi
+        times.t_rising[0] = False
+        times._all_rising = False
+        assert not times.shortcut(shapes) and times.shortcut(shapes[1:])
+    finally:
+        times.xi, times.t_rising[:], times._all_rising = saved_xi, saved_rising, True
 
 
 def test_the_pair_jct_grows_with_the_newcomers_time() -> None:

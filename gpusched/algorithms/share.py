@@ -152,7 +152,7 @@ def worth_sharing(
     kb = times.kind[partners][None, :]
     xa, xb = times.xi[ka, kb], times.xi[kb, ka]  # jobs x partners
     wait = sequential_jct(solo_a[:, :1], solo_b[None, :])
-    if times.t_rising[s].all() and times.xi.min() >= 1.0:
+    if times.shortcut(s):
         # The pair's JCT grows with A's solo time (slope xi_a (2 - 1/xi_b) or 1), which
         # grows with the sub-batch index: the largest sub-batch that fits is the best.
         # Where it wins, the answer is exact; where it loses by more than rounding can
@@ -264,12 +264,23 @@ class JobTimes:
         self.n_sub = np.array([len(x) for x in subs], dtype=np.int64)
         #: whether a shape's iteration time never falls as its sub-batch shrinks
         self.t_rising = np.array([bool(np.all(np.diff(t) >= 0)) for t in times], dtype=bool)
+        self._all_rising = bool(self.t_rising.all())
+        self._xi_seen: np.ndarray | None = None
+        self._xi_ok = False
         self.t_full = np.array(full, dtype=np.float64)
         self.t_iter = np.repeat(self.t_full[:, None], width, axis=1)
         self.mem_gb = np.full((len(subs), width), np.nan)
         for i, (t, m) in enumerate(zip(times, mems, strict=True)):
             self.t_iter[i, : len(t)] = t
             self.mem_gb[i, : len(m)] = m
+
+    def shortcut(self, shapes: np.ndarray) -> bool:
+        """Whether :func:`worth_sharing` may try only the largest sub-batch that fits for
+        jobs of these shapes: their iteration times rise as the sub-batch shrinks, and every
+        ratio of the run's ``xi`` is at least 1."""
+        if self._xi_seen is not self.xi:
+            self._xi_seen, self._xi_ok = self.xi, bool(np.min(self.xi) >= 1.0)
+        return self._xi_ok and (self._all_rising or bool(self.t_rising[shapes].all()))
 
     def profile(self, j: int) -> tuple[list[Any], np.ndarray, np.ndarray]:
         """Job ``j``'s sub-batches (Alg. 2's candidates, its default first as None), its
