@@ -192,7 +192,10 @@ class SJFBSBFPolicy:
         at = int(cand[tried])
         j = int(order[at])
         free = n_on == 0
-        start = self._place(view, j, int(need[at]), free, one, holder, partners, solo_b, mem_b)
+        kept = ok[tried]  # Alg. 2 keeps exactly these partners: only they are searched again
+        start = self._place(
+            view, j, int(need[at]), free, one, holder, partners[kept], solo_b[kept], mem_b[kept]
+        )
         assert start is not None  # worth_sharing and the GPU count said so
         return at + 1, start
 
