@@ -26,6 +26,10 @@ Reading choices, besides those of :mod:`gpusched.algorithms.share`:
    sharing pays less or equally (the pair's JCT gain is non-increasing in the newcomer's
    length whenever every xi >= 1), while the jobs it could share with only lose GPUs
    within a decision; so they would find none either, and the schedule is unchanged.
+   Also for speed, with the same schedule: between two starts the GPUs do not change,
+   so the jobs that would be tried one by one are tested together
+   (:func:`~gpusched.algorithms.share.worth_sharing`) and only the first that finds GPUs
+   is placed by Alg. 2 itself.
 4. L_k is the job's duration (its solo time at full batch), known in advance as for SJF;
    "size-based ... according to their used GPU numbers" in Sec. V-B 1 contradicts line 1,
    and line 1 wins.
