@@ -944,7 +944,18 @@ class Engine:
             return
         st = self.state
         config = self._config.get(j)
-        beside = [tuple(sorted(set(row[row >= 0].tolist()) - {j})) for row in st.gpu_job[gpus]]
+        rows = st.gpu_job[gpus]
+        other = (rows >= 0) & (rows != j)
+        if rows.shape[0] and other.sum(axis=1).max() <= 1:
+            # at most one job beside it on each GPU (always so on C = 2): the same groups
+            # and order as below, no job first, without a tuple per GPU
+            who = np.where(other, rows, -1).max(axis=1)
+            for p in sorted(set(who.tolist())):
+                why = check(j, gpus[who == p], config, [(p, self._config.get(p))] if p >= 0 else [])
+                if why:
+                    raise self._fail(j, now, str(why))
+            return
+        beside = [tuple(sorted(set(row[row >= 0].tolist()) - {j})) for row in rows]
         for group in sorted(set(beside)) or [()]:  # the jobs beside it, GPU by GPU
             on = gpus[[b == group for b in beside]]
             why = check(j, on, config, [(p, self._config.get(p)) for p in group])

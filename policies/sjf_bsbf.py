@@ -26,6 +26,10 @@ Reading choices, besides those of :mod:`gpusched.algorithms.share`:
    sharing pays less or equally (the pair's JCT gain is non-increasing in the newcomer's
    length whenever every xi >= 1), while the jobs it could share with only lose GPUs
    within a decision; so they would find none either, and the schedule is unchanged.
+   Also for speed, with the same schedule: between two starts the GPUs do not change,
+   so the jobs that would be tried one by one are tested together
+   (:func:`~gpusched.algorithms.share.worth_sharing`) and only the first that finds GPUs
+   is placed by Alg. 2 itself.
 4. L_k is the job's duration (its solo time at full batch), known in advance as for SJF;
    "size-based ... according to their used GPU numbers" in Sec. V-B 1 contradicts line 1,
    and line 1 wins.
@@ -42,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.algorithms.share import JobTimes, best_sub_batches, consolidated
+from gpusched.algorithms.share import JobTimes, best_sub_batches, consolidated, worth_sharing
 from gpusched.errors import ParamError
 from gpusched.policy import Decision, Start
 from gpusched.state import QUEUED
@@ -76,7 +80,7 @@ class SJFBSBFPolicy:
         self.xi = float(xi)
         self.xi_table = xi_table
         self.times: JobTimes | None = None
-        self._partners: tuple[np.ndarray, np.ndarray, list[Any], np.ndarray] | None = None
+        self._mem_run = np.empty(0)  # memory of each started job at its config, GB (nan: not yet)
 
     def interference(self, base: np.ndarray) -> np.ndarray:
         """The run's interference matrix: the model's, or the one this policy injects."""
@@ -100,6 +104,7 @@ class SJFBSBFPolicy:
         times = JobTimes(jobs, cluster)
         times.xi = self.interference(times.base_xi.copy())
         self.times = times
+        self._mem_run = np.full(len(times.work), np.nan)
 
     def decide(self, view: Any, now: float) -> Decision:
         q = view.queued
@@ -110,35 +115,37 @@ class SJFBSBFPolicy:
         shares = view.gpu_job.shape[1] > 1
         n_free = int((n_on == 0).sum())
         n_one = int((n_on == 1).sum()) if shares else 0
-        need = view.job_n_gpus
         times = self.times
         assert times is not None
-        refused: set[tuple[Any, ...]] = set()  # job shapes that found no GPUs to share
-        self._partners = None  # the running jobs alone on some GPU, until the next start
+        order = q[np.argsort(view.job_duration[q], kind="stable")]  # line 1
+        need = np.asarray(view.job_n_gpus[order], dtype=np.int64)
+        shape = times.shape_of[order]
+        refused = np.zeros(times.shape_job.size, dtype=bool)  # shapes that found no GPUs
         actions: list[Start] = []
-        for j in q[np.argsort(view.job_duration[q], kind="stable")].tolist():  # line 1
-            g = int(need[j])
-            if n_free + n_one == 0:
-                break
-            if n_free >= g:  # lines 6-7
+        pos = 0  # jobs before order[pos] are started or wait
+        while pos < order.size and n_free + n_one > 0:
+            # between two starts the GPUs do not change: the next job that fits the idle
+            # GPUs (lines 6-7) starts unless an earlier one finds GPUs to share (line 9)
+            idle = np.flatnonzero(need[pos:] <= n_free)
+            stop = pos + int(idle[0]) if idle.size else order.size
+            start = None
+            if n_one:
+                hit = self._first_sharer(
+                    view, order, need, shape, refused, (pos, stop, n_free + n_one), holder, n_on
+                )
+                if hit is not None:
+                    pos, start = hit
+            if start is None:
+                if stop == order.size:
+                    break
+                j, g = int(order[stop]), int(need[stop])
                 start = Start(j, consolidated(n_on == 0, view.gpu_server, g))
-            elif n_free + n_one >= g:  # line 9
-                shape = times.shape(j)
-                if shape in refused:
-                    continue
-                got = self._share(view, j, g, n_on == 0, n_on == 1, holder)
-                if got is None:
-                    refused.add(shape)
-                    continue
-                start = got
-            else:
-                continue
+                pos = stop + 1
             actions.append(start)
-            self._partners = None
             assert start.gpus is not None
             for gpu in start.gpus.tolist():
                 if n_on[gpu] == 0:
-                    holder[gpu] = j
+                    holder[gpu] = start.job
                     n_free -= 1
                     n_one += shares
                 else:
@@ -146,27 +153,118 @@ class SJFBSBFPolicy:
                 n_on[gpu] += 1
         return Decision(actions=actions)
 
-    def _share(
-        self, view: Any, j: int, g: int, free: np.ndarray, one: np.ndarray, holder: np.ndarray
+    def _first_sharer(
+        self,
+        view: Any,
+        order: np.ndarray,
+        need: np.ndarray,
+        shape: np.ndarray,
+        refused: np.ndarray,
+        span: tuple[int, int, int],
+        holder: np.ndarray,
+        n_on: np.ndarray,
+    ) -> tuple[int, Start] | None:
+        """Lines 9-17 for the jobs ``order[pos:stop]`` (``span`` is ``(pos, stop, room)``,
+        room: the GPUs idle or holding one job), which idle GPUs alone cannot hold:
+        the first that finds GPUs worth sharing, as ``(position after it, its Start)``
+        (None: none does; ``refused`` then holds all their shapes).
+
+        Only the first job of each shape not yet ``refused`` is evaluated (reading 3);
+        the shapes of those evaluated before the first that finds GPUs are refused. They
+        are evaluated together (:func:`worth_sharing`); the one that starts is placed by
+        :meth:`_place`, as Alg. 1 reads.
+        """
+        times = self.times
+        assert times is not None
+        pos, stop, room = span
+        cand = self._candidates(need, shape, refused, pos, stop, room)
+        if cand.size == 0:
+            return None
+        one = n_on == 1
+        n_free = room - int(np.count_nonzero(one))
+        partners, solo_b, mem_b, n_own = self._partner_data(view, one, holder)
+        if partners.size == 0:
+            refused[shape[cand]] = True
+            return None
+        ok = worth_sharing(times, order[cand], partners, solo_b, mem_b)  # lines 11-12
+        enough = ok.any(axis=1) & (ok @ n_own + n_free >= need[cand])  # lines 15-17
+        found = np.flatnonzero(enough)
+        tried = int(found[0]) if found.size else cand.size
+        refused[shape[cand[:tried]]] = True
+        if not found.size:
+            return None
+        at = int(cand[tried])
+        j = int(order[at])
+        free = n_on == 0
+        kept = ok[tried]  # Alg. 2 keeps exactly these partners: only they are searched again
+        start = self._place(
+            view, j, int(need[at]), free, one, holder, partners[kept], solo_b[kept], mem_b[kept]
+        )
+        assert start is not None  # worth_sharing and the GPU count said so
+        return at + 1, start
+
+    @staticmethod
+    def _candidates(
+        need: np.ndarray, shape: np.ndarray, refused: np.ndarray, pos: int, stop: int, room: int
+    ) -> np.ndarray:
+        """Positions in ``pos:stop`` of the jobs to evaluate (line 9: at most ``room`` GPUs,
+        idle or holding one job): the first of each shape not ``refused``, in SJF order."""
+        cand = pos + np.flatnonzero(need[pos:stop] <= room)
+        sh = shape[cand]
+        live = ~refused[sh]
+        cand, sh = cand[live], sh[live]
+        if cand.size < 2:
+            return cand
+        by = np.argsort(sh, kind="stable")  # np.unique(return_index=True), without its wrapper
+        sh = sh[by]
+        head = np.empty(sh.size, dtype=bool)
+        head[0] = True
+        np.not_equal(sh[1:], sh[:-1], out=head[1:])
+        out: np.ndarray = cand[np.sort(by[head])]
+        return out
+
+    def _partner_data(
+        self, view: Any, one: np.ndarray, holder: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Line 10: the running jobs alone on some GPU, their remaining times alone (s),
+        memory at their configs (GB) and GPUs on which they are alone."""
+        times = self.times
+        assert times is not None
+        h = np.sort(holder[one])  # np.unique(return_counts=True), without its wrapper
+        head = np.empty(h.size, dtype=bool)
+        head[:1] = True
+        np.not_equal(h[1:], h[:-1], out=head[1:])
+        at = np.flatnonzero(head)
+        partners, n_own = h[at], np.diff(np.append(at, h.size))
+        keep = view.job_status[partners] != QUEUED  # not started just now
+        partners, n_own = partners[keep], n_own[keep]
+        mem_b = self._mem_run[partners]
+        new = np.isnan(mem_b)
+        if new.any():  # a running job's config is fixed for its lifetime (the engine's rule)
+            for b in partners[new].tolist():
+                self._mem_run[b] = times.mem(b, view.job_config.get(b))
+            mem_b = self._mem_run[partners]
+        solo_b = view.job_remaining[partners] / view.job_solo_rate[partners]
+        return partners, solo_b, mem_b, n_own
+
+    def _place(
+        self,
+        view: Any,
+        j: int,
+        g: int,
+        free: np.ndarray,
+        one: np.ndarray,
+        holder: np.ndarray,
+        partners: np.ndarray,
+        solo_b: np.ndarray,
+        mem_b: np.ndarray,
     ) -> Start | None:
         """Lines 10-17: the GPUs of the running jobs worth sharing with, best pairs first."""
         times = self.times
         assert times is not None
-        if self._partners is None:
-            partners = np.unique(holder[one])  # line 10: each job on a one-job GPU
-            partners = partners[view.job_status[partners] != QUEUED]  # not started just now
-            configs = [view.job_config.get(b) for b in partners.tolist()]
-            self._partners = (
-                partners,
-                view.job_remaining[partners] / view.job_solo_rate[partners],
-                configs,
-                np.array(
-                    [times.mem(b, c) for b, c in zip(partners.tolist(), configs, strict=True)]
-                ),
-            )
-        partners, solo_b, configs, mem_b = self._partners
         if partners.size == 0:
             return None
+        configs = [view.job_config.get(b) for b in partners.tolist()]
         share, k, t = best_sub_batches(times, j, partners, configs, solo_b, mem_b)  # line 11
         keep = np.flatnonzero(share)  # line 12
         if keep.size == 0:

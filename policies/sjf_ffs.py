@@ -34,9 +34,31 @@ class SJFFFSPolicy(_SJFBSBF):  # type: ignore[misc, valid-type]
     name = "sjf-ffs"
     work_conserving = True
 
+    def _first_sharer(
+        self,
+        view: Any,
+        order: np.ndarray,
+        need: np.ndarray,
+        shape: np.ndarray,
+        refused: np.ndarray,
+        span: tuple[int, int, int],
+        holder: np.ndarray,
+        n_on: np.ndarray,
+    ) -> tuple[int, Start] | None:
+        """Lines 9-17 for ``order[pos:stop]`` as in sjf-bsbf, each job by :meth:`_share`."""
+        pos, stop, room = span
+        free, one = n_on == 0, n_on == 1
+        for at in self._candidates(need, shape, refused, pos, stop, room).tolist():
+            start = self._share(view, int(order[at]), int(need[at]), free, one, holder)
+            if start is not None:
+                return at + 1, start
+            refused[shape[at]] = True
+        return None
+
     def _share(
         self, view: Any, j: int, g: int, free: np.ndarray, one: np.ndarray, holder: np.ndarray
     ) -> Start | None:
+        """The first GPUs holding one job, then free ones; the largest sub-batch that fits."""
         times = self.times
         assert times is not None
         ok = one & (view.job_status[np.maximum(holder, 0)] != QUEUED)

@@ -38,7 +38,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["JobTimes", "best_sub_batch", "best_sub_batches", "consolidated", "pair_jct"]
+__all__ = [
+    "JobTimes",
+    "best_sub_batch",
+    "best_sub_batches",
+    "consolidated",
+    "pair_jct",
+    "worth_sharing",
+]
 
 
 def pair_jct(solo_a: Any, solo_b: Any, xi_a: Any, xi_b: Any) -> Any:
@@ -109,6 +116,58 @@ def best_sub_batches(
     return share[rows, k] & np.isfinite(best), k, best
 
 
+def worth_sharing(
+    times: JobTimes, jobs: np.ndarray, partners: np.ndarray, solo_b: np.ndarray, mem_b: np.ndarray
+) -> np.ndarray:
+    """Whether Alg. 2 finds each new job worth sharing with each running job (numpy over
+    jobs x partners x sub-batches at once): ``share`` of :func:`best_sub_batches`, row by row.
+
+    Parameters
+    ----------
+    times
+        The jobs' times.
+    jobs
+        New jobs, int array.
+    partners
+        Running jobs, int array.
+    solo_b
+        The partners' remaining times alone, s.
+    mem_b
+        The partners' memory at their configs, GB.
+
+    Returns
+    -------
+    numpy.ndarray
+        bool ``(len(jobs), len(partners))``: True where some sub-batch fits beside the
+        partner and sharing now beats waiting (Theorem 1). :func:`best_sub_batches` keeps
+        a partner exactly then: its best pair JCT is below waiting only through such a
+        sub-batch, and any such sub-batch puts the best below waiting.
+    """
+    s = times.shape_of[jobs]
+    width = int(times.n_sub[s].max())
+    # the same operations, in the same order, as JobTimes.profile and pair_jct: bit-equal
+    solo_a = times.work[jobs][:, None] * times.t_iter[s, :width] / times.t_full[s][:, None]
+    fits = times.mem_gb[s, :width][:, None, :] + mem_b[None, :, None] <= times.limit_gb
+    ka = times.kind[jobs][:, None]
+    kb = times.kind[partners][None, :]
+    xa, xb = times.xi[ka, kb], times.xi[kb, ka]  # jobs x partners
+    wait = sequential_jct(solo_a[:, :1], solo_b[None, :])
+    if times.shortcut(s):
+        # The pair's JCT grows with A's solo time (slope xi_a (2 - 1/xi_b) or 1), which
+        # grows with the sub-batch index: the largest sub-batch that fits is the best.
+        # Where it wins, the answer is exact; where it loses by more than rounding can
+        # explain, every smaller sub-batch loses too; only near-ties need every column.
+        first = fits.argmax(axis=2)  # jobs x partners: the first column that fits, if any
+        some = fits.any(axis=2)
+        together = pair_jct(solo_a[np.arange(s.shape[0])[:, None], first], solo_b, xa, xb)
+        sure: np.ndarray = some & (together < wait)
+        if not (some & ~sure & (together <= wait * (1.0 + 1e-9))).any():
+            return sure
+    together = pair_jct(solo_a[:, None, :], solo_b[None, :, None], xa[:, :, None], xb[:, :, None])
+    out: np.ndarray = (fits & (together < wait[:, :, None])).any(axis=2)
+    return out
+
+
 def consolidated(free: np.ndarray, gpu_server: np.ndarray, g: int) -> np.ndarray | None:
     """``g`` GPUs among the ``free`` ones (a mask), on the fewest servers; None if too few.
 
@@ -165,19 +224,74 @@ class JobTimes:
         #: GPU memory a job and its partners must fit, GB (the cluster's smallest GPU)
         self.limit_gb = self.model.limit_gb() if self.model is not None else np.inf
         self._profiles: dict[int, tuple[list[Any], np.ndarray, np.ndarray]] = {}
+        #: each job's shape (:meth:`shape`) as an index, and one job of each shape
+        keys = [np.asarray(self.kind, np.int64), self.n_gpus]
+        if self.model is not None:
+            keys.append(np.asarray(self.model.batch, np.int64))
+        _, first, inverse = np.unique(
+            np.stack(keys, axis=1).reshape(len(self.work), len(keys)),
+            axis=0,
+            return_index=True,
+            return_inverse=True,
+        )
+        self.shape_of = np.asarray(inverse, dtype=np.int64).reshape(-1)
+        self.shape_job = np.asarray(first, dtype=np.int64)
+        self._shape_tables()
+
+    def _shape_tables(self) -> None:
+        """Per shape (rows) and sub-batch (columns, the full batch first): the iteration
+        time ``t_iter``, s (1 for a job of one configuration), the full batch's
+        ``t_full``, s, and the memory ``mem_gb``, GB; rows are padded to the longest with
+        the full batch's time and NaN memory (which fits nothing)."""
+        subs: list[list[Any]] = []
+        times: list[list[float]] = []
+        full: list[float] = []
+        mems: list[list[float]] = []
+        model = self.model
+        for j in self.shape_job.tolist():
+            if model is None or not model.sub_batches(j):
+                subs.append([None])
+                times.append([1.0])
+                full.append(1.0)
+                mems.append([0.0])
+                continue
+            subs.append([None, *model.sub_batches(j)[1:]])
+            full.append(model.t_iter_s(j, None))
+            times.append([model.t_iter_s(j, x) for x in subs[-1]])
+            mems.append([model.mem_gb(j, x) for x in subs[-1]])
+        width = max((len(x) for x in subs), default=1)
+        self.shape_subs = subs
+        self.n_sub = np.array([len(x) for x in subs], dtype=np.int64)
+        #: whether a shape's iteration time never falls as its sub-batch shrinks
+        self.t_rising = np.array([bool(np.all(np.diff(t) >= 0)) for t in times], dtype=bool)
+        self._all_rising = bool(self.t_rising.all())
+        self._xi_seen: np.ndarray | None = None
+        self._xi_ok = False
+        self.t_full = np.array(full, dtype=np.float64)
+        self.t_iter = np.repeat(self.t_full[:, None], width, axis=1)
+        self.mem_gb = np.full((len(subs), width), np.nan)
+        for i, (t, m) in enumerate(zip(times, mems, strict=True)):
+            self.t_iter[i, : len(t)] = t
+            self.mem_gb[i, : len(m)] = m
+
+    def shortcut(self, shapes: np.ndarray) -> bool:
+        """Whether :func:`worth_sharing` may try only the largest sub-batch that fits for
+        jobs of these shapes: their iteration times rise as the sub-batch shrinks, and every
+        ratio of the run's ``xi`` is at least 1."""
+        if self._xi_seen is not self.xi:
+            self._xi_seen, self._xi_ok = self.xi, bool(np.min(self.xi) >= 1.0)
+        return self._xi_ok and (self._all_rising or bool(self.t_rising[shapes].all()))
 
     def profile(self, j: int) -> tuple[list[Any], np.ndarray, np.ndarray]:
         """Job ``j``'s sub-batches (Alg. 2's candidates, its default first as None), its
-        solo time at each (s, eq. 7) and its memory at each (GB); cached."""
+        solo time at each (s, eq. 7: its duration times the iteration time over the full
+        batch's) and its memory at each (GB); cached."""
         got = self._profiles.get(j)
         if got is None:
-            if self.model is None or not self.model.sub_batches(j):
-                got = ([None], np.array([self.work[j]]), np.zeros(1))
-            else:
-                subs: list[Any] = [None, *self.model.sub_batches(j)[1:]]
-                t0 = self.model.t_iter_s(j, None)
-                solo = [self.work[j] * self.model.t_iter_s(j, s) / t0 for s in subs]
-                got = (subs, np.array(solo), np.array([self.model.mem_gb(j, s) for s in subs]))
+            s = int(self.shape_of[j])
+            n = int(self.n_sub[s])
+            solo = self.work[j] * self.t_iter[s, :n] / self.t_full[s]
+            got = (self.shape_subs[s], solo, self.mem_gb[s, :n])
             self._profiles[j] = got
         return got
 
