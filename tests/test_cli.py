@@ -383,3 +383,23 @@ def test_help_policies_and_clusters_load_neither_numpy_nor_rich():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip().splitlines()[-1] == "HEAVY []"
+
+
+def test_workload_a_srpt_states_its_offered_load_and_warns_when_idle(tmp_path):
+    """Issue 14: an idle setting must be visible when the workload is made."""
+    from typer.testing import CliRunner
+
+    from gpusched.cli import app
+
+    out = tmp_path / "w.csv"
+    r = CliRunner().invoke(
+        app, ["workload", "a-srpt", "--jobs", "300", "--seed", "1", "-o", str(out)]
+    )
+    assert r.exit_code == 0, r.output
+    assert "on a-srpt-250x8 (2,000 GPUs)" in r.output
+    assert "warning: offered load 0." in r.output and "--load" in r.output
+    r = runner.invoke(
+        app, ["workload", "a-srpt", "--jobs", "300", "--seed", "1", "--load", "2", "-o", str(out)]
+    )
+    assert r.exit_code == 0, r.output
+    assert "offered load 2.00 on a-srpt-250x8" in r.output and "warning" not in r.output

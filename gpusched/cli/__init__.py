@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -131,9 +131,33 @@ def workload_cmd(
     write_trace(trace, output)
     note = f": {trace.source}" if name in NOTED else ""
     typer.echo(f"wrote {len(trace)} jobs to {output}{note}")
+    if name == "a-srpt":
+        _say_offered_load(trace, cluster or "a-srpt-250x8")
     if cluster_out is not None and cluster_text is not None:
         cluster_out.write_text(cluster_text, encoding="utf-8")
         typer.echo(f"wrote cluster to {cluster_out}")
+
+
+def _say_offered_load(trace: Any, cluster: str) -> None:
+    """Print a workload's offered load on ``cluster``; warn when scheduling cannot matter.
+
+    Below 0.5 the GPUs idle most of the time and every policy starts nearly every job on
+    arrival, so no scheduler can beat another (issue 14: the a-srpt default offers about
+    0.14 on its 2,000 GPUs).
+    """
+    from gpusched.cluster import load_cluster
+    from gpusched.workloads.synth import offered_load
+
+    spec = load_cluster(cluster)
+    load = offered_load(trace, spec.n_gpus)
+    typer.echo(f"offered load {load:.2f} on {spec.name} ({spec.n_gpus:,} GPUs)")
+    if load < 0.5:
+        typer.echo(
+            f"warning: offered load {load:.2f} < 0.5: the GPUs idle most of the time and "
+            "every policy starts almost every job on arrival, so policies can hardly differ; "
+            "give --load (e.g. --load 2) for a contended cluster like the paper's",
+            err=True,
+        )
 
 
 def _version(value: bool) -> None:
