@@ -121,8 +121,7 @@ def _log_start(st, j, t):
     for k in range(g):
         st.ev_gpu[off + k] = st.alloc_gpu[lo + k]
     st.sim_i[I_N_EV_GPUS] = off + g
-    if st.ev_t.shape[0] > 0:
-        _log(st, EV_START, j, t, off)
+    _log(st, EV_START, j, t, off)
 
 
 @njit(**_JIT)
