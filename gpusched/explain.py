@@ -65,8 +65,23 @@ class Run:
         return {k: v[i] for k, v in self.jobs.items()}
 
 
-def _read_columns(path: Path, need: tuple[str, ...]) -> dict[str, list[str]]:
-    with path.open(newline="") as fh:
+def _read_columns(
+    path: Path, need: tuple[str, ...], numeric: tuple[str, ...] = ()
+) -> dict[str, list[str]]:
+    """A CSV file's columns as lists of strings; the ``numeric`` ones must hold numbers
+    (or nothing). Errors name the file, line and column."""
+    try:
+        return _read_checked(path, need, numeric)
+    except UnicodeDecodeError:
+        raise GpuschedError(f"{show_name(path)}: not a text (UTF-8) CSV file") from None
+    except csv.Error as e:
+        raise GpuschedError(f"{show_name(path)}: not a readable CSV file ({e})") from None
+
+
+def _read_checked(
+    path: Path, need: tuple[str, ...], numeric: tuple[str, ...]
+) -> dict[str, list[str]]:
+    with path.open(newline="", encoding="utf-8") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
         if header is None:
@@ -85,7 +100,16 @@ def _read_columns(path: Path, need: tuple[str, ...]) -> dict[str, list[str]]:
                 )
             for c, v in zip(cols, rec, strict=True):
                 c.append(v)
-    return dict(zip(header, cols, strict=True))
+    out = dict(zip(header, cols, strict=True))
+    for name in numeric:
+        for n, v in enumerate(out.get(name, ()), start=2):
+            try:
+                float(v) if v else None
+            except ValueError:
+                raise GpuschedError(
+                    f"{show_name(path)}: line {n}: column '{name}': expected a number, got {v!r}"
+                ) from None
+    return out
 
 
 def read_run(folder: str | Path) -> Run:
@@ -98,13 +122,19 @@ def read_run(folder: str | Path) -> Run:
         raise GpuschedError(
             f"{show_name(folder)}: no jobs.csv here (give a run folder: replay --out DIR)"
         )
-    jobs = _read_columns(jobs_csv, ("job_id", "submit", "jct", "wait_s"))
+    times = ("submit", "finish", "jct", "wait_s", "load_s", "train_s", "save_s", "slowdown_s")
+    jobs = _read_columns(jobs_csv, ("job_id", "submit", "jct", "wait_s"), times)
     ev_csv = folder / "events.csv"
-    events = _read_columns(ev_csv, EVENT_COLUMNS) if ev_csv.is_file() else None
+    events = _read_columns(ev_csv, EVENT_COLUMNS, ("time_s",)) if ev_csv.is_file() else None
     tasks_csv = folder / "tasks.csv"
     tasks = _read_columns(tasks_csv, ("job_id", "job", "worker")) if tasks_csv.is_file() else None
     man = folder / "manifest.json"
-    manifest = json.loads(man.read_text()) if man.is_file() else {}
+    try:
+        manifest = json.loads(man.read_text(encoding="utf-8")) if man.is_file() else {}
+    except (ValueError, UnicodeDecodeError):
+        raise GpuschedError(f"{show_name(man)}: not a JSON manifest") from None
+    if not isinstance(manifest, dict):
+        raise GpuschedError(f"{show_name(man)}: expected a JSON object")
     return Run(folder, jobs, events, manifest, tasks)
 
 
@@ -187,8 +217,6 @@ _OTHER = {
     "note": "policy's note",
     "dispatch": "placed",
     "allocate": "allocated",
-    "share": "shares its GPUs",
-    "unshare": "stops sharing",
 }
 
 

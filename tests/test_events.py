@@ -363,3 +363,27 @@ def test_gantt_of_a_role_run_says_why_there_is_none(tmp_path):
     assert ",allocate," in (out / "events.csv").read_text()
     r = runner.invoke(app, ["plot", str(out), "--gantt"])
     assert r.exit_code == 2 and "hold no GPU indices" in r.output
+
+
+@pytest.mark.parametrize(
+    "name, text, needle",
+    [
+        ("events.csv", "time_s,event,job_id,gpus,detail\nsoon,start,j0,0,\n",
+         "events.csv: line 2: column 'time_s': expected a number, got 'soon'"),
+        ("events.csv", b"time_s,event\xff\n", "not a text (UTF-8) CSV file"),
+        ("events.csv", "time_s,event\n1,start\n", "line 1: missing column(s) job_id, gpus, detail"),
+        ("manifest.json", "{not json", "manifest.json: not a JSON manifest"),
+        ("jobs.csv", "job_id,submit,jct,wait_s\nj0,0,x,1\n",
+         "jobs.csv: line 2: column 'jct': expected a number, got 'x'"),
+    ],
+)  # fmt: skip
+def test_explain_refuses_damaged_run_files_in_one_line(tmp_path, name, text, needle):
+    _, folder = _reasons_run(tmp_path)
+    path = folder / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    r = runner.invoke(app, ["explain", str(folder), "j0"])
+    assert r.exit_code == 2, r.output
+    assert needle in r.output and "Traceback" not in r.output
