@@ -121,6 +121,22 @@ class ItemGrid(CachedStyles, ScrollView, can_focus=True):
     def _legend(self, *, short: bool) -> Text:  # pragma: no cover
         raise NotImplementedError
 
+    def _style(self, key: Any) -> Style:  # pragma: no cover
+        raise NotImplementedError
+
+    def _phase_bar(self, counts: dict[int, int], total: int, width: int) -> list[Segment]:
+        """A bar ``width`` cells wide: running, loading and saving shares of ``total`` (from
+        ``counts`` by status), the rest idle."""
+        out = []
+        used = 0
+        for code, col in ((RUNNING, C_RUN), (LOADING, C_LOAD), (SAVING, C_SAVE)):
+            k = min(int(round(counts[code] / max(total, 1) * width)), width - used)
+            if k:
+                out.append(Segment(GLYPH[code] * k, self._style(("fg", col))))
+                used += k
+        out.append(Segment(IDLE_GLYPH * (width - used), self._style(("fg", C_IDLE))))
+        return out
+
     def legend(self, width: int = 0) -> Text:
         """One line explaining what the level shown draws (the short form if the full one
         is wider than ``width``)."""
@@ -420,14 +436,7 @@ class ClusterView(ItemGrid):
                 self._style(("cursor",) if sel else ("dim",)),
             )
         ]
-        used = 0
-        for code, col in ((RUNNING, C_RUN), (LOADING, C_LOAD), (SAVING, C_SAVE)):
-            k = int(round(counts[code] / max(total, 1) * bar_w))
-            k = min(k, bar_w - used)
-            if k:
-                out.append(Segment(GLYPH[code] * k, self._style(("fg", col))))
-                used += k
-        out.append(Segment(IDLE_GLYPH * (bar_w - used), self._style(("fg", C_IDLE))))
+        out.extend(self._phase_bar(counts, total, bar_w))
         out.append(Segment(tail, self._style(("dim",))))
         return out
 

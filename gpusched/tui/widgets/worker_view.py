@@ -38,9 +38,7 @@ from gpusched.tui.messages import ServerSelected
 from gpusched.tui.session import Frame, TaskFrame, TaskInfo
 from gpusched.tui.widgets.cluster_view import (
     C_IDLE,
-    C_LOAD,
     C_RUN,
-    C_SAVE,
     GLYPH,
     IDLE_GLYPH,
     ItemGrid,
@@ -344,13 +342,7 @@ class WorkerView(ItemGrid):
             unplaced = int(tf.type_unplaced[k])
         tail = f" {busy}/{total} q{queued} w{unplaced}"
         bar_w = max(width - self.type_w - 1 - len(tail), 4)
-        used = 0
-        for code, col in ((RUNNING, C_RUN), (LOADING, C_LOAD), (SAVING, C_SAVE)):
-            n = min(int(round(counts[code] / max(total, 1) * bar_w)), bar_w - used)
-            if n:
-                out.append(Segment(GLYPH[code] * n, self._style(("fg", col))))
-                used += n
-        out.append(Segment(IDLE_GLYPH * (bar_w - used), self._style(("fg", C_IDLE))))
+        out.extend(self._phase_bar(counts, total, bar_w))
         out.append(Segment(tail, self._style(("plain",))))
         return out
 
