@@ -181,15 +181,19 @@ def stints(
     return out
 
 
-def takers(events: dict[str, list[str]], stint: Stint) -> tuple[float, list[str]]:
-    """Who first started on any of the GPUs ``stint`` released, and when (inf, [] if nobody)."""
+def takers(
+    events: dict[str, list[str]], stint: Stint, times: list[float]
+) -> tuple[float, list[str]]:
+    """Who first started on any of the GPUs ``stint`` released, and when (inf, [] if nobody).
+
+    ``times`` is the log's ``time_s`` column as numbers (parsed once by the caller).
+    """
     best = math.inf
     who: list[str] = []
     mine = set(stint.gpus)
-    times = events["time_s"]
-    lo = bisect.bisect_left([float(x) for x in times], stint.end)
+    lo = bisect.bisect_left(times, stint.end)
     for i in range(lo, len(times)):
-        t = float(times[i])
+        t = times[i]
         if t > best:
             break
         if events["event"][i] != "start" or events["job_id"][i] == stint.job:
@@ -279,6 +283,7 @@ def _history(run: Run, job: str, submit: float) -> list[str]:
         timed.extend((t, f"  {'':>12}  {w}") for w in why)
 
     queued_since = submit
+    times: list[float] | None = None  # the log's times as numbers, once a preemption needs them
     for s in stints(run.events, _end_of(run), job):
         plural = "s" if len(s.gpus) > 1 else ""
         where = f" on GPU{plural} {format_gpus(s.gpus)}" if s.gpus else ""
@@ -293,7 +298,9 @@ def _history(run: Run, job: str, submit: float) -> list[str]:
                 "saving": f"after training {fmt_s(trained)}; saving until {fmt_t(s.end)}",
             }.get(s.how, f"after training {fmt_s(trained)}")
             whys = [f"why: {w[11:]}" for w in s.reasons if w.startswith("preempted: ")]
-            t, who = takers(run.events, s)
+            if times is None:
+                times = [float(x) for x in run.events["time_s"]]
+            t, who = takers(run.events, s, times)
             if who:
                 whys.append(f"its GPUs went to {', '.join(who)} at {fmt_t(t)}")
             say(s.preempt, f"preempted {what}", *whys)
