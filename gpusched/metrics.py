@@ -14,7 +14,10 @@ Definitions (all in seconds of simulated time):
   job's GPUs;
 * makespan = last finish - first submission;
 * slowdown (``slowdown_s``): training time beyond the job's duration, i.e. time lost to
-  running slower than alone at ideal placement (spread, shared, a smaller sub-batch);
+  running slower than alone at ideal placement (spread, shared, a smaller sub-batch), so
+  JCT = ``wait_s`` + ``load_s`` + duration + ``slowdown_s`` + ``save_s``; the summary's
+  ``avg_slowdown_s`` and ``total_slowdown_s`` are over finished jobs (in runs of jobs
+  made of tasks: the critical chunk's, like the job's other parts, below);
 * shared time (``shared_s``): seconds the job trained while another job held one of its
   GPUs; ``shared_gpu_s`` integrates the GPUs holding two or more jobs over the run;
 * GPU utilisation = busy GPU-time / (G x makespan), where a GPU is busy while it holds
@@ -42,7 +45,8 @@ Runs of jobs made of tasks (data chunks on typed workers, :mod:`gpusched.tasks`)
 per *job*: a job finishes with its last chunk, so its JCT is that chunk's, and its wait,
 load (data shipping while holding a worker), train and save columns are that critical
 chunk's (JCT = W + L + T + P still holds); ``preemptions`` add up its chunks';
-``comm_s`` is the time its chunks lost to worker-PS communication; ``tier`` says where
+``slowdown_s`` is the critical chunk's (so JCT = wait + load + that chunk's duration + slowdown
++ save); ``comm_s`` is the time all its chunks lost to worker-PS communication; ``tier`` says where
 its chunks ran. tasks.csv keeps one record per chunk (with its job and worker). The
 summary's statistics are over jobs; ``gpu_utilization`` is the edge workers' (busy
 worker-time / (edge workers x makespan)); the cloud's unbounded workers count in
@@ -76,6 +80,7 @@ SUMMARY_KEYS = (
     "avg_wait_s",
     "p50_wait_s",
     "p95_wait_s",
+    "avg_slowdown_s",
     "total_jct_s",
     "makespan_s",
     "gpu_utilization",
@@ -90,6 +95,7 @@ SUMMARY_KEYS = (
     "total_load_s",
     "total_train_s",
     "total_save_s",
+    "total_slowdown_s",
     "n_decisions",
     "sched_delay_ms_avg",
     "sched_delay_ms_p95",
@@ -187,6 +193,7 @@ def _parent_records(res: RunResult) -> dict[str, np.ndarray]:
         "load_s": crit_of(st.job_load_spent_s),
         "train_s": crit_of(st.job_executed),
         "save_s": crit_of(st.job_save_spent_s),
+        "slowdown_s": crit_of(_slowdown(st.job_executed, st.job_work)),
         "comm_s": np.add.reduceat(lost, starts),
         "transfer_s": crit_of(info["transfer_s"]),
         "tier": tier.astype(object),
@@ -205,6 +212,7 @@ def _task_summary(res: RunResult) -> dict[str, Any]:
     done = ~np.isnan(rec["finish"]) if n else np.zeros(0, dtype=bool)
     jct = rec["jct"][done] if n else np.zeros(0)
     wait = rec["wait_s"][done] if n else np.zeros(0)
+    slow = rec["slowdown_s"][done] if n else np.zeros(0)
     end = float(np.nanmax(rec["finish"])) if done.any() else float(st.sim_f[0])
     if res.stopped_at is not None:
         end = res.stopped_at
@@ -217,10 +225,11 @@ def _task_summary(res: RunResult) -> dict[str, Any]:
         "n_jobs": n,
         "n_finished": int(done.sum()),
         "n_unfinished": int(n - done.sum()),
-        **_jct_stats(jct, wait),
+        **_jct_stats(jct, wait, slow),
         "makespan_s": makespan,
         "gpu_utilization": edge_s / (n_edge * makespan) if n_edge and makespan > 0 else 0.0,
         "total_wait_s": float(wait.sum()),
+        "total_slowdown_s": float(slow.sum()),
         "n_tasks": int(len(res.jobs)),
         "n_cloud_jobs": int((rec["tier"] == "cloud").sum()) if n else 0,
         "n_cloud_chunks": int(cloud.sum()),
@@ -269,8 +278,9 @@ def _mean(a: np.ndarray) -> float | None:
     return float(a.mean()) if a.size else None
 
 
-def _jct_stats(jct: np.ndarray, wait: np.ndarray) -> dict[str, Any]:
-    """The summary's JCT and waiting statistics of the finished jobs (in SUMMARY_KEYS order)."""
+def _jct_stats(jct: np.ndarray, wait: np.ndarray, slowdown: np.ndarray) -> dict[str, Any]:
+    """The summary's JCT, waiting and slowdown statistics of the finished jobs (in
+    SUMMARY_KEYS order)."""
     return {
         "avg_jct_s": _mean(jct),
         "p50_jct_s": _pct(jct, 50),
@@ -279,6 +289,7 @@ def _jct_stats(jct: np.ndarray, wait: np.ndarray) -> dict[str, Any]:
         "avg_wait_s": _mean(wait),
         "p50_wait_s": _pct(wait, 50),
         "p95_wait_s": _pct(wait, 95),
+        "avg_slowdown_s": _mean(slowdown),
         "total_jct_s": float(jct.sum()),
     }
 
@@ -327,7 +338,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
         "n_finished": int(done.sum()),
         "n_unfinished": int(n - done.sum()) - rejected,
         "stopped_at_s": res.stopped_at,
-        **_jct_stats(jct, wait),
+        **_jct_stats(jct, wait, rec["slowdown_s"][done]),
         "makespan_s": makespan,
         "gpu_utilization": util,
         "n_preemptions": int(st.job_n_preempt.sum()),
@@ -341,6 +352,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
         "total_load_s": float(st.job_load_spent_s[done].sum()),
         "total_train_s": float(st.job_executed[done].sum()),
         "total_save_s": float(st.job_save_spent_s[done].sum()),
+        "total_slowdown_s": float(rec["slowdown_s"][done].sum()),
         "n_decisions": int(res.extra.get("n_decisions", 0)),
         "sched_delay_ms_avg": _mean(delays * 1e3) if delays is not None else None,
         "sched_delay_ms_p95": _pct(delays * 1e3, 95) if delays is not None else None,

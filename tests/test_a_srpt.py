@@ -13,6 +13,7 @@ from gpusched.engine import Engine
 from gpusched.jobmodels.catalogue import load_catalogue
 from gpusched.jobmodels.pipeline_jobs import PipelineJobs, PipelinePerf, VirtualSRPT, resolve_config
 from gpusched.jobs import prepare_jobs
+from gpusched.metrics import job_records, summarize
 from gpusched.policy import parse_params
 from gpusched.registry import load_policy_class, make_policy
 from gpusched.state import FINISHED
@@ -244,3 +245,10 @@ def test_pipeline_invariants(policy, w):
     assert (res.state.job_n_preempt == 0).all()
     jct = res.state.job_finish - res.state.job_submit
     assert (jct > 0).all()
+    # issue 14 part 4: what a job lost splits into waiting and slowdown beside its ideal time
+    rec = job_records(res)
+    parts = rec["wait_s"] + rec["load_s"] + rec["duration"] + rec["slowdown_s"] + rec["save_s"]
+    assert np.allclose(parts, rec["jct"], rtol=1e-9, atol=1e-6)
+    summary = summarize(res)
+    assert summary["total_slowdown_s"] == pytest.approx(float(rec["slowdown_s"].sum()))
+    assert summary["avg_slowdown_s"] == pytest.approx(float(rec["slowdown_s"].mean()))

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from gpusched.cluster import ClusterSpec
 from gpusched.engine import Engine
 from gpusched.jobs import prepare_jobs
+from gpusched.metrics import job_records
 from gpusched.registry import load_policy_class, make_policy
 from gpusched.state import FINISHED, QUEUED
 from tests.helpers import GANG_POLICIES, make_trace
@@ -140,6 +141,9 @@ def test_jct_is_wait_load_train_save(policy, mode, w, ph):
     saves = s.job_n_preempt - s.job_n_futile
     assert (s.job_save_spent_s <= saves * s.job_save_s + 1e-6).all()
     assert np.allclose(s.job_executed * s.job_rate, s.job_work, rtol=1e-9, atol=1e-6)
+    rec = job_records(res)  # the same split as jobs.csv reports it
+    split = rec["wait_s"] + rec["load_s"] + rec["duration"] + rec["slowdown_s"] + rec["save_s"]
+    assert np.allclose(split, rec["jct"], rtol=1e-9, atol=1e-6)
 
 
 @settings(max_examples=60, deadline=None)

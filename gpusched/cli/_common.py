@@ -213,6 +213,11 @@ def print_table(rows: list[dict[str, Any]], first: str) -> None:
         shown.remove(("jct_rate", "JCT rate"))
     if not roles and any(r.get("n_unfinished") for r in rows):
         shown.insert(1, ("n_unfinished", "unfinished"))
+    if not roles and any(r.get("avg_slowdown_s") for r in rows):
+        # time lost to running slower than at ideal placement (spread, shared), beside waiting
+        shown.insert(
+            shown.index(("avg_wait_s", "avg wait s")) + 1, ("avg_slowdown_s", "avg slow s")
+        )
     head = [first] + [label for _, label in shown]
     body = [[str(r[first])] + [fmt(r.get(k), k) for k, _ in shown] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
