@@ -6,6 +6,8 @@ import csv, re, sys
 from collections import defaultdict
 from statistics import mean
 
+from gpusched.stats import t_interval
+
 path, by = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "trace")
 rows = [r for r in csv.DictReader(open(path)) if r["status"] == "ok"]
 BASE = ["spjf", "spwf", "wcs-duration", "wcs-workload", "wcs-subtime"]
@@ -28,19 +30,30 @@ bad = [r for r in csv.DictReader(open(path)) if r["status"] != "ok"]
 if bad: print(f"FAILED cells: {len(bad)}")
 unf = sum(int(r["n_unfinished"]) for r in rows)
 if unf: print(f"unfinished jobs: {unf}")
-def table(metric, scale, unit):
-    print(f"\n{metric} ({unit}), mean over seeds:\n")
+def cell(d, metric, scale, ci):
+    """Mean over seeds, with the Student-t 95 % half-width when asked and n >= 2."""
+    vals = [float(v[metric]) / scale for v in d.values() if v.get(metric) not in ("", None)]
+    if not vals:
+        return ""
+    iv = t_interval(vals)
+    if ci and iv.half_width is not None:
+        return f"{iv.mean:,.2f} ± {iv.half_width:,.2f}"
+    return f"{iv.mean:,.2f}"
+def table(metric, scale, unit, ci=False):
+    n = max((len(d) for d in data.values()), default=0)
+    print(f"\n{metric} ({unit}), mean over {n} seeds" + (" ± 95 % CI" if ci else "") + ":\n")
     print("| policy | " + " | ".join(order_s) + " |")
     print("|---" * (len(order_s) + 1) + "|")
     for p in order_p:
-        cells = []
-        for s in order_s:
-            d = data.get((s, p))
-            cells.append(f"{mean(float(v[metric]) for v in d.values()) / scale:,.2f}" if d else "")
+        cells = [cell(data[(s, p)], metric, scale, ci) if (s, p) in data else "" for s in order_s]
         print(f"| {p} | " + " | ".join(cells) + " |")
-for m, sc, u in [("total_jct_s", 1e6, "10^6 s"), ("avg_jct_s", 1e3, "10^3 s"),
-                 ("makespan_s", 1e6, "10^6 s"), ("avg_wait_s", 1e3, "10^3 s")]:
-    table(m, sc, u)
+# JCT with its spread over seeds, then what it is made of: waiting and slowdown (time lost to
+# running slower than at ideal placement), and how busy the GPUs were (an idle cluster is
+# visible at a glance: no policy can differ there)
+for m, sc, u, ci in [("total_jct_s", 1e6, "10^6 s", True), ("avg_jct_s", 1e3, "10^3 s", False),
+                     ("avg_wait_s", 1e3, "10^3 s", False), ("avg_slowdown_s", 1e3, "10^3 s", False),
+                     ("gpu_utilization", 0.01, "%", False), ("makespan_s", 1e6, "10^6 s", False)]:
+    table(m, sc, u, ci)
 # A-SRPT vs the paper's baselines, per setting: mean total JCT and seed-by-seed wins
 asrpt = [p for p in order_p if p.startswith("a-srpt") and not p.startswith("a-srpt-perfect")]
 print("\nA-SRPT total JCT vs the best of the paper baselines run (per seed: best baseline chosen per seed):\n")

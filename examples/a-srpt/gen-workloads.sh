@@ -11,7 +11,7 @@
 set -euo pipefail
 OUT=${1:-wl}
 mkdir -p "$OUT"
-SEEDS=${SEEDS:-"1 2 3"}  # SEEDS="101 102 103" makes the tuning set of tau-tune.toml
+SEEDS=${SEEDS:-"1 2 3 4 5"}  # SEEDS="101 102 103" makes the tuning set of tau-tune.toml
 for s in $SEEDS; do
   # Fig. 6 (number of jobs) and Fig. 9 (predictors, 1000 jobs): Philly's own GPU counts,
   # offered load 4.0 on a-srpt-32x8
