@@ -249,3 +249,17 @@ def test_pipeline_jobs_use_the_clusters_reading(tmp_path: Path):
 
 def test_bundled_clusters_keep_the_default():
     assert load_cluster("a-srpt-250x8").reading == DEFAULT_READING
+
+
+def test_workload_iterations_follow_the_clusters_reading(tmp_path: Path):
+    from gpusched.workloads import build_workload
+
+    per = tmp_path / "per.toml"
+    per.write_text(HEAD + 'batch_reading = "per-replica"\n')
+    a = build_workload("a-srpt", 1, 60, single_gpu_fraction=0.0)
+    b = build_workload("a-srpt", 1, 60, single_gpu_fraction=0.0, cluster=str(per))
+    assert list(a.extra["config"]) == list(b.extra["config"])  # same models and configs
+    ratio = np.asarray(b.iterations) / np.asarray(a.iterations)
+    # per-replica alpha_min is never below split's (k times the compute), so the same
+    # duration implies as many or fewer iterations; some jobs replicate a stage
+    assert (ratio <= 1 + 1e-12).all() and (ratio < 0.99).any()
