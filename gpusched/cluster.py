@@ -25,6 +25,8 @@ Full::
     intra_gbyte_s = 300    # GByte/s, default 300
     gpu_capacity = 1       # jobs per GPU at once, default 1 (exclusive)
     allow_spread = true    # may a gang job span servers, default true
+    allreduce_reading = "share"  # A-SRPT eq. (6) first case: "share" | "literal"
+    batch_reading = "split"      # A-SRPT batch size: "split" over replicas | "per-replica"
 
     [[servers]]
     count = 2
@@ -45,6 +47,9 @@ and ``_``.
 
 The defaults of ``nic_gbps`` and ``intra_gbyte_s`` are the A-SRPT paper's
 evaluation settings (10 Gbps NIC, 300 GB/s NVLink of V100 servers).
+``allreduce_reading`` and ``batch_reading`` choose how the A-SRPT performance model reads
+the paper's eq. (6) and batch size (:class:`gpusched.jobmodels.reading.Reading`,
+``docs/a-srpt-model.md``); they matter only for pipeline jobs (a ``config`` column).
 
 Every mistake raises :class:`~gpusched.errors.ClusterError` with a one-line
 message naming the file, the key path (``servers[2].gpus``, 0-based) and what
@@ -75,6 +80,12 @@ from typing import TYPE_CHECKING, Any
 
 from gpusched.errors import ClusterError, control_char, did_you_mean, show_name
 from gpusched.files import check_small_file, read_small_text
+from gpusched.jobmodels.reading import (
+    ALLREDUCE_READINGS,
+    BATCH_READINGS,
+    DEFAULT_READING,
+    Reading,
+)
 from gpusched.resources import bundled_dir
 
 if TYPE_CHECKING:  # numpy is imported when the arrays are first asked for: listing
@@ -250,6 +261,12 @@ class ClusterSpec:
         Jobs that may share one GPU at once (1 = exclusive; the SJF-BSBF paper uses 2).
     allow_spread
         Whether a gang job may span several servers.
+    allreduce_reading
+        The A-SRPT performance model's reading of eq. (6), first case: ``"share"`` or
+        ``"literal"`` (:class:`gpusched.jobmodels.reading.Reading`).
+    batch_reading
+        Whether Table I's batch size is ``"split"`` over a stage's replicas or is
+        ``"per-replica"``.
     source
         The file the spec was loaded from (``"<memory>"`` when built in code).
 
@@ -273,6 +290,8 @@ class ClusterSpec:
     gpu_capacity: int = 1
     allow_spread: bool = True
     source: str = "<memory>"
+    allreduce_reading: str = DEFAULT_READING.allreduce
+    batch_reading: str = DEFAULT_READING.batch
     n_servers: int = field(init=False)
     n_gpus: int = field(init=False)
     _server_gpus: np.ndarray = field(init=False, repr=False, compare=False)
@@ -305,6 +324,15 @@ class ClusterSpec:
             raise ClusterError(
                 f"{where}: cluster.allow_spread: expected true or false, got {self.allow_spread!r}"
             )
+        for key, allowed in (
+            ("allreduce_reading", ALLREDUCE_READINGS),
+            ("batch_reading", BATCH_READINGS),
+        ):
+            if getattr(self, key) not in allowed:
+                raise ClusterError(
+                    f"{where}: cluster.{key}: expected one of "
+                    f"{', '.join(map(repr, allowed))}, got {getattr(self, key)!r}"
+                )
         # Totals in Python integers first: numpy int64 products would wrap around.
         n_servers = sum(g.count for g in groups)
         n_gpus = sum(g.count * g.gpus for g in groups)
@@ -355,6 +383,8 @@ class ClusterSpec:
             self.gpu_capacity,
             self.allow_spread,
             self.source,
+            self.allreduce_reading,
+            self.batch_reading,
         )
         return (ClusterSpec, args)
 
@@ -392,6 +422,11 @@ class ClusterSpec:
             groups=(ServerGroup(n_servers, gpus_per_server, gpu_type),),
             **kwargs,
         )
+
+    @property
+    def reading(self) -> Reading:
+        """The A-SRPT performance model's :class:`~gpusched.jobmodels.reading.Reading`."""
+        return Reading(self.allreduce_reading, self.batch_reading)
 
     # -- derived arrays (read-only, computed once) --------------------------------------
 
@@ -478,6 +513,8 @@ class ClusterSpec:
                 "intra_gbyte_s": self.intra_gbyte_s,
                 "gpu_capacity": self.gpu_capacity,
                 "allow_spread": self.allow_spread,
+                "allreduce_reading": self.allreduce_reading,
+                "batch_reading": self.batch_reading,
             },
             "servers": servers,
             "source": self.source,
@@ -486,7 +523,16 @@ class ClusterSpec:
 
 # -- loading ---------------------------------------------------------------------------
 
-_CLUSTER_KEYS = ("name", "description", "nic_gbps", "intra_gbyte_s", "gpu_capacity", "allow_spread")
+_CLUSTER_KEYS = (
+    "name",
+    "description",
+    "nic_gbps",
+    "intra_gbyte_s",
+    "gpu_capacity",
+    "allow_spread",
+    "allreduce_reading",
+    "batch_reading",
+)
 _MINIMAL_KEYS = ("servers", "gpus_per_server", "gpu_type", "gpu_mem_gb")
 _SERVER_KEYS = (
     "count",
@@ -814,6 +860,13 @@ class _Validator:
         spread = cluster.get("allow_spread", True)
         if not isinstance(spread, bool):
             raise self.fail("cluster.allow_spread", f"expected true or false, {self.got(spread)}")
+        readings = {
+            key: self.choice(cluster, key, "cluster", allowed, default)
+            for key, allowed, default in (
+                ("allreduce_reading", ALLREDUCE_READINGS, DEFAULT_READING.allreduce),
+                ("batch_reading", BATCH_READINGS, DEFAULT_READING.batch),
+            )
+        }
         self.check_size(groups, capacity, full)
         return ClusterSpec(
             name=name,
@@ -824,7 +877,22 @@ class _Validator:
             gpu_capacity=capacity,
             allow_spread=spread,
             source=self.source,
+            **readings,
         )
+
+    def choice(
+        self, table: dict[str, Any], key: str, where: str, allowed: tuple[str, ...], default: str
+    ) -> str:
+        """One of ``allowed`` (a string, compared exactly), or ``default`` when absent."""
+        if key not in table:
+            return default
+        value = table[key]
+        if value not in allowed:
+            raise self.fail(
+                f"{where}.{key}",
+                f"expected one of {', '.join(map(repr, allowed))}, {self.got(value)}",
+            )
+        return str(value)
 
     def check_size(self, groups: tuple[ServerGroup, ...], capacity: int, full: bool) -> None:
         """Refuse 0 GPUs, and totals beyond the limits, naming the group that crosses one."""

@@ -16,6 +16,10 @@ stage-major (stage 0's replicas first). Edge weights are bytes per iteration:
   :math:`2(k_s-1)h_s/k_s`; tree (TAR): the edges of two binary trees, each
   :math:`(k_s-1)h_s/k_s` (an edge in both trees carries both weights).
 
+:math:`d^{out}` follows the spec's batch reading (:class:`~gpusched.jobmodels.pipeline.Reading`);
+the AllReduce edges are the paper's per-replica data under either eq. (6) reading, which
+changes only the time those bytes take. The MILP and every time here use the spec's reading.
+
 Heavy-Edge, step by step as in Sec. IV-B:
 
 1. Sort the job's servers by available GPUs, descending (ties: lower server index first).
@@ -45,6 +49,7 @@ import numpy as np
 
 from gpusched.jobmodels.pipeline import (
     PipelineSpec,
+    allreduce_inter_s,
     consolidated_servers,
     inter_bytes_per_s,
     intra_bytes_per_s,
@@ -394,6 +399,31 @@ def alpha_min_estimate(
     return iteration_time(spec, mapping.alloc, nic_gbps, intra_gbyte_s, gpus_per_server)
 
 
+def _allreduce_lines(
+    spec: PipelineSpec, s: int, b_inter: float, g: float, scale: float
+) -> list[tuple[float, float, float]]:
+    """Lines ``(c0, c1, L(k))`` whose maximum is eq. (6)'s first case at x = 1 .. k-1.
+
+    The term is constant (``"share"``) or convex in ``x`` (``"literal"``, :math:`c/x`); the
+    secants through consecutive integers then bound it from below and their maximum equals it
+    at every integer ``x`` (a convex function lies above the secant outside its interval).
+    ``L(k)`` is each line at ``x = k``, cancelled by the binary ``z = [x = k]``.
+    """
+    k = int(spec.replicas[s])
+    pts = np.arange(1, max(k, 2), dtype=np.int64)  # x = 1 .. k-1 (just 1 when k = 1)
+    f = allreduce_inter_s(spec, np.outer(pts, np.ones(spec.n_stages)), b_inter, g)[:, s] * scale
+    if k <= 1:
+        return [(0.0, 0.0, 0.0)]
+    if len(pts) == 1 or np.all(f == f[0]):
+        return [(float(f[0]), 0.0, float(f[0]))]
+    out = []
+    for j in range(len(pts) - 1):
+        c1 = float(f[j + 1] - f[j])
+        c0 = float(f[j] - c1 * pts[j])
+        out.append((c0, c1, c0 + c1 * k))
+    return out
+
+
 def optimal_mapping(
     spec: PipelineSpec,
     free_per_server: np.ndarray,
@@ -413,9 +443,12 @@ def optimal_mapping(
     * :math:`\\sum_m x_s^m = k_s` (eq. 2), :math:`\\sum_s x_s^m \\le` free GPUs of ``m``
       (eq. 3; ``=`` when ``exact``);
     * :math:`x \\le k y`, :math:`y \\le x`, :math:`k z \\le x`, :math:`x \\le k - 1 + z`;
-    * :math:`\\alpha \\ge comp_s + comm_s^m(x) + AR^{inter}_s (1 - z) + AR^{intra}_s z -
-      U_s (1 - y)`, where eq. (5) is linear in the neighbours' :math:`x` once
-      :math:`x_s^m > 0` and :math:`U_s` is an upper bound of the other terms.
+    * :math:`\\alpha \\ge comp_s + comm_s^m(x) + L(x) - L(k_s) z + AR^{intra}_s z -
+      U_s (1 - y)` for every line :math:`L` of eq. (6)'s first case (one constant line under
+      the ``"share"`` reading; under ``"literal"``, :math:`c/x` is convex and the secants
+      through consecutive integers are exact there), where eq. (5) is linear in the
+      neighbours' :math:`x` once :math:`x_s^m > 0` and :math:`U_s` is an upper bound of the
+      other terms.
 
     Parameters
     ----------
@@ -465,16 +498,19 @@ def optimal_mapping(
     bp[1:] = two_din[1:] / k[:-1] * (1.0 / b_intra - g / b_inter) * scale
     bn[:-1] = two_dout[:-1] / k[1:] * (1.0 / b_intra - g / b_inter) * scale
     ar = 2.0 * (k - 1.0) * spec.param_bytes / k
-    ar_inter, ar_intra = ar * g / b_inter * scale, ar / b_intra * scale
+    ar_intra = ar / b_intra * scale
+    lines = [_allreduce_lines(spec, s, b_inter, g, scale) for s in range(n_s)]
     comm_hi = a + np.maximum(bp, 0) * np.roll(k, 1) + np.maximum(bn, 0) * np.roll(k, -1)
-    big = comp + comm_hi + np.maximum(ar_inter, ar_intra) + 1.0
+    c0_hi = np.array([max(c0 for c0, _, _ in ln) for ln in lines])
+    big = comp + comm_hi + np.maximum(c0_hi, ar_intra) + 1.0
 
     n_var = 3 * n_m * n_s + 1
 
     def xi(m: int, s: int) -> int:
         return 3 * (m * n_s + s)
 
-    a_mat = lil_matrix((n_s + n_m + 5 * n_m * n_s, n_var))
+    n_rows = n_s + n_m + n_m * sum(4 + len(ln) for ln in lines)
+    a_mat = lil_matrix((n_rows, n_var))
     lo: list[float] = []
     hi: list[float] = []
     row = 0
@@ -504,18 +540,22 @@ def optimal_mapping(
                 lo.append(-np.inf)
                 hi.append(ub)
                 row += 1
-            # bp x_{s-1} + bn x_{s+1} - (AR_inter - AR_intra) z + U y - alpha
-            #   <= U - comp - a - AR_inter
-            if s > 0:
-                a_mat[row, xi(m, s - 1)] = bp[s]
-            if s < n_s - 1:
-                a_mat[row, xi(m, s + 1)] = bn[s]
-            a_mat[row, z] = -(ar_inter[s] - ar_intra[s])
-            a_mat[row, y] = big[s]
-            a_mat[row, n_var - 1] = -1.0
-            lo.append(-np.inf)
-            hi.append(big[s] - comp[s] - a[s] - ar_inter[s])
-            row += 1
+            # eq. (6) first case >= each line L(x) = c0 + c1 x (exact at integer x):
+            # bp x_{s-1} + bn x_{s+1} + c1 x - (L(k) - AR_intra) z + U y - alpha
+            #   <= U - comp - a - c0
+            for c0, c1, at_k in lines[s]:
+                if s > 0:
+                    a_mat[row, xi(m, s - 1)] = bp[s]
+                if s < n_s - 1:
+                    a_mat[row, xi(m, s + 1)] = bn[s]
+                if c1 != 0.0:
+                    a_mat[row, x] = c1
+                a_mat[row, z] = -(at_k - ar_intra[s])
+                a_mat[row, y] = big[s]
+                a_mat[row, n_var - 1] = -1.0
+                lo.append(-np.inf)
+                hi.append(big[s] - comp[s] - a[s] - c0)
+                row += 1
     ub = np.empty(n_var)
     for m in range(n_m):
         for s in range(n_s):

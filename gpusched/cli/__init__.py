@@ -59,7 +59,8 @@ def workload_cmd(
         typer.Option(
             "--cluster",
             "-c",
-            help="a-srpt: the cluster (bundled name or TOML path) whose GPUs --load refers to;"
+            help="a-srpt: the cluster (bundled name or TOML path) whose GPUs --load refers to"
+            " and whose allreduce_reading/batch_reading the iterations are derived under;"
             " default a-srpt-250x8 (2,000 GPUs). lazer-*: the cluster whose largest job caps"
             " GPU counts; default lazer-sim-512, or lazer-testbed with --jobs below the full size",
         ),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from gpusched.cli._common import user_errors
@@ -20,14 +22,30 @@ def policies_cmd() -> None:
 
 @user_errors
 def clusters_cmd() -> None:
-    """List the bundled cluster specs (--cluster NAME)."""
+    """List the bundled cluster specs (--cluster NAME).
+
+    A cluster whose A-SRPT performance-model reading differs from the default shows it after
+    its description, e.g. ``[eq. 6 literal, batch per-replica]``.
+    """
     from gpusched.cluster import bundled_clusters, load_cluster
 
     rows = []
     for name, desc in bundled_clusters():
         spec = load_cluster(name)
-        rows.append((name, f"{spec.n_servers} servers, {spec.n_gpus} GPUs", desc))
+        rows.append((name, f"{spec.n_servers} servers, {spec.n_gpus} GPUs", desc + _reading(spec)))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)
     for name, size, desc in rows:
         typer.echo(f"{name:<{w0}}  {size:<{w1}}  {desc}")
+
+
+def _reading(spec: Any) -> str:
+    """`` [eq. 6 literal, batch per-replica]`` for a non-default reading, else ``""``."""
+    from gpusched.jobmodels.reading import DEFAULT_READING
+
+    parts = []
+    if spec.allreduce_reading != DEFAULT_READING.allreduce:
+        parts.append(f"eq. 6 {spec.allreduce_reading}")
+    if spec.batch_reading != DEFAULT_READING.batch:
+        parts.append(f"batch {spec.batch_reading}")
+    return f" [{', '.join(parts)}]" if parts else ""

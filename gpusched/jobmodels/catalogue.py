@@ -32,7 +32,7 @@ import numpy as np
 
 from gpusched.algorithms.heavy_edge import alpha_min_estimate
 from gpusched.errors import CatalogueError
-from gpusched.jobmodels.pipeline import PipelineSpec, spec_from_stages
+from gpusched.jobmodels.pipeline import DEFAULT_READING, PipelineSpec, Reading, spec_from_stages
 
 __all__ = [
     "Catalogue",
@@ -114,9 +114,15 @@ class ParallelConfig:
         """GPUs needed, :math:`\\sum_s k_s`."""
         return sum(self.replicas)
 
-    def spec(self) -> PipelineSpec:
-        """The configuration as a :class:`gpusched.jobmodels.pipeline.PipelineSpec`."""
-        return spec_from_stages(self.stages, self.replicas)
+    def spec(self, reading: Reading = DEFAULT_READING) -> PipelineSpec:
+        """The configuration as a :class:`gpusched.jobmodels.pipeline.PipelineSpec`.
+
+        Parameters
+        ----------
+        reading
+            How the performance model reads it (:class:`~gpusched.jobmodels.pipeline.Reading`).
+        """
+        return spec_from_stages(self.stages, self.replicas, reading)
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,7 +328,9 @@ class Catalogue:
         self.models = models
         self.storage = storage
         self.checkpoints = checkpoints or {}
-        self._cache: dict[tuple[str, int, int, float, float], tuple[ParallelConfig, float]] = {}
+        self._cache: dict[
+            tuple[str, int, int, float, float, Reading], tuple[ParallelConfig, float]
+        ] = {}
 
     def model(self, name: str) -> ModelProfile:
         """Return a model's profile.
@@ -400,10 +408,11 @@ class Catalogue:
         gpus_per_server: int | None,
         nic_gbps: float | None,
         intra_gbyte_s: float | None,
+        reading: Reading,
     ) -> tuple[ParallelConfig, float]:
         prof = self.model(model)
         g, nic, intra = self._cluster(gpus_per_server, nic_gbps, intra_gbyte_s)
-        key = (model, int(num_gpus), g, nic, intra)
+        key = (model, int(num_gpus), g, nic, intra, reading)
         hit = self._cache.get(key)
         if hit is not None:
             return hit
@@ -421,7 +430,7 @@ class Catalogue:
             )
         best: tuple[ParallelConfig, float] | None = None
         for cfg in cands:  # fastest at ideal placement; ties keep the first listed
-            t = alpha_min_estimate(cfg.spec(), nic, intra, g)
+            t = alpha_min_estimate(cfg.spec(reading), nic, intra, g)
             if best is None or t < best[1]:
                 best = (cfg, t)
         assert best is not None
@@ -436,6 +445,7 @@ class Catalogue:
         gpus_per_server: int | None = None,
         nic_gbps: float | None = None,
         intra_gbyte_s: float | None = None,
+        reading: Reading = DEFAULT_READING,
     ) -> ParallelConfig:
         """The parallel configuration a job of ``model`` on ``num_gpus`` GPUs runs.
 
@@ -455,13 +465,16 @@ class Catalogue:
         gpus_per_server, nic_gbps, intra_gbyte_s
             Cluster used to rank candidates (GPUs per server, NIC Gbit/s, intra-server
             GByte/s); ``None`` takes the catalogue's ``[reference]`` values.
+        reading
+            The performance model's reading (:class:`~gpusched.jobmodels.pipeline.Reading`)
+            the candidates are ranked under.
 
         Raises
         ------
         CatalogueError
             Naming the model and GPU count when no configuration fits.
         """
-        return self._resolve(model, num_gpus, gpus_per_server, nic_gbps, intra_gbyte_s)[0]
+        return self._resolve(model, num_gpus, gpus_per_server, nic_gbps, intra_gbyte_s, reading)[0]
 
     def ideal_iteration_s(
         self,
@@ -471,6 +484,7 @@ class Catalogue:
         gpus_per_server: int | None = None,
         nic_gbps: float | None = None,
         intra_gbyte_s: float | None = None,
+        reading: Reading = DEFAULT_READING,
     ) -> float:
         """Per-iteration time at ideal placement, :math:`\\tilde\\alpha^{min}` (Sec. IV-B).
 
@@ -487,6 +501,10 @@ class Catalogue:
         gpus_per_server, nic_gbps, intra_gbyte_s
             Cluster (GPUs per server, NIC Gbit/s, intra-server GByte/s); ``None`` takes the
             catalogue's ``[reference]`` values (the paper's Sec. V-B cluster).
+        reading
+            The performance model's reading (:class:`~gpusched.jobmodels.pipeline.Reading`);
+            under ``"per-replica"`` a replica computes a whole batch, so the time does not
+            shrink with the replica count.
 
         Returns
         -------
@@ -498,7 +516,7 @@ class Catalogue:
         CatalogueError
             Unknown model, or no configuration for ``num_gpus`` (message names both).
         """
-        return self._resolve(model, num_gpus, gpus_per_server, nic_gbps, intra_gbyte_s)[1]
+        return self._resolve(model, num_gpus, gpus_per_server, nic_gbps, intra_gbyte_s, reading)[1]
 
 
 # ---------------------------------------------------------------------------- loading

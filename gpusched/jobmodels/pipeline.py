@@ -16,19 +16,26 @@ stage ``s`` the stage time is
 Units: seconds, bytes; NIC bandwidth in Gbit/s, intra-server bandwidth in GByte/s
 (converted with 1 Gbit = 1e9 / 8 bytes and 1 GByte = 1e9 bytes).
 
-Choices where the paper is silent or its typesetting is ambiguous (see
+Two places where the text admits more than one reading are explicit options, a
+:class:`Reading` carried by every :class:`PipelineSpec` (so that the ideal time, Heavy-Edge's
+graph, a placement's time and :math:`\\alpha^{max}` of one job all use the same reading; see
 ``docs/a-srpt-model.md``):
 
-* One iteration is one mini-batch of the model's batch size, and "the processing of a single
-  mini-batch by a stage is distributed over the GPUs" (Sec. III-A): a replica's compute is
-  the stage's whole-mini-batch time divided by ``k_s`` and its inter-stage data is the
-  stage-boundary activation bytes divided by ``k_s``. This makes the paper's identity
-  :math:`2d_{s-1}^{out}/k_s = 2d_s^{in}/k_{s-1}` hold exactly.
-* Eq. (6), first case, is read as per-replica ring data :math:`2(k_s-1)h_s/k_s` sent by each
-  of the :math:`x_s^m` replicas through the server's reserved NIC share
-  :math:`(x_s^m/g)B_{inter}`, i.e. :math:`2g(k_s-1)h_s/(k_s B_{inter})`, matching the
-  pattern of eq. (5) and the definition of :math:`\\alpha^{max}` (a lone replica gets
-  :math:`B_{inter}/g`).
+* ``batch``: what a replica computes. ``"split"`` (default): one iteration is one mini-batch
+  of the model's batch size, and "the processing of a single mini-batch by a stage is
+  distributed over the GPUs" (Sec. III-A): a replica's compute is the stage's
+  whole-mini-batch time divided by ``k_s`` and its inter-stage data is the stage-boundary
+  activation bytes divided by ``k_s``, so the paper's identity
+  :math:`2d_{s-1}^{out}/k_s = 2d_s^{in}/k_{s-1}` holds exactly. ``"per-replica"``: the
+  batch size is each replica's batch; eq. (4)'s :math:`p^f + p^b` is the stage's time for
+  that whole batch on every replica and :math:`d^{in}_s = d^{out}_{s-1}` are that batch's
+  boundary activation bytes (an iteration processes :math:`k_s` batches per stage).
+* ``allreduce``: eq. (6), first case (:math:`0 < x_s^m < k_s`). ``"share"`` (default): the
+  per-replica ring data :math:`2(k_s-1)h_s/k_s` sent by each of the :math:`x_s^m` replicas
+  through the server's reserved NIC share :math:`(x_s^m/g)B_{inter}`, i.e.
+  :math:`2g(k_s-1)h_s/(k_s B_{inter})`, independent of :math:`x_s^m`. ``"literal"``: the
+  formula as typeset, :math:`2(k_s-1)h_s/(x_s^m B_{inter})` (the second case with
+  :math:`k_s B_{intra}` replaced by :math:`x_s^m B_{inter}`).
 * The first stage has no incoming and the last stage no outgoing activation traffic
   (input loading and the loss are not communication).
 * No overlap of AllReduce with the backward pass (the paper's optional coefficients are 1).
@@ -37,14 +44,26 @@ Choices where the paper is silent or its typesetting is ambiguous (see
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
 
+from gpusched.jobmodels.reading import (
+    ALLREDUCE_READINGS,
+    BATCH_READINGS,
+    DEFAULT_READING,
+    Reading,
+)
+
 __all__ = [
+    "ALLREDUCE_READINGS",
+    "BATCH_READINGS",
+    "DEFAULT_READING",
     "PipelineSpec",
+    "Reading",
     "StageLike",
+    "allreduce_inter_s",
     "alpha_max",
     "consolidated_servers",
     "inter_bytes_per_s",
@@ -80,7 +99,7 @@ def intra_bytes_per_s(intra_gbyte_s: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class PipelineSpec:
-    """Whole-mini-batch stage profile of one job plus its replica counts.
+    """Whole-mini-batch stage profile of one job plus its replica counts and model reading.
 
     Attributes
     ----------
@@ -96,6 +115,9 @@ class PipelineSpec:
         ``(S,)`` bytes of stage ``s``'s trainable parameters as all-reduced (:math:`h_s`).
     replicas
         ``(S,)`` data-parallel replicas per stage (:math:`k_s`), each ``>= 1``.
+    reading
+        How eq. (4)-(6) are read (:class:`Reading`); every function of this module and of
+        :mod:`gpusched.algorithms.heavy_edge` uses it.
     """
 
     fwd_s: np.ndarray
@@ -103,6 +125,18 @@ class PipelineSpec:
     act_bytes: np.ndarray
     param_bytes: np.ndarray
     replicas: np.ndarray
+    reading: Reading = DEFAULT_READING
+
+    def with_reading(self, reading: Reading) -> PipelineSpec:
+        """The same profile and replicas under another :class:`Reading`."""
+        return replace(self, reading=reading)
+
+    @property
+    def _share(self) -> np.ndarray:
+        # Divisor of a stage's whole-batch numbers per replica: k_s ("split") or 1.
+        if self.reading.batch == "split":
+            return self.replicas
+        return np.ones_like(self.replicas)
 
     @property
     def n_stages(self) -> int:
@@ -117,28 +151,38 @@ class PipelineSpec:
     # The paper's per-replica symbols (Sec. III-A) --------------------------------------
     @property
     def p_f(self) -> np.ndarray:
-        """:math:`p_s^f`: forward time of one replica's share of a mini-batch, seconds."""
-        p: np.ndarray = self.fwd_s / self.replicas
+        """:math:`p_s^f`: forward time of one replica per iteration, seconds.
+
+        ``fwd_s / k_s`` under the ``"split"`` batch reading, ``fwd_s`` under ``"per-replica"``.
+        """
+        p: np.ndarray = self.fwd_s / self._share
         return p
 
     @property
     def p_b(self) -> np.ndarray:
-        """:math:`p_s^b`: backward time of one replica's share of a mini-batch, seconds."""
-        p: np.ndarray = self.bwd_s / self.replicas
+        """:math:`p_s^b`: backward time of one replica per iteration, seconds (as :attr:`p_f`)."""
+        p: np.ndarray = self.bwd_s / self._share
         return p
 
     @property
     def d_in(self) -> np.ndarray:
-        """:math:`d_s^{in}`: activation bytes one replica of ``s`` receives (0 for ``s = 1``)."""
+        """:math:`d_s^{in}`: activation bytes one replica of ``s`` receives (0 for ``s = 1``).
+
+        The previous stage's boundary bytes ``/ k_s`` (``"split"``) or undivided
+        (``"per-replica"``).
+        """
         d = np.zeros(self.n_stages)
-        d[1:] = self.act_bytes[:-1] / self.replicas[1:]
+        d[1:] = self.act_bytes[:-1] / self._share[1:]
         return d
 
     @property
     def d_out(self) -> np.ndarray:
-        """:math:`d_s^{out}`: activation bytes one replica of ``s`` sends (0 for ``s = S``)."""
+        """:math:`d_s^{out}`: activation bytes one replica of ``s`` sends (0 for ``s = S``).
+
+        The stage's boundary bytes ``/ k_s`` (``"split"``) or undivided (``"per-replica"``).
+        """
         d = np.zeros(self.n_stages)
-        d[:-1] = self.act_bytes[:-1] / self.replicas[:-1]
+        d[:-1] = self.act_bytes[:-1] / self._share[:-1]
         return d
 
 
@@ -161,6 +205,7 @@ def pipeline_spec(
     act_bytes: Sequence[float] | np.ndarray,
     param_bytes: Sequence[float] | np.ndarray,
     replicas: Sequence[int] | np.ndarray,
+    reading: Reading = DEFAULT_READING,
 ) -> PipelineSpec:
     """Build and validate a :class:`PipelineSpec` from per-stage sequences.
 
@@ -175,6 +220,8 @@ def pipeline_spec(
         Per-stage trainable-parameter bytes all-reduced among the stage's replicas, bytes.
     replicas
         Per-stage replica counts, integers ``>= 1``.
+    reading
+        How eq. (4)-(6) read these numbers (:class:`Reading`).
 
     Returns
     -------
@@ -200,10 +247,12 @@ def pipeline_spec(
     for arr in (*arrs, k):
         arr.setflags(write=False)
     fwd, bwd, act, par = arrs
-    return PipelineSpec(fwd, bwd, act, par, replicas=k)
+    return PipelineSpec(fwd, bwd, act, par, replicas=k, reading=reading)
 
 
-def spec_from_stages(stages: Sequence[StageLike], replicas: Sequence[int]) -> PipelineSpec:
+def spec_from_stages(
+    stages: Sequence[StageLike], replicas: Sequence[int], reading: Reading = DEFAULT_READING
+) -> PipelineSpec:
     """Build a :class:`PipelineSpec` from stage profile objects.
 
     Parameters
@@ -213,6 +262,8 @@ def spec_from_stages(stages: Sequence[StageLike], replicas: Sequence[int]) -> Pi
         (bytes) for one whole mini-batch, one per stage.
     replicas
         Replicas per stage, same length as ``stages``.
+    reading
+        How eq. (4)-(6) read the profile (:class:`Reading`).
     """
     return pipeline_spec(
         [st.fwd_s for st in stages],
@@ -220,6 +271,7 @@ def spec_from_stages(stages: Sequence[StageLike], replicas: Sequence[int]) -> Pi
         [st.act_out_bytes for st in stages],
         [st.param_bytes for st in stages],
         replicas,
+        reading,
     )
 
 
@@ -243,6 +295,9 @@ def stage_server_times(
     gpus_per_server: int,
 ) -> np.ndarray:
     """Per-server, per-stage iteration time :math:`\\beta_s^m` (eq. 4-6).
+
+    Under ``spec.reading`` (:class:`Reading`): the batch reading sets :math:`p^f, p^b,
+    d^{in}, d^{out}`, the AllReduce reading eq. (6)'s first case.
 
     Parameters
     ----------
@@ -290,16 +345,50 @@ def stage_server_times(
     intra_bytes = two_din * on_prev + two_dout * on_next
     comm = np.where(on, inter_bytes * g / b_inter + intra_bytes / b_intra, 0.0)
 
-    # eq. (6): per-replica ring/tree data 2 (k-1) h / k over the NIC share B_inter / g when
-    # some replica sits elsewhere, over B_intra when all k replicas share this server.
+    # eq. (6): per-replica ring/tree data 2 (k-1) h / k over B_intra when all k replicas
+    # share this server; when some replica sits elsewhere, "share": the same data over the
+    # NIC share B_inter / g, 2 g (k-1) h / (k B_inter); "literal": 2 (k-1) h / (x B_inter).
     ar_bytes = 2.0 * (k - 1.0) * spec.param_bytes / k
     whole = x == k[None, :]
-    allreduce = np.where(
-        whole, (ar_bytes / b_intra)[None, :], np.where(on, (ar_bytes * g / b_inter)[None, :], 0.0)
-    )
+    ar_inter = allreduce_inter_s(spec, x, b_inter, g)
+    allreduce = np.where(whole, (ar_bytes / b_intra)[None, :], np.where(on, ar_inter, 0.0))
     beta = comp + comm + allreduce
     assert beta.shape == (n_servers, n_stages)
     return beta
+
+
+def allreduce_inter_s(
+    spec: PipelineSpec, x: np.ndarray, b_inter: float, gpus_per_server: float
+) -> np.ndarray:
+    """Eq. (6), first case, under ``spec.reading.allreduce``, for every ``x``, seconds.
+
+    Parameters
+    ----------
+    spec
+        The job's stage profile, replicas and reading.
+    x
+        Replicas of each stage on a server, any shape ending in ``S`` (values ``> 0`` where
+        the result is used).
+    b_inter
+        NIC bandwidth :math:`B_{inter}`, bytes/s.
+    gpus_per_server
+        GPUs per server ``g``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x``'s shape: :math:`2g(k_s-1)h_s/(k_s B_{inter})` (``"share"``, independent of
+        ``x``) or :math:`2(k_s-1)h_s/(x B_{inter})` (``"literal"``; ``inf`` where ``x = 0``).
+    """
+    k = spec.replicas.astype(np.float64)
+    ring = 2.0 * (k - 1.0) * spec.param_bytes
+    xf = np.asarray(x, dtype=np.float64)
+    if spec.reading.allreduce == "share":
+        out: np.ndarray = np.broadcast_to(ring * gpus_per_server / (k * b_inter), xf.shape)
+        return out
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lit: np.ndarray = np.where(xf > 0, ring / (np.maximum(xf, 1.0) * b_inter), np.inf)
+    return lit
 
 
 def iteration_time(
@@ -339,7 +428,9 @@ def alpha_max(
     """Worst-case per-iteration time :math:`\\alpha^{max}` (Sec. III-B).
 
     Eq. (7) with the job spread over :math:`g_i` servers, one replica each, every replica
-    holding the NIC share :math:`B_{inter}/g`.
+    holding the NIC share :math:`B_{inter}/g` (under the ``"literal"`` AllReduce reading,
+    eq. 6 with :math:`x_s^m = 1` gives a lone replica the whole :math:`B_{inter}` for its
+    AllReduce, :math:`2(k_s-1)h_s/B_{inter}`).
 
     Parameters
     ----------

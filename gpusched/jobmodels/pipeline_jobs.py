@@ -42,7 +42,13 @@ from gpusched.algorithms.heavy_edge import (
     select_servers,
     vertex_stages,
 )
-from gpusched.jobmodels.pipeline import PipelineSpec, alpha_max, iteration_time
+from gpusched.jobmodels.pipeline import (
+    DEFAULT_READING,
+    PipelineSpec,
+    Reading,
+    alpha_max,
+    iteration_time,
+)
 
 __all__ = [
     "PipelineJobs",
@@ -120,7 +126,9 @@ class PipelineJobs:
         :meth:`Catalogue.config_for` of its GPU count).
     cluster
         :class:`gpusched.cluster.ClusterSpec`: ``nic_gbps`` (:math:`B_{inter}`),
-        ``intra_gbyte_s`` (:math:`B_{intra}`), GPUs per server ``g``.
+        ``intra_gbyte_s`` (:math:`B_{intra}`), GPUs per server ``g`` and the performance
+        model's reading (``allreduce_reading``, ``batch_reading``), which every spec, the
+        ideal time, :math:`\\alpha^{max}` and each placement's time use.
     catalogue
         A loaded catalogue; default :func:`gpusched.jobmodels.catalogue.load_catalogue`.
 
@@ -145,6 +153,10 @@ class PipelineJobs:
         self.n_total = int(cluster.n_gpus)
         self.nic = float(cluster.nic_gbps)
         self.intra = float(cluster.intra_gbyte_s)
+        self.reading = Reading(
+            getattr(cluster, "allreduce_reading", DEFAULT_READING.allreduce),
+            getattr(cluster, "batch_reading", DEFAULT_READING.batch),
+        )
         work = np.asarray(jobs.work_s, dtype=np.float64)
         models = (
             np.asarray(jobs.model, dtype=object) if len(jobs.model) == n else np.full(n, "", object)
@@ -174,6 +186,7 @@ class PipelineJobs:
                             gpus_per_server=self.g,
                             nic_gbps=self.nic,
                             intra_gbyte_s=self.intra,
+                            reading=self.reading,
                         ).replicas
                     )
                 if sum(reps) != self.n_gpus[j]:
@@ -185,7 +198,7 @@ class PipelineJobs:
                 key = (model, reps)
                 if key not in ids:
                     ids[key] = len(self.specs)
-                    self.specs.append(resolve_config(catalogue, model, reps).spec())
+                    self.specs.append(resolve_config(catalogue, model, reps).spec(self.reading))
                 self.spec_id[j] = ids[key]
             a_min = np.array(
                 [alpha_min_estimate(s, self.nic, self.intra, self.g) for s in self.specs]

@@ -28,14 +28,18 @@ def _a_srpt(
 ) -> Trace:
     """A-SRPT paper (Sec. V-A): consecutive Philly jobs annotated with Table I models and configurations.
 
-    ``cluster`` (a bundled name or TOML path) sets the GPUs that ``load`` refers to.
+    ``cluster`` (a bundled name or TOML path) sets the GPUs that ``load`` refers to and the
+    performance model's reading the iterations are derived under (its bandwidths are not
+    used: iterations come from the catalogue's reference cluster).
     """
     from gpusched.workloads.a_srpt import a_srpt_workload
 
     if cluster is not None:
         from gpusched.cluster import load_cluster
 
-        options["n_gpus_cluster"] = load_cluster(cluster).n_gpus
+        spec = load_cluster(cluster)
+        options["n_gpus_cluster"] = spec.n_gpus
+        options["reading"] = spec.reading
     return a_srpt_workload(seed, jobs, **options)
 
 

@@ -16,6 +16,7 @@ it, so the source is ``traces/philly-2000.csv`` (2,000 consecutive real Philly j
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -49,6 +50,7 @@ def a_srpt_workload(
     path: str | Path | None = None,
     load: float | None = None,
     n_gpus_cluster: int = 2000,
+    reading: Any = None,
 ) -> Trace:
     """Build the A-SRPT workload: consecutive Philly jobs, optional GPU counts re-drawn, annotated.
 
@@ -84,6 +86,9 @@ def a_srpt_workload(
         Target offered load on ``n_gpus_cluster`` GPUs, or None.
     n_gpus_cluster
         GPUs the load refers to (default 2000, the paper's 250 x 8 cluster).
+    reading
+        The performance model's :class:`~gpusched.jobmodels.reading.Reading` under which
+        ``iterations = duration / alpha_min`` (default: the default reading).
 
     Returns
     -------
@@ -168,7 +173,7 @@ def a_srpt_workload(
         extra=extra,
         source=f"a_srpt_workload(seed={seed}): {how} of {Path(str(src.source)).name}",
     )
-    out, _ = annotate_trace(base, seed)
+    out, _ = annotate_trace(base, seed, reading=reading)
     return Trace(
         job_id=out.job_id,
         submit_time=out.submit_time,

@@ -148,7 +148,9 @@ def _zipf_users(n: int, rng: np.random.Generator, s: float = 1.1) -> np.ndarray:
 class _Models:
     """Which catalogue models/configurations can run a GPU count, and their alpha_min."""
 
-    def __init__(self, cat: Any, g: int | None, nic: float | None, intra: float | None) -> None:
+    def __init__(
+        self, cat: Any, g: int | None, nic: float | None, intra: float | None, reading: Any
+    ) -> None:
         from gpusched.algorithms.heavy_edge import alpha_min_estimate
 
         self.cat = cat
@@ -156,6 +158,7 @@ class _Models:
         self.g = int(ref.gpus_per_server if g is None else g)
         self.nic = float(ref.nic_gbps if nic is None else nic)
         self.intra = float(ref.intra_gbyte_s if intra is None else intra)
+        self.reading = reading
         self._amin = alpha_min_estimate
         self.names = list(cat.models)
         self._cfgs: dict[tuple[str, int], list[tuple[int, ...]]] = {}
@@ -182,6 +185,7 @@ class _Models:
                                     gpus_per_server=self.g,
                                     nic_gbps=self.nic,
                                     intra_gbyte_s=self.intra,
+                                    reading=self.reading,
                                 ).replicas
                             )
                         ]
@@ -196,7 +200,7 @@ class _Models:
         if key not in self._alpha:
             from gpusched.jobmodels.pipeline_jobs import resolve_config
 
-            spec = resolve_config(self.cat, model, reps).spec()
+            spec = resolve_config(self.cat, model, reps).spec(self.reading)
             self._alpha[key] = float(self._amin(spec, self.nic, self.intra, self.g))
         return self._alpha[key]
 
@@ -210,6 +214,7 @@ def annotate_trace(
     gpus_per_server: int | None = None,
     nic_gbps: float | None = None,
     intra_gbyte_s: float | None = None,
+    reading: Any = None,
 ) -> tuple[Trace, list[str]]:
     """Assign models, configurations and iterations to a trace's job groups (Sec. V-A 1-b).
 
@@ -226,6 +231,12 @@ def annotate_trace(
     gpus_per_server, nic_gbps, intra_gbyte_s
         Cluster for :math:`\\tilde\\alpha^{min}` (GPUs per server, Gbit/s, GByte/s); ``None``
         takes the catalogue's reference (the paper's Sec. V-B cluster).
+    reading
+        The performance model's :class:`~gpusched.jobmodels.reading.Reading` for
+        :math:`\\tilde\\alpha^{min}` (so ``iterations = duration / alpha_min`` under it);
+        ``None`` takes the default reading. Replay the trace on a cluster with the same
+        reading, or its jobs' ideal durations change by the ratio of the two readings'
+        :math:`\\tilde\\alpha^{min}`.
 
     Returns
     -------
@@ -286,7 +297,11 @@ def annotate_trace(
             f"of >= {MIN_RECURRENCE}"
         )
 
-    models = _Models(catalogue, gpus_per_server, nic_gbps, intra_gbyte_s)
+    if reading is None:
+        from gpusched.jobmodels.reading import DEFAULT_READING
+
+        reading = DEFAULT_READING
+    models = _Models(catalogue, gpus_per_server, nic_gbps, intra_gbyte_s, reading)
     group = np.asarray(extra["group"]).astype(str)
     model_of = np.empty(n, dtype=object)
     config_of = np.empty(n, dtype=object)
