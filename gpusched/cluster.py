@@ -80,13 +80,13 @@ from typing import TYPE_CHECKING, Any
 
 from gpusched.errors import ClusterError, control_char, did_you_mean, show_name
 from gpusched.files import check_small_file, read_small_text
-from gpusched.jobmodels.reading import (
-    ALLREDUCE_READINGS,
-    BATCH_READINGS,
-    DEFAULT_READING,
-    Reading,
-)
 from gpusched.resources import bundled_dir
+
+#: Readings of the A-SRPT performance model a cluster file may choose (the vocabulary of its
+#: ``allreduce_reading`` and ``batch_reading`` keys, default first). The model that applies
+#: them is :class:`gpusched.jobmodels.reading.Reading`; the core only validates the words.
+ALLREDUCE_READINGS: tuple[str, ...] = ("share", "literal")
+BATCH_READINGS: tuple[str, ...] = ("split", "per-replica")
 
 if TYPE_CHECKING:  # numpy is imported when the arrays are first asked for: listing
     import numpy as np  # clusters (``gpusched clusters``) needs none of it
@@ -290,8 +290,8 @@ class ClusterSpec:
     gpu_capacity: int = 1
     allow_spread: bool = True
     source: str = "<memory>"
-    allreduce_reading: str = DEFAULT_READING.allreduce
-    batch_reading: str = DEFAULT_READING.batch
+    allreduce_reading: str = ALLREDUCE_READINGS[0]
+    batch_reading: str = BATCH_READINGS[0]
     n_servers: int = field(init=False)
     n_gpus: int = field(init=False)
     _server_gpus: np.ndarray = field(init=False, repr=False, compare=False)
@@ -422,11 +422,6 @@ class ClusterSpec:
             groups=(ServerGroup(n_servers, gpus_per_server, gpu_type),),
             **kwargs,
         )
-
-    @property
-    def reading(self) -> Reading:
-        """The A-SRPT performance model's :class:`~gpusched.jobmodels.reading.Reading`."""
-        return Reading(self.allreduce_reading, self.batch_reading)
 
     # -- derived arrays (read-only, computed once) --------------------------------------
 
@@ -863,8 +858,8 @@ class _Validator:
         readings = {
             key: self.choice(cluster, key, "cluster", allowed, default)
             for key, allowed, default in (
-                ("allreduce_reading", ALLREDUCE_READINGS, DEFAULT_READING.allreduce),
-                ("batch_reading", BATCH_READINGS, DEFAULT_READING.batch),
+                ("allreduce_reading", ALLREDUCE_READINGS, ALLREDUCE_READINGS[0]),
+                ("batch_reading", BATCH_READINGS, BATCH_READINGS[0]),
             )
         }
         self.check_size(groups, capacity, full)

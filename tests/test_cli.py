@@ -393,11 +393,17 @@ def test_workload_a_srpt_states_its_offered_load_and_warns_when_idle(tmp_path):
 
     out = tmp_path / "w.csv"
     r = CliRunner().invoke(
-        app, ["workload", "a-srpt", "--jobs", "300", "--seed", "1", "-o", str(out)]
+        app, ["workload", "a-srpt", "--jobs", "300", "--seed", "1", "--load", "0", "-o", str(out)]
     )
     assert r.exit_code == 0, r.output
     assert "on a-srpt-250x8 (2,000 GPUs)" in r.output
     assert "warning: offered load 0." in r.output and "--load" in r.output
+    # by default the workload is contended like the paper's (issue 14 part 1)
+    r = runner.invoke(app, ["workload", "a-srpt", "--jobs", "300", "--seed", "1", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "offered load 4.00 on a-srpt-250x8" in r.output and "warning" not in r.output
+    r = runner.invoke(app, ["workload", "a-srpt", "--load", "-1", "-o", str(out)])
+    assert r.exit_code == 2 and "--load must be > 0" in r.output
     r = runner.invoke(
         app, ["workload", "a-srpt", "--jobs", "300", "--seed", "1", "--load", "2", "-o", str(out)]
     )

@@ -29,6 +29,7 @@ from gpusched.jobmodels.pipeline import (
     stage_server_times,
 )
 from gpusched.jobmodels.pipeline_jobs import PipelineJobs
+from gpusched.jobmodels.reading import reading_of
 from gpusched.jobs import prepare_jobs
 from gpusched.trace import read_trace
 
@@ -179,13 +180,13 @@ HEAD = '[cluster]\nname = "r"\nservers = 2\ngpus_per_server = 8\n'
 
 def test_cluster_default_and_keys():
     spec = parse_cluster(HEAD, "c.toml")
-    assert spec.reading == DEFAULT_READING
+    assert reading_of(spec) == DEFAULT_READING
     spec = parse_cluster(
         HEAD + 'allreduce_reading = "literal"\nbatch_reading = "per-replica"\n', "c.toml"
     )
     assert (spec.allreduce_reading, spec.batch_reading) == ("literal", "per-replica")
-    assert spec.reading == LITERAL_PER
-    assert pickle.loads(pickle.dumps(spec)).reading == LITERAL_PER
+    assert reading_of(spec) == LITERAL_PER
+    assert reading_of(pickle.loads(pickle.dumps(spec))) == LITERAL_PER
     d = spec.as_dict()["cluster"]
     assert (d["allreduce_reading"], d["batch_reading"]) == ("literal", "per-replica")
     assert _reading(spec) == " [eq. 6 literal, batch per-replica]"
@@ -248,7 +249,7 @@ def test_pipeline_jobs_use_the_clusters_reading(tmp_path: Path):
 
 
 def test_bundled_clusters_keep_the_default():
-    assert load_cluster("a-srpt-250x8").reading == DEFAULT_READING
+    assert reading_of(load_cluster("a-srpt-250x8")) == DEFAULT_READING
 
 
 def test_workload_iterations_follow_the_clusters_reading(tmp_path: Path):

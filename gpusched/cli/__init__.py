@@ -51,7 +51,8 @@ def workload_cmd(
         typer.Option(
             "--load",
             help="a-srpt, lazer-earth|saturn|uranus (full size): rescale arrivals to this"
-            " offered load on the --cluster",
+            " offered load on the --cluster. a-srpt: default 4 (contended, like the paper's"
+            " runs); 0 keeps the source's own arrival times",
         ),
     ] = None,
     cluster: Annotated[
@@ -156,7 +157,7 @@ def _say_offered_load(trace: Any, cluster: str) -> None:
         typer.echo(
             f"warning: offered load {load:.2f} < 0.5: the GPUs idle most of the time and "
             "every policy starts almost every job on arrival, so policies can hardly differ; "
-            "give --load (e.g. --load 2) for a contended cluster like the paper's",
+            "a larger --load (default 4) makes a contended cluster like the paper's",
             err=True,
         )
 

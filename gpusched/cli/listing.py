@@ -41,11 +41,11 @@ def clusters_cmd() -> None:
 
 def _reading(spec: Any) -> str:
     """`` [eq. 6 literal, batch per-replica]`` for a non-default reading, else ``""``."""
-    from gpusched.jobmodels.reading import DEFAULT_READING
+    from gpusched.cluster import ALLREDUCE_READINGS, BATCH_READINGS
 
     parts = []
-    if spec.allreduce_reading != DEFAULT_READING.allreduce:
+    if spec.allreduce_reading != ALLREDUCE_READINGS[0]:
         parts.append(f"eq. 6 {spec.allreduce_reading}")
-    if spec.batch_reading != DEFAULT_READING.batch:
+    if spec.batch_reading != BATCH_READINGS[0]:
         parts.append(f"batch {spec.batch_reading}")
     return f" [{', '.join(parts)}]" if parts else ""

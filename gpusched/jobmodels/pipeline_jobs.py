@@ -43,12 +43,11 @@ from gpusched.algorithms.heavy_edge import (
     vertex_stages,
 )
 from gpusched.jobmodels.pipeline import (
-    DEFAULT_READING,
     PipelineSpec,
-    Reading,
     alpha_max,
     iteration_time,
 )
+from gpusched.jobmodels.reading import reading_of
 
 __all__ = [
     "PipelineJobs",
@@ -153,10 +152,7 @@ class PipelineJobs:
         self.n_total = int(cluster.n_gpus)
         self.nic = float(cluster.nic_gbps)
         self.intra = float(cluster.intra_gbyte_s)
-        self.reading = Reading(
-            getattr(cluster, "allreduce_reading", DEFAULT_READING.allreduce),
-            getattr(cluster, "batch_reading", DEFAULT_READING.batch),
-        )
+        self.reading = reading_of(cluster)
         work = np.asarray(jobs.work_s, dtype=np.float64)
         models = (
             np.asarray(jobs.model, dtype=object) if len(jobs.model) == n else np.full(n, "", object)

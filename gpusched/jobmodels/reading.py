@@ -1,5 +1,4 @@
-"""The performance model's readings of the A-SRPT paper's Sec. III-B (no numpy: the cluster
-loader imports it).
+"""The performance model's readings of the A-SRPT paper's Sec. III-B.
 
 Z. Luo, J. Liu, M. Lee and N. B. Shroff, "Prediction-Assisted Online Distributed Deep
 Learning Workload Scheduling in GPU Clusters" (A-SRPT), IEEE INFOCOM 2025, arXiv:2501.05563.
@@ -12,13 +11,12 @@ it. See ``docs/a-srpt-model.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["ALLREDUCE_READINGS", "BATCH_READINGS", "DEFAULT_READING", "Reading"]
+# The cluster file's vocabulary (the core validates the keys; this module gives them meaning).
+from gpusched.cluster import ALLREDUCE_READINGS, BATCH_READINGS
 
-#: Readings of eq. (6)'s first case (see :class:`Reading`).
-ALLREDUCE_READINGS: tuple[str, ...] = ("share", "literal")
-#: Readings of what a replica computes per iteration (see :class:`Reading`).
-BATCH_READINGS: tuple[str, ...] = ("split", "per-replica")
+__all__ = ["ALLREDUCE_READINGS", "BATCH_READINGS", "DEFAULT_READING", "Reading", "reading_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,3 +63,12 @@ class Reading:
 
 #: Today's reading: eq. (6) through the reserved NIC share, the mini-batch split over replicas.
 DEFAULT_READING = Reading()
+
+
+def reading_of(cluster: Any) -> Reading:
+    """The :class:`Reading` a cluster spec chooses (its ``allreduce_reading`` and
+    ``batch_reading``; the defaults for an object without them)."""
+    return Reading(
+        getattr(cluster, "allreduce_reading", DEFAULT_READING.allreduce),
+        getattr(cluster, "batch_reading", DEFAULT_READING.batch),
+    )

@@ -31,15 +31,25 @@ def _a_srpt(
     ``cluster`` (a bundled name or TOML path) sets the GPUs that ``load`` refers to and the
     performance model's reading the iterations are derived under (its bandwidths are not
     used: iterations come from the catalogue's reference cluster).
+    ``load`` defaults to :data:`gpusched.workloads.a_srpt.DEFAULT_LOAD` (contended, like the
+    paper's runs); ``load=0`` keeps the source's own arrival times.
     """
-    from gpusched.workloads.a_srpt import a_srpt_workload
+    from gpusched.workloads.a_srpt import DEFAULT_LOAD, a_srpt_workload
 
+    load = options.pop("load", DEFAULT_LOAD)
+    if not load >= 0:
+        raise GpuschedError(
+            f"--load must be > 0, or 0 for the source's own arrival times, got {load:g}"
+        )
+    if load != 0:
+        options["load"] = load
     if cluster is not None:
         from gpusched.cluster import load_cluster
+        from gpusched.jobmodels.reading import reading_of
 
         spec = load_cluster(cluster)
         options["n_gpus_cluster"] = spec.n_gpus
-        options["reading"] = spec.reading
+        options["reading"] = reading_of(spec)
     return a_srpt_workload(seed, jobs, **options)
 
 
