@@ -1,0 +1,41 @@
+"""How much of A-SRPT's slowdown falls on jobs the unseen-group rule predicted 0 for.
+
+Usage (from the folder holding wl/, after a sweep):
+    python examples/a-srpt/unseen-rule.py res/fig6-jobs
+One line per a-srpt cell (forest predictor, policy seed 0): the share of jobs the rule
+("We predict 0 iterations for unseen jobs", Sec. IV-C-3) fired for, the share of the
+run's slowdown (time lost to running slower than at ideal placement) those jobs carry,
+and the run's slowdown and waiting as shares of its total JCT. See
+docs/a-srpt-results.md, "Why A-SRPT loses with the forest"."""
+import csv
+import glob
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from gpusched.algorithms.predict import fit
+from gpusched.cluster import load_cluster
+from gpusched.jobs import prepare_jobs
+from gpusched.trace import read_trace
+
+HERE = Path(__file__).resolve().parent
+for cell in sorted(glob.glob(f"{sys.argv[1]}/cells/*_a-srpt_s0-*")):
+    describe = json.load(open(f"{cell}/cell.json"))["describe"]
+    d = dict(kv.split("=", 1) for kv in describe.split())
+    if d.get("predictor", "forest") != "forest":  # the forest, the default predictor, only
+        continue
+    cluster = load_cluster(str(HERE / d["cluster"]))
+    jobs = prepare_jobs(read_trace(d["trace"]), cluster)
+    rule = fit("forest", jobs, 0).rule
+    with open(f"{cell}/jobs.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    slow = np.array([float(r["slowdown_s"] or 0) for r in rows])
+    wait = np.array([float(r["wait_s"] or 0) for r in rows])
+    jct = np.array([float(r["jct"] or 0) for r in rows])
+    print(
+        f"{d['trace']} on {d['cluster']}: rule fires for {rule.mean():.0%} of jobs, which carry "
+        f"{slow[rule].sum() / max(slow.sum(), 1e-9):.0%} of the slowdown; slowdown "
+        f"{slow.sum() / jct.sum():.0%} and waiting {wait.sum() / jct.sum():.0%} of total JCT"
+    )
