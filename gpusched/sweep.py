@@ -27,8 +27,8 @@ folder to ``OUT/cells/<cell id>/`` in one step. :func:`cell_status` is the one t
 the cell's current key, and every output it lists is there with its size (summary.json
 with its hash). A cell whose key differs (an input changed) is *stale* and runs again.
 A failing cell gets a folder holding only ``error.txt`` and does not stop the others. At
-the end every cell's row is read back from its folder into ``OUT/results.csv`` (and
-``OUT/results.parquet`` when pyarrow is installed): one row per cell, its parameters
+the end every cell's row is read back from its folder into ``OUT/results.csv`` and
+``OUT/results.parquet``: one row per cell, its parameters
 plus every summary metric.
 
 One sweep at a time writes an output folder: :class:`SweepLock` holds ``OUT/.lock``
@@ -1399,7 +1399,7 @@ class SweepResult:
     failed
         ``(cell, error message)`` for each cell that failed in this run.
     results_csv, results_parquet
-        The table files (parquet is None without pyarrow).
+        The table files.
     wall_s
         Wall-clock seconds of the whole sweep.
     n_stale
@@ -1415,7 +1415,7 @@ class SweepResult:
     n_skipped: int
     failed: list[tuple[Cell, str]]
     results_csv: Path
-    results_parquet: Path | None
+    results_parquet: Path
     wall_s: float
     n_stale: int = 0
     notes: list[str] = field(default_factory=list)
@@ -1488,12 +1488,12 @@ def _csv_value(v: Any) -> Any:
 
 def write_table(
     rows: list[dict[str, Any]], columns: list[str], out: str | Path
-) -> tuple[Path, Path | None]:
-    """Write results.csv (and results.parquet if pyarrow is installed) atomically into ``out``.
+) -> tuple[Path, Path]:
+    """Write results.csv and results.parquet atomically into ``out``.
 
     Returns
     -------
-    (csv path, parquet path or None)
+    (csv path, parquet path)
     """
     import csv
 
@@ -1506,11 +1506,9 @@ def write_table(
         for r in rows:
             w.writerow([_csv_value(r[k]) for k in columns])
     os.replace(tmp, out / RESULTS_CSV)
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        return out / RESULTS_CSV, None
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     arrays = []
     for k in columns:
         values = [r[k] for r in rows]

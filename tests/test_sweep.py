@@ -185,9 +185,9 @@ def test_sweep_2x2x2_on_local_cluster(tmp_path: Path, small_trace: Path) -> None
             r["avg_jct_s"]
         )
     assert not (result.out / ".staging").exists() and not (result.out / ".lock").exists()
-    if result.results_parquet is not None:
-        pq = pytest.importorskip("pyarrow.parquet")
-        assert pq.read_table(result.results_parquet).num_rows == 8
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(result.results_parquet).num_rows == 8
     # the LocalCluster's worker processes are gone (multiprocessing's resource tracker,
     # started with the first spawn, lives as long as this process and is not counted)
     left = [

@@ -128,9 +128,9 @@ def sweep_cmd(
     )
     for cell, error in result.failed:
         typer.echo(f"failed: {cell.describe()}: {error}", err=True)
-    extra = f" and {result.results_parquet.name}" if result.results_parquet else ""
     typer.echo(
-        f"results in {result.results_csv}{extra}; each cell's outputs in {result.out}/cells/"
+        f"results in {result.results_csv} and {result.results_parquet.name}; "
+        f"each cell's outputs in {result.out}/cells/"
     )
     if plot and ok:
         from gpusched.plot import plot_sweep

@@ -1,0 +1,177 @@
+"""Columnar tables of a run (jobs, tasks, timeline, events) written with pyarrow.
+
+A run folder holds each table as CSV (``jobs.csv``) or Parquet (``jobs.parquet``),
+chosen by ``--format``. The CSV text is the one Python's ``csv.writer`` writes row by
+row (``\\r\\n`` line ends, minimal quoting), with every float spelled as ``repr`` spells
+it, so that it parses back to the identical float64, and NaN as an empty cell. It is
+built column by column with pyarrow's compute functions instead: shortest round-trip
+digits from pyarrow's float-to-text cast, respelled where ``repr`` differs (``3`` is
+``3.0``; magnitudes below 1e-4 and from 1e10 up come from ``repr`` itself), then the columns joined into lines.
+
+Parquet keeps each column's type; NaN of a float column (an unfinished job's ``jct``)
+is stored as null, which pandas and polars read back as missing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: the formats a run folder's tables can be written in (``--format``)
+FORMATS = ("csv", "parquet")
+#: rows formatted at a time, so that the text of a table never needs 2 GiB at once
+_CHUNK_ROWS = 500_000
+
+
+def table_name(stem: str, fmt: str) -> str:
+    """The file name of table ``stem`` (``"jobs"``) in format ``fmt``: ``jobs.csv``."""
+    return f"{stem}.{fmt}"
+
+
+def write_table(path: Path, columns: Mapping[str, np.ndarray], fmt: str = "csv") -> None:
+    """Write equal-length columns to ``path`` as CSV or Parquet (see the module docstring).
+
+    Parameters
+    ----------
+    path
+        File to write (replaced if it exists).
+    columns
+        Column name -> 1-D array, all of one length.
+    fmt
+        ``"csv"`` or ``"parquet"``.
+    """
+    if fmt == "parquet":
+        write_parquet(path, columns)
+    elif fmt == "csv":
+        write_csv_text(path, columns)
+    else:
+        raise ValueError(f"unknown table format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+def write_parquet(path: Path, columns: Mapping[str, np.ndarray]) -> None:
+    """Write ``columns`` to ``path`` as one Parquet table (NaN floats stored as null)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({name: _arrow_column(np.asarray(v)) for name, v in columns.items()})
+    pq.write_table(table, path)
+
+
+def _arrow_column(values: np.ndarray) -> Any:
+    """One column as a pyarrow array: floats with NaN as null, objects as text."""
+    import pyarrow as pa
+
+    if values.dtype.kind == "f":
+        return pa.array(values, mask=np.isnan(values))
+    if values.dtype.kind == "O":
+        return pa.array(values.tolist(), from_pandas=True)
+    return pa.array(values)
+
+
+def write_csv_text(path: Path, columns: Mapping[str, np.ndarray]) -> None:
+    """Write ``columns`` to ``path`` as CSV text, byte for byte what ``csv.writer`` writes
+    row by row with floats as ``repr`` and NaN empty (see the module docstring)."""
+    names = list(columns)
+    arrays = [np.asarray(columns[k]) for k in names]
+    n_rows = len(arrays[0]) if arrays else 0
+    head = io.StringIO()
+    csv.writer(head).writerow(names)
+    with path.open("wb") as fh:
+        fh.write(head.getvalue().encode())
+        for start in range(0, n_rows, _CHUNK_ROWS):
+            part = [a[start : start + _CHUNK_ROWS] for a in arrays]
+            fh.write(_csv_lines(part))
+
+
+def _csv_lines(arrays: list[np.ndarray]) -> memoryview:
+    """The CSV lines of equal-length columns (each ending in ``\\r\\n``), as bytes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cells = [_text_cells(a) for a in arrays]
+    if len(cells) == 1:
+        # csv.writer quotes a row's only field when it is empty (else the line is blank)
+        only = pc.fill_null(cells[0], "")
+        cells = [pc.if_else(pc.equal(only, ""), pa.scalar('""'), only)]
+    lines = pc.binary_join_element_wise(*cells, ",", null_handling="replace", null_replacement="")
+    lines = pc.binary_join_element_wise(lines, "\r\n", "")
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)
+    first, last = offsets[lines.offset], offsets[lines.offset + len(lines)]
+    return memoryview(lines.buffers()[2])[first:last]
+
+
+def _text_cells(values: np.ndarray) -> Any:
+    """A column's CSV cells as a pyarrow string array (null = empty cell), quoted as
+    ``csv.writer`` quotes them."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = values.dtype.kind
+    if kind == "f":
+        return _float_cells(values.astype(np.float64, copy=False))
+    if kind in "iu":
+        return pc.cast(pa.array(values), pa.string())
+    if kind == "b":
+        return pc.if_else(pa.array(values), pa.scalar("True"), pa.scalar("False"))
+    if kind == "U":
+        return _quoted(pa.array(values, type=pa.string()))
+    try:  # text and None only (job ids): pyarrow converts them without a Python loop
+        text = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        text = None
+    if text is None or not (pa.types.is_string(text.type) or pa.types.is_null(text.type)):
+        text = pa.array([_cell_text(x) for x in values.tolist()], type=pa.string())
+    return _quoted(text.cast(pa.string()))
+
+
+def _cell_text(x: Any) -> str | None:
+    """One value of an object column as ``csv.writer`` writes it (floats as ``repr``)."""
+    if x is None:
+        return None
+    if isinstance(x, float):
+        return None if x != x else repr(float(x))
+    return x if isinstance(x, str) else str(x)
+
+
+def _quoted(text: Any) -> Any:
+    """Text cells with ``,``, ``"``, CR or LF quoted (quotes doubled), as csv.writer does."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    needs = pc.fill_null(pc.match_substring_regex(text, '[,"\r\n]'), False)
+    if not pc.any(needs).as_py():
+        return text
+    doubled = pc.replace_substring(text, '"', '""')
+    quoted = pc.binary_join_element_wise(pa.scalar('"'), doubled, pa.scalar('"'), "")
+    return pc.if_else(needs, quoted, text)
+
+
+def _float_cells(x: np.ndarray) -> Any:
+    """Float64 cells spelled as ``repr`` spells them (NaN null).
+
+    pyarrow's cast gives the shortest digits that round-trip, the digits ``repr`` gives;
+    it spells integral values below 1e10 without ``.0`` (added here) and uses exponents
+    from 1e10 and below 1e-6, where ``repr`` uses them from 1e16 and below 1e-4, so
+    magnitudes from 1e10 up (infinities too) and below 1e-4, rare in a run's tables,
+    are spelled by ``repr`` itself.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    nan = np.isnan(x)
+    text = pc.cast(pa.array(x, mask=nan), pa.string())
+    mag = np.abs(x)
+    with np.errstate(invalid="ignore"):
+        integral = (mag < 1e10) & (x == np.trunc(x))
+        odd = ((mag > 0) & (mag < 1e-4)) | (mag >= 1e10)  # infinities included
+    if integral.any():
+        text = pc.if_else(integral, pc.binary_join_element_wise(text, ".0", ""), text)
+    if odd.any():
+        spelled = pa.array([repr(v) for v in x[odd].tolist()], type=pa.string())
+        text = pc.replace_with_mask(text, pa.array(odd), spelled)
+    return text
