@@ -61,7 +61,7 @@ import numpy as np
 from gpusched import __version__
 from gpusched.engine import RunResult
 from gpusched.state import F_EXTRA_GPU_S, F_SHARED_GPU_S, FINISHED, REJECTED
-from gpusched.tables import write_csv_text
+from gpusched.tables import table_name, write_csv_text, write_table
 from gpusched.trace import trace_sha256
 
 SUMMARY_KEYS = (
@@ -393,17 +393,23 @@ def write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
     write_csv_text(path, columns)
 
 
-def write_results(res: RunResult, out: str | Path, trace_path: str | None = None) -> dict[str, Any]:
-    """Write jobs.csv, timeline.csv, summary.json and manifest.json into ``out`` (and
-    tasks.csv, events.csv when the run has them); return the summary."""
+def write_results(
+    res: RunResult, out: str | Path, trace_path: str | None = None, fmt: str = "csv"
+) -> dict[str, Any]:
+    """Write jobs, timeline, summary.json and manifest.json into ``out`` (and tasks,
+    events when the run has them); return the summary.
+
+    The tables are ``jobs.csv`` and so on with ``fmt="csv"``, ``jobs.parquet`` and so on
+    with ``fmt="parquet"`` (:mod:`gpusched.tables`).
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_csv(out / "jobs.csv", job_records(res))
+    write_table(out / table_name("jobs", fmt), job_records(res), fmt)
     if "tasks" in res.extra:
-        write_csv(out / "tasks.csv", task_records(res))
-    write_csv(out / "timeline.csv", res.timeline)
+        write_table(out / table_name("tasks", fmt), task_records(res), fmt)
+    write_table(out / table_name("timeline", fmt), res.timeline, fmt)
     if "events" in res.extra:
-        write_csv(out / "events.csv", res.extra["events"])
+        write_table(out / table_name("events", fmt), res.extra["events"], fmt)
     summary = summarize(res)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "manifest.json").write_text(

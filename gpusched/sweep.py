@@ -102,6 +102,13 @@ ERROR_FILE = "error.txt"
 LOCK_FILE = ".lock"
 #: the files ``replay --out`` writes; a finished cell has every one
 OUTPUT_FILES = ("jobs.csv", "timeline.csv", "manifest.json", "summary.json")
+
+
+def output_files(fmt: str) -> tuple[str, ...]:
+    """The files a finished cell holds with its run tables in format ``fmt``."""
+    return (f"jobs.{fmt}", f"timeline.{fmt}", "manifest.json", "summary.json")
+
+
 #: version of the cell.json layout (part of the key: a new layout re-runs every cell)
 KEY_FORMAT = 1
 #: seconds to wait for a ``--scheduler`` address to answer
@@ -180,6 +187,7 @@ class SweepSpec:
     drop_oversized: bool = False
     base_dir: str | None = None
     source: str = "<string>"
+    table_format: str = "csv"  #: the cells' run tables, csv or parquet (``sweep --format``)
 
 
 def _check_text(text: str, what: str, source: str) -> None:
@@ -518,6 +526,7 @@ class Cell:
     trace_input: str
     cluster_input: str
     policy_input: str
+    table_format: str = "csv"  #: its run tables, csv or parquet
     cell_id: str = field(init=False, repr=False, compare=False)
     """A folder name: readable parts plus a hash of the settings that name the cell.
 
@@ -536,7 +545,9 @@ class Cell:
                 self.slot_s,
                 self.until_s,
                 self.drop_oversized,
-            ],
+            ]
+            # Parquet cells get folders of their own; CSV cells keep the ids they had
+            + ([self.table_format] if self.table_format != "csv" else []),
         )
         digest = hashlib.sha1(key.encode()).hexdigest()[:8]
         parts = [_slug(self.trace), _slug(self.cluster), _slug(self.policy)]
@@ -592,6 +603,7 @@ def cells(spec: SweepSpec) -> list[Cell]:
                         trace_input=_resolve_input(trace, spec.base_dir),
                         cluster_input=_resolve_input(cluster, spec.base_dir),
                         policy_input=_policy_input(policy, spec.base_dir),
+                        table_format=spec.table_format,
                     )
                 )
     ids = [c.cell_id for c in out]
@@ -710,6 +722,8 @@ class CellKey:
             "until_s": cell.until_s,
             "drop_oversized": cell.drop_oversized,
         }
+        if cell.table_format != "csv":  # CSV cells keep the keys they had
+            record["table_format"] = cell.table_format
         return cls(json.dumps(record, sort_keys=True, separators=(",", ":")))
 
     @property
@@ -953,7 +967,7 @@ def cell_status(out: str | Path, cell: Cell, key: CellKey) -> CellStatus:
     """Whether ``cell`` is finished in ``out``: the one test resuming and ``--dry-run`` use.
 
     A cell is done when ``cells/<id>/cell.json`` is readable, holds the cell's current
-    key, and lists every file of :data:`OUTPUT_FILES`, each present with the size it
+    key, and lists every file of :func:`output_files`, each present with the size it
     had when the cell finished, and summary.json with the same SHA-256.
     """
     folder = cell_dir(out, cell)
@@ -976,7 +990,7 @@ def cell_status(out: str | Path, cell: Cell, key: CellKey) -> CellStatus:
         return CellStatus(
             "stale", "changed since it ran: " + _key_changes(meta.get("inputs"), key.record)
         )
-    for name in OUTPUT_FILES:
+    for name in output_files(cell.table_format):
         if name not in files:
             return CellStatus("todo", f"incomplete: {name} is not recorded")
     for name, info in files.items():
@@ -1130,6 +1144,7 @@ def run_cell(cell: Cell, key: CellKey, out: str) -> dict[str, Any]:
                 until_s=cell.until_s,
                 drop_oversized=cell.drop_oversized,
                 out=staging,
+                fmt=cell.table_format,
             )
         _check_inputs(cell, key, "while the cell ran")
         record = {

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from gpusched.errors import GpuschedError, show_name
 
 #: the formats a run folder's tables can be written in (``--format``)
 FORMATS = ("csv", "parquet")
@@ -175,3 +177,66 @@ def _float_cells(x: np.ndarray) -> Any:
         spelled = pa.array([repr(v) for v in x[odd].tolist()], type=pa.string())
         text = pc.replace_with_mask(text, pa.array(odd), spelled)
     return text
+
+
+# --- reading run tables -----------------------------------------------------------------
+
+
+def find_table(folder: Path, stem: str) -> Path:
+    """The file of table ``stem`` (``"jobs"``) in a run folder: ``jobs.csv``, or
+    ``jobs.parquet`` when only that one exists (the CSV path when neither does)."""
+    text = folder / f"{stem}.csv"
+    if not text.is_file() and (folder / f"{stem}.parquet").is_file():
+        return folder / f"{stem}.parquet"
+    return text
+
+
+def has_table(folder: Path, stem: str) -> bool:
+    """Whether the run folder holds table ``stem`` in either format."""
+    return any((folder / table_name(stem, fmt)).is_file() for fmt in FORMATS)
+
+
+def is_parquet(path: Path) -> bool:
+    """Whether ``path`` names a Parquet table (by its suffix)."""
+    return path.suffix == ".parquet"
+
+
+def parquet_rows(path: Path) -> Iterator[list[str]]:
+    """A Parquet table's header, then its rows, as the text its CSV twin would hold.
+
+    Floats are spelled as ``repr`` (null and NaN as ``""``), integers in decimal and
+    text as it is, so that the readers of CSV run tables check and parse both alike.
+
+    Raises
+    ------
+    GpuschedError
+        The file is not a readable Parquet file (one line naming it).
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise GpuschedError(f"{show_name(path)}: not a readable Parquet file ({reason})") from None
+    yield list(table.column_names)
+    cols = [_plain_text(table.column(i)) for i in range(table.num_columns)]
+    yield from (list(row) for row in zip(*cols, strict=True))
+
+
+def _plain_text(column: Any) -> list[str]:
+    """A Parquet column's cells as text (see :func:`parquet_rows`)."""
+    import pyarrow as pa
+
+    if pa.types.is_boolean(column.type) or pa.types.is_floating(column.type):
+        values = column.to_numpy(zero_copy_only=False)  # null floats become NaN
+    elif pa.types.is_integer(column.type) and column.null_count == 0:
+        values = column.to_numpy()
+    else:
+        values = np.asarray(column.to_pylist(), dtype=object)
+    kind = values.dtype.kind
+    if kind in "fiub":
+        text = _text_cells(values).to_pylist()
+    else:
+        text = [_cell_text(x) for x in values.tolist()]
+    return ["" if x is None else x for x in text]
