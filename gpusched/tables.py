@@ -212,6 +212,19 @@ def parquet_rows(path: Path) -> Iterator[list[str]]:
     GpuschedError
         The file is not a readable Parquet file (one line naming it).
     """
+    header, cols = parquet_columns(path)
+    yield header
+    yield from (list(row) for row in zip(*cols, strict=True))
+
+
+def parquet_columns(path: Path) -> tuple[list[str], list[list[str]]]:
+    """A Parquet table's column names and its columns as text (see :func:`parquet_rows`).
+
+    Raises
+    ------
+    GpuschedError
+        The file is not a readable Parquet file (one line naming it).
+    """
     import pyarrow.parquet as pq
 
     try:
@@ -219,9 +232,8 @@ def parquet_rows(path: Path) -> Iterator[list[str]]:
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise GpuschedError(f"{show_name(path)}: not a readable Parquet file ({reason})") from None
-    yield list(table.column_names)
     cols = [_plain_text(table.column(i)) for i in range(table.num_columns)]
-    yield from (list(row) for row in zip(*cols, strict=True))
+    return list(table.column_names), cols
 
 
 def _plain_text(column: Any) -> list[str]:

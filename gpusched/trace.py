@@ -1,7 +1,9 @@
 """The canonical job trace: the :class:`Trace` data class, a validating reader and a writer.
 
 A trace is a CSV file (optionally gzip-compressed, ``.csv.gz``) in UTF-8 with a header row
-and one row per job. Columns:
+and one row per job, or a Parquet file (``.parquet``) with the same columns
+(:class:`ParquetTable`: its schema is checked, then its values by the same rules, and
+problems name rows instead of lines). Columns:
 
 =========== ======== ====================================================================
 column      required meaning
@@ -724,6 +726,9 @@ class CsvTable:
             else:
                 self.cols[h] = split.columns[j]
 
+    #: what :attr:`lines` counts, in messages
+    line_word = "line"
+
     def __len__(self) -> int:
         return self.n
 
@@ -865,10 +870,100 @@ class CsvTable:
                 self.bad(i, col, "a non-empty id", v)
             elif v in first:
                 self.report(
-                    ln, f"column '{col}': duplicate id {show_value(v)} (first on line {first[v]})"
+                    ln,
+                    f"column '{col}': duplicate id {show_value(v)} "
+                    f"(first on {self.line_word} {first[v]})",
                 )
             else:
                 first[v] = ln
+
+
+#: Parquet column types a trace accepts, by column: (test of the pyarrow type, expected)
+_PARQUET_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "job_id": (lambda t: _is_text(t) or _is_int(t), "text or integers"),
+    "num_gpus": (lambda t: _is_int(t), "integers"),
+    "model": (lambda t: _is_text(t), "text"),
+    **{
+        c: (lambda t: _is_int(t) or _is_float(t), "numbers (integers or floats)")
+        for c in ("submit_time", "duration", "iterations", "load_s", "save_s")
+    },
+}
+
+
+def _is_text(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t))
+
+
+def _is_int(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_integer(t) or pa.types.is_null(t))
+
+
+def _is_float(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_floating(t))
+
+
+class ParquetTable(CsvTable):
+    """A Parquet trace (``.parquet``) read as the text columns of its CSV twin.
+
+    The schema is checked first (``job_id`` text or integers, ``num_gpus`` integers,
+    the times and ``iterations`` numbers, ``model`` text; one message per column naming
+    the type found and the type expected); then every column is spelled as
+    :func:`write_trace` would write it (floats exactly, null as empty) and checked by the
+    same converters as a CSV trace. Problems name the row (``file: row N:``, N = row
+    index + 1) instead of the line.
+    """
+
+    line_word = "row"
+
+    def __init__(self, path: str | Path, name: str | None = None) -> None:
+        import pyarrow.parquet as pq
+
+        from gpusched.tables import parquet_columns
+
+        path = Path(path)
+        self.name = show_name(path if name is None else name)
+        self._problems = []
+        try:
+            schema = pq.read_schema(path)
+        except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise TraceError(f"{self.name}: not a readable Parquet file ({reason})") from None
+        for field_ in schema:
+            test, expected = _PARQUET_TYPES.get(field_.name, (lambda t: True, ""))
+            if not test(field_.type):
+                self.report(
+                    0, f"column {show_value(field_.name)}: expected {expected}, got {field_.type}"
+                )
+        self.raise_if_bad()
+        header, cols = parquet_columns(path)
+        self.header = header
+        self.header_line = 0
+        self.n = len(cols[0]) if cols else 0
+        self.lines = np.arange(1, self.n + 1, dtype=np.int64)  # row numbers
+        self.cols = {}
+        for h, c in zip(header, cols, strict=True):
+            if h in self.cols:
+                self.report(0, f"duplicate column {show_value(h)}")
+            self.cols[h] = c
+
+    def report(self, line: int, message: str) -> None:
+        """Record ``file: row N: message`` (``file: message`` for the schema, N = 0)."""
+        where = f"{self.name}: row {int(line)}: " if line else f"{self.name}: "
+        self._problems.append((int(line), where + message))
+
+
+def open_table(path: str | Path, name: str | None = None) -> CsvTable:
+    """The trace file ``path`` as a :class:`CsvTable` (a :class:`ParquetTable` for
+    ``.parquet``)."""
+    if Path(path).suffix == ".parquet":
+        return ParquetTable(path, name)
+    return CsvTable(path, name)
 
 
 # --------------------------------------------------------------------------- read_trace
@@ -887,7 +982,8 @@ def _gc_paused() -> Iterator[None]:
 
 
 def read_trace(path: str | Path) -> Trace:
-    """Read and validate a canonical trace CSV (``.csv`` or ``.csv.gz``).
+    """Read and validate a canonical trace: CSV (``.csv`` or ``.csv.gz``) or Parquet
+    (``.parquet``, the same columns; :class:`ParquetTable`).
 
     Parameters
     ----------
@@ -917,7 +1013,7 @@ def read_trace(path: str | Path) -> Trace:
 
 
 def _read_trace(path: str | Path) -> Trace:
-    t = CsvTable(path)
+    t = open_table(path)
     # when every job is placed by roles (num_gpus 0) no row needs a duration, iterations or
     # model, and write_trace leaves those columns out
     chunks = t.cols.get(TASK_COLUMN, ("",) * t.n)
@@ -1069,7 +1165,9 @@ def _formatted(trace: Trace, name: str) -> Iterable[str]:
 
 
 def write_trace(trace: Trace, path: str | Path) -> None:
-    """Write ``trace`` as a canonical CSV; gzip-compressed if ``path`` ends in ``.gz``.
+    """Write ``trace`` as a canonical CSV; gzip-compressed if ``path`` ends in ``.gz``, as
+    Parquet if it ends in ``.parquet`` (floats as float64 with null for NaN, ``num_gpus``
+    as int64, text as text).
 
     Floats are written so that they read back bit for bit (integral values as integers,
     others with ``repr``); NaN is written as an empty field. Columns follow
@@ -1081,7 +1179,7 @@ def write_trace(trace: Trace, path: str | Path) -> None:
     trace
         The trace to write.
     path
-        Destination file (``.csv`` or ``.csv.gz``); parent folders must exist.
+        Destination file (``.csv``, ``.csv.gz`` or ``.parquet``); parent folders must exist.
 
     Raises
     ------
@@ -1090,6 +1188,9 @@ def write_trace(trace: Trace, path: str | Path) -> None:
     """
     path = Path(path)
     names = trace.columns()
+    if path.suffix == ".parquet":
+        _write_parquet_trace(trace, names, path)
+        return
     buf = io.StringIO()
     # Python 3.11's csv writer does not quote a lone "\r" when the line terminator is
     # "\n", and the reader would take it as a line end: quote everything in that rare case.
@@ -1110,6 +1211,18 @@ def write_trace(trace: Trace, path: str | Path) -> None:
         data = gzip.compress(data, compresslevel=6, mtime=0)
     try:
         path.write_bytes(data)
+    except OSError as exc:
+        raise GpuschedError(f"cannot write {show_name(path)}: {_why(exc, False)}") from None
+
+
+def _write_parquet_trace(trace: Trace, names: list[str], path: Path) -> None:
+    """:func:`write_trace` to a Parquet file."""
+    from gpusched.tables import write_parquet
+
+    cols = {c: trace.extra[c] if c in trace.extra else getattr(trace, c) for c in names}
+    cols["num_gpus"] = np.asarray(trace.num_gpus, dtype=np.int64)
+    try:
+        write_parquet(path, cols)
     except OSError as exc:
         raise GpuschedError(f"cannot write {show_name(path)}: {_why(exc, False)}") from None
 

@@ -22,7 +22,7 @@ from gpusched.run import DEFAULT_CLUSTER, DEFAULT_TRACE
 TraceArg = Annotated[
     str | None,
     typer.Argument(
-        help=f"Trace CSV (.csv or .csv.gz) or a bundled trace name [default: {DEFAULT_TRACE}]"
+        help=f"Trace (.csv, .csv.gz or .parquet) or a bundled trace name [default: {DEFAULT_TRACE}]"
     ),
 ]
 ClusterOpt = Annotated[
