@@ -117,3 +117,26 @@ def test_long_tables_are_written_in_chunks_without_a_seam(tmp_path, monkeypatch)
     write_csv(tmp_path / "new.csv", cols)
     reference(tmp_path / "old.csv", cols)
     assert (tmp_path / "new.csv").read_bytes() == (tmp_path / "old.csv").read_bytes()
+
+
+def test_the_join_path_writes_the_same_bytes_as_the_csv_writer_path(tmp_path, monkeypatch):
+    """Tables are written by pyarrow's CSV writer when no cell needs quotes, else (or on a
+    pyarrow without ``WriteOptions(eol=)``) by joining cells: both give csv.writer's bytes."""
+    rng = np.random.default_rng(11)
+    cols = {
+        "job_id": np.array([f"j{i}" for i in range(40)], dtype=object),
+        "x": np.where(rng.random(40) < 0.2, np.nan, rng.random(40) * 1e4),
+        "t": np.round(rng.random(40) * 1e6),
+        "n": rng.integers(0, 9, 40),
+    }
+    reference(tmp_path / "old.csv", cols)
+    write_csv(tmp_path / "fast.csv", cols)
+
+    def old_pyarrow(cells):
+        raise TypeError("WriteOptions() got an unexpected keyword argument 'eol'")
+
+    monkeypatch.setattr(tables, "_arrow_lines", old_pyarrow)
+    write_csv(tmp_path / "joined.csv", cols)
+    want = (tmp_path / "old.csv").read_bytes()
+    assert (tmp_path / "fast.csv").read_bytes() == want
+    assert (tmp_path / "joined.csv").read_bytes() == want
