@@ -88,7 +88,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import methodcaller
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 import numpy as np
 
@@ -454,6 +454,11 @@ def _read_bytes(path: Path, fname: str) -> bytes:
         raise TraceError(f"{fname}: cannot read: {_why(exc, gz)}") from None
 
 
+def _bom_len(data: bytes) -> int:
+    """Bytes of a leading UTF-8 byte-order mark (0 or 3)."""
+    return len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+
+
 def _decode(data: bytes, fname: str) -> str:
     """UTF-8 text of ``data`` (a leading byte-order mark dropped); errors name line and byte."""
     bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
@@ -486,6 +491,77 @@ class _Split:
     columns: list[Sequence[str]]
     lines: np.ndarray  # physical line where each row starts
     problems: list[tuple[int, str]]  # (line, message)
+
+
+class _ArrowText(Sequence[str]):
+    """A text column held by pyarrow (:func:`_split_arrow`); Python strings are made only
+    when something asks for them, so that numeric columns parse without them."""
+
+    __slots__ = ("_list", "array")
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+        self._list: list[str] | None = None
+
+    def _py(self) -> list[str]:
+        if self._list is None:
+            self._list = self.array.to_pylist()
+        return self._list
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        return self._py()[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._py())
+
+
+#: files from this size (bytes) are split by pyarrow (:func:`_split_arrow`); smaller ones
+#: by :func:`_split_simple`, which spares them importing pyarrow (about 0.3 s)
+ARROW_SPLIT_BYTES = 1 << 20
+
+
+def _split_arrow(data: bytes, text: str) -> _Split | None:
+    """:func:`_split_simple`'s files (no quotes, CRs or blank lines; two columns or more)
+    of at least :data:`ARROW_SPLIT_BYTES`, split by pyarrow's CSV reader into text columns
+    whose numbers pyarrow then parses (:func:`_arrow_floats`); None for any other file."""
+    if len(data) < ARROW_SPLIT_BYTES or '"' in text or "\r" in text or not text.strip():
+        return None
+    head, _, body = text.partition("\n")
+    header = [h.strip() for h in head.split(",")]
+    ncol = len(header)
+    if ncol < 2 or not body or "\n\n" in body or body.startswith("\n"):
+        return None  # blank lines: pyarrow would read them as rows of empty fields
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    names = [f"c{j}" for j in range(ncol)]
+    try:
+        table = pcsv.read_csv(
+            pa.py_buffer(data[data.index(b"\n") + 1 :]),
+            read_options=pcsv.ReadOptions(column_names=names),
+            parse_options=pcsv.ParseOptions(
+                quote_char=False, escape_char=False, ignore_empty_lines=False
+            ),
+            convert_options=pcsv.ConvertOptions(
+                column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False
+            ),
+        )
+    except pa.ArrowInvalid:
+        return None  # a ragged or blank line: the other splitters report or skip it
+    n = table.num_rows
+    if n != body.count("\n") + (0 if body.endswith("\n") else 1):
+        return None
+    cols: list[Sequence[str]] = [_ArrowText(table.column(j).combine_chunks()) for j in names]
+    return _Split(header, 1, cols, np.arange(2, n + 2, dtype=np.int64), [])
 
 
 def _split_simple(text: str) -> _Split | None:
@@ -596,6 +672,39 @@ def _parse_floats(raw: Sequence[str], optional: bool) -> tuple[np.ndarray, list[
     return out, bad
 
 
+def _arrow_floats(raw: _ArrowText, optional: bool) -> tuple[np.ndarray, list[int]] | None:
+    """:func:`_parse_floats` done by pyarrow when every field is a plain decimal (or empty,
+    if ``optional``); None otherwise (the caller then checks field by field)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = raw.array
+    good = pc.match_substring_regex(text, f"^(?:{_FLOAT_RE.pattern})$")
+    empty = pc.equal(text, "")
+    if optional:
+        good = pc.or_(good, empty)
+    if not pc.all(good).as_py():
+        return None
+    if optional:
+        text = pc.if_else(empty, pa.scalar(None, pa.string()), text)
+    values = pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False)  # null -> NaN
+    return np.array(values, dtype=np.float64), []  # writable: bad values become NaN
+
+
+def _arrow_ints(raw: _ArrowText, lo: int, hi: int) -> tuple[np.ndarray, list[int]] | None:
+    """:func:`_parse_ints` done by pyarrow when every field is 1 to 18 ASCII digits (an
+    int64 for sure); None otherwise (the caller then checks field by field)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pc.all(pc.match_substring_regex(raw.array, "^[0-9]{1,18}$")).as_py():
+        return None
+    arr = np.array(pc.cast(raw.array, pa.int64()).to_numpy(), dtype=np.int64)  # writable
+    bad = np.flatnonzero((arr < lo) | (arr > hi)).tolist()
+    arr[bad] = lo
+    return arr, bad
+
+
 def _parse_ints(raw: Sequence[str], lo: int, hi: int) -> tuple[np.ndarray, list[int]]:
     """Integers of ``raw`` (ASCII digits, in [lo, hi]) and the indices of bad fields (set to lo)."""
     n = len(raw)
@@ -704,10 +813,15 @@ class CsvTable:
     def __init__(self, path: str | Path, name: str | None = None) -> None:
         path = Path(path)
         self.name = show_name(path if name is None else name)
-        text = _decode(_read_bytes(path, self.name), self.name)
+        data = _read_bytes(path, self.name)
+        text = _decode(data, self.name)
         with _gc_paused():  # millions of small strings: the GC would triple the parse time
-            split = _split_simple(text) or _split_csv(text, self.name)
-        del text
+            split = (
+                _split_arrow(data[_bom_len(data) :], text)
+                or _split_simple(text)
+                or _split_csv(text, self.name)
+            )
+        del text, data
         self._problems: list[tuple[int, str]] = []
         for line, msg in split.problems:
             self.report(line, msg)
@@ -808,8 +922,11 @@ class CsvTable:
 
     def text(self, col: str) -> np.ndarray:
         """Column ``col`` as an object array of ``str`` (all ``''`` if the file lacks it)."""
+        raw = self.cols.get(col)
+        if isinstance(raw, _ArrowText):
+            return np.asarray(raw.array.to_numpy(zero_copy_only=False), dtype=object)
         arr = np.empty(self.n, dtype=object)
-        arr[:] = self.cols.get(col, ("",) * self.n)
+        arr[:] = ("",) * self.n if raw is None else raw
         return arr
 
     def floats(
@@ -836,7 +953,8 @@ class CsvTable:
         if col not in self.cols and optional:
             return np.full(self.n, np.nan)
         raw = self.cols[col]
-        arr, bad = _parse_floats(raw, optional)
+        fast = _arrow_floats(raw, optional) if isinstance(raw, _ArrowText) else None
+        arr, bad = fast if fast is not None else _parse_floats(raw, optional)
         with np.errstate(invalid="ignore"):
             wrong = ~ok(arr)
         if optional:
@@ -852,7 +970,8 @@ class CsvTable:
     def integers(self, col: str, what: str, lo: int, hi: int) -> np.ndarray:
         """Column ``col`` as int64 in [lo, hi]; bad fields are reported and become ``lo``."""
         raw = self.cols[col]
-        arr, bad = _parse_ints(raw, lo, hi)
+        fast = _arrow_ints(raw, lo, hi) if isinstance(raw, _ArrowText) else None
+        arr, bad = fast if fast is not None else _parse_ints(raw, lo, hi)
         for i in bad:
             self.bad(i, col, what, raw[i], integer=True)
         return arr
@@ -1034,7 +1153,10 @@ def _read_trace(path: str | Path) -> Trace:
 
     # Each row needs a duration, or iterations and a model. Raw fields decide "given", so a
     # malformed duration is reported once (above), not again here.
-    tasks = np.asarray([c.strip() != "" for c in chunks], dtype=bool)
+    if TASK_COLUMN in t.cols:
+        tasks = np.asarray([c.strip() != "" for c in chunks], dtype=bool)
+    else:  # no row is made of chunks (most traces: skip a loop over every row)
+        tasks = np.zeros(t.n, dtype=bool)
     missing = np.isnan(duration) & (np.isnan(iterations) | (model == "")) & (num_gpus > 0) & ~tasks
     dur_raw = t.cols.get("duration", ("",) * t.n)
     it_raw = t.cols.get("iterations", ("",) * t.n)
