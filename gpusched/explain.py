@@ -354,7 +354,8 @@ def _chunk_lines(run: Run, job: str, most: int = 40) -> list[str]:
         )
         out.append(f"    {tid}: worker {tk['worker'][i]} ({tier}), ran {runs or 'never'}")
     if len(mine) > most:
-        out.append(f"    ... and {len(mine) - most} more (tasks.csv, events.csv)")
+        files = ", ".join(find_table(run.folder, t).name for t in ("tasks", "events"))
+        out.append(f"    ... and {len(mine) - most} more ({files})")
     return out
 
 
