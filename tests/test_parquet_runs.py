@@ -169,3 +169,24 @@ def test_nan_is_null_in_parquet_and_empty_in_csv(tmp_path):
     assert (tmp_path / "t.csv").read_text().splitlines() == ["x,n", "1.5,1", ",2", "-0.0,3"]
     with pytest.raises(ValueError, match="unknown table format"):
         write_table(tmp_path / "t.xml", cols, "xml")
+
+
+def test_tasks_and_status_columns_round_trip_as_text(tmp_path):
+    """Jobs made of chunks (tasks.*, a text ``tier``) and jobs placed by roles (``status``)."""
+    runs = [
+        ("ec-30", "edge-cloud-testbed", "a-online", ("jobs", "tasks"), "tier"),
+        ("ps-20", "pd-ors-30", "pd-ors", ("jobs",), "status"),
+    ]
+    for trace, cluster, policy, stems, text_column in runs:
+        for fmt in ("csv", "parquet"):
+            out = tmp_path / trace / fmt
+            r = invoke("replay", trace, "-c", cluster, "-P", policy, "-o", out, "--format", fmt)
+            assert r.exit_code == 0, r.output
+        headers: set[str] = set()
+        for stem in stems:
+            with (tmp_path / trace / "csv" / f"{stem}.csv").open(newline="") as fh:
+                want = list(csv.reader(fh))
+            got = list(parquet_rows(tmp_path / trace / "parquet" / f"{stem}.parquet"))
+            assert len(want) > 2 and got == want, (trace, stem)
+            headers.update(got[0])
+        assert text_column in headers
