@@ -1,6 +1,6 @@
 """``gpusched diff``: two runs of the same trace compared job by job.
 
-Both runs' ``jobs.csv`` are read (a run folder, or the file itself). They must hold the
+Both runs' ``jobs.csv`` (or ``jobs.parquet``) are read (a run folder, or the file itself). They must hold the
 same jobs: the same ids in the same order with the same submission times, else the runs
 are not of the same trace and nothing is compared. For each job finished in both, the
 change is ``JCT_B - JCT_A`` (s): negative, the job *gained* (finished sooner) under B;
@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import GpuschedError, show_name, show_value
+from gpusched.tables import find_table, is_parquet, parquet_rows
 
 __all__ = [
     "REL_TOL",
@@ -72,7 +73,7 @@ class RunJobs:
 def _jobs_file(path: str | Path, which: str) -> Path:
     p = Path(path)
     if p.is_dir():
-        p = p / "jobs.csv"
+        p = find_table(p, "jobs")
         if not p.is_file():
             raise GpuschedError(
                 f"{which} {show_name(path)}: no jobs.csv in this folder (expected a run folder "
@@ -99,16 +100,27 @@ def _label(folder: Path) -> str:
 
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    if is_parquet(path):  # row i as line i + 2, as in its CSV twin
+        table = parquet_rows(path)
+        header = next(table, [])
+        _check_header(path, header)
+        for line, cells in enumerate(table, start=2):
+            yield line, dict(zip(header, cells, strict=True))
+        return
     with path.open(newline="") as fh:
         reader = csv.DictReader(fh)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-        if missing:
-            raise GpuschedError(
-                f"{show_name(path)}: no {', '.join(repr(c) for c in missing)} column "
-                "(expected a run's jobs.csv, as replay --out writes it)"
-            )
+        _check_header(path, list(reader.fieldnames or []))
         for row in reader:
             yield reader.line_num, row
+
+
+def _check_header(path: Path, header: list[str]) -> None:
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise GpuschedError(
+            f"{show_name(path)}: no {', '.join(repr(c) for c in missing)} column "
+            "(expected a run's jobs.csv, as replay --out writes it)"
+        )
 
 
 def read_run_jobs(path: str | Path, which: str = "run") -> RunJobs:

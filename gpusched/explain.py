@@ -17,12 +17,14 @@ import bisect
 import csv
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpusched.errors import GpuschedError, did_you_mean, show_name
 from gpusched.events import EVENT_COLUMNS, format_gpus, parse_gpus
+from gpusched.tables import find_table, is_parquet, parquet_rows
 from gpusched.units import fmt_s, fmt_t
 
 __all__ = ["Run", "Stint", "job_story", "read_run", "stints", "worst"]
@@ -60,7 +62,7 @@ class Run:
         except ValueError:
             hint = did_you_mean(job, ids)
             raise GpuschedError(
-                f"{show_name(self.folder / 'jobs.csv')}: no job '{job}'{hint}"
+                f"{show_name(find_table(self.folder, 'jobs'))}: no job '{job}'{hint}"
             ) from None
         return {k: v[i] for k, v in self.jobs.items()}
 
@@ -68,8 +70,9 @@ class Run:
 def _read_columns(
     path: Path, need: tuple[str, ...], numeric: tuple[str, ...] = ()
 ) -> dict[str, list[str]]:
-    """A CSV file's columns as lists of strings; the ``numeric`` ones must hold numbers
-    (or nothing). Errors name the file, line and column."""
+    """A CSV (or Parquet) table's columns as lists of strings; the ``numeric`` ones must
+    hold numbers (or nothing). Errors name the file, line and column (a Parquet table's
+    row ``i`` counts as line ``i + 2``, as in its CSV twin)."""
     try:
         return _read_checked(path, need, numeric)
     except UnicodeDecodeError:
@@ -81,25 +84,32 @@ def _read_columns(
 def _read_checked(
     path: Path, need: tuple[str, ...], numeric: tuple[str, ...]
 ) -> dict[str, list[str]]:
+    if is_parquet(path):
+        return _check_rows(path, parquet_rows(path), need, numeric)
     with path.open(newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
-        if header is None:
-            raise GpuschedError(f"{show_name(path)}: empty file, expected a header line")
-        missing = [c for c in need if c not in header]
-        if missing:
+        return _check_rows(path, csv.reader(fh), need, numeric)
+
+
+def _check_rows(
+    path: Path, reader: Iterator[list[str]], need: tuple[str, ...], numeric: tuple[str, ...]
+) -> dict[str, list[str]]:
+    header = next(reader, None)
+    if header is None:
+        raise GpuschedError(f"{show_name(path)}: empty file, expected a header line")
+    missing = [c for c in need if c not in header]
+    if missing:
+        raise GpuschedError(
+            f"{show_name(path)}: line 1: missing column(s) {', '.join(missing)}; "
+            "is this a gpusched run folder?"
+        )
+    cols: list[list[str]] = [[] for _ in header]
+    for n, rec in enumerate(reader, start=2):
+        if len(rec) != len(header):
             raise GpuschedError(
-                f"{show_name(path)}: line 1: missing column(s) {', '.join(missing)}; "
-                "is this a gpusched run folder?"
+                f"{show_name(path)}: line {n}: expected {len(header)} fields, got {len(rec)}"
             )
-        cols: list[list[str]] = [[] for _ in header]
-        for n, rec in enumerate(reader, start=2):
-            if len(rec) != len(header):
-                raise GpuschedError(
-                    f"{show_name(path)}: line {n}: expected {len(header)} fields, got {len(rec)}"
-                )
-            for c, v in zip(cols, rec, strict=True):
-                c.append(v)
+        for c, v in zip(cols, rec, strict=True):
+            c.append(v)
     out = dict(zip(header, cols, strict=True))
     for name in numeric:
         for n, v in enumerate(out.get(name, ()), start=2):
@@ -113,20 +123,22 @@ def _read_checked(
 
 
 def read_run(folder: str | Path) -> Run:
-    """Read a run folder written by ``replay --out`` (events.csv optional)."""
+    """Read a run folder written by ``replay --out`` (events optional), its tables as CSV
+    (jobs.csv, ...) or Parquet (jobs.parquet, ...)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise GpuschedError(f"{show_name(folder)}: not a folder (give a run folder: replay --out)")
-    jobs_csv = folder / "jobs.csv"
+    jobs_csv = find_table(folder, "jobs")
     if not jobs_csv.is_file():
         raise GpuschedError(
-            f"{show_name(folder)}: no jobs.csv here (give a run folder: replay --out DIR)"
+            f"{show_name(folder)}: no jobs.csv here (nor jobs.parquet; give a run folder: "
+            "replay --out DIR)"
         )
     times = ("submit", "finish", "jct", "wait_s", "load_s", "train_s", "save_s", "slowdown_s")
     jobs = _read_columns(jobs_csv, ("job_id", "submit", "jct", "wait_s"), times)
-    ev_csv = folder / "events.csv"
+    ev_csv = find_table(folder, "events")
     events = _read_columns(ev_csv, EVENT_COLUMNS, ("time_s",)) if ev_csv.is_file() else None
-    tasks_csv = folder / "tasks.csv"
+    tasks_csv = find_table(folder, "tasks")
     tasks = _read_columns(tasks_csv, ("job_id", "job", "worker")) if tasks_csv.is_file() else None
     man = folder / "manifest.json"
     try:
@@ -342,7 +354,8 @@ def _chunk_lines(run: Run, job: str, most: int = 40) -> list[str]:
         )
         out.append(f"    {tid}: worker {tk['worker'][i]} ({tier}), ran {runs or 'never'}")
     if len(mine) > most:
-        out.append(f"    ... and {len(mine) - most} more (tasks.csv, events.csv)")
+        files = ", ".join(find_table(run.folder, t).name for t in ("tasks", "events"))
+        out.append(f"    ... and {len(mine) - most} more ({files})")
     return out
 
 

@@ -55,7 +55,6 @@ worker-time / (edge workers x makespan)); the cloud's unbounded workers count in
 
 from __future__ import annotations
 
-import csv
 import json
 import platform
 from pathlib import Path
@@ -66,6 +65,7 @@ import numpy as np
 from gpusched import __version__
 from gpusched.engine import RunResult
 from gpusched.state import F_EXTRA_GPU_S, F_SHARED_GPU_S, FINISHED, REJECTED
+from gpusched.tables import table_name, write_csv_text, write_table
 from gpusched.trace import trace_sha256
 
 SUMMARY_KEYS = (
@@ -395,38 +395,33 @@ def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()
     }
 
 
-def _fmt_column(values: list[Any]) -> list[Any]:
-    """A column's values for the CSV writer: floats as ``repr`` (NaN empty), others as they are."""
-    if not any(isinstance(x, float) for x in values):
-        return values
-    return [("" if x != x else repr(float(x))) if isinstance(x, float) else x for x in values]
-
-
 def write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
     """Write equal-length columns to ``path`` as CSV (floats exact, NaN as empty).
 
-    Formats column by column, so that the million-row job tables of full traces write in
-    seconds.
+    The text is what ``csv.writer`` writes row by row with floats as ``repr``, built
+    column by column with pyarrow (:func:`gpusched.tables.write_csv_text`), so that the
+    million-row job tables of full traces write in a second or two.
     """
-    names = list(columns)
-    cols = [_fmt_column(columns[k].tolist()) for k in names]
-    with path.open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(names)
-        w.writerows(zip(*cols, strict=True))
+    write_csv_text(path, columns)
 
 
-def write_results(res: RunResult, out: str | Path, trace_path: str | None = None) -> dict[str, Any]:
-    """Write jobs.csv, timeline.csv, summary.json and manifest.json into ``out`` (and
-    tasks.csv, events.csv when the run has them); return the summary."""
+def write_results(
+    res: RunResult, out: str | Path, trace_path: str | None = None, fmt: str = "csv"
+) -> dict[str, Any]:
+    """Write jobs, timeline, summary.json and manifest.json into ``out`` (and tasks,
+    events when the run has them); return the summary.
+
+    The tables are ``jobs.csv`` and so on with ``fmt="csv"``, ``jobs.parquet`` and so on
+    with ``fmt="parquet"`` (:mod:`gpusched.tables`).
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_csv(out / "jobs.csv", job_records(res))
+    write_table(out / table_name("jobs", fmt), job_records(res), fmt)
     if "tasks" in res.extra:
-        write_csv(out / "tasks.csv", task_records(res))
-    write_csv(out / "timeline.csv", res.timeline)
+        write_table(out / table_name("tasks", fmt), task_records(res), fmt)
+    write_table(out / table_name("timeline", fmt), res.timeline, fmt)
     if "events" in res.extra:
-        write_csv(out / "events.csv", res.extra["events"])
+        write_table(out / table_name("events", fmt), res.extra["events"], fmt)
     summary = summarize(res)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "manifest.json").write_text(

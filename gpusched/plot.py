@@ -37,6 +37,7 @@ import numpy as np
 
 from gpusched.errors import GpuschedError, show_name
 from gpusched.sweep_plot import Panel, SweepPlot, arrange, csv_rows, read_table
+from gpusched.tables import find_table, has_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -56,6 +57,8 @@ _RUN_FOLDER = (
     "a run folder (written by replay --out, compare --out or a sweep) holds "
     "jobs.csv, timeline.csv, manifest.json and summary.json"
 )
+#: the tables of a run folder, each .csv or .parquet (``--format``)
+_RUN_TABLES = ("jobs", "timeline")
 _CDF_POINTS = 2000
 _FILE_POINTS = 4000
 _TERM_POINTS = 400
@@ -191,12 +194,16 @@ def _run_fields(manifest: dict[str, Any], path: Path) -> dict[str, str]:
 
 def _load_run(folder: Path) -> _Run:
     for name in RUN_FILES:
-        if not (folder / name).is_file():
+        stem = name.split(".")[0]
+        path = find_table(folder, stem) if stem in _RUN_TABLES else folder / name
+        if not path.is_file():
             extra = " (without it the run did not finish)" if name == "summary.json" else ""
             raise GpuschedError(f"{folder / name}: not found{extra}; {_RUN_FOLDER}")
-    jobs = _read_columns(folder / "jobs.csv", ["jct"], "the per-job table of a run", True)
+    jobs = _read_columns(find_table(folder, "jobs"), ["jct"], "the per-job table of a run", True)
     tl = _read_columns(
-        folder / "timeline.csv", ["time_s", "busy_gpus", "queued"], "the timeline of a run"
+        find_table(folder, "timeline"),
+        ["time_s", "busy_gpus", "queued"],
+        "the timeline of a run",
     )
     _read_json(folder / "summary.json", "the summary of a run")
     manifest = _read_json(folder / "manifest.json", "the manifest of a run")
@@ -212,7 +219,9 @@ def _load_run(folder: Path) -> _Run:
 
 
 def _is_run(folder: Path) -> bool:
-    return any((folder / name).is_file() for name in RUN_FILES)
+    return any((folder / name).is_file() for name in RUN_FILES) or any(
+        has_table(folder, stem) for stem in _RUN_TABLES
+    )
 
 
 def expand_run_dirs(paths: Sequence[str | Path]) -> list[Path]:

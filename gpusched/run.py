@@ -25,8 +25,25 @@ DEFAULT_CLUSTER = "default"
 ENGINE_MODES = ("auto", "fused", "python")
 #: finest slot, s: below it slot boundaries of a long trace are not exactly representable
 MIN_SLOT_S = 1e-6
-#: the files a run folder holds
+#: the files a run folder holds (with its tables as CSV; :func:`run_files` for Parquet)
 RUN_FILES = ("jobs.csv", "timeline.csv", "summary.json", "manifest.json")
+#: the formats of a run folder's tables (``--format``)
+TABLE_FORMATS = ("csv", "parquet")
+
+
+def run_files(fmt: str = "csv") -> tuple[str, ...]:
+    """The files a run folder holds with its tables in format ``fmt``."""
+    return (f"jobs.{fmt}", f"timeline.{fmt}", "summary.json", "manifest.json")
+
+
+def check_format(fmt: str) -> str:
+    """``fmt`` if it is a table format (``--format``), else a one-line GpuschedError."""
+    if fmt not in TABLE_FORMATS:
+        raise GpuschedError(
+            f"--format must be one of {', '.join(TABLE_FORMATS)}, got '{fmt}'"
+            f"{did_you_mean(fmt, TABLE_FORMATS)}"
+        )
+    return fmt
 
 
 def resolve_trace(spec: str | None) -> Path:
@@ -298,6 +315,7 @@ def replay(
     *,
     out: str | Path | None = None,
     progress: Callable[[float, int, int], None] | None = None,
+    fmt: str = "csv",
     **kwargs: Any,
 ) -> tuple[dict[str, Any], Any]:
     """Replay one trace under one policy; write results to ``out`` if given.
@@ -313,6 +331,8 @@ def replay(
         (created, writable) before the simulation starts.
     progress
         Called now and then with (simulated time s, jobs finished, jobs total).
+    fmt
+        Format of the tables in ``out``: ``"csv"`` (jobs.csv, ...) or ``"parquet"``.
     **kwargs
         ``cluster``, ``params`` (``["key=value"]``), ``slot_s``, ``seed``,
         ``until_s``, ``drop_oversized``, ``mode``: see :func:`build_engine`.
@@ -324,12 +344,13 @@ def replay(
     """
     from gpusched.metrics import summarize, write_results
 
+    check_format(fmt)
     engine, path = build_engine(trace, policy, **kwargs)
     if out is not None:
-        prepare_out_dir(out)
+        prepare_out_dir(out, run_files(fmt))
     result = engine.run(progress=progress)
     if out is not None:
-        summary = write_results(result, out, str(path))
+        summary = write_results(result, out, str(path), fmt)
     else:
         summary = summarize(result)
     return summary, result
@@ -404,6 +425,7 @@ def compare(
     force: bool = False,
     progress: Callable[[str], None] | None = None,
     first_result: Callable[[Any, dict[str, Any]], Any] | None = None,
+    fmt: str = "csv",
     **kwargs: Any,
 ) -> list[dict[str, Any]]:
     """Replay one trace under several policy specs; write comparison.csv to ``out``.
@@ -415,12 +437,14 @@ def compare(
     results is refused unless ``force`` (see :func:`prepare_compare_dir`).
     ``first_result(result, summary)`` is called after the first run (the CLI prints
     the trace and cluster line from it). Runs of jobs made of data chunks get a
-    ``jct_rate`` when ``srtf`` is among the policies (:func:`_jct_rates`).
+    ``jct_rate`` when ``srtf`` is among the policies (:func:`_jct_rates`). ``fmt`` is
+    the format of the runs' tables (see :func:`replay`).
     """
     import csv
 
     from gpusched.metrics import flat_summary
 
+    check_format(fmt)
     labels = [_policy_label(text, kwargs.get("params")) for text in policies]
     if out is not None:
         prepare_compare_dir(out, force=force)
@@ -432,7 +456,7 @@ def compare(
         if out is not None:
             safe = "".join(ch if ch.isalnum() or ch in "-_=." else "_" for ch in label)
             sub = Path(out) / f"{i:02d}-{safe}"
-        summary, result = replay(trace, text, out=sub, **kwargs)
+        summary, result = replay(trace, text, out=sub, fmt=fmt, **kwargs)
         if i == 0 and first_result is not None:
             first_result(result, summary)
         rows.append({"policy": label, **flat_summary(summary)})

@@ -446,7 +446,7 @@ def compare_seeds(
         Passed to each replay run in this process (simulated time, jobs done, jobs).
     **kwargs
         ``cluster``, ``slot_s``, ``until_s``, ``drop_oversized``, ``load_s``,
-        ``save_s``, ``params``, ``mode``: as for :func:`gpusched.run.replay`.
+        ``save_s``, ``params``, ``mode``, ``fmt``: as for :func:`gpusched.run.replay`.
 
     Raises
     ------

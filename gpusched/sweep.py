@@ -27,8 +27,8 @@ folder to ``OUT/cells/<cell id>/`` in one step. :func:`cell_status` is the one t
 the cell's current key, and every output it lists is there with its size (summary.json
 with its hash). A cell whose key differs (an input changed) is *stale* and runs again.
 A failing cell gets a folder holding only ``error.txt`` and does not stop the others. At
-the end every cell's row is read back from its folder into ``OUT/results.csv`` (and
-``OUT/results.parquet`` when pyarrow is installed): one row per cell, its parameters
+the end every cell's row is read back from its folder into ``OUT/results.csv`` and
+``OUT/results.parquet``: one row per cell, its parameters
 plus every summary metric.
 
 One sweep at a time writes an output folder: :class:`SweepLock` holds ``OUT/.lock``
@@ -102,6 +102,13 @@ ERROR_FILE = "error.txt"
 LOCK_FILE = ".lock"
 #: the files ``replay --out`` writes; a finished cell has every one
 OUTPUT_FILES = ("jobs.csv", "timeline.csv", "manifest.json", "summary.json")
+
+
+def output_files(fmt: str) -> tuple[str, ...]:
+    """The files a finished cell holds with its run tables in format ``fmt``."""
+    return (f"jobs.{fmt}", f"timeline.{fmt}", "manifest.json", "summary.json")
+
+
 #: version of the cell.json layout (part of the key: a new layout re-runs every cell)
 KEY_FORMAT = 1
 #: seconds to wait for a ``--scheduler`` address to answer
@@ -180,6 +187,7 @@ class SweepSpec:
     drop_oversized: bool = False
     base_dir: str | None = None
     source: str = "<string>"
+    table_format: str = "csv"  #: the cells' run tables, csv or parquet (``sweep --format``)
 
 
 def _check_text(text: str, what: str, source: str) -> None:
@@ -518,6 +526,7 @@ class Cell:
     trace_input: str
     cluster_input: str
     policy_input: str
+    table_format: str = "csv"  #: its run tables, csv or parquet
     cell_id: str = field(init=False, repr=False, compare=False)
     """A folder name: readable parts plus a hash of the settings that name the cell.
 
@@ -536,7 +545,9 @@ class Cell:
                 self.slot_s,
                 self.until_s,
                 self.drop_oversized,
-            ],
+            ]
+            # Parquet cells get folders of their own; CSV cells keep the ids they had
+            + ([self.table_format] if self.table_format != "csv" else []),
         )
         digest = hashlib.sha1(key.encode()).hexdigest()[:8]
         parts = [_slug(self.trace), _slug(self.cluster), _slug(self.policy)]
@@ -592,6 +603,7 @@ def cells(spec: SweepSpec) -> list[Cell]:
                         trace_input=_resolve_input(trace, spec.base_dir),
                         cluster_input=_resolve_input(cluster, spec.base_dir),
                         policy_input=_policy_input(policy, spec.base_dir),
+                        table_format=spec.table_format,
                     )
                 )
     ids = [c.cell_id for c in out]
@@ -710,6 +722,8 @@ class CellKey:
             "until_s": cell.until_s,
             "drop_oversized": cell.drop_oversized,
         }
+        if cell.table_format != "csv":  # CSV cells keep the keys they had
+            record["table_format"] = cell.table_format
         return cls(json.dumps(record, sort_keys=True, separators=(",", ":")))
 
     @property
@@ -953,7 +967,7 @@ def cell_status(out: str | Path, cell: Cell, key: CellKey) -> CellStatus:
     """Whether ``cell`` is finished in ``out``: the one test resuming and ``--dry-run`` use.
 
     A cell is done when ``cells/<id>/cell.json`` is readable, holds the cell's current
-    key, and lists every file of :data:`OUTPUT_FILES`, each present with the size it
+    key, and lists every file of :func:`output_files`, each present with the size it
     had when the cell finished, and summary.json with the same SHA-256.
     """
     folder = cell_dir(out, cell)
@@ -976,7 +990,7 @@ def cell_status(out: str | Path, cell: Cell, key: CellKey) -> CellStatus:
         return CellStatus(
             "stale", "changed since it ran: " + _key_changes(meta.get("inputs"), key.record)
         )
-    for name in OUTPUT_FILES:
+    for name in output_files(cell.table_format):
         if name not in files:
             return CellStatus("todo", f"incomplete: {name} is not recorded")
     for name, info in files.items():
@@ -1130,6 +1144,7 @@ def run_cell(cell: Cell, key: CellKey, out: str) -> dict[str, Any]:
                 until_s=cell.until_s,
                 drop_oversized=cell.drop_oversized,
                 out=staging,
+                fmt=cell.table_format,
             )
         _check_inputs(cell, key, "while the cell ran")
         record = {
@@ -1399,7 +1414,7 @@ class SweepResult:
     failed
         ``(cell, error message)`` for each cell that failed in this run.
     results_csv, results_parquet
-        The table files (parquet is None without pyarrow).
+        The table files.
     wall_s
         Wall-clock seconds of the whole sweep.
     n_stale
@@ -1415,7 +1430,7 @@ class SweepResult:
     n_skipped: int
     failed: list[tuple[Cell, str]]
     results_csv: Path
-    results_parquet: Path | None
+    results_parquet: Path
     wall_s: float
     n_stale: int = 0
     notes: list[str] = field(default_factory=list)
@@ -1488,12 +1503,12 @@ def _csv_value(v: Any) -> Any:
 
 def write_table(
     rows: list[dict[str, Any]], columns: list[str], out: str | Path
-) -> tuple[Path, Path | None]:
-    """Write results.csv (and results.parquet if pyarrow is installed) atomically into ``out``.
+) -> tuple[Path, Path]:
+    """Write results.csv and results.parquet atomically into ``out``.
 
     Returns
     -------
-    (csv path, parquet path or None)
+    (csv path, parquet path)
     """
     import csv
 
@@ -1506,11 +1521,9 @@ def write_table(
         for r in rows:
             w.writerow([_csv_value(r[k]) for k in columns])
     os.replace(tmp, out / RESULTS_CSV)
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        return out / RESULTS_CSV, None
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     arrays = []
     for k in columns:
         values = [r[k] for r in rows]

@@ -35,6 +35,7 @@ import numpy as np
 
 from gpusched.errors import GpuschedError, show_name
 from gpusched.sweep import FIXED_COLUMNS, param_column
+from gpusched.tables import is_parquet, parquet_rows
 
 __all__ = [
     "MAX_BARS",
@@ -163,7 +164,8 @@ def csv_rows(
     if_empty: str = "",
 ) -> Iterator[tuple[int, list[str]]]:
     """The rows of a CSV file with their line numbers: first ``(1, header)``, then each
-    non-blank row, checked to have as many fields as the header.
+    non-blank row, checked to have as many fields as the header. A Parquet table
+    (``.parquet``) is read as its CSV twin would be, row ``i`` as line ``i + 2``.
 
     Parameters
     ----------
@@ -186,31 +188,50 @@ def csv_rows(
         error the caller raises for an earlier row comes first.
     """
     where = show_name(path)
+    if is_parquet(path):
+        yield from _checked_rows(
+            path, enumerate(parquet_rows(path), start=1), what, required, no_column, if_empty
+        )
+        return
     line = 1
     try:
         with path.open(newline="", encoding="utf-8") as fh:
             reader = csv.reader(fh)
-            header = next(reader, None)
-            if not header:
-                raise GpuschedError(f"{where}: empty (expected {what}{if_empty})")
-            missing = [c for c in required if c not in header]
-            if missing:
-                raise GpuschedError(f"{where}: {no_column(missing)}")
-            yield 1, header
-            for row in reader:
-                line = reader.line_num
-                if not row:
-                    continue
-                if len(row) != len(header):
-                    raise GpuschedError(
-                        f"{where}:{line}: {len(row)} fields, expected {len(header)} as in "
-                        "the header (a truncated or edited file?)"
-                    )
+            numbered = ((reader.line_num, row) for row in reader)
+            for line, row in _checked_rows(path, numbered, what, required, no_column, if_empty):
                 yield line, row
     except UnicodeDecodeError:
         raise GpuschedError(f"{where}: not a UTF-8 text file (expected {what})") from None
     except csv.Error as exc:
         raise GpuschedError(f"{where}:{line}: not valid CSV ({exc})") from None
+
+
+def _checked_rows(
+    path: Path,
+    numbered: Iterator[tuple[int, list[str]]],
+    what: str,
+    required: Sequence[str],
+    no_column: Callable[[list[str]], str],
+    if_empty: str,
+) -> Iterator[tuple[int, list[str]]]:
+    """:func:`csv_rows`'s checks on ``(line, row)`` pairs, the header first."""
+    where = show_name(path)
+    _, header = next(numbered, (1, []))
+    if not header:
+        raise GpuschedError(f"{where}: empty (expected {what}{if_empty})")
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise GpuschedError(f"{where}: {no_column(missing)}")
+    yield 1, header
+    for line, row in numbered:
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise GpuschedError(
+                f"{where}:{line}: {len(row)} fields, expected {len(header)} as in "
+                "the header (a truncated or edited file?)"
+            )
+        yield line, row
 
 
 def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:

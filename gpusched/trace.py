@@ -1,7 +1,9 @@
 """The canonical job trace: the :class:`Trace` data class, a validating reader and a writer.
 
 A trace is a CSV file (optionally gzip-compressed, ``.csv.gz``) in UTF-8 with a header row
-and one row per job. Columns:
+and one row per job, or a Parquet file (``.parquet``) with the same columns
+(:class:`ParquetTable`: its schema is checked, then its values by the same rules, and
+problems name rows instead of lines). Columns:
 
 =========== ======== ====================================================================
 column      required meaning
@@ -86,7 +88,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import methodcaller
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 import numpy as np
 
@@ -452,6 +454,11 @@ def _read_bytes(path: Path, fname: str) -> bytes:
         raise TraceError(f"{fname}: cannot read: {_why(exc, gz)}") from None
 
 
+def _bom_len(data: bytes) -> int:
+    """Bytes of a leading UTF-8 byte-order mark (0 or 3)."""
+    return len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+
+
 def _decode(data: bytes, fname: str) -> str:
     """UTF-8 text of ``data`` (a leading byte-order mark dropped); errors name line and byte."""
     bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
@@ -484,6 +491,77 @@ class _Split:
     columns: list[Sequence[str]]
     lines: np.ndarray  # physical line where each row starts
     problems: list[tuple[int, str]]  # (line, message)
+
+
+class _ArrowText(Sequence[str]):
+    """A text column held by pyarrow (:func:`_split_arrow`); Python strings are made only
+    when something asks for them, so that numeric columns parse without them."""
+
+    __slots__ = ("_list", "array")
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+        self._list: list[str] | None = None
+
+    def _py(self) -> list[str]:
+        if self._list is None:
+            self._list = self.array.to_pylist()
+        return self._list
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        return self._py()[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._py())
+
+
+#: files from this size (bytes) are split by pyarrow (:func:`_split_arrow`); smaller ones
+#: by :func:`_split_simple`, which spares them importing pyarrow (about 0.3 s)
+ARROW_SPLIT_BYTES = 1 << 20
+
+
+def _split_arrow(data: bytes, text: str) -> _Split | None:
+    """:func:`_split_simple`'s files (no quotes, CRs or blank lines; two columns or more)
+    of at least :data:`ARROW_SPLIT_BYTES`, split by pyarrow's CSV reader into text columns
+    whose numbers pyarrow then parses (:func:`_arrow_floats`); None for any other file."""
+    if len(data) < ARROW_SPLIT_BYTES or '"' in text or "\r" in text or not text.strip():
+        return None
+    head, _, body = text.partition("\n")
+    header = [h.strip() for h in head.split(",")]
+    ncol = len(header)
+    if ncol < 2 or not body or "\n\n" in body or body.startswith("\n"):
+        return None  # blank lines: pyarrow would read them as rows of empty fields
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    names = [f"c{j}" for j in range(ncol)]
+    try:
+        table = pcsv.read_csv(
+            pa.py_buffer(data[data.index(b"\n") + 1 :]),
+            read_options=pcsv.ReadOptions(column_names=names),
+            parse_options=pcsv.ParseOptions(
+                quote_char=False, escape_char=False, ignore_empty_lines=False
+            ),
+            convert_options=pcsv.ConvertOptions(
+                column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False
+            ),
+        )
+    except pa.ArrowInvalid:
+        return None  # a ragged or blank line: the other splitters report or skip it
+    n = table.num_rows
+    if n != body.count("\n") + (0 if body.endswith("\n") else 1):
+        return None
+    cols: list[Sequence[str]] = [_ArrowText(table.column(j).combine_chunks()) for j in names]
+    return _Split(header, 1, cols, np.arange(2, n + 2, dtype=np.int64), [])
 
 
 def _split_simple(text: str) -> _Split | None:
@@ -594,6 +672,39 @@ def _parse_floats(raw: Sequence[str], optional: bool) -> tuple[np.ndarray, list[
     return out, bad
 
 
+def _arrow_floats(raw: _ArrowText, optional: bool) -> tuple[np.ndarray, list[int]] | None:
+    """:func:`_parse_floats` done by pyarrow when every field is a plain decimal (or empty,
+    if ``optional``); None otherwise (the caller then checks field by field)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = raw.array
+    good = pc.match_substring_regex(text, f"^(?:{_FLOAT_RE.pattern})$")
+    empty = pc.equal(text, "")
+    if optional:
+        good = pc.or_(good, empty)
+    if not pc.all(good).as_py():
+        return None
+    if optional:
+        text = pc.if_else(empty, pa.scalar(None, pa.string()), text)
+    values = pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False)  # null -> NaN
+    return np.array(values, dtype=np.float64), []  # writable: bad values become NaN
+
+
+def _arrow_ints(raw: _ArrowText, lo: int, hi: int) -> tuple[np.ndarray, list[int]] | None:
+    """:func:`_parse_ints` done by pyarrow when every field is 1 to 18 ASCII digits (an
+    int64 for sure); None otherwise (the caller then checks field by field)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pc.all(pc.match_substring_regex(raw.array, "^[0-9]{1,18}$")).as_py():
+        return None
+    arr = np.array(pc.cast(raw.array, pa.int64()).to_numpy(), dtype=np.int64)  # writable
+    bad = np.flatnonzero((arr < lo) | (arr > hi)).tolist()
+    arr[bad] = lo
+    return arr, bad
+
+
 def _parse_ints(raw: Sequence[str], lo: int, hi: int) -> tuple[np.ndarray, list[int]]:
     """Integers of ``raw`` (ASCII digits, in [lo, hi]) and the indices of bad fields (set to lo)."""
     n = len(raw)
@@ -702,10 +813,15 @@ class CsvTable:
     def __init__(self, path: str | Path, name: str | None = None) -> None:
         path = Path(path)
         self.name = show_name(path if name is None else name)
-        text = _decode(_read_bytes(path, self.name), self.name)
+        data = _read_bytes(path, self.name)
+        text = _decode(data, self.name)
         with _gc_paused():  # millions of small strings: the GC would triple the parse time
-            split = _split_simple(text) or _split_csv(text, self.name)
-        del text
+            split = (
+                _split_arrow(data[_bom_len(data) :], text)
+                or _split_simple(text)
+                or _split_csv(text, self.name)
+            )
+        del text, data
         self._problems: list[tuple[int, str]] = []
         for line, msg in split.problems:
             self.report(line, msg)
@@ -723,6 +839,9 @@ class CsvTable:
                 self.report(self.header_line, f"duplicate column {show_value(h)}")
             else:
                 self.cols[h] = split.columns[j]
+
+    #: what :attr:`lines` counts, in messages
+    line_word = "line"
 
     def __len__(self) -> int:
         return self.n
@@ -803,8 +922,11 @@ class CsvTable:
 
     def text(self, col: str) -> np.ndarray:
         """Column ``col`` as an object array of ``str`` (all ``''`` if the file lacks it)."""
+        raw = self.cols.get(col)
+        if isinstance(raw, _ArrowText):
+            return np.asarray(raw.array.to_numpy(zero_copy_only=False), dtype=object)
         arr = np.empty(self.n, dtype=object)
-        arr[:] = self.cols.get(col, ("",) * self.n)
+        arr[:] = ("",) * self.n if raw is None else raw
         return arr
 
     def floats(
@@ -831,7 +953,8 @@ class CsvTable:
         if col not in self.cols and optional:
             return np.full(self.n, np.nan)
         raw = self.cols[col]
-        arr, bad = _parse_floats(raw, optional)
+        fast = _arrow_floats(raw, optional) if isinstance(raw, _ArrowText) else None
+        arr, bad = fast if fast is not None else _parse_floats(raw, optional)
         with np.errstate(invalid="ignore"):
             wrong = ~ok(arr)
         if optional:
@@ -847,7 +970,8 @@ class CsvTable:
     def integers(self, col: str, what: str, lo: int, hi: int) -> np.ndarray:
         """Column ``col`` as int64 in [lo, hi]; bad fields are reported and become ``lo``."""
         raw = self.cols[col]
-        arr, bad = _parse_ints(raw, lo, hi)
+        fast = _arrow_ints(raw, lo, hi) if isinstance(raw, _ArrowText) else None
+        arr, bad = fast if fast is not None else _parse_ints(raw, lo, hi)
         for i in bad:
             self.bad(i, col, what, raw[i], integer=True)
         return arr
@@ -865,10 +989,100 @@ class CsvTable:
                 self.bad(i, col, "a non-empty id", v)
             elif v in first:
                 self.report(
-                    ln, f"column '{col}': duplicate id {show_value(v)} (first on line {first[v]})"
+                    ln,
+                    f"column '{col}': duplicate id {show_value(v)} "
+                    f"(first on {self.line_word} {first[v]})",
                 )
             else:
                 first[v] = ln
+
+
+#: Parquet column types a trace accepts, by column: (test of the pyarrow type, expected)
+_PARQUET_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "job_id": (lambda t: _is_text(t) or _is_int(t), "text or integers"),
+    "num_gpus": (lambda t: _is_int(t), "integers"),
+    "model": (lambda t: _is_text(t), "text"),
+    **{
+        c: (lambda t: _is_int(t) or _is_float(t), "numbers (integers or floats)")
+        for c in ("submit_time", "duration", "iterations", "load_s", "save_s")
+    },
+}
+
+
+def _is_text(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t))
+
+
+def _is_int(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_integer(t) or pa.types.is_null(t))
+
+
+def _is_float(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_floating(t))
+
+
+class ParquetTable(CsvTable):
+    """A Parquet trace (``.parquet``) read as the text columns of its CSV twin.
+
+    The schema is checked first (``job_id`` text or integers, ``num_gpus`` integers,
+    the times and ``iterations`` numbers, ``model`` text; one message per column naming
+    the type found and the type expected); then every column is spelled as
+    :func:`write_trace` would write it (floats exactly, null as empty) and checked by the
+    same converters as a CSV trace. Problems name the row (``file: row N:``, N = row
+    index + 1) instead of the line.
+    """
+
+    line_word = "row"
+
+    def __init__(self, path: str | Path, name: str | None = None) -> None:
+        import pyarrow.parquet as pq
+
+        from gpusched.tables import parquet_columns
+
+        path = Path(path)
+        self.name = show_name(path if name is None else name)
+        self._problems = []
+        try:
+            schema = pq.read_schema(path)
+        except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise TraceError(f"{self.name}: not a readable Parquet file ({reason})") from None
+        for field_ in schema:
+            test, expected = _PARQUET_TYPES.get(field_.name, (lambda t: True, ""))
+            if not test(field_.type):
+                self.report(
+                    0, f"column {show_value(field_.name)}: expected {expected}, got {field_.type}"
+                )
+        self.raise_if_bad()
+        header, cols = parquet_columns(path)
+        self.header = header
+        self.header_line = 0
+        self.n = len(cols[0]) if cols else 0
+        self.lines = np.arange(1, self.n + 1, dtype=np.int64)  # row numbers
+        self.cols = {}
+        for h, c in zip(header, cols, strict=True):
+            if h in self.cols:
+                self.report(0, f"duplicate column {show_value(h)}")
+            self.cols[h] = c
+
+    def report(self, line: int, message: str) -> None:
+        """Record ``file: row N: message`` (``file: message`` for the schema, N = 0)."""
+        where = f"{self.name}: row {int(line)}: " if line else f"{self.name}: "
+        self._problems.append((int(line), where + message))
+
+
+def open_table(path: str | Path, name: str | None = None) -> CsvTable:
+    """The trace file ``path`` as a :class:`CsvTable` (a :class:`ParquetTable` for
+    ``.parquet``)."""
+    if Path(path).suffix == ".parquet":
+        return ParquetTable(path, name)
+    return CsvTable(path, name)
 
 
 # --------------------------------------------------------------------------- read_trace
@@ -887,7 +1101,8 @@ def _gc_paused() -> Iterator[None]:
 
 
 def read_trace(path: str | Path) -> Trace:
-    """Read and validate a canonical trace CSV (``.csv`` or ``.csv.gz``).
+    """Read and validate a canonical trace: CSV (``.csv`` or ``.csv.gz``) or Parquet
+    (``.parquet``, the same columns; :class:`ParquetTable`).
 
     Parameters
     ----------
@@ -917,7 +1132,7 @@ def read_trace(path: str | Path) -> Trace:
 
 
 def _read_trace(path: str | Path) -> Trace:
-    t = CsvTable(path)
+    t = open_table(path)
     # when every job is placed by roles (num_gpus 0) no row needs a duration, iterations or
     # model, and write_trace leaves those columns out
     chunks = t.cols.get(TASK_COLUMN, ("",) * t.n)
@@ -938,7 +1153,10 @@ def _read_trace(path: str | Path) -> Trace:
 
     # Each row needs a duration, or iterations and a model. Raw fields decide "given", so a
     # malformed duration is reported once (above), not again here.
-    tasks = np.asarray([c.strip() != "" for c in chunks], dtype=bool)
+    if TASK_COLUMN in t.cols:
+        tasks = np.asarray([c.strip() != "" for c in chunks], dtype=bool)
+    else:  # no row is made of chunks (most traces: skip a loop over every row)
+        tasks = np.zeros(t.n, dtype=bool)
     missing = np.isnan(duration) & (np.isnan(iterations) | (model == "")) & (num_gpus > 0) & ~tasks
     dur_raw = t.cols.get("duration", ("",) * t.n)
     it_raw = t.cols.get("iterations", ("",) * t.n)
@@ -1069,7 +1287,9 @@ def _formatted(trace: Trace, name: str) -> Iterable[str]:
 
 
 def write_trace(trace: Trace, path: str | Path) -> None:
-    """Write ``trace`` as a canonical CSV; gzip-compressed if ``path`` ends in ``.gz``.
+    """Write ``trace`` as a canonical CSV; gzip-compressed if ``path`` ends in ``.gz``, as
+    Parquet if it ends in ``.parquet`` (floats as float64 with null for NaN, ``num_gpus``
+    as int64, text as text).
 
     Floats are written so that they read back bit for bit (integral values as integers,
     others with ``repr``); NaN is written as an empty field. Columns follow
@@ -1081,7 +1301,7 @@ def write_trace(trace: Trace, path: str | Path) -> None:
     trace
         The trace to write.
     path
-        Destination file (``.csv`` or ``.csv.gz``); parent folders must exist.
+        Destination file (``.csv``, ``.csv.gz`` or ``.parquet``); parent folders must exist.
 
     Raises
     ------
@@ -1090,6 +1310,9 @@ def write_trace(trace: Trace, path: str | Path) -> None:
     """
     path = Path(path)
     names = trace.columns()
+    if path.suffix == ".parquet":
+        _write_parquet_trace(trace, names, path)
+        return
     buf = io.StringIO()
     # Python 3.11's csv writer does not quote a lone "\r" when the line terminator is
     # "\n", and the reader would take it as a line end: quote everything in that rare case.
@@ -1110,6 +1333,18 @@ def write_trace(trace: Trace, path: str | Path) -> None:
         data = gzip.compress(data, compresslevel=6, mtime=0)
     try:
         path.write_bytes(data)
+    except OSError as exc:
+        raise GpuschedError(f"cannot write {show_name(path)}: {_why(exc, False)}") from None
+
+
+def _write_parquet_trace(trace: Trace, names: list[str], path: Path) -> None:
+    """:func:`write_trace` to a Parquet file."""
+    from gpusched.tables import write_parquet
+
+    cols = {c: trace.extra[c] if c in trace.extra else getattr(trace, c) for c in names}
+    cols["num_gpus"] = np.asarray(trace.num_gpus, dtype=np.int64)
+    try:
+        write_parquet(path, cols)
     except OSError as exc:
         raise GpuschedError(f"cannot write {show_name(path)}: {_why(exc, False)}") from None
 

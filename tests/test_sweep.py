@@ -185,9 +185,9 @@ def test_sweep_2x2x2_on_local_cluster(tmp_path: Path, small_trace: Path) -> None
             r["avg_jct_s"]
         )
     assert not (result.out / ".staging").exists() and not (result.out / ".lock").exists()
-    if result.results_parquet is not None:
-        pq = pytest.importorskip("pyarrow.parquet")
-        assert pq.read_table(result.results_parquet).num_rows == 8
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(result.results_parquet).num_rows == 8
     # the LocalCluster's worker processes are gone (multiprocessing's resource tracker,
     # started with the first spawn, lives as long as this process and is not counted)
     left = [
@@ -346,7 +346,7 @@ def test_sweep_cmd_passes_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     def fake_run_sweep(spec, **kwargs):
         calls.append(kwargs)
         out = Path(kwargs["out"])
-        return SweepResult(out, [], 1, 0, 1, [], out / "results.csv", None, 0.1)
+        return SweepResult(out, [], 1, 0, 1, [], out / "results.csv", out / "results.parquet", 0.1)
 
     monkeypatch.setattr(sweep_mod, "run_sweep", fake_run_sweep)
     runner = CliRunner()
@@ -390,6 +390,44 @@ def test_sweep_cmd_runs_reports_failures_and_dry_run(tmp_path: Path) -> None:
     assert "failed trace=bad.csv cluster=default policy=fifo seed=0  (" in res.output
     res = runner.invoke(make_app(), ["sweep", str(tmp_path / "missing.toml")])
     assert res.exit_code == 2 and "error: sweep spec not found" in res.output
+
+
+def test_sweep_format_parquet_writes_parquet_cells_kept_apart_from_csv_ones(
+    tmp_path: Path,
+) -> None:
+    spec_file = tmp_path / "s.toml"
+    out = tmp_path / "o"
+    spec_file.write_text(f'traces = ["tiny"]\npolicies = ["fifo", "srtf"]\nout = "{out}"\n')
+    runner = CliRunner()
+    res = runner.invoke(make_app(), ["sweep", str(spec_file), "-j", "1", "--format", "parquet"])
+    assert res.exit_code == 0, res.output
+    folders = sorted((out / "cells").iterdir())
+    assert len(folders) == 2
+    for folder in folders:
+        names = {p.name for p in folder.iterdir()}
+        assert names == {"jobs.parquet", "timeline.parquet", "summary.json", "manifest.json"} | {
+            "cell.json"
+        }
+    res = runner.invoke(make_app(), ["sweep", str(spec_file), "--format", "parquet", "--dry-run"])
+    assert "2 cells, 2 finished, 0 to run" in res.output, res.output
+    # CSV cells are other cells (their own folders and keys), and the same results
+    res = runner.invoke(make_app(), ["sweep", str(spec_file), "--dry-run"])
+    assert "2 cells, 0 finished, 2 to run" in res.output, res.output
+    parquet_rows = read_rows(out / "results.csv")
+    res = runner.invoke(make_app(), ["sweep", str(spec_file), "-j", "1"])
+    assert res.exit_code == 0, res.output
+    assert len(list((out / "cells").iterdir())) == 4
+    csv_rows = read_rows(out / "results.csv")
+    for a, b in zip(parquet_rows, csv_rows, strict=True):
+        assert (a["policy"], a["avg_jct_s"], a["n_finished"]) == (
+            b["policy"],
+            b["avg_jct_s"],
+            b["n_finished"],
+        )
+    res = runner.invoke(make_app(), ["plot", str(folders[0])])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(make_app(), ["sweep", str(spec_file), "--format", "feather"])
+    assert res.exit_code == 2 and "--format must be one of csv, parquet" in res.output
 
 
 def test_heavy_imports_stay_inside_commands() -> None:

@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -262,3 +262,14 @@ class Progress:
             sys.stderr.write("\n")
             sys.stderr.flush()
             self.shown = False
+
+
+#: ``--format`` of the commands that write run folders (replay, compare, sweep)
+FormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        help="Format of the run tables written to --out: csv (jobs.csv, timeline.csv, ...) "
+        "or parquet (jobs.parquet, ...); summary.json and manifest.json either way",
+    ),
+]

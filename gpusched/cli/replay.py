@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from gpusched.cli._common import (
+    FormatOpt,
     Progress,
     compile_notice,
     print_run_header,
@@ -21,7 +22,7 @@ from gpusched.run import DEFAULT_CLUSTER, DEFAULT_TRACE
 TraceArg = Annotated[
     str | None,
     typer.Argument(
-        help=f"Trace CSV (.csv or .csv.gz) or a bundled trace name [default: {DEFAULT_TRACE}]"
+        help=f"Trace (.csv, .csv.gz or .parquet) or a bundled trace name [default: {DEFAULT_TRACE}]"
     ),
 ]
 ClusterOpt = Annotated[
@@ -99,6 +100,7 @@ def replay_cmd(
             help="Write jobs.csv, timeline.csv, summary.json, manifest.json to this folder",
         ),
     ] = None,
+    fmt: FormatOpt = "csv",
     until: UntilOpt = None,
     drop_oversized: DropOpt = False,
     load_s: LoadOpt = 0.0,
@@ -124,15 +126,16 @@ def replay_cmd(
     """Replay a trace on a cluster under one policy and print the summary."""
     from gpusched.engine import warm_up
     from gpusched.errors import GpuschedError
-    from gpusched.run import check_run_options, prepare_out_dir, replay
+    from gpusched.run import check_format, check_run_options, prepare_out_dir, replay, run_files
 
     check_run_options(slot_s=slot, seed=seed, until_s=until, mode=engine)
+    check_format(fmt)
     if events and out is None:
         raise GpuschedError("--events writes events.csv into the run folder: give --out DIR")
     if tui:
         require_terminal("--tui")
         if out is not None:
-            prepare_out_dir(out)
+            prepare_out_dir(out, run_files(fmt))
         from gpusched.tui import run_tui
 
         with compile_notice():
@@ -152,6 +155,7 @@ def replay_cmd(
             mode=engine,
             out=None if out is None else Path(out),
             events=events,
+            fmt=fmt,
         )
         if as_json:
             typer.echo(json.dumps(summary, indent=2))
@@ -177,6 +181,7 @@ def replay_cmd(
             progress=bar,
             notice=compile_notice,
             events=events,
+            fmt=fmt,
         )
     finally:
         bar.close()
@@ -211,6 +216,7 @@ def compare_cmd(
             "--out", "-o", help="Write comparison.csv and one folder per policy to this folder"
         ),
     ] = None,
+    fmt: FormatOpt = "csv",
     until: UntilOpt = None,
     drop_oversized: DropOpt = False,
     load_s: LoadOpt = 0.0,
@@ -254,8 +260,9 @@ def compare_cmd(
     of its 95 % interval; ~ marks a difference from the first policy within noise.
     """
     from gpusched.errors import GpuschedError
-    from gpusched.run import check_run_options, compare
+    from gpusched.run import check_format, check_run_options, compare
 
+    check_format(fmt)
     if not policy:
         raise GpuschedError("give at least one --policy (e.g. --policy fifo --policy srtf)")
     if plot and out is None:
@@ -277,6 +284,7 @@ def compare_cmd(
         drop_oversized=drop_oversized,
         load_s=load_s,
         save_s=save_s,
+        fmt=fmt,
     ):
         return
     check_run_options(slot_s=slot, seed=seed, until_s=until)
@@ -302,6 +310,7 @@ def compare_cmd(
             notice=compile_notice,
             progress=lambda text: setattr(bar, "label", text),
             first_result=header,
+            fmt=fmt,
         )
     finally:
         bar.close()

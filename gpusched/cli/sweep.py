@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpusched.cli._common import print_table, user_errors
+from gpusched.cli._common import FormatOpt, print_table, user_errors
 
 #: largest sweep whose rows are printed as a table (bigger ones: see results.csv)
 MAX_TABLE_ROWS = 40
@@ -72,6 +72,7 @@ def sweep_cmd(
             "--out", "-o", help="Output folder (overrides the spec's 'out'; default sweep-out)"
         ),
     ] = None,
+    fmt: FormatOpt = "csv",
     scheduler: Annotated[
         str | None,
         typer.Option(
@@ -99,9 +100,12 @@ def sweep_cmd(
     ] = False,
 ) -> None:
     """Run a grid of traces x clusters x policies x parameters x seeds on Dask (resumable)."""
+    import dataclasses
+
+    from gpusched.run import check_format
     from gpusched.sweep import load_spec, output_dir, run_sweep
 
-    sweep_spec = load_spec(spec)
+    sweep_spec = dataclasses.replace(load_spec(spec), table_format=check_format(fmt))
     out_dir = output_dir(sweep_spec, out)
     if dry_run:
         _dry_run(sweep_spec, out_dir)
@@ -128,9 +132,9 @@ def sweep_cmd(
     )
     for cell, error in result.failed:
         typer.echo(f"failed: {cell.describe()}: {error}", err=True)
-    extra = f" and {result.results_parquet.name}" if result.results_parquet else ""
     typer.echo(
-        f"results in {result.results_csv}{extra}; each cell's outputs in {result.out}/cells/"
+        f"results in {result.results_csv} and {result.results_parquet.name}; "
+        f"each cell's outputs in {result.out}/cells/"
     )
     if plot and ok:
         from gpusched.plot import plot_sweep

@@ -1,4 +1,4 @@
-"""``gpusched trace import|synth|stats``: make and inspect canonical traces."""
+"""``gpusched trace import|synth|stats|annotate|convert``: make and inspect canonical traces."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ def import_cmd(
     ],
     src: Annotated[Path, typer.Argument(help="The source file (.csv or .csv.gz)")],
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="Canonical trace to write (.csv or .csv.gz)")
+        Path,
+        typer.Option("--output", "-o", help="Canonical trace to write (.csv, .csv.gz or .parquet)"),
     ],
     seed: Annotated[
         int | None,
@@ -110,7 +111,7 @@ def import_options(
 @user_errors
 def synth_cmd(
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="Trace to write (.csv or .csv.gz)")
+        Path, typer.Option("--output", "-o", help="Trace to write (.csv, .csv.gz or .parquet)")
     ],
     jobs: Annotated[int, typer.Option("--jobs", "-n", help="Number of jobs", min=1)] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Random seed")] = 1,
@@ -142,7 +143,9 @@ def synth_cmd(
 @app.command("stats")
 @user_errors
 def stats_cmd(
-    trace: Annotated[str, typer.Argument(help="Trace CSV or bundled trace name")],
+    trace: Annotated[
+        str, typer.Argument(help="Trace (.csv, .csv.gz or .parquet) or bundled trace name")
+    ],
     cluster: Annotated[
         str | None,
         typer.Option("--cluster", "-c", help="Also report the offered load on this cluster"),
@@ -208,3 +211,28 @@ def annotate_cmd(
     for note in notes:
         typer.echo(f"note: {note}")
     typer.echo(f"wrote {len(annotated)} annotated jobs to {show_name(output)}")
+
+
+@app.command("convert")
+@user_errors
+def convert_cmd(
+    trace: Annotated[
+        str, typer.Argument(help="Trace to read (.csv, .csv.gz or .parquet) or bundled trace name")
+    ],
+    output: Annotated[
+        Path, typer.Argument(help="Trace to write: .csv, .csv.gz or .parquet (by its suffix)")
+    ],
+) -> None:
+    """Convert a canonical trace between CSV and Parquet (validated as replay reads it)."""
+    from gpusched.errors import GpuschedError, show_name
+    from gpusched.run import resolve_trace
+    from gpusched.trace import read_trace, write_trace
+
+    name = output.name
+    if not name.endswith((".csv", ".csv.gz", ".parquet")):
+        raise GpuschedError(
+            f"{show_name(output)}: expected a name ending in .csv, .csv.gz or .parquet"
+        )
+    data = read_trace(resolve_trace(trace))
+    write_trace(data, output)
+    typer.echo(f"wrote {len(data)} jobs to {show_name(output)}")

@@ -28,6 +28,7 @@ def run_tui(
     load_s: float = 0.0,
     save_s: float = 0.0,
     events: bool = False,
+    fmt: str = "csv",
 ) -> dict[str, Any]:
     """Replay a trace live in the terminal; return the summary when the app exits.
 
@@ -45,6 +46,8 @@ def run_tui(
         ``--until``).
     events
         Keep the event log and write events.csv into ``out`` (``replay --events``).
+    fmt
+        Format of the tables written to ``out``: ``"csv"`` or ``"parquet"``.
 
     Returns
     -------
@@ -82,5 +85,5 @@ def run_tui(
         raise error
     result = partial_result(engine)
     if out is not None:
-        return run_summary(result, write_results(result, out, str(path)))
+        return run_summary(result, write_results(result, out, str(path), fmt))
     return run_summary(result)

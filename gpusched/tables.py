@@ -1,0 +1,289 @@
+"""Columnar tables of a run (jobs, tasks, timeline, events) written with pyarrow.
+
+A run folder holds each table as CSV (``jobs.csv``) or Parquet (``jobs.parquet``),
+chosen by ``--format``. The CSV text is the one Python's ``csv.writer`` writes row by
+row (``\\r\\n`` line ends, minimal quoting), with every float spelled as ``repr`` spells
+it, so that it parses back to the identical float64, and NaN as an empty cell. It is
+built column by column with pyarrow's compute functions instead: shortest round-trip
+digits from pyarrow's float-to-text cast, respelled where ``repr`` differs (``3`` is
+``3.0``; magnitudes below 1e-4 and from 1e10 up come from ``repr`` itself), then the columns joined into lines.
+
+Parquet keeps each column's type; NaN of a float column (an unfinished job's ``jct``)
+is stored as null, which pandas and polars read back as missing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpusched.errors import GpuschedError, show_name
+
+#: the formats a run folder's tables can be written in (``--format``)
+FORMATS = ("csv", "parquet")
+#: rows formatted at a time, so that the text of a table never needs 2 GiB at once
+_CHUNK_ROWS = 500_000
+
+
+def table_name(stem: str, fmt: str) -> str:
+    """The file name of table ``stem`` (``"jobs"``) in format ``fmt``: ``jobs.csv``."""
+    return f"{stem}.{fmt}"
+
+
+def write_table(path: Path, columns: Mapping[str, np.ndarray], fmt: str = "csv") -> None:
+    """Write equal-length columns to ``path`` as CSV or Parquet (see the module docstring).
+
+    Parameters
+    ----------
+    path
+        File to write (replaced if it exists).
+    columns
+        Column name -> 1-D array, all of one length.
+    fmt
+        ``"csv"`` or ``"parquet"``.
+    """
+    if fmt == "parquet":
+        write_parquet(path, columns)
+    elif fmt == "csv":
+        write_csv_text(path, columns)
+    else:
+        raise ValueError(f"unknown table format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+def write_parquet(path: Path, columns: Mapping[str, np.ndarray]) -> None:
+    """Write ``columns`` to ``path`` as one Parquet table (NaN floats stored as null)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({name: _arrow_column(np.asarray(v)) for name, v in columns.items()})
+    pq.write_table(table, path)
+
+
+def _arrow_column(values: np.ndarray) -> Any:
+    """One column as a pyarrow array: floats with NaN as null, objects as text."""
+    import pyarrow as pa
+
+    if values.dtype.kind == "f":
+        return pa.array(values, mask=np.isnan(values))
+    if values.dtype.kind == "O":
+        return pa.array(values.tolist(), from_pandas=True)
+    return pa.array(values)
+
+
+def write_csv_text(path: Path, columns: Mapping[str, np.ndarray]) -> None:
+    """Write ``columns`` to ``path`` as CSV text, byte for byte what ``csv.writer`` writes
+    row by row with floats as ``repr`` and NaN empty (see the module docstring)."""
+    names = list(columns)
+    arrays = [np.asarray(columns[k]) for k in names]
+    n_rows = len(arrays[0]) if arrays else 0
+    head = io.StringIO()
+    csv.writer(head).writerow(names)
+    with path.open("wb") as fh:
+        fh.write(head.getvalue().encode())
+        for start in range(0, n_rows, _CHUNK_ROWS):
+            part = [a[start : start + _CHUNK_ROWS] for a in arrays]
+            fh.write(_csv_lines(part))
+
+
+def _csv_lines(arrays: list[np.ndarray]) -> memoryview:
+    """The CSV lines of equal-length columns (each ending in ``\\r\\n``), as bytes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cells = [_text_cells(a) for a in arrays]
+    if len(cells) > 1:
+        try:
+            return _arrow_lines(cells)
+        except (pa.ArrowInvalid, TypeError):
+            pass  # a quoted cell ("none" refuses it), or a pyarrow without WriteOptions.eol
+    if len(cells) == 1:
+        # csv.writer quotes a row's only field when it is empty (else the line is blank)
+        only = pc.fill_null(cells[0], "")
+        cells = [pc.if_else(pc.equal(only, ""), pa.scalar('""'), only)]
+    lines = pc.binary_join_element_wise(*cells, ",", null_handling="replace", null_replacement="")
+    lines = pc.binary_join_element_wise(lines, "\r\n", "")
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)
+    first, last = offsets[lines.offset], offsets[lines.offset + len(lines)]
+    return memoryview(lines.buffers()[2])[first:last]
+
+
+def _arrow_lines(cells: list[Any]) -> memoryview:
+    """Text cells joined into lines by pyarrow's CSV writer, which copies them as they are
+    (quoting style "none"), several times faster than joining them with compute functions.
+
+    Raises
+    ------
+    pyarrow.ArrowInvalid
+        A cell holds a comma, quote or line end ("none" cannot write it).
+    TypeError
+        pyarrow is older than its ``WriteOptions(eol=...)``.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    options = pcsv.WriteOptions(
+        include_header=False, quoting_style="none", eol="\r\n", batch_size=1 << 16
+    )
+    table = pa.Table.from_arrays(cells, names=[f"c{i}" for i in range(len(cells))])
+    sink = pa.BufferOutputStream()
+    pcsv.write_csv(table, sink, write_options=options)
+    return memoryview(sink.getvalue())
+
+
+def _text_cells(values: np.ndarray) -> Any:
+    """A column's CSV cells as a pyarrow string array (null = empty cell), quoted as
+    ``csv.writer`` quotes them."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = values.dtype.kind
+    if kind == "f":
+        return _float_cells(values.astype(np.float64, copy=False))
+    if kind in "iu":
+        return pc.cast(pa.array(values), pa.string())
+    if kind == "b":
+        return pc.if_else(pa.array(values), pa.scalar("True"), pa.scalar("False"))
+    if kind == "U":
+        return _quoted(pa.array(values, type=pa.string()))
+    try:  # text and None only (job ids): pyarrow converts them without a Python loop
+        text = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        text = None
+    if text is None or not (pa.types.is_string(text.type) or pa.types.is_null(text.type)):
+        text = pa.array([_cell_text(x) for x in values.tolist()], type=pa.string())
+    return _quoted(text.cast(pa.string()))
+
+
+def _cell_text(x: Any) -> str | None:
+    """One value of an object column as ``csv.writer`` writes it (floats as ``repr``)."""
+    if x is None:
+        return None
+    if isinstance(x, float):
+        return None if x != x else repr(float(x))
+    return x if isinstance(x, str) else str(x)
+
+
+def _quoted(text: Any) -> Any:
+    """Text cells with ``,``, ``"``, CR or LF quoted (quotes doubled), as csv.writer does."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    needs = pc.fill_null(pc.match_substring_regex(text, '[,"\r\n]'), False)
+    if not pc.any(needs).as_py():
+        return text
+    doubled = pc.replace_substring(text, '"', '""')
+    quoted = pc.binary_join_element_wise(pa.scalar('"'), doubled, pa.scalar('"'), "")
+    return pc.if_else(needs, quoted, text)
+
+
+def _float_cells(x: np.ndarray) -> Any:
+    """Float64 cells spelled as ``repr`` spells them (NaN null).
+
+    pyarrow's cast gives the shortest digits that round-trip, the digits ``repr`` gives;
+    it spells integral values below 1e10 without ``.0`` (added here) and uses exponents
+    from 1e10 and below 1e-6, where ``repr`` uses them from 1e16 and below 1e-4, so
+    magnitudes from 1e10 up (infinities too) and below 1e-4, rare in a run's tables,
+    are spelled by ``repr`` itself.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    nan = np.isnan(x)
+    mag = np.abs(x)
+    with np.errstate(invalid="ignore"):
+        whole = (mag < 1e16) & (x == np.trunc(x)) & ~((x == 0) & np.signbit(x))
+    if (whole | nan).all():
+        # every value a whole number (most times of a run, slots being whole seconds):
+        # repr spells them as the integer and ".0", and integers format fastest
+        digits = pc.cast(pa.array(np.where(nan, 0, x).astype(np.int64), mask=nan), pa.string())
+        return pc.binary_join_element_wise(digits, ".0", "")
+    text = pc.cast(pa.array(x, mask=nan), pa.string())
+    with np.errstate(invalid="ignore"):
+        integral = (mag < 1e10) & (x == np.trunc(x))
+        odd = ((mag > 0) & (mag < 1e-4)) | (mag >= 1e10)  # infinities included
+    if integral.any():
+        text = pc.if_else(integral, pc.binary_join_element_wise(text, ".0", ""), text)
+    if odd.any():
+        spelled = pa.array([repr(v) for v in x[odd].tolist()], type=pa.string())
+        text = pc.replace_with_mask(text, pa.array(odd), spelled)
+    return text
+
+
+# --- reading run tables -----------------------------------------------------------------
+
+
+def find_table(folder: Path, stem: str) -> Path:
+    """The file of table ``stem`` (``"jobs"``) in a run folder: ``jobs.csv``, or
+    ``jobs.parquet`` when only that one exists (the CSV path when neither does)."""
+    text = folder / f"{stem}.csv"
+    if not text.is_file() and (folder / f"{stem}.parquet").is_file():
+        return folder / f"{stem}.parquet"
+    return text
+
+
+def has_table(folder: Path, stem: str) -> bool:
+    """Whether the run folder holds table ``stem`` in either format."""
+    return any((folder / table_name(stem, fmt)).is_file() for fmt in FORMATS)
+
+
+def is_parquet(path: Path) -> bool:
+    """Whether ``path`` names a Parquet table (by its suffix)."""
+    return path.suffix == ".parquet"
+
+
+def parquet_rows(path: Path) -> Iterator[list[str]]:
+    """A Parquet table's header, then its rows, as the text its CSV twin would hold.
+
+    Floats are spelled as ``repr`` (null and NaN as ``""``), integers in decimal and
+    text as it is, so that the readers of CSV run tables check and parse both alike.
+
+    Raises
+    ------
+    GpuschedError
+        The file is not a readable Parquet file (one line naming it).
+    """
+    header, cols = parquet_columns(path)
+    yield header
+    yield from (list(row) for row in zip(*cols, strict=True))
+
+
+def parquet_columns(path: Path) -> tuple[list[str], list[list[str]]]:
+    """A Parquet table's column names and its columns as text (see :func:`parquet_rows`).
+
+    Raises
+    ------
+    GpuschedError
+        The file is not a readable Parquet file (one line naming it).
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise GpuschedError(f"{show_name(path)}: not a readable Parquet file ({reason})") from None
+    cols = [_plain_text(table.column(i)) for i in range(table.num_columns)]
+    return list(table.column_names), cols
+
+
+def _plain_text(column: Any) -> list[str]:
+    """A Parquet column's cells as text (see :func:`parquet_rows`)."""
+    import pyarrow as pa
+
+    if pa.types.is_boolean(column.type) or pa.types.is_floating(column.type):
+        values = column.to_numpy(zero_copy_only=False)  # null floats become NaN
+    elif pa.types.is_integer(column.type) and column.null_count == 0:
+        values = column.to_numpy()
+    else:
+        values = np.asarray(column.to_pylist(), dtype=object)
+    kind = values.dtype.kind
+    if kind in "fiub":
+        text = _text_cells(values).to_pylist()
+    else:
+        text = [_cell_text(x) for x in values.tolist()]
+    return ["" if x is None else x for x in text]
