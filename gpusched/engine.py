@@ -73,6 +73,7 @@ from gpusched.tasks import TaskBook
 from gpusched.view import View, _frozen
 
 _CHUNK = 8192  # decision points per kernel call in fused mode (progress granularity)
+_NONE = _frozen(np.empty(0, dtype=np.int32))  # no job arrived / finished at a decision point
 #: consecutive decision points at which a policy starts nothing while every job has
 #: arrived, none holds a GPU and some wait: past this the run can make no progress
 MAX_IDLE_DECISIONS = 10_000
@@ -517,11 +518,15 @@ class Engine:
         if code != kernel.LIMIT:
             self._set_code(code)
             return
-        arrived = np.arange(first_arrival, first_arrival + n_arrived, dtype=np.int32)
-        now = self.now
+        arrived = (
+            np.arange(first_arrival, first_arrival + n_arrived, dtype=np.int32)
+            if n_arrived
+            else _NONE
+        )
+        now = float(st.sim_f[F_NOW])
         if self._pending:
             self._honour_pending(now)
-        self.view.refresh(arrived, self._done_buf[:n_done].copy())
+        self.view.refresh(arrived, self._done_buf[:n_done].copy() if n_done else _NONE)
         if self._pending or self.view.pending.size:  # no array per decision when none wait
             self.view.pending = _frozen(np.fromiter(self._pending, dtype=np.int32))
         t0 = time.perf_counter()
@@ -574,10 +579,12 @@ class Engine:
 
     def _as_time(self, value: Any, what: str, now: float) -> float:
         """A policy's time value as a float (s), or a PolicyError naming what was wrong."""
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        if type(value) is not float and (
+            isinstance(value, bool) or not isinstance(value, numbers.Real)
+        ):
             raise self._fail(None, now, f"{what} {value!r}: expected a time in s (a number)")
         t = float(value)
-        if np.isnan(t):
+        if t != t:  # NaN
             raise self._fail(None, now, f"{what} NaN: expected a time in s")
         return t
 
@@ -630,7 +637,8 @@ class Engine:
                 f"{type(decision.actions).__name__}",
             )
         for flag in ("preemptive", "blocking"):
-            if not isinstance(getattr(decision, flag), bool | np.bool_):
+            value = getattr(decision, flag)
+            if type(value) is not bool and not isinstance(value, np.bool_):
                 raise self._fail(
                     None,
                     now,
@@ -708,7 +716,7 @@ class Engine:
                 order = np.asarray(decision.order)
             except (ValueError, TypeError):
                 order = np.asarray([[None]], dtype=object)
-            if order.ndim != 1 or (order.size and not np.issubdtype(order.dtype, np.integer)):
+            if order.ndim != 1 or (order.size and order.dtype.kind not in "iu"):
                 raise self._fail(None, now, "order must be a 1-D array of job indices")
             order = np.ascontiguousarray(order, dtype=np.int32)
             problem, at = self.k.check_order(st, order)
@@ -754,7 +762,9 @@ class Engine:
     def _set_wake(self, w: float, now: float) -> None:
         if not w > now:
             raise self._fail(None, now, f"asked to wake at {w!r} s, which is not after now")
-        self.state.sim_f[F_WAKE] = min(self.state.sim_f[F_WAKE], w)
+        sim_f = self.state.sim_f
+        if w < sim_f[F_WAKE]:
+            sim_f[F_WAKE] = w
 
     def _counts(self, j: int, value: Any, what: str, now: float) -> np.ndarray:
         """An Allocate's counts per machine as int64, or a PolicyError saying what is wrong."""
@@ -991,12 +1001,21 @@ class Engine:
             return
         st = self.state
         config = self._config.get(j)
-        groups: dict[tuple[int, ...], list[int]] = {}  # the jobs beside it -> its GPUs there
-        for k, row in enumerate(st.gpu_job[gpus].tolist()):  # a gang: Python beats numpy
-            beside = tuple(sorted({p for p in row if p >= 0 and p != j}))
-            groups.setdefault(beside, []).append(k)
-        for group in sorted(groups) or [()]:  # no job first, then by the jobs beside it
-            on = gpus[groups.get(group, [])]
+        if st.gpu_job.shape[1] <= 2:
+            # the callers refuse full GPUs, so (C <= 2) each of its GPUs holds at most one
+            # other job, in slot 0 (slots are packed): the same groups and order as below
+            who = st.gpu_job[gpus, 0] if gpus.size else gpus
+            ps = sorted(set(who.tolist())) or [-1]
+            for p in ps:
+                on = gpus if len(ps) == 1 else gpus[who == p]
+                why = check(j, on, config, [(p, self._config.get(p))] if p >= 0 else [])
+                if why:
+                    raise self._fail(j, now, str(why))
+            return
+        rows = st.gpu_job[gpus]
+        beside = [tuple(sorted(set(row[row >= 0].tolist()) - {j})) for row in rows]
+        for group in sorted(set(beside)) or [()]:  # the jobs beside it, GPU by GPU
+            on = gpus[[b == group for b in beside]]
             why = check(j, on, config, [(p, self._config.get(p)) for p in group])
             if why:
                 raise self._fail(j, now, str(why))
