@@ -51,7 +51,9 @@ from gpusched.algorithms.share import (
     alone_holders,
     best_sub_batches,
     consolidated,
+    first_enough,
     first_of_each_shape,
+    sjf_order,
     worth_sharing,
 )
 from gpusched.errors import ParamError
@@ -126,9 +128,8 @@ class SJFBSBFPolicy:
         holder = np.array(view.gpu_job[:, 0], dtype=np.int64)
         times = self.times
         assert times is not None
-        order = q[np.argsort(view.job_duration[q], kind="stable")]  # line 1
-        need = np.asarray(view.job_n_gpus[order], dtype=np.int64)
-        shape = times.shape_of[order]
+        # line 1: SJF order, with each job's GPUs and shape
+        order, need, shape = sjf_order(q, view.job_duration, view.job_n_gpus, times.shape_of)
         refused = np.zeros(times.shape_job.size, dtype=bool)  # shapes that found no GPUs
         actions: list[Start] = []
         pos = 0  # jobs before order[pos] are started or wait
@@ -196,11 +197,9 @@ class SJFBSBFPolicy:
             refused[shape[cand]] = True
             return None
         ok = worth_sharing(times, order[cand], partners, solo_b, mem_b)  # lines 11-12
-        enough = ok.any(axis=1) & (ok @ n_own + n_free >= need[cand])  # lines 15-17
-        found = np.flatnonzero(enough)
-        tried = int(found[0]) if found.size else cand.size
+        tried = first_enough(ok, n_own, n_free, need[cand])  # lines 15-17
         refused[shape[cand[:tried]]] = True
-        if not found.size:
+        if tried == cand.size:
             return None
         at = int(cand[tried])
         j = int(order[at])

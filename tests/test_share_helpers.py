@@ -1,12 +1,18 @@
 """SJF-BSBF's jitted helpers (``gpusched.algorithms.share``) against the numpy code they
-replaced: the jobs to evaluate (first of each shape) and the jobs alone on some GPU."""
+replaced: the SJF order, the jobs to evaluate (first of each shape), the jobs alone on some
+GPU and the first job that finds enough GPUs."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from gpusched.algorithms.share import alone_holders, first_of_each_shape
+from gpusched.algorithms.share import (
+    alone_holders,
+    first_enough,
+    first_of_each_shape,
+    sjf_order,
+)
 from gpusched.state import QUEUED, RUNNING
 
 
@@ -64,3 +70,33 @@ def test_alone_holders_matches_numpy(seed):
     want_jobs, want_counts = alone_holders_numpy(one, holder, status, QUEUED)
     assert jobs.tolist() == want_jobs.tolist()
     assert counts.tolist() == want_counts.tolist()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_sjf_order_matches_a_stable_numpy_sort(seed):
+    rng = np.random.default_rng(seed)
+    n_jobs = 30
+    duration = rng.integers(1, 6, n_jobs).astype(np.float64)  # many ties
+    n_gpus = rng.integers(1, 9, n_jobs).astype(np.int32)
+    shape_of = rng.integers(0, 4, n_jobs)
+    queued = np.sort(rng.choice(n_jobs, int(rng.integers(0, n_jobs)), replace=False))
+    queued = queued.astype(np.int32)
+    order, need, shape = sjf_order(queued, duration, n_gpus, shape_of)
+    want = queued[np.argsort(duration[queued], kind="stable")]
+    assert order.tolist() == want.tolist()
+    assert need.tolist() == n_gpus[want].tolist()
+    assert shape.tolist() == shape_of[want].tolist()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_first_enough_matches_numpy(seed):
+    rng = np.random.default_rng(seed)
+    n_jobs, n_partners = int(rng.integers(0, 6)), int(rng.integers(0, 6))
+    ok = rng.random((n_jobs, n_partners)) < 0.4
+    n_own = rng.integers(1, 5, n_partners)
+    n_free = int(rng.integers(0, 4))
+    need = rng.integers(1, 9, n_jobs)
+    enough = ok.any(axis=1) & (ok @ n_own + n_free >= need)
+    found = np.flatnonzero(enough)
+    want = int(found[0]) if found.size else n_jobs
+    assert first_enough(ok, n_own, n_free, need) == want

@@ -45,8 +45,10 @@ __all__ = [
     "best_sub_batch",
     "best_sub_batches",
     "consolidated",
+    "first_enough",
     "first_of_each_shape",
     "pair_jct",
+    "sjf_order",
     "worth_sharing",
 ]
 
@@ -313,6 +315,62 @@ def _alone_holders(one, holder, status, skip):  # type: ignore[no-untyped-def]
             k += 1
         i = e
     return jobs[:k], counts[:k]
+
+
+def sjf_order(
+    queued: np.ndarray, duration: np.ndarray, n_gpus: np.ndarray, shape_of: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``queued`` jobs shortest ``duration`` first (ties: their order in ``queued``, a
+    stable sort), with each one's GPU count and shape (int64 all three)."""
+    order, need, shape = _sjf_order(
+        np.ascontiguousarray(queued, np.int64),
+        duration,
+        n_gpus,
+        np.ascontiguousarray(shape_of, np.int64),
+    )
+    return order, need, shape
+
+
+@njit(cache=True, nogil=True)
+def _sjf_order(queued, duration, n_gpus, shape_of):  # type: ignore[no-untyped-def]
+    key = np.empty(queued.shape[0], dtype=np.float64)
+    for i in range(queued.shape[0]):
+        key[i] = duration[queued[i]]
+    order = queued[np.argsort(key, kind="mergesort")]  # mergesort is stable
+    need = np.empty(order.shape[0], dtype=np.int64)
+    shape = np.empty(order.shape[0], dtype=np.int64)
+    for i in range(order.shape[0]):
+        need[i] = n_gpus[order[i]]
+        shape[i] = shape_of[order[i]]
+    return order, need, shape
+
+
+def first_enough(ok: np.ndarray, n_own: np.ndarray, n_free: int, need: np.ndarray) -> int:
+    """The first job (row of ``ok``, jobs x partners) worth sharing with some partner whose
+    partners' GPUs (``n_own`` each) plus ``n_free`` idle ones hold its ``need``; the
+    number of rows when none is (Alg. 1 lines 15-17)."""
+    return int(
+        _first_enough(
+            np.ascontiguousarray(ok, np.bool_),
+            np.ascontiguousarray(n_own, np.int64),
+            int(n_free),
+            np.ascontiguousarray(need, np.int64),
+        )
+    )
+
+
+@njit(cache=True, nogil=True)
+def _first_enough(ok, n_own, n_free, need):  # type: ignore[no-untyped-def]
+    for i in range(ok.shape[0]):
+        some = False
+        gpus = 0
+        for p in range(ok.shape[1]):
+            if ok[i, p]:
+                some = True
+                gpus += n_own[p]
+        if some and gpus + n_free >= need[i]:
+            return i
+    return ok.shape[0]
 
 
 def consolidated(free: np.ndarray, gpu_server: np.ndarray, g: int) -> np.ndarray | None:
