@@ -73,6 +73,7 @@ from gpusched.tasks import TaskBook
 from gpusched.view import View, _frozen
 
 _CHUNK = 8192  # decision points per kernel call in fused mode (progress granularity)
+_NONE = _frozen(np.empty(0, dtype=np.int32))  # no job arrived / finished at a decision point
 #: consecutive decision points at which a policy starts nothing while every job has
 #: arrived, none holds a GPU and some wait: past this the run can make no progress
 MAX_IDLE_DECISIONS = 10_000
@@ -109,6 +110,45 @@ class RunResult:
     stopped_at: float | None
     sched_delay_s: np.ndarray | None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _Kernels:
+    """The kernels the Python path calls, each bound to its compiled version for this run.
+
+    Numba's dispatcher types every argument at every call: for the state tuple's ~60
+    arrays that costs 13-27 us a call, several calls per decision point, against about
+    1.5 us for the compiled entry point itself. The engine knows the types (the state,
+    its config and timeline are fixed for the run; jobs are ``int``, times ``float``,
+    GPU lists ``int32``), so it asks the dispatcher once for the entry point of those
+    types (loading or compiling it as a call would) and calls that. Every call below
+    must pass exactly these types (``compact_queue`` its second argument explicitly).
+    Without the JIT (``NUMBA_DISABLE_JIT=1``) the plain functions are used.
+    """
+
+    def __init__(self, st: SimState, cfg: KernelConfig, tl: Timeline, done: np.ndarray) -> None:
+        import numba
+        from numba import types
+
+        typeof: Callable[[Any], Any] = numba.typeof
+        S, C = typeof(st), typeof(cfg)
+        i, f, b = types.int64, types.float64, types.boolean
+        gpus = typeof(np.empty(0, np.int32))
+
+        def bind(fn: Any, *sig: Any) -> Any:
+            compile_ = getattr(fn, "compile", None)
+            return fn if compile_ is None else compile_(sig)
+
+        self.step = bind(kernel.step, S, C, typeof(done))
+        self.record = bind(kernel.record, S, C, i, typeof(tl))
+        self.compact_queue = bind(kernel.compact_queue, S, i)
+        self.start_on = bind(kernel.start_on, S, i, gpus, f)
+        self.start_job = bind(kernel.start_job, S, i, f)
+        self.place_consolidated = bind(kernel.place_consolidated, S, i, b)
+        self.preempt = bind(kernel.preempt, S, i, f)
+        self.set_rate = bind(kernel.set_rate, S, i, f)
+        self.fill_order = bind(kernel.fill_order, S, C, gpus, b, b)
+        self.check_order = bind(kernel.check_order, S, gpus)
+        self.started_at = bind(kernel.started_at, S, f, gpus)
 
 
 class Engine:
@@ -253,8 +293,15 @@ class Engine:
             period=float(fused.period) if (fused and self.mode == "fused") else 0.0,
             starve=float(fused.starve) if (fused and self.mode == "fused") else 0.0,
         )
+        #: the kernels of the Python path, bound to this run's types (see _Kernels)
+        self.k: Any = None
+        self._done_buf = np.zeros(max(len(jobs), 1), dtype=np.int32)
+        self._started_buf = np.zeros(max(len(jobs), 1), dtype=np.int32)
+        self._tl_buf = new_timeline(0)  # the python path's chunk being filled
         with notice() if notice is not None else nullcontext():
             warm_up(self.mode)  # no-op when loaded (and in the warm-up's own engines)
+            if self.mode == "python":
+                self.k = _Kernels(st, self.cfg, self._tl_buf, self._done_buf)
         #: the configuration each started job carries (Start.config), for its lifetime
         self._config: dict[int, Any] = {}
         self.view = View(
@@ -265,9 +312,7 @@ class Engine:
             knows_duration=bool(getattr(policy, "knows_duration", False)),
             configs=self._config,
         )
-        self._done_buf = np.zeros(max(len(jobs), 1), dtype=np.int32)
         self._tl: list[Timeline] = []  # full timeline chunks
-        self._tl_buf = new_timeline(0)  # the python path's chunk being filled
         self._tl_rows = 0
         self._delays: list[float] = []
         self._code = kernel.LIMIT
@@ -460,7 +505,7 @@ class Engine:
         first_arrival = int(st.sim_i[I_NEXT_ARRIVAL])
         if self.events is not None:
             self.events.ensure_room(st)
-        code, n_done, n_arrived = kernel.step(st, self.cfg, self._done_buf)
+        code, n_done, n_arrived = self.k.step(st, self.cfg, self._done_buf)
         if self.events is not None:
             self.events.ensure_room(st)
         if self.ledger is not None:
@@ -473,11 +518,15 @@ class Engine:
         if code != kernel.LIMIT:
             self._set_code(code)
             return
-        arrived = np.arange(first_arrival, first_arrival + n_arrived, dtype=np.int32)
-        now = self.now
+        arrived = (
+            np.arange(first_arrival, first_arrival + n_arrived, dtype=np.int32)
+            if n_arrived
+            else _NONE
+        )
+        now = float(st.sim_f[F_NOW])
         if self._pending:
             self._honour_pending(now)
-        self.view.refresh(arrived, self._done_buf[:n_done].copy())
+        self.view.refresh(arrived, self._done_buf[:n_done].copy() if n_done else _NONE)
         if self._pending or self.view.pending.size:  # no array per decision when none wait
             self.view.pending = _frozen(np.fromiter(self._pending, dtype=np.int32))
         t0 = time.perf_counter()
@@ -501,7 +550,7 @@ class Engine:
                 self._tl.append(self._tl_buf)
             self._tl_buf = new_timeline(_CHUNK)
             self._tl_rows = 0
-        kernel.record(st, self.cfg, self._tl_rows, self._tl_buf)
+        self.k.record(st, self.cfg, self._tl_rows, self._tl_buf)
         self._tl_rows += 1
         if self.ledger is not None:
             why = self.ledger.check()
@@ -530,10 +579,12 @@ class Engine:
 
     def _as_time(self, value: Any, what: str, now: float) -> float:
         """A policy's time value as a float (s), or a PolicyError naming what was wrong."""
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        if type(value) is not float and (
+            isinstance(value, bool) or not isinstance(value, numbers.Real)
+        ):
             raise self._fail(None, now, f"{what} {value!r}: expected a time in s (a number)")
         t = float(value)
-        if np.isnan(t):
+        if t != t:  # NaN
             raise self._fail(None, now, f"{what} NaN: expected a time in s")
         return t
 
@@ -586,7 +637,8 @@ class Engine:
                 f"{type(decision.actions).__name__}",
             )
         for flag in ("preemptive", "blocking"):
-            if not isinstance(getattr(decision, flag), bool | np.bool_):
+            value = getattr(decision, flag)
+            if type(value) is not bool and not isinstance(value, np.bool_):
                 raise self._fail(
                     None,
                     now,
@@ -622,7 +674,7 @@ class Engine:
                 if err:
                     raise err
                 if started:  # the job may have started in this decision: queue it once
-                    kernel.compact_queue(st)
+                    self.k.compact_queue(st, 0)
                     started = False
                 if self.ledger is not None:
                     self.ledger.release(j, now)
@@ -630,17 +682,17 @@ class Engine:
                     why = self.book.preempt_problem(j)
                     if why:
                         raise self._fail(j, now, why)
-                    kernel.preempt(st, j, now)
+                    self.k.preempt(st, j, now)
                     self.book.released(j, now, in_decision=True)
                 else:
-                    kernel.preempt(st, j, now)
+                    self.k.preempt(st, j, now)
             elif isinstance(action, Dispatch):
                 self._apply_dispatch(action, now)
             elif isinstance(action, HostPS):
                 self._apply_host_ps(action, now)
             elif isinstance(action, Allocate):
                 if started:  # it may pause a job started in this decision
-                    kernel.compact_queue(st)
+                    self.k.compact_queue(st, 0)
                 self._apply_allocate(action, now)
                 started = True
             elif isinstance(action, Reject):
@@ -650,7 +702,7 @@ class Engine:
             if log is not None and reason:
                 log.reason(st, since, now, int(action.job), reason)
         if decision.actions:
-            kernel.compact_queue(st)  # once: drop the jobs the Starts took out of the queue
+            self.k.compact_queue(st, 0)  # once: drop the jobs the Starts took out of the queue
         if decision.order is not None and self.ledger is not None:
             raise self._fail(
                 None, now, "gives an order, but jobs placed by roles are started with Allocate"
@@ -664,29 +716,26 @@ class Engine:
                 order = np.asarray(decision.order)
             except (ValueError, TypeError):
                 order = np.asarray([[None]], dtype=object)
-            if order.ndim != 1 or (order.size and not np.issubdtype(order.dtype, np.integer)):
+            if order.ndim != 1 or (order.size and order.dtype.kind not in "iu"):
                 raise self._fail(None, now, "order must be a 1-D array of job indices")
-            order = order.astype(np.int32)
-            if order.size:
-                bad = (order < 0) | (order >= len(self.jobs))
-                if bad.any():
-                    raise self._fail(None, now, f"unknown job index {int(order[bad][0])} in order")
-                if np.unique(order).size != order.size:
-                    raise self._fail(None, now, "order lists a job twice")
-                status = st.job_status[order]
-                bad = (status == PENDING) | (status == FINISHED) | (status == REJECTED)
-                if bad.any():
-                    j = int(order[bad][0])
-                    raise self._status_problem(
-                        j, now, (QUEUED, RUNNING, LOADING, SAVING)
-                    ) or self._fail(j, now, "bad")
-            kernel.fill_order(
+            order = np.ascontiguousarray(order, dtype=np.int32)
+            problem, at = self.k.check_order(st, order)
+            if problem == 1:
+                raise self._fail(None, now, f"unknown job index {int(order[at])} in order")
+            if problem == 2:
+                raise self._fail(None, now, "order lists a job twice")
+            if problem == 3:
+                j = int(order[at])
+                raise self._status_problem(j, now, (QUEUED, RUNNING, LOADING, SAVING)) or (
+                    self._fail(j, now, "bad")
+                )
+            self.k.fill_order(
                 st, self.cfg, order, bool(decision.blocking), bool(decision.preemptive)
             )
         if decision.wake_at is not None:
             self._set_wake(self._as_time(decision.wake_at, "Decision.wake_at", now), now)
-        if self.perf is not None:
-            self._apply_perf(now)
+        if self.perf is not None and (decision.actions or decision.order is not None):
+            self._apply_perf(now)  # (a decision that starts nothing changes no rate)
         if self.book is not None:
             no_ps = self.book.after_decision(now)
             if no_ps:
@@ -700,21 +749,22 @@ class Engine:
     def _apply_perf(self, now: float) -> None:
         """Set the progress rate of every job (re)started at ``now`` from its placement."""
         st = self.state
-        holding = st.run[: st.sim_i[I_N_RUN]]
-        started = holding[st.job_last_start[holding] == now]
-        for j in started.tolist():
+        n = self.k.started_at(st, now, self._started_buf)
+        for j in self._started_buf[:n].tolist():
             gpus = st.alloc_gpu[st.job_alloc_off[j] : st.job_alloc_off[j + 1]]
             rate = float(self.perf.rate(int(j), gpus, self._config.get(j)))
             if not (rate > 0 and np.isfinite(rate)):
                 raise InvariantError(
                     f"performance model gave rate {rate} for job {self.jobs.job_id[j]}"
                 )
-            kernel.set_rate(st, j, rate)
+            self.k.set_rate(st, j, rate)
 
     def _set_wake(self, w: float, now: float) -> None:
         if not w > now:
             raise self._fail(None, now, f"asked to wake at {w!r} s, which is not after now")
-        self.state.sim_f[F_WAKE] = min(self.state.sim_f[F_WAKE], w)
+        sim_f = self.state.sim_f
+        if w < sim_f[F_WAKE]:
+            sim_f[F_WAKE] = w
 
     def _counts(self, j: int, value: Any, what: str, now: float) -> np.ndarray:
         """An Allocate's counts per machine as int64, or a PolicyError saying what is wrong."""
@@ -754,15 +804,15 @@ class Engine:
         if int(w.sum()) == 0:  # pause: back to the queue, keeping its progress
             if not queued:
                 self.ledger.release(j, now)
-                kernel.preempt(st, j, now)
+                self.k.preempt(st, j, now)
             return
         rate = float(self.roles.rate(j, w, s))
         if not (rate > 0 and np.isfinite(rate)):
             raise InvariantError(f"role model gave rate {rate} for job {self.jobs.job_id[j]}")
         self.ledger.set(j, w, s, now)
         if queued:
-            kernel.start_on(st, j, np.empty(0, np.int32), now)
-        kernel.set_rate(st, j, rate)
+            self.k.start_on(st, j, np.empty(0, np.int32), now)
+        self.k.set_rate(st, j, rate)
 
     def _check_room(self, actions: Any, now: float) -> None:
         """All of a decision's Allocates must fit together (capacity of every resource of
@@ -815,7 +865,7 @@ class Engine:
         if action.config is not None:
             raise self._fail(j, now, "gives a config, but tasks take none")
         self.book.before_start(j, w, now)
-        kernel.start_on(st, j, np.asarray([w], dtype=np.int32), now)
+        self.k.start_on(st, j, np.asarray([w], dtype=np.int32), now)
         self.book.after_start(j)
 
     def _apply_dispatch(self, action: Dispatch, now: float) -> None:
@@ -881,24 +931,43 @@ class Engine:
         self._take_config(j, action.config, now)
         if action.gpus is None:
             self._check_start(j, np.empty(0, np.int32), now)  # alone: only its config
-            if not kernel.place_consolidated(st, j, self.cfg.allow_spread):
+            if not self.k.place_consolidated(st, j, self.cfg.allow_spread):
                 raise self._fail(j, now, f"needs {g} GPUs but only {self.view.free_gpus} are idle")
-            kernel.start_job(st, j, now)
+            self.k.start_job(st, j, now)
             return
         try:
             gpus = np.asarray(action.gpus)
         except (ValueError, TypeError):
             gpus = np.asarray([None], dtype=object)
-        if gpus.ndim != 1 or gpus.size != g or not np.issubdtype(gpus.dtype, np.integer):
+        if gpus.ndim != 1 or gpus.size != g or gpus.dtype.kind not in "iu":
             raise self._fail(j, now, f"needs exactly {g} GPU indices, got {action.gpus!r}")
         n_gpus = st.gpu_n_jobs.shape[0]
-        if ((gpus < 0) | (gpus >= n_gpus)).any():
-            raise self._fail(j, now, f"unknown GPU index in {gpus.tolist()} (cluster has {n_gpus})")
-        as_list = gpus.tolist()
+        as_list = gpus.tolist()  # small lists: Python is cheaper than numpy calls here
+        if g and (min(as_list) < 0 or max(as_list) >= n_gpus):
+            raise self._fail(j, now, f"unknown GPU index in {as_list} (cluster has {n_gpus})")
         if len(set(as_list)) != g:
             raise self._fail(j, now, f"lists a GPU twice: {as_list}")
+        gpus = np.asarray(as_list, dtype=np.int32)
         if not self.cfg.allow_spread and len(set(st.gpu_server[gpus].tolist())) > 1:
             raise self._fail(j, now, "spans servers but the cluster forbids spreading")
+        if self._pending:
+            self._check_promised(j, gpus, now)
+        if g and st.gpu_n_jobs[gpus].max() >= st.gpu_job.shape[1]:
+            full, busy = self._blockers(gpus)
+            if busy.size == 0:
+                # DESIGN.md "Job lifecycle": a start onto GPUs still saving is honoured
+                # when the save ends (the save end is a decision point)
+                self._pending[j] = gpus
+                return
+            gpu = int(gpus[full][0])
+            holder = self.jobs.job_id[st.gpu_job[gpu, 0]]
+            raise self._fail(j, now, f"GPU {gpu} is already allocated (to job '{holder}')")
+        self._check_start(j, gpus, now)
+        self.k.start_on(st, j, gpus, now)
+
+    def _check_promised(self, j: int, gpus: np.ndarray, now: float) -> None:
+        """Refuse a start of a job whose start already waits, or onto GPUs promised to
+        another job's waiting start."""
         if j in self._pending:
             raise self._fail(j, now, "already has a start waiting for saves to end")
         for other, promised in self._pending.items():
@@ -910,18 +979,6 @@ class Engine:
                     f"GPU {int(both[0])} is promised to job '{self.jobs.job_id[other]}' "
                     "(its start waits for a save to end)",
                 )
-        full, busy = self._blockers(gpus)
-        if full.any():
-            if busy.size == 0:
-                # DESIGN.md "Job lifecycle": a start onto GPUs still saving is honoured
-                # when the save ends (the save end is a decision point)
-                self._pending[j] = gpus.astype(np.int32)
-                return
-            gpu = int(gpus[full][0])
-            holder = self.jobs.job_id[st.gpu_job[gpu, 0]]
-            raise self._fail(j, now, f"GPU {gpu} is already allocated (to job '{holder}')")
-        self._check_start(j, gpus, now)
-        kernel.start_on(st, j, gpus.astype(np.int32), now)
 
     def _take_config(self, j: int, config: Any, now: float) -> None:
         """Record a Start's job configuration; it stays the job's for its lifetime."""
@@ -944,17 +1001,18 @@ class Engine:
             return
         st = self.state
         config = self._config.get(j)
-        rows = st.gpu_job[gpus]
-        other = (rows >= 0) & (rows != j)
-        if rows.shape[0] and other.sum(axis=1).max() <= 1:
-            # at most one job beside it on each GPU (always so on C = 2): the same groups
-            # and order as below, no job first, without a tuple per GPU
-            who = np.where(other, rows, -1).max(axis=1)
-            for p in sorted(set(who.tolist())):
-                why = check(j, gpus[who == p], config, [(p, self._config.get(p))] if p >= 0 else [])
+        if st.gpu_job.shape[1] <= 2:
+            # the callers refuse full GPUs, so (C <= 2) each of its GPUs holds at most one
+            # other job, in slot 0 (slots are packed): the same groups and order as below
+            who = st.gpu_job[gpus, 0] if gpus.size else gpus
+            ps = sorted(set(who.tolist())) or [-1]
+            for p in ps:
+                on = gpus if len(ps) == 1 else gpus[who == p]
+                why = check(j, on, config, [(p, self._config.get(p))] if p >= 0 else [])
                 if why:
                     raise self._fail(j, now, str(why))
             return
+        rows = st.gpu_job[gpus]
         beside = [tuple(sorted(set(row[row >= 0].tolist()) - {j})) for row in rows]
         for group in sorted(set(beside)) or [()]:  # the jobs beside it, GPU by GPU
             on = gpus[[b == group for b in beside]]
@@ -982,7 +1040,7 @@ class Engine:
             if not full.any():
                 del self._pending[j]
                 self._check_start(j, gpus, now)
-                kernel.start_on(st, j, gpus, now)
+                self.k.start_on(st, j, gpus, now)
                 continue
             if taken.size:
                 raise self._fail(
@@ -991,7 +1049,7 @@ class Engine:
                     f"its start waiting for saves to end on GPUs {gpus.tolist()} found one "
                     f"taken by job '{self.jobs.job_id[taken[0]]}'",
                 )
-        kernel.compact_queue(st)
+        self.k.compact_queue(st, 0)
         if self.perf is not None:
             self._apply_perf(now)
 

@@ -947,6 +947,52 @@ def fill(st, cfg, c, m, blocking, preemptive):
 
 
 @njit(**_JIT)
+def check_order(st, order):
+    """Check a Python policy's order before :func:`fill_order`; change nothing.
+
+    Returns ``(problem, i)``: 0 when every entry is a job index, listed once, of a job
+    that is queued or holds GPUs; else 1 (``order[i]`` is no job index), 2 (``order[i]``
+    repeats an earlier entry) or 3 (``order[i]``'s job is pending, finished or rejected),
+    for the first entry ``i`` that is wrong, kind 1 before 2 before 3.
+    (``job_mark`` is the scratch: set here, cleared before returning.)
+    """
+    n = st.job_submit.shape[0]
+    m = order.shape[0]
+    for i in range(m):
+        if order[i] < 0 or order[i] >= n:
+            return 1, i
+    dup = -1
+    for i in range(m):
+        j = order[i]
+        if st.job_mark[j] != 0:
+            dup = i
+            break
+        st.job_mark[j] = 1
+    for k in range(m if dup < 0 else dup):
+        st.job_mark[order[k]] = 0
+    if dup >= 0:
+        return 2, dup
+    for i in range(m):
+        s = st.job_status[order[i]]
+        if s != QUEUED and s != RUNNING and s != LOADING and s != SAVING:
+            return 3, i
+    return 0, -1
+
+
+@njit(**_JIT)
+def started_at(st, t, out):
+    """Write to ``out`` the holders whose last start is at ``t`` (s), in ``run`` order;
+    return how many."""
+    m = 0
+    for i in range(st.sim_i[I_N_RUN]):
+        j = st.run[i]
+        if st.job_last_start[j] == t:
+            out[m] = j
+            m += 1
+    return m
+
+
+@njit(**_JIT)
 def fill_order(st, cfg, order, blocking, preemptive):
     """Priority fill with an order computed in Python (see :func:`fill`)."""
     m = order.shape[0]

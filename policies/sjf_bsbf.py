@@ -46,7 +46,16 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.algorithms.share import JobTimes, best_sub_batches, consolidated, worth_sharing
+from gpusched.algorithms.share import (
+    JobTimes,
+    alone_holders,
+    best_sub_batches,
+    consolidated,
+    first_enough,
+    first_of_each_shape,
+    sjf_order,
+    worth_sharing,
+)
 from gpusched.errors import ParamError
 from gpusched.policy import Decision, Start
 from gpusched.state import QUEUED
@@ -111,15 +120,16 @@ class SJFBSBFPolicy:
         if q.size == 0:
             return Decision()
         n_on = np.array(view.gpu_n_jobs, dtype=np.int64)  # our copy, updated as we start
-        holder = np.array(view.gpu_job[:, 0], dtype=np.int64)
         shares = view.gpu_job.shape[1] > 1
-        n_free = int((n_on == 0).sum())
-        n_one = int((n_on == 1).sum()) if shares else 0
+        n_free = int(np.count_nonzero(n_on == 0))
+        n_one = int(np.count_nonzero(n_on == 1)) if shares else 0
+        if n_free + n_one == 0:
+            return Decision()  # no GPU idle or holding one job: nothing can start
+        holder = np.array(view.gpu_job[:, 0], dtype=np.int64)
         times = self.times
         assert times is not None
-        order = q[np.argsort(view.job_duration[q], kind="stable")]  # line 1
-        need = np.asarray(view.job_n_gpus[order], dtype=np.int64)
-        shape = times.shape_of[order]
+        # line 1: SJF order, with each job's GPUs and shape
+        order, need, shape = sjf_order(q, view.job_duration, view.job_n_gpus, times.shape_of)
         refused = np.zeros(times.shape_job.size, dtype=bool)  # shapes that found no GPUs
         actions: list[Start] = []
         pos = 0  # jobs before order[pos] are started or wait
@@ -187,11 +197,9 @@ class SJFBSBFPolicy:
             refused[shape[cand]] = True
             return None
         ok = worth_sharing(times, order[cand], partners, solo_b, mem_b)  # lines 11-12
-        enough = ok.any(axis=1) & (ok @ n_own + n_free >= need[cand])  # lines 15-17
-        found = np.flatnonzero(enough)
-        tried = int(found[0]) if found.size else cand.size
+        tried = first_enough(ok, n_own, n_free, need[cand])  # lines 15-17
         refused[shape[cand[:tried]]] = True
-        if not found.size:
+        if tried == cand.size:
             return None
         at = int(cand[tried])
         j = int(order[at])
@@ -209,19 +217,7 @@ class SJFBSBFPolicy:
     ) -> np.ndarray:
         """Positions in ``pos:stop`` of the jobs to evaluate (line 9: at most ``room`` GPUs,
         idle or holding one job): the first of each shape not ``refused``, in SJF order."""
-        cand = pos + np.flatnonzero(need[pos:stop] <= room)
-        sh = shape[cand]
-        live = ~refused[sh]
-        cand, sh = cand[live], sh[live]
-        if cand.size < 2:
-            return cand
-        by = np.argsort(sh, kind="stable")  # np.unique(return_index=True), without its wrapper
-        sh = sh[by]
-        head = np.empty(sh.size, dtype=bool)
-        head[0] = True
-        np.not_equal(sh[1:], sh[:-1], out=head[1:])
-        out: np.ndarray = cand[np.sort(by[head])]
-        return out
+        return first_of_each_shape(need, shape, refused, pos, stop, room)
 
     def _partner_data(
         self, view: Any, one: np.ndarray, holder: np.ndarray
@@ -230,14 +226,8 @@ class SJFBSBFPolicy:
         memory at their configs (GB) and GPUs on which they are alone."""
         times = self.times
         assert times is not None
-        h = np.sort(holder[one])  # np.unique(return_counts=True), without its wrapper
-        head = np.empty(h.size, dtype=bool)
-        head[:1] = True
-        np.not_equal(h[1:], h[:-1], out=head[1:])
-        at = np.flatnonzero(head)
-        partners, n_own = h[at], np.diff(np.append(at, h.size))
-        keep = view.job_status[partners] != QUEUED  # not started just now
-        partners, n_own = partners[keep], n_own[keep]
+        # not started just now (such a job is still queued in the view)
+        partners, n_own = alone_holders(one, holder, view.job_status, QUEUED)
         mem_b = self._mem_run[partners]
         new = np.isnan(mem_b)
         if new.any():  # a running job's config is fixed for its lifetime (the engine's rule)

@@ -37,13 +37,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 __all__ = [
     "JobTimes",
+    "alone_holders",
     "best_sub_batch",
     "best_sub_batches",
     "consolidated",
+    "first_enough",
+    "first_of_each_shape",
     "pair_jct",
+    "sjf_order",
     "worth_sharing",
 ]
 
@@ -144,28 +149,228 @@ def worth_sharing(
         sub-batch, and any such sub-batch puts the best below waiting.
     """
     s = times.shape_of[jobs]
-    width = int(times.n_sub[s].max())
-    # the same operations, in the same order, as JobTimes.profile and pair_jct: bit-equal
-    solo_a = times.work[jobs][:, None] * times.t_iter[s, :width] / times.t_full[s][:, None]
-    fits = times.mem_gb[s, :width][:, None, :] + mem_b[None, :, None] <= times.limit_gb
-    ka = times.kind[jobs][:, None]
-    kb = times.kind[partners][None, :]
-    xa, xb = times.xi[ka, kb], times.xi[kb, ka]  # jobs x partners
-    wait = sequential_jct(solo_a[:, :1], solo_b[None, :])
-    if times.shortcut(s):
-        # The pair's JCT grows with A's solo time (slope xi_a (2 - 1/xi_b) or 1), which
-        # grows with the sub-batch index: the largest sub-batch that fits is the best.
-        # Where it wins, the answer is exact; where it loses by more than rounding can
-        # explain, every smaller sub-batch loses too; only near-ties need every column.
-        first = fits.argmax(axis=2)  # jobs x partners: the first column that fits, if any
-        some = fits.any(axis=2)
-        together = pair_jct(solo_a[np.arange(s.shape[0])[:, None], first], solo_b, xa, xb)
-        sure: np.ndarray = some & (together < wait)
-        if not (some & ~sure & (together <= wait * (1.0 + 1e-9))).any():
-            return sure
-    together = pair_jct(solo_a[:, None, :], solo_b[None, :, None], xa[:, :, None], xb[:, :, None])
-    out: np.ndarray = (fits & (together < wait[:, :, None])).any(axis=2)
+    i64, f64 = np.int64, np.float64
+    out: np.ndarray = _worth_sharing(
+        np.ascontiguousarray(times.work[jobs], f64),
+        np.ascontiguousarray(s, i64),
+        np.ascontiguousarray(times.kind[jobs], i64),
+        np.ascontiguousarray(times.kind[partners], i64),
+        np.ascontiguousarray(solo_b, f64),
+        np.ascontiguousarray(mem_b, f64),
+        times.t_iter,
+        times.t_full,
+        times.mem_gb,
+        times.n_sub,
+        np.ascontiguousarray(times.xi, f64),
+        float(times.limit_gb),
+        times.shortcut(s),
+    )
     return out
+
+
+@njit(cache=True, nogil=True)
+def _pair_jct(solo_a, solo_b, xi_a, xi_b):  # type: ignore[no-untyped-def]
+    """:func:`pair_jct` of one pair (the same operations in the same order: bit-equal)."""
+    shared_a = solo_a * xi_a
+    shared_b = solo_b * xi_b
+    if shared_a <= shared_b:
+        return (2 * shared_a + solo_b - shared_a / xi_b) / 2.0
+    return (2 * shared_b + solo_a - shared_b / xi_a) / 2.0
+
+
+@njit(cache=True, nogil=True)
+def _worth_sharing(  # type: ignore[no-untyped-def]
+    work, shape, kind_a, kind_b, solo_b, mem_b, t_iter, t_full, mem_gb, n_sub, xi, limit, shortcut
+):
+    """:func:`worth_sharing` in loops, one call instead of some thirty numpy operations.
+
+    Per job ``a`` (duration ``work[a]``, shape ``shape[a]``) and partner ``p``, over the
+    sub-batches ``w`` of the job's shape: A's solo time ``work t_iter / t_full`` (eq. 7,
+    as :meth:`JobTimes.profile`), the fit ``mem_gb + mem_b <= limit`` (padding is NaN:
+    fits nothing), waiting ``(2 solo_b + solo_a[0]) / 2`` and sharing (:func:`pair_jct`),
+    each with the numpy version's operations in its order. ``shortcut``: the largest
+    sub-batch that fits decides, unless some pair is within 1e-9 of a tie, in which case
+    every pair is decided over all its sub-batches (as the numpy version did).
+    """
+    n_a = work.shape[0]
+    n_b = solo_b.shape[0]
+    out = np.zeros((n_a, n_b), dtype=np.bool_)
+    full = not shortcut
+    if shortcut:
+        for a in range(n_a):
+            s = shape[a]
+            solo_0 = work[a] * t_iter[s, 0] / t_full[s]
+            for p in range(n_b):
+                first = -1
+                for w in range(n_sub[s]):
+                    if mem_gb[s, w] + mem_b[p] <= limit:
+                        first = w
+                        break
+                if first < 0:
+                    continue
+                wait = (solo_b[p] + solo_b[p] + solo_0) / 2.0
+                solo_a = work[a] * t_iter[s, first] / t_full[s]
+                xa = xi[kind_a[a], kind_b[p]]
+                xb = xi[kind_b[p], kind_a[a]]
+                together = _pair_jct(solo_a, solo_b[p], xa, xb)
+                if together < wait:
+                    out[a, p] = True
+                elif together <= wait * (1.0 + 1e-9):
+                    full = True  # a near-tie: rounding might matter, try every sub-batch
+        if not full:
+            return out
+    for a in range(n_a):
+        s = shape[a]
+        solo_0 = work[a] * t_iter[s, 0] / t_full[s]
+        for p in range(n_b):
+            wait = (solo_b[p] + solo_b[p] + solo_0) / 2.0
+            xa = xi[kind_a[a], kind_b[p]]
+            xb = xi[kind_b[p], kind_a[a]]
+            hit = False
+            for w in range(n_sub[s]):
+                if mem_gb[s, w] + mem_b[p] <= limit:
+                    solo_a = work[a] * t_iter[s, w] / t_full[s]
+                    if _pair_jct(solo_a, solo_b[p], xa, xb) < wait:
+                        hit = True
+                        break
+            out[a, p] = hit
+    return out
+
+
+def first_of_each_shape(
+    need: np.ndarray, shape: np.ndarray, refused: np.ndarray, pos: int, stop: int, room: int
+) -> np.ndarray:
+    """Positions ``i`` in ``pos:stop`` with ``need[i] <= room`` whose ``shape[i]`` is not
+    ``refused`` and not that of an earlier such position, ascending (int64).
+
+    SJF-BSBF's jobs to evaluate (``policies/sjf_bsbf.py``, reading 3): the first job of
+    each shape not yet refused, among those that fit the GPUs idle or holding one job.
+    """
+    out: np.ndarray = _first_of_each_shape(
+        np.ascontiguousarray(need, np.int64),
+        np.ascontiguousarray(shape, np.int64),
+        np.ascontiguousarray(refused, np.bool_),
+        int(pos),
+        int(stop),
+        int(room),
+    )
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _first_of_each_shape(need, shape, refused, pos, stop, room):  # type: ignore[no-untyped-def]
+    seen = refused.copy()  # a shape refused or already taken
+    out = np.empty(max(stop - pos, 0), dtype=np.int64)
+    m = 0
+    for i in range(pos, stop):
+        if need[i] <= room and not seen[shape[i]]:
+            seen[shape[i]] = True
+            out[m] = i
+            m += 1
+    return out[:m]
+
+
+def alone_holders(
+    one: np.ndarray, holder: np.ndarray, status: np.ndarray, skip: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The jobs alone on some GPU, ascending, and on how many GPUs each is (int64 both).
+
+    ``one``: the GPUs holding exactly one job (a mask); ``holder``: the job in each GPU's
+    first slot; ``status``: each job's status; jobs of status ``skip`` are left out
+    (SJF-BSBF: jobs it started in this very decision are still queued in the view).
+    """
+    jobs, counts = _alone_holders(
+        np.ascontiguousarray(one, np.bool_),
+        np.ascontiguousarray(holder, np.int64),
+        status,
+        int(skip),
+    )
+    return jobs, counts
+
+
+@njit(cache=True, nogil=True)
+def _alone_holders(one, holder, status, skip):  # type: ignore[no-untyped-def]
+    m = 0
+    for g in range(one.shape[0]):
+        if one[g]:
+            m += 1
+    h = np.empty(m, dtype=np.int64)
+    m = 0
+    for g in range(one.shape[0]):
+        if one[g]:
+            h[m] = holder[g]
+            m += 1
+    h.sort()
+    jobs = np.empty(m, dtype=np.int64)
+    counts = np.empty(m, dtype=np.int64)
+    k = 0
+    i = 0
+    while i < m:
+        e = i
+        while e < m and h[e] == h[i]:
+            e += 1
+        if status[h[i]] != skip:
+            jobs[k] = h[i]
+            counts[k] = e - i
+            k += 1
+        i = e
+    return jobs[:k], counts[:k]
+
+
+def sjf_order(
+    queued: np.ndarray, duration: np.ndarray, n_gpus: np.ndarray, shape_of: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``queued`` jobs shortest ``duration`` first (ties: their order in ``queued``, a
+    stable sort), with each one's GPU count and shape (int64 all three)."""
+    order, need, shape = _sjf_order(
+        np.ascontiguousarray(queued, np.int64),
+        duration,
+        n_gpus,
+        np.ascontiguousarray(shape_of, np.int64),
+    )
+    return order, need, shape
+
+
+@njit(cache=True, nogil=True)
+def _sjf_order(queued, duration, n_gpus, shape_of):  # type: ignore[no-untyped-def]
+    key = np.empty(queued.shape[0], dtype=np.float64)
+    for i in range(queued.shape[0]):
+        key[i] = duration[queued[i]]
+    order = queued[np.argsort(key, kind="mergesort")]  # mergesort is stable
+    need = np.empty(order.shape[0], dtype=np.int64)
+    shape = np.empty(order.shape[0], dtype=np.int64)
+    for i in range(order.shape[0]):
+        need[i] = n_gpus[order[i]]
+        shape[i] = shape_of[order[i]]
+    return order, need, shape
+
+
+def first_enough(ok: np.ndarray, n_own: np.ndarray, n_free: int, need: np.ndarray) -> int:
+    """The first job (row of ``ok``, jobs x partners) worth sharing with some partner whose
+    partners' GPUs (``n_own`` each) plus ``n_free`` idle ones hold its ``need``; the
+    number of rows when none is (Alg. 1 lines 15-17)."""
+    return int(
+        _first_enough(
+            np.ascontiguousarray(ok, np.bool_),
+            np.ascontiguousarray(n_own, np.int64),
+            int(n_free),
+            np.ascontiguousarray(need, np.int64),
+        )
+    )
+
+
+@njit(cache=True, nogil=True)
+def _first_enough(ok, n_own, n_free, need):  # type: ignore[no-untyped-def]
+    for i in range(ok.shape[0]):
+        some = False
+        gpus = 0
+        for p in range(ok.shape[1]):
+            if ok[i, p]:
+                some = True
+                gpus += n_own[p]
+        if some and gpus + n_free >= need[i]:
+            return i
+    return ok.shape[0]
 
 
 def consolidated(free: np.ndarray, gpu_server: np.ndarray, g: int) -> np.ndarray | None:

@@ -457,6 +457,14 @@ class SharingPerf:
         self.xi = np.full((PLAIN + 1, PLAIN + 1), XI_DEFAULT)
         self.xi[:PLAIN, :PLAIN] = xi6
         self._cache: dict[tuple[int, int, int, int, int], float] = {}
+        self._subs: dict[tuple[int, int], list[int]] = {}
+        mems_seen = set(self.gpu_mem_gb.tolist())
+        #: the one GPU memory of the cluster, GB, when all GPUs have it (inf: none known)
+        self._uniform_gb: float | None = None
+        if np.isnan(self.gpu_mem_gb).all():
+            self._uniform_gb = math.inf
+        elif len(mems_seen) == 1:
+            self._uniform_gb = float(self.gpu_mem_gb[0])
 
     def _batches(self, jobs: Any) -> np.ndarray:
         out = np.ones(len(jobs), dtype=np.int64)
@@ -526,9 +534,9 @@ class SharingPerf:
         """
         if self.kind[job] == PLAIN:
             return 1.0
-        g = np.asarray(gpus, dtype=np.int64)
+        g = np.asarray(gpus)
         n = int(g.shape[0])
-        ns = int(np.unique(self.gpu_server[g]).shape[0])
+        ns = len(set(self.gpu_server[g].tolist()))  # servers it spans (a gang: a small set)
         ideal = self._t(job, int(self.solo[job]), n, ideal_servers(n, self.gpus_per_server))
         return ideal / self._t(job, self._sub(job, config), n, ns)
 
@@ -539,7 +547,12 @@ class SharingPerf:
         (``[]`` for a plain job)."""
         if self.kind[job] == PLAIN:
             return []
-        return [b for b in sub_batches(int(self.batch[job])) if b <= self.solo[job]]
+        key = (int(self.batch[job]), int(self.solo[job]))
+        got = self._subs.get(key)
+        if got is None:
+            got = [b for b in sub_batches(key[0]) if b <= key[1]]
+            self._subs[key] = got
+        return list(got)
 
     def mem_gb(self, job: int, config: Any = None) -> float:
         """GPU memory of one of ``job``'s workers at ``config``, GB (0 for a plain job)."""
@@ -548,6 +561,9 @@ class SharingPerf:
         return mem_gb(self._profiles[MODELS[self.kind[job]]], self._sub(job, config))
 
     def limit_gb(self, gpus: np.ndarray | None = None) -> float:
+        """The smallest known GPU memory of ``gpus`` (None: of the cluster), GB (inf: none)."""
+        if gpus is not None and self._uniform_gb is not None and len(gpus):
+            return self._uniform_gb  # every GPU has the same memory (or none known)
         mem = self.gpu_mem_gb if gpus is None else self.gpu_mem_gb[np.asarray(gpus, np.int64)]
         known = mem[~np.isnan(mem)]
         return float(known.min()) if known.size else math.inf
