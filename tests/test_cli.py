@@ -398,14 +398,19 @@ def test_workload_a_srpt_states_its_offered_load_and_warns_when_idle(tmp_path):
     assert r.exit_code == 0, r.output
     assert "on a-srpt-250x8 (2,000 GPUs)" in r.output
     assert "warning: offered load 0." in r.output and "--load" in r.output
-    # by default the workload is contended like the paper's (issue 14 part 1)
-    r = runner.invoke(app, ["workload", "a-srpt", "--jobs", "300", "--seed", "1", "-o", str(out)])
+    # 300 jobs ask for fewer GPUs in all than the cluster has: no job need ever wait
+    assert "ask for" in r.output and "GPUs in all" in r.output
+    # by default the workload is contended like the paper's (issue 14 part 1): 20,000 jobs
+    r = runner.invoke(app, ["workload", "a-srpt", "--seed", "1", "-o", str(out)])
     assert r.exit_code == 0, r.output
+    assert "wrote 20000 jobs" in r.output
     assert "offered load 4.00 on a-srpt-250x8" in r.output and "warning" not in r.output
     r = runner.invoke(app, ["workload", "a-srpt", "--load", "-1", "-o", str(out)])
     assert r.exit_code == 2 and "--load must be > 0" in r.output
     r = runner.invoke(
-        app, ["workload", "a-srpt", "--jobs", "300", "--seed", "1", "--load", "2", "-o", str(out)]
+        app,
+        ["workload", "a-srpt", "--jobs", "300", "--seed", "1", "--load", "2", "-c", "default"]
+        + ["-o", str(out)],
     )
     assert r.exit_code == 0, r.output
-    assert "offered load 2.00 on a-srpt-250x8" in r.output and "warning" not in r.output
+    assert "offered load 2.00 on default" in r.output and "warning" not in r.output

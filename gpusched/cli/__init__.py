@@ -40,7 +40,13 @@ def workload_cmd(
     output: Annotated[Path, typer.Option("--output", "-o", help="Trace to write")],
     seed: Annotated[int, typer.Option("--seed", help="Random seed")] = 1,
     jobs: Annotated[
-        int | None, typer.Option("--jobs", "-n", help="Number of jobs, where the preset takes one")
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-n",
+            help="Number of jobs, where the preset takes one (a-srpt: default 20,000, or all of"
+            " --source)",
+        ),
     ] = None,
     single_gpu_fraction: Annotated[
         float | None,
@@ -143,7 +149,9 @@ def workload_cmd(
 def _say_offered_load(trace: Any, cluster: str) -> None:
     """Print a workload's offered load on ``cluster``; warn when scheduling cannot matter.
 
-    Below 0.5 the GPUs idle most of the time and every policy starts nearly every job on
+    Jobs that ask for no more GPUs in all than the cluster has can all run at once (the
+    bundled 2,000 Philly jobs on 2,000 GPUs). Below 0.5 the GPUs idle most of the time and
+    every policy starts nearly every job on
     arrival, so no scheduler can beat another (issue 14: the a-srpt default offers about
     0.14 on its 2,000 GPUs).
     """
@@ -153,6 +161,14 @@ def _say_offered_load(trace: Any, cluster: str) -> None:
     spec = load_cluster(cluster)
     load = offered_load(trace, spec.n_gpus)
     typer.echo(f"offered load {load:.2f} on {spec.name} ({spec.n_gpus:,} GPUs)")
+    asked = int(trace.num_gpus.sum())
+    if asked <= spec.n_gpus:
+        typer.echo(
+            f"warning: the {len(trace):,} jobs ask for {asked:,} GPUs in all, no more than "
+            f"{spec.name}'s {spec.n_gpus:,}: they can all run at once, so hardly any job waits "
+            "whatever the load; give more --jobs (default 20,000) or a smaller --cluster",
+            err=True,
+        )
     if load < 0.5:
         typer.echo(
             f"warning: offered load {load:.2f} < 0.5: the GPUs idle most of the time and "

@@ -31,11 +31,14 @@ def _a_srpt(
     ``cluster`` (a bundled name or TOML path) sets the GPUs that ``load`` refers to and the
     performance model's reading the iterations are derived under (its bandwidths are not
     used: iterations come from the catalogue's reference cluster).
-    ``load`` defaults to :data:`gpusched.workloads.a_srpt.DEFAULT_LOAD` (contended, like the
+    ``load`` defaults to :data:`gpusched.workloads.a_srpt.DEFAULT_LOAD` and ``jobs`` (without
+    a ``path``) to :data:`~gpusched.workloads.a_srpt.DEFAULT_JOBS` (contended, like the
     paper's runs); ``load=0`` keeps the source's own arrival times.
     """
-    from gpusched.workloads.a_srpt import DEFAULT_LOAD, a_srpt_workload
+    from gpusched.workloads.a_srpt import DEFAULT_JOBS, DEFAULT_LOAD, a_srpt_workload
 
+    if jobs is None and options.get("path") is None:
+        jobs = DEFAULT_JOBS
     load = options.pop("load", DEFAULT_LOAD)
     if not load >= 0:
         raise GpuschedError(

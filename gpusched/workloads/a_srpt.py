@@ -22,10 +22,16 @@ import numpy as np
 
 from gpusched.trace import Trace
 
-__all__ = ["BLOCK", "DEFAULT_LOAD", "a_srpt_workload"]
+__all__ = ["BLOCK", "DEFAULT_JOBS", "DEFAULT_LOAD", "a_srpt_workload"]
 
 BLOCK = 500
 """Jobs per consecutive block when more jobs are asked than the source holds."""
+
+DEFAULT_JOBS = 20_000
+"""Jobs of ``gpusched workload a-srpt`` when neither ``--jobs`` nor ``--source`` is given: the
+bundled 2,000 Philly jobs ask for about 2,100 GPUs in all, so on the paper's 2,000 GPUs
+hardly any of them ever waits, whatever the load; 20,000 (a block bootstrap) queue at
+load 4 (the paper ran 37,500-150,000)."""
 
 DEFAULT_LOAD = 4.0
 """Offered load of ``gpusched workload a-srpt`` when ``--load`` is not given (issue 14).
