@@ -152,8 +152,8 @@ def _say_offered_load(trace: Any, cluster: str) -> None:
     Jobs that ask for no more GPUs in all than the cluster has can all run at once (the
     bundled 2,000 Philly jobs on 2,000 GPUs). Below 0.5 the GPUs idle most of the time and
     every policy starts nearly every job on
-    arrival, so no scheduler can beat another (issue 14: the a-srpt default offers about
-    0.14 on its 2,000 GPUs).
+    arrival, so no scheduler can beat another (issue 14: Philly's own arrival times offer
+    about 0.14 of 2,000 GPUs).
     """
     from gpusched.cluster import load_cluster
     from gpusched.workloads.synth import offered_load
