@@ -29,7 +29,7 @@ BLOCK = 500
 
 DEFAULT_JOBS = 20_000
 """Jobs of ``gpusched workload a-srpt`` when neither ``--jobs`` nor ``--source`` is given: the
-bundled 2,000 Philly jobs ask for about 2,100 GPUs in all, so on the paper's 2,000 GPUs
+bundled 2,000 Philly jobs ask for 2,644 GPUs in all, so on the paper's 2,000 GPUs
 hardly any of them ever waits, whatever the load; 20,000 (a block bootstrap) queue at
 load 4 (the paper ran 37,500-150,000)."""
 
