@@ -65,7 +65,7 @@ import numpy as np
 from gpusched import __version__
 from gpusched.engine import RunResult
 from gpusched.state import F_EXTRA_GPU_S, F_SHARED_GPU_S, FINISHED, REJECTED
-from gpusched.tables import table_name, write_csv_text, write_table
+from gpusched.tables import table_name, write_table
 from gpusched.trace import trace_sha256
 
 SUMMARY_KEYS = (
@@ -317,6 +317,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
     done = st.job_status == FINISHED
     jct = rec["jct"][done]
     wait = rec["wait_s"][done]
+    slow = rec["slowdown_s"][done]
     futile = st.job_futile_s[done]
     n = len(res.jobs)
     if n:
@@ -338,7 +339,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
         "n_finished": int(done.sum()),
         "n_unfinished": int(n - done.sum()) - rejected,
         "stopped_at_s": res.stopped_at,
-        **_jct_stats(jct, wait, rec["slowdown_s"][done]),
+        **_jct_stats(jct, wait, slow),
         "makespan_s": makespan,
         "gpu_utilization": util,
         "n_preemptions": int(st.job_n_preempt.sum()),
@@ -352,7 +353,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
         "total_load_s": float(st.job_load_spent_s[done].sum()),
         "total_train_s": float(st.job_executed[done].sum()),
         "total_save_s": float(st.job_save_spent_s[done].sum()),
-        "total_slowdown_s": float(rec["slowdown_s"][done].sum()),
+        "total_slowdown_s": float(slow.sum()),
         "n_decisions": int(res.extra.get("n_decisions", 0)),
         "sched_delay_ms_avg": _mean(delays * 1e3) if delays is not None else None,
         "sched_delay_ms_p95": _pct(delays * 1e3, 95) if delays is not None else None,
@@ -393,16 +394,6 @@ def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()
             "numba": numba.__version__,
         },
     }
-
-
-def write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
-    """Write equal-length columns to ``path`` as CSV (floats exact, NaN as empty).
-
-    The text is what ``csv.writer`` writes row by row with floats as ``repr``, built
-    column by column with pyarrow (:func:`gpusched.tables.write_csv_text`), so that the
-    million-row job tables of full traces write in a second or two.
-    """
-    write_csv_text(path, columns)
 
 
 def write_results(

@@ -9,7 +9,7 @@ import numpy as np
 from gpusched.cluster import ClusterSpec
 from gpusched.engine import Engine, RunResult
 from gpusched.jobs import prepare_jobs
-from gpusched.policy import parse_params
+from gpusched.policy import Decision, parse_params
 from gpusched.registry import available_policies, load_policy_class, make_policy
 from gpusched.trace import Trace
 
@@ -67,3 +67,37 @@ ROLE_POLICIES = [p for p in ALL_POLICIES if getattr(load_policy_class(p), "place
 TASK_POLICIES = [p for p in ALL_POLICIES if getattr(load_policy_class(p), "runs_tasks", False)]
 _TASK_ONLY = [p for p in TASK_POLICIES if getattr(load_policy_class(p), "needs_tasks", False)]
 GANG_POLICIES = [p for p in ALL_POLICIES if p not in ROLE_POLICIES and p not in _TASK_ONLY]
+
+
+class Scripted:
+    """A gang policy that returns the decisions it is given, one per call (then empty ones)."""
+
+    name = "scripted"
+    knows_duration = False
+    needs_predictor = False
+    work_conserving = False
+
+    def __init__(self, decisions: Any) -> None:
+        self.decisions = list(decisions)
+
+    def decide(self, view: Any, now: float) -> Decision:
+        return self.decisions.pop(0) if self.decisions else Decision()
+
+
+def brute_force_mapping(spec: Any, free: np.ndarray, nic: float, intra: float, g: int) -> float:
+    """The smallest eq. (7) time over every placement of each stage's replicas on servers
+    with ``free`` GPUs (the exact answer the MILP of Heavy-Edge's Table II must find)."""
+    import itertools
+
+    from gpusched.jobmodels.pipeline import iteration_time
+
+    per_stage = [
+        [c for c in itertools.product(range(int(k) + 1), repeat=len(free)) if sum(c) == k]
+        for k in spec.replicas
+    ]
+    best = np.inf
+    for combo in itertools.product(*per_stage):
+        x = np.array(combo).T
+        if (x.sum(axis=1) <= free).all():
+            best = min(best, iteration_time(spec, x, nic, intra, g))
+    return float(best)

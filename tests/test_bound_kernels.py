@@ -14,24 +14,9 @@ from gpusched.errors import PolicyError
 from gpusched.jobs import prepare_jobs
 from gpusched.policy import Decision, Start
 from gpusched.state import QUEUED
-from tests.helpers import make_trace
+from tests.helpers import Scripted, make_trace
 
 ROWS = [(0, 1, 10), (0, 1, 20), (0, 2, 5), (30, 1, 1)]
-
-
-class Scripted:
-    """Returns the decisions it is given, one per call."""
-
-    name = "scripted"
-    knows_duration = False
-    needs_predictor = False
-    work_conserving = False
-
-    def __init__(self, decisions):
-        self.decisions = list(decisions)
-
-    def decide(self, view, now):
-        return self.decisions.pop(0) if self.decisions else Decision()
 
 
 def engine(decisions=(), rows=ROWS):

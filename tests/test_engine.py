@@ -15,7 +15,7 @@ from gpusched.jobs import prepare_jobs
 from gpusched.metrics import summarize
 from gpusched.policy import Decision, Preempt, Start
 from gpusched.state import RUNNING
-from tests.helpers import make_trace, run
+from tests.helpers import Scripted, make_trace, run
 
 
 def times(res):
@@ -147,21 +147,6 @@ def test_until_reports_unfinished_jobs():
 
 
 # --- invalid actions -------------------------------------------------------------------
-
-
-class Scripted:
-    """A policy that returns the decisions it is given, one per call."""
-
-    name = "scripted"
-    knows_duration = False
-    needs_predictor = False
-    work_conserving = False
-
-    def __init__(self, decisions):
-        self.decisions = list(decisions)
-
-    def decide(self, view, now):
-        return self.decisions.pop(0) if self.decisions else Decision()
 
 
 def scripted(decisions, rows=((0, 2, 10), (0, 2, 10), (50, 1, 1))):
@@ -356,7 +341,7 @@ def test_a_pending_start_whose_idle_gpu_an_order_fill_took_is_a_policy_error():
 
 def test_write_csv_text_per_value(tmp_path):
     # floats exactly (repr), NaN empty, ints and text as they are, column by column
-    from gpusched.metrics import write_csv
+    from gpusched.tables import write_csv_text as write_csv
 
     cols = {
         "job_id": np.array(["a", "b,c", "d"], dtype=object),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -18,6 +16,7 @@ from gpusched.algorithms.heavy_edge import (
     select_servers,
 )
 from gpusched.jobmodels.pipeline import alpha_max, iteration_time, pipeline_spec
+from tests.helpers import brute_force_mapping
 
 MB = 1e6
 NIC, INTRA, G = 10.0, 300.0, 8
@@ -107,20 +106,6 @@ def test_estimate_between_ideal_and_worst():
     assert alpha_min_estimate(spec, NIC, INTRA, G) <= alpha_max(spec, NIC, INTRA, G)
 
 
-def _brute_force(spec, free):
-    # every way to place each stage's replicas on the servers, within capacity
-    per_stage = []
-    for k in spec.replicas:
-        opts = [c for c in itertools.product(range(int(k) + 1), repeat=len(free)) if sum(c) == k]
-        per_stage.append(opts)
-    best = np.inf
-    for combo in itertools.product(*per_stage):
-        x = np.array(combo).T
-        if (x.sum(axis=1) <= free).all():
-            best = min(best, iteration_time(spec, x, NIC, INTRA, G))
-    return best
-
-
 def _random_spec(rng, n_s, max_k):
     k = rng.integers(1, max_k + 1, n_s)
     return pipeline_spec(
@@ -139,7 +124,7 @@ def test_milp_matches_brute_force():
         free = rng.integers(0, 4, 3)
         free[0] += max(0, spec.n_gpus - int(free.sum()))
         _, opt = optimal_mapping(spec, free, NIC, INTRA, G)
-        assert opt == pytest.approx(_brute_force(spec, free), rel=1e-9)
+        assert opt == pytest.approx(brute_force_mapping(spec, free, NIC, INTRA, G), rel=1e-9)
 
 
 def test_milp_never_worse_than_heavy_edge():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -137,10 +138,7 @@ def test_an_unknown_format_is_a_one_line_error(tmp_path, command):
 
 def test_a_damaged_parquet_table_is_a_one_line_error(twins, tmp_path):
     _, table = twins
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    for p in table.iterdir():
-        (bad / p.name).write_bytes(p.read_bytes())
+    bad = shutil.copytree(table, tmp_path / "bad")
     (bad / "jobs.parquet").write_bytes(b"PAR1 not really")
     for args in (["explain", bad, "t1"], ["diff", bad, table], ["plot", bad]):
         one_line_error(invoke(*args), "jobs.parquet", "not a readable Parquet file")
@@ -148,10 +146,7 @@ def test_a_damaged_parquet_table_is_a_one_line_error(twins, tmp_path):
 
 def test_a_parquet_table_with_a_bad_value_names_line_and_column(twins, tmp_path):
     _, table = twins
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    for p in table.iterdir():
-        (bad / p.name).write_bytes(p.read_bytes())
+    bad = shutil.copytree(table, tmp_path / "bad")
     jobs = {k: np.asarray(v) for k, v in pq.read_table(table / "jobs.parquet").to_pydict().items()}
     jobs["jct"] = np.array(["soon"] + [str(x) for x in jobs["jct"][1:]], dtype=object)
     write_table(bad / "jobs.parquet", jobs, "parquet")

@@ -32,6 +32,7 @@ from gpusched.jobmodels.pipeline_jobs import PipelineJobs
 from gpusched.jobmodels.reading import reading_of
 from gpusched.jobs import prepare_jobs
 from gpusched.trace import read_trace
+from tests.helpers import brute_force_mapping
 
 # 8 Gbit/s NIC = 1e9 B/s, 10 GB/s intra = 1e10 B/s, g = 4 (as tests/test_perfmodel.py).
 NIC, INTRA, G = 8.0, 10.0, 4
@@ -126,21 +127,6 @@ def test_reading_rejects_unknown_values():
         Reading("share", "per_replica")
 
 
-def _brute_force(spec, free, nic, intra, g):
-    import itertools
-
-    per_stage = [
-        [c for c in itertools.product(range(int(k) + 1), repeat=len(free)) if sum(c) == k]
-        for k in spec.replicas
-    ]
-    best = np.inf
-    for combo in itertools.product(*per_stage):
-        x = np.array(combo).T
-        if (x.sum(axis=1) <= free).all():
-            best = min(best, iteration_time(spec, x, nic, intra, g))
-    return best
-
-
 @pytest.mark.parametrize("reading", [LITERAL_SPLIT, LITERAL_PER, SHARE_PER])
 def test_milp_exact_under_every_reading(reading):
     # k up to 4 exercises the literal reading's secant lines (x = 1, 2, 3)
@@ -158,7 +144,7 @@ def test_milp_exact_under_every_reading(reading):
         free = rng.integers(0, 5, 3)
         free[0] += max(0, spec.n_gpus - int(free.sum()))
         _, opt = optimal_mapping(spec, free, 10.0, 300.0, 8)
-        assert opt == pytest.approx(_brute_force(spec, free, 10.0, 300.0, 8), rel=1e-9)
+        assert opt == pytest.approx(brute_force_mapping(spec, free, 10.0, 300.0, 8), rel=1e-9)
 
 
 def test_catalogue_ideal_time_follows_the_reading():

@@ -1,4 +1,4 @@
-"""metrics.write_csv writes, column by column with pyarrow, the bytes csv.writer would write
+"""tables.write_csv_text writes, column by column with pyarrow, the bytes csv.writer would write
 row by row (floats as repr, NaN empty), and every float parses back to the same float64."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusched import tables
-from gpusched.metrics import write_csv
+from gpusched.tables import write_csv_text as write_csv
 
 
 def reference(path, columns):
-    """The row-by-row writer write_csv replaced (floats exact, NaN empty, csv quoting)."""
+    """The row-by-row writer write_csv_text replaced (floats exact, NaN empty, csv quoting)."""
 
     def fmt(x):
         return "" if np.isnan(x) else repr(float(x))
