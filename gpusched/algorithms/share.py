@@ -124,8 +124,9 @@ def best_sub_batches(
 def worth_sharing(
     times: JobTimes, jobs: np.ndarray, partners: np.ndarray, solo_b: np.ndarray, mem_b: np.ndarray
 ) -> np.ndarray:
-    """Whether Alg. 2 finds each new job worth sharing with each running job (numpy over
-    jobs x partners x sub-batches at once): ``share`` of :func:`best_sub_batches`, row by row.
+    """Whether Alg. 2 finds each new job worth sharing with each running job (one jitted
+    pass over jobs x partners x sub-batches): ``share`` of :func:`best_sub_batches`, row by
+    row.
 
     Parameters
     ----------
