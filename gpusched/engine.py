@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from gpusched import kernel
 from gpusched.cluster import ClusterSpec
 from gpusched.errors import InvariantError, PolicyError, TraceError, show_name
 from gpusched.events import EventLog, new_log
+from gpusched.jit import SWITCH, compiled, interpreted, is_cached
 from gpusched.jobs import JobTable
 from gpusched.ledger import RESOURCES, Ledger, LedgerView, capacities
 from gpusched.policy import (
@@ -55,6 +55,7 @@ from gpusched.state import (
     I_NEXT_ARRIVAL,
     KEY_LAS,
     KEY_NONE,
+    LIMIT,
     LOADING,
     PENDING,
     QUEUED,
@@ -62,6 +63,8 @@ from gpusched.state import (
     RUNNING,
     SAVING,
     STATUS_NAMES,
+    STUCK,
+    UNTIL,
     XI_DEFAULT,
     KernelConfig,
     SimState,
@@ -73,6 +76,9 @@ from gpusched.tasks import TaskBook
 from gpusched.view import View, _frozen
 
 _CHUNK = 8192  # decision points per kernel call in fused mode (progress granularity)
+_KERNEL = "gpusched.kernel"  #: the kernel module (compiled, or its interpreted twin)
+#: values of ``Engine(kernels=...)``
+KERNELS = ("auto", "compiled", "interpreted")
 _NONE = _frozen(np.empty(0, dtype=np.int32))  # no job arrived / finished at a decision point
 #: consecutive decision points at which a policy starts nothing while every job has
 #: arrived, none holds a GPU and some wait: past this the run can make no progress
@@ -113,42 +119,74 @@ class RunResult:
 
 
 class _Kernels:
-    """The kernels the Python path calls, each bound to its compiled version for this run.
+    """The kernels one run calls: the interpreted twin's plain functions or the compiled ones.
 
-    Numba's dispatcher types every argument at every call: for the state tuple's ~60
-    arrays that costs 13-27 us a call, several calls per decision point, against about
-    1.5 us for the compiled entry point itself. The engine knows the types (the state,
-    its config and timeline are fixed for the run; jobs are ``int``, times ``float``,
-    GPU lists ``int32``), so it asks the dispatcher once for the entry point of those
-    types (loading or compiling it as a call would) and calls that. Every call below
+    :meth:`use_interpreted` takes the plain functions of :mod:`gpusched.kernel`'s
+    interpreted twin (see :mod:`gpusched.jit`); nothing imports Numba. :meth:`use_compiled`
+    takes its Numba dispatchers, and binds the ones the Python path calls to their compiled
+    entry points for this run: the dispatcher types every argument at every call, which for
+    the state tuple's ~60 arrays costs 13-27 us a call, several calls per decision point,
+    against about 1.5 us for the compiled entry point itself. The engine knows the types
+    (the state, its config and timeline are fixed for the run; jobs are ``int``, times
+    ``float``, GPU lists ``int32``), so it asks the dispatcher once for the entry point of
+    those types (loading or compiling it as a call would) and calls that. Every call below
     must pass exactly these types (``compact_queue`` its second argument explicitly).
     Without the JIT (``NUMBA_DISABLE_JIT=1``) the plain functions are used.
     """
 
-    def __init__(self, st: SimState, cfg: KernelConfig, tl: Timeline, done: np.ndarray) -> None:
+    #: kernels the Python path calls (bound when compiled)
+    PYTHON_PATH = (
+        "step record compact_queue start_on start_job place_consolidated preempt set_rate "
+        "fill_order check_order started_at"
+    ).split()
+    #: kernels called a few times per run (left to the dispatcher)
+    OTHERS = ("run_fused", "first_decision_time", "next_event_time", "decision_time", "sync_all")
+
+    def __init__(self) -> None:
+        self.compiled = False
+        self.use_interpreted()
+
+    def use_interpreted(self) -> None:
+        """Call the plain Python functions of the kernel's interpreted twin."""
+        module = interpreted(_KERNEL)
+        for name in self.PYTHON_PATH + list(self.OTHERS):
+            setattr(self, name, getattr(module, name))
+        self.compiled = False
+
+    def use_compiled(
+        self, st: SimState, cfg: KernelConfig, tl: Timeline, done: np.ndarray, python: bool
+    ) -> None:
+        """Call the compiled kernels, the Python path's (if ``python``) bound to these types."""
         import numba
         from numba import types
 
+        module = compiled(_KERNEL)
+        for name in self.OTHERS:
+            setattr(self, name, getattr(module, name))
+        self.compiled = True
+        if not python:
+            return
         typeof: Callable[[Any], Any] = numba.typeof
         S, C = typeof(st), typeof(cfg)
         i, f, b = types.int64, types.float64, types.boolean
         gpus = typeof(np.empty(0, np.int32))
 
-        def bind(fn: Any, *sig: Any) -> Any:
+        def bind(name: str, *sig: Any) -> None:
+            fn = getattr(module, name)
             compile_ = getattr(fn, "compile", None)
-            return fn if compile_ is None else compile_(sig)
+            setattr(self, name, fn if compile_ is None else compile_(sig))
 
-        self.step = bind(kernel.step, S, C, typeof(done))
-        self.record = bind(kernel.record, S, C, i, typeof(tl))
-        self.compact_queue = bind(kernel.compact_queue, S, i)
-        self.start_on = bind(kernel.start_on, S, i, gpus, f)
-        self.start_job = bind(kernel.start_job, S, i, f)
-        self.place_consolidated = bind(kernel.place_consolidated, S, i, b)
-        self.preempt = bind(kernel.preempt, S, i, f)
-        self.set_rate = bind(kernel.set_rate, S, i, f)
-        self.fill_order = bind(kernel.fill_order, S, C, gpus, b, b)
-        self.check_order = bind(kernel.check_order, S, gpus)
-        self.started_at = bind(kernel.started_at, S, f, gpus)
+        bind("step", S, C, typeof(done))
+        bind("record", S, C, i, typeof(tl))
+        bind("compact_queue", S, i)
+        bind("start_on", S, i, gpus, f)
+        bind("start_job", S, i, f)
+        bind("place_consolidated", S, i, b)
+        bind("preempt", S, i, f)
+        bind("set_rate", S, i, f)
+        bind("fill_order", S, C, gpus, b, b)
+        bind("check_order", S, gpus)
+        bind("started_at", S, f, gpus)
 
 
 class Engine:
@@ -205,6 +243,11 @@ class Engine:
         Keep the event log (:mod:`gpusched.events`): every start, preemption, save end,
         completion, rejection and placement, with the policy's reasons; the result's
         ``extra["events"]`` holds its table. Off by default: a run without it pays nothing.
+    kernels
+        ``"compiled"`` (Numba), ``"interpreted"`` (the same kernels as plain Python, see
+        :mod:`gpusched.jit`) or ``"auto"``: compiled when this process has loaded them
+        already, else interpreted until the run proves long (:data:`gpusched.jit.SWITCH`).
+        The results are the same either way.
     """
 
     def __init__(
@@ -226,6 +269,7 @@ class Engine:
         tasks: Any = None,
         layout: Any = None,
         events: bool = False,
+        kernels: str = "auto",
     ) -> None:
         if not slot_s > 0 or not np.isfinite(slot_s):
             raise ValueError(f"slot must be a positive number of seconds, got {slot_s}")
@@ -293,15 +337,20 @@ class Engine:
             period=float(fused.period) if (fused and self.mode == "fused") else 0.0,
             starve=float(fused.starve) if (fused and self.mode == "fused") else 0.0,
         )
-        #: the kernels of the Python path, bound to this run's types (see _Kernels)
-        self.k: Any = None
+        if kernels not in KERNELS:
+            raise ValueError(f"unknown kernels {kernels!r}: expected one of {', '.join(KERNELS)}")
         self._done_buf = np.zeros(max(len(jobs), 1), dtype=np.int32)
         self._started_buf = np.zeros(max(len(jobs), 1), dtype=np.int32)
         self._tl_buf = new_timeline(0)  # the python path's chunk being filled
-        with notice() if notice is not None else nullcontext():
-            warm_up(self.mode)  # no-op when loaded (and in the warm-up's own engines)
-            if self.mode == "python":
-                self.k = _Kernels(st, self.cfg, self._tl_buf, self._done_buf)
+        self._notice = notice
+        #: the kernels this run calls (see _Kernels); interpreted until use_compiled
+        self.k: Any = _Kernels()
+        #: "auto" while the run may still move to the compiled kernels (see _maybe_compile)
+        self._auto = kernels == "auto" and self.mode not in _warm
+        self._interp_s = 0.0  # s spent on the interpreted kernels
+        self._cold: bool | None = None  # compiled kernels missing from Numba's cache?
+        if kernels == "compiled" or (kernels == "auto" and not self._auto):
+            self._use_compiled(notice)
         #: the configuration each started job carries (Start.config), for its lifetime
         self._config: dict[int, Any] = {}
         self.view = View(
@@ -315,7 +364,7 @@ class Engine:
         self._tl: list[Timeline] = []  # full timeline chunks
         self._tl_rows = 0
         self._delays: list[float] = []
-        self._code = kernel.LIMIT
+        self._code = LIMIT
         self._idle = 0  # consecutive decisions that could make no progress (see _check_progress)
         self._wall = 0.0
         #: the policy's last Decision (python path), for viewers
@@ -393,7 +442,7 @@ class Engine:
         self._refuse_phases(
             "jobs made of tasks (--load-s/--save-s must be 0; shipping a chunk's data is the load)"
         )
-        self.book = TaskBook(tasks, layout, self.state)
+        self.book = TaskBook(tasks, layout, self.state, self.k)
         self.view.tasks = self.book.view
 
     def _interference(self, jobs: JobTable) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -434,7 +483,7 @@ class Engine:
     @property
     def finished(self) -> bool:
         """True once the run has ended (all jobs done, horizon reached, or stuck)."""
-        return self._code != kernel.LIMIT
+        return self._code != LIMIT
 
     def peek(self) -> float:
         """Simulated time of the next decision point, s (inf when none is left)."""
@@ -442,11 +491,11 @@ class Engine:
         if self.finished:
             return np.inf
         if st.sim_f[F_NOW] == -np.inf:
-            return float(kernel.first_decision_time(st, self.cfg))
+            return float(self.k.first_decision_time(st, self.cfg))
         if st.sim_i[I_N_FINISHED] + st.sim_i[I_N_REJECTED] == len(self.jobs):
             return np.inf
-        e = kernel.next_event_time(st, self.cfg)
-        return np.inf if e == np.inf else float(kernel.decision_time(e, self.slot_s, self.now))
+        e = self.k.next_event_time(st, self.cfg)
+        return np.inf if e == np.inf else float(self.k.decision_time(e, self.slot_s, self.now))
 
     def step(self, n: int = 1) -> bool:
         """Run up to ``n`` decision points; return False once the run has ended."""
@@ -458,8 +507,49 @@ class Engine:
                 if self.finished:
                     break
                 self._step_python()
-        self._wall += time.perf_counter() - t0
+        spent = time.perf_counter() - t0
+        self._wall += spent
+        if self._auto and not self.finished:
+            self._maybe_compile(spent)
         return not self.finished
+
+    @property
+    def kernels(self) -> str:
+        """The kernels the run calls now: ``"compiled"`` or ``"interpreted"``."""
+        return "compiled" if self.k.compiled else "interpreted"
+
+    def _use_compiled(self, notice: Callable[[], AbstractContextManager[Any]] | None) -> None:
+        with notice() if notice is not None else nullcontext():
+            warm_up(self.mode)  # no-op when loaded (and in the warm-up's own engines)
+            self.k.use_compiled(
+                self.state, self.cfg, self._tl_buf, self._done_buf, self.mode == "python"
+            )
+        self._auto = False
+
+    def _maybe_compile(self, spent: float) -> None:
+        """Move to the compiled kernels when the rest of the run would take longer
+        interpreted than loading them (see :class:`gpusched.jit.Switch`)."""
+        self._interp_s += spent
+        if self._interp_s < SWITCH.min_s:
+            return
+        st = self.state
+        done = int(st.sim_i[I_N_FINISHED] + st.sim_i[I_N_REJECTED]) / max(len(self.jobs), 1)
+        left = np.inf if done == 0 else self._interp_s * (1 - done) / done
+        if left <= SWITCH.load_s:
+            return
+        if self._cold is None:
+            self._cold = not self._compiled_cached()
+        if self._cold and left <= SWITCH.compile_s:
+            return
+        self._use_compiled(self._notice if self._cold else None)
+
+    def _compiled_cached(self) -> bool:
+        """Are this path's compiled kernels in Numba's cache (or loaded)?"""
+        module = compiled(_KERNEL)
+        st, cfg = self.state, self.cfg
+        if self.mode == "fused":
+            return is_cached(module.run_fused, (st, cfg, new_timeline(1), 1))
+        return is_cached(module.step, (st, cfg, self._done_buf))
 
     def run(self, progress: Callable[[float, int, int], None] | None = None) -> RunResult:
         """Run to the end (or ``until_s``) and check the invariants.
@@ -470,7 +560,10 @@ class Engine:
             Called now and then with (simulated time s, jobs finished, jobs total).
         """
         while not self.finished:
-            self.step(_CHUNK if self.mode == "fused" else 256)
+            if self.mode == "fused":
+                self.step(SWITCH.chunk if self._auto else _CHUNK)
+            else:
+                self.step(256)
             if progress is not None:
                 progress(self.now, int(self.state.sim_i[I_N_FINISHED]), len(self.jobs))
         return self.result()
@@ -480,7 +573,7 @@ class Engine:
         while n > 0 and not self.finished:
             size = min(n, _CHUNK)
             buf = new_timeline(size)
-            rows, code = kernel.run_fused(st, self.cfg, buf, size)
+            rows, code = self.k.run_fused(st, self.cfg, buf, size)
             if self.events is not None:
                 self.events.ensure_room(st)
             self._tl.append(Timeline(*(b[:rows] for b in buf)))
@@ -490,7 +583,7 @@ class Engine:
     def _set_code(self, code: int) -> None:
         if code < 0:
             raise InvariantError(f"kernel reported invariant violation code {code} at t={self.now}")
-        if code == kernel.STUCK:
+        if code == STUCK:
             left = len(self.jobs) - int(
                 self.state.sim_i[I_N_FINISHED] + self.state.sim_i[I_N_REJECTED]
             )
@@ -515,7 +608,7 @@ class Engine:
             done = self._done_buf[:n_done]
             for j in done[np.argsort(st.job_finish[done], kind="stable")].tolist():
                 self.book.released(j, float(st.job_finish[j]))
-        if code != kernel.LIMIT:
+        if code != LIMIT:
             self._set_code(code)
             return
         arrived = (
@@ -1064,7 +1157,7 @@ class Engine:
     def stop(self) -> None:
         """End the run now (as ``until_s`` would): jobs left are reported as unfinished."""
         if not self.finished:
-            self._code = kernel.UNTIL
+            self._code = UNTIL
 
     def timeline(self) -> dict[str, np.ndarray]:
         """The timeline so far: time (s), busy GPUs, queued jobs, jobs holding GPUs,
@@ -1084,7 +1177,7 @@ class Engine:
     def sync(self) -> None:
         """Bring every running job's accounting (remaining, executed, attained) up to now."""
         if np.isfinite(self.now):
-            kernel.sync_all(self.state)
+            self.k.sync_all(self.state)
 
     def snapshot(self) -> Snapshot:
         """Copies of the state a viewer draws."""
@@ -1147,7 +1240,7 @@ class Engine:
             self.state,
             tl,
             self.cluster.gpu_capacity,
-            stopped=self._code == kernel.UNTIL,
+            stopped=self._code == UNTIL,
             constant_rate=(  # chunks re-rate when their job first reaches the edge
                 self.perf is None
                 and self.ledger is None
@@ -1166,11 +1259,12 @@ class Engine:
             state=self.state,
             timeline=tl,
             wall_s=self._wall,
-            stopped_at=self._stopped_at() if self._code == kernel.UNTIL else None,
+            stopped_at=self._stopped_at() if self._code == UNTIL else None,
             sched_delay_s=np.asarray(self._delays) if self.mode == "python" else None,
             extra={
                 "n_decisions": int(self.state.sim_i[I_N_DECISIONS]),
                 "perf": type(self.perf).__name__ if self.perf is not None else None,
+                "kernels": self.kernels,  # the ones that ended the run
                 **extra,
             },
         )
@@ -1290,9 +1384,11 @@ def warm_up(mode: str = "python") -> None:
         row=np.arange(3),
     )
     if mode == "fused":
-        Engine(table, cluster, _WarmUpFused(), mode="fused").run()
+        Engine(table, cluster, _WarmUpFused(), mode="fused", kernels="compiled").run()
     else:
-        Engine(table, cluster, _WarmUpPolicy(), mode="python", perf=_UnitRate()).run()
+        Engine(
+            table, cluster, _WarmUpPolicy(), mode="python", perf=_UnitRate(), kernels="compiled"
+        ).run()
 
 
 class _WarmUpFused(_WarmUpPolicy):

@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpusched.errors import InvariantError
-from gpusched.kernel import EPS
 from gpusched.state import (
+    EPS,
     EV_FINISH,
     EV_PREEMPT,
     EV_REQUEUE,

@@ -1,9 +1,13 @@
 """The Numba-jitted time-slotted kernel: stepping, completion, placement, priority fill.
 
-Only ``@njit`` code lives here, and every function is decorated once, with the
-options in :data:`_JIT` (cached, GIL released, no reference counting: kernels
-allocate nothing). Behaviour is selected by integer codes (:data:`gpusched.state.KEY_FIFO`
-...), never by passing jitted functions, so that everything caches.
+Only kernel code lives here, and every function is decorated once with
+:func:`gpusched.jit.jit`: compiled by Numba with the options in :data:`_JIT` (cached, GIL
+released, no reference counting: kernels allocate nothing), or :data:`_INNER` for the
+functions only other kernel functions call; and plain Python in the module's interpreted
+twin (:func:`gpusched.jit.interpreted`), which small runs use. Behaviour is selected by
+integer codes (:data:`gpusched.state.KEY_FIFO` ...), never by passing jitted functions, so
+that everything caches. Python calls only the functions compiled with :data:`_JIT` (the
+entry points).
 
 Time model
 ----------
@@ -24,9 +28,12 @@ broken invariants.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from gpusched.jit import jit
 from gpusched.state import (
+    DONE,
+    E_TIME,
+    EPS,
     EV_FINISH,
     EV_PREEMPT,
     EV_REQUEUE,
@@ -60,10 +67,13 @@ from gpusched.state import (
     KEY_NONE,
     KEY_SJF,
     KEY_SRTF,
+    LIMIT,
     LOADING,
     QUEUED,
     RUNNING,
     SAVING,
+    STUCK,
+    UNTIL,
 )
 
 #: Options of every kernel function. ``cache``: compiling takes seconds. ``nogil``: a
@@ -74,20 +84,17 @@ from gpusched.state import (
 #: trace under tiresias: 1.86 s with it, 0.98 s without). A kernel that allocates an
 #: array fails to compile under this option, which keeps the rule enforced.
 _JIT = {"cache": True, "nogil": True, "_nrt": False}
-
-EPS = 1e-9  #: s; tolerance for float comparisons of times
-DONE = 0
-LIMIT = 1
-UNTIL = 2
-STUCK = 3
-E_CAPACITY = -1  #: a GPU would hold more jobs than its capacity
-E_TIME = -2  #: time would go backwards
+#: Options of the functions only kernel functions call: no CPython or C wrapper. A
+#: wrapper unboxes the state tuple's ~60 arrays and costs about a second of compile
+#: time per function; without them, compiling every kernel on a first run took 48 s
+#: instead of 91 s (each entry point Python calls is a thin function at the end).
+_INNER = {**_JIT, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 
 # --- small bookkeeping helpers ---------------------------------------------------------
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _log(st, kind, j, t, arg):
     """Append an event to the log, if one is kept (see :mod:`gpusched.state`, ``EV_*``).
 
@@ -107,7 +114,7 @@ def _log(st, kind, j, t, arg):
     return n
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _log_start(st, j, t):
     """Log the start of job ``j`` with the GPUs it holds."""
     if st.ev_t.shape[0] == 0:
@@ -124,7 +131,7 @@ def _log_start(st, j, t):
     _log(st, EV_START, j, t, off)
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _log_room(st):
     """True when the log (if kept) has room for one more decision point's events."""
     if st.ev_t.shape[0] == 0:
@@ -135,7 +142,7 @@ def _log_room(st):
     )
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _run_add(st, j, end):
     pos = st.sim_i[I_N_RUN]
     st.run[pos] = j
@@ -145,7 +152,7 @@ def _run_add(st, j, end):
     st.sim_i[I_N_RUN] = pos + 1
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _run_remove(st, j):
     pos = st.job_run_pos[j]
     last_pos = st.sim_i[I_N_RUN] - 1
@@ -158,7 +165,7 @@ def _run_remove(st, j):
     st.sim_i[I_N_RUN] = last_pos
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _queue_push(st, j, now):
     nq = st.sim_i[I_N_QUEUE]
     st.queue[nq] = j
@@ -167,7 +174,7 @@ def _queue_push(st, j, now):
     st.job_enqueued[j] = now
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _assign(st, j, k, gpu):
     """Put job ``j``'s ``k``-th GPU slot on ``gpu``; False if the GPU is full."""
     n = st.gpu_n_jobs[gpu]
@@ -187,7 +194,7 @@ def _assign(st, j, k, gpu):
     return True
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _unseat(st, j, k):
     """Take job ``j`` off its ``k``-th GPU; return that GPU and how many jobs it held."""
     gpu = st.alloc_gpu[k]
@@ -205,7 +212,7 @@ def _unseat(st, j, k):
     return gpu, n
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _release(st, j):
     """Free every GPU held by job ``j`` (no GPU of it is shared: see :func:`_release_at`)."""
     for k in range(st.job_alloc_off[j], st.job_alloc_off[j + 1]):
@@ -213,7 +220,7 @@ def _release(st, j):
             _unseat(st, j, k)
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _release_at(st, j, t):
     """Free every GPU held by job ``j`` at time ``t`` (s); partners left on them speed up then.
 
@@ -235,7 +242,7 @@ def _release_at(st, j, t):
                 _rerate(st, st.gpu_job[gpu, s], t)
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _take_server(st, j, k, server, want):
     """Assign up to ``want`` idle GPUs of ``server`` to job ``j`` from slot ``k``."""
     taken = 0
@@ -248,8 +255,8 @@ def _take_server(st, j, k, server, want):
     return taken
 
 
-@njit(**_JIT)
-def place_consolidated(st, j, allow_spread):
+@jit(_INNER)
+def _place_consolidated(st, j, allow_spread):
     """Place job ``j`` on idle GPUs, consolidated first; False (nothing held) if impossible.
 
     The fewest servers win: a single server with room if there is one (best fit:
@@ -285,7 +292,7 @@ def place_consolidated(st, j, allow_spread):
     return True
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _sync(st, j, t):
     """Bring holder ``j``'s accounting from ``job_seg_start`` up to time ``t`` (s).
 
@@ -317,7 +324,7 @@ def _sync(st, j, t):
     st.job_seg_start[j] = t
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _anchor(st, j, t):
     """Holder ``j`` trains at its current rate from time ``t`` (s) on, its accounting
     (synced) as it stands: progress at any later time is measured from here."""
@@ -327,21 +334,21 @@ def _anchor(st, j, t):
     st.job_anchor_att[j] = st.job_attained[j]
 
 
-@njit(**_JIT)
-def sync_all(st):
+@jit(_INNER)
+def _sync_all(st):
     """Bring every holder's accounting up to now (before Python reads the state)."""
     now = st.sim_f[F_NOW]
     for i in range(st.sim_i[I_N_RUN]):
         _sync(st, st.run[i], now)
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _end_time(st, j, begin):
     """Completion time of job ``j`` running its remaining work from ``begin`` (s)."""
     return begin + st.job_remaining[j] / st.job_rate[j]
 
 
-@njit(**_JIT)
+@jit(_JIT)
 def set_rate(st, j, rate):
     """Change holder ``j``'s solo progress rate from now on (performance models)."""
     now = st.sim_f[F_NOW]
@@ -351,7 +358,7 @@ def set_rate(st, j, rate):
     _rerate(st, j, now)
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _slowdown(st, j):
     """``(xi, shared)``: the largest interference ratio over holder ``j``'s partners (1.0
     without any) and whether it has one; a gang runs at the pace of its slowest GPU."""
@@ -370,7 +377,7 @@ def _slowdown(st, j):
     return slow, shared
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _rerate(st, j, t):
     """Recompute holder ``j``'s rate at time ``t`` (s): its solo rate over its slowdown.
 
@@ -395,7 +402,7 @@ def _rerate(st, j, t):
     st.run_cross[pos] = np.nan
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _rerate_gpus_of(st, j, t):
     """Recompute the rate of job ``j`` and of every job sharing one of its GPUs."""
     for k in range(st.job_alloc_off[j], st.job_alloc_off[j + 1]):
@@ -404,8 +411,8 @@ def _rerate_gpus_of(st, j, t):
             _rerate(st, st.gpu_job[gpu, s], t)
 
 
-@njit(**_JIT)
-def start_job(st, j, now):
+@jit(_INNER)
+def _start_job(st, j, now):
     """Mark job ``j`` (its GPUs already assigned) as started at ``now``.
 
     It loads for ``job_load_s`` (holding its GPUs, making no progress), then trains.
@@ -430,21 +437,21 @@ def start_job(st, j, now):
         _log_start(st, j, now)
 
 
-@njit(**_JIT)
+@jit(_JIT)
 def start_on(st, j, gpus, now):
     """Start queued job ``j`` on the given GPUs (validated by the caller); False if full."""
     for k in range(gpus.shape[0]):
         if not _assign(st, j, k, gpus[k]):
             _release_at(st, j, now)
             return False
-    start_job(st, j, now)
+    _start_job(st, j, now)
     if st.sim_i[I_EXTRA] > 0:
         _rerate_gpus_of(st, j, now)
     return True
 
 
-@njit(**_JIT)
-def preempt(st, j, now):
+@jit(_INNER)
+def _preempt(st, j, now):
     """Preempt job ``j``: it pauses and saves (keeping its GPUs) for ``job_save_s``, then requeues.
 
     A *futile* preemption (Lazer paper, Sec. 3.2, eq. 2): a job preempted before it
@@ -485,7 +492,7 @@ def preempt(st, j, now):
 # --- time ------------------------------------------------------------------------------
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _event(st, i, end, t1, out_done, n_done, shared):
     """Handle the event of ``run[i]`` due at ``end`` (s): a save ends or the job finishes.
 
@@ -523,7 +530,7 @@ def _event(st, i, end, t1, out_done, n_done, shared):
     return n_done + 1
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _advance(st, t1, out_done):
     """Move the clock to ``t1``: finish every holder whose next event is due; return completions.
 
@@ -550,7 +557,7 @@ def _advance(st, t1, out_done):
     return n_done
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _advance_shared(st, t0, t1, out_done):
     """:func:`_advance` while some GPU holds two jobs: the earliest event first, and the
     shared GPU-time integrated between events."""
@@ -577,7 +584,7 @@ def _advance_shared(st, t0, t1, out_done):
     return n_done
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _admit(st):
     """Queue every job submitted up to now; return how many arrived."""
     now = st.sim_f[F_NOW]
@@ -591,7 +598,7 @@ def _admit(st):
     return k - first
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def las_level(attained, thresholds):
     """Tiresias queue level of a job with ``attained`` GPU-s (0 = highest priority)."""
     lvl = 0
@@ -603,7 +610,7 @@ def las_level(attained, thresholds):
     return lvl
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _crossing(st, j, now, thresholds):
     """Next time holder ``j`` reaches a Tiresias level threshold (inf if none), s."""
     status = st.job_status[j]
@@ -618,8 +625,8 @@ def _crossing(st, j, now, thresholds):
     return begin + (thresholds[lvl] - att) / st.job_n_gpus[j]
 
 
-@njit(**_JIT)
-def next_event_time(st, cfg):
+@jit(_INNER)
+def _next_event_time(st, cfg):
     """Earliest future event: arrival, completion, phase end, level crossing or wake-up, s."""
     now = st.sim_f[F_NOW]
     e = st.sim_f[F_WAKE]
@@ -647,8 +654,8 @@ def next_event_time(st, cfg):
     return e
 
 
-@njit(**_JIT)
-def decision_time(e, slot_s, now):
+@jit(_INNER)
+def _decision_time(e, slot_s, now):
     """The slot boundary at or after event time ``e`` and strictly after ``now``, s."""
     # the same absolute tolerance as arrivals (submit <= t + EPS counts as arrived)
     k = np.ceil((e - EPS) / slot_s)
@@ -658,16 +665,16 @@ def decision_time(e, slot_s, now):
     return t
 
 
-@njit(**_JIT)
-def first_decision_time(st, cfg):
+@jit(_INNER)
+def _first_decision_time(st, cfg):
     """Decision point of the first arrival (inf for an empty trace), s."""
     if st.job_submit.shape[0] == 0:
         return np.inf
-    return decision_time(st.job_submit[0], cfg.slot_s, -np.inf)
+    return _decision_time(st.job_submit[0], cfg.slot_s, -np.inf)
 
 
-@njit(**_JIT)
-def step(st, cfg, out_done):
+@jit(_INNER)
+def _step(st, cfg, out_done):
     """Advance to the next decision point and admit its arrivals (the Python-policy path).
 
     Returns ``(code, n_done, n_arrived)``: ``code`` is LIMIT when a decision is due,
@@ -677,19 +684,19 @@ def step(st, cfg, out_done):
     n = st.job_submit.shape[0]
     now = st.sim_f[F_NOW]
     if now == -np.inf:
-        t = first_decision_time(st, cfg)
+        t = _first_decision_time(st, cfg)
     else:
         if st.sim_i[I_N_FINISHED] + st.sim_i[I_N_REJECTED] == n:
             return DONE, 0, 0
-        e = next_event_time(st, cfg)
+        e = _next_event_time(st, cfg)
         if e == np.inf:
             return STUCK, 0, 0
-        t = decision_time(e, cfg.slot_s, now)
+        t = _decision_time(e, cfg.slot_s, now)
     if t == np.inf:
         return DONE, 0, 0
     if t > cfg.until_s:
         n_done = _advance(st, max(cfg.until_s, now), out_done)
-        sync_all(st)
+        _sync_all(st)
         return UNTIL, n_done, 0
     n_done = _advance(st, t, out_done)
     if n_done < 0:
@@ -697,14 +704,14 @@ def step(st, cfg, out_done):
     n_arrived = _admit(st)
     st.sim_i[I_N_DECISIONS] += 1
     if cfg.key == KEY_NONE:
-        sync_all(st)  # a Python policy reads the accounting
+        _sync_all(st)  # a Python policy reads the accounting
     return LIMIT, n_done, n_arrived
 
 
 # --- priority fill ---------------------------------------------------------------------
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _key_less(key, key2, a, b):
     """(key, key2, index) order; takes the two key arrays, not the whole state (cheap calls)."""
     ka = key[a]
@@ -718,7 +725,7 @@ def _key_less(key, key2, a, b):
     return a < b
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _sort_jobs(st, c, lo, m):
     """Insertion sort of ``c[:m]`` by (key, key2, index), given ``c[:lo]`` is sorted.
 
@@ -735,7 +742,7 @@ def _sort_jobs(st, c, lo, m):
         c[k + 1] = x
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _trained_for(st, j, t):
     """Seconds holder ``j`` has trained since its anchor by time ``t``, as :func:`_sync`
     counts them (NaN when it is not training: queued, loading or saving)."""
@@ -746,7 +753,7 @@ def _trained_for(st, j, t):
     return np.nan
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _las_place(st, cfg, j, now):
     """Tiresias: bring job ``j``'s level and place in that level's list up to now.
 
@@ -771,7 +778,7 @@ def _las_place(st, cfg, j, now):
         st.job_seq[j] = min(at, now) - t0
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _starve(st, cfg, now):
     """Tiresias' starvation rule (``policies/tiresias.py``, same arithmetic): a queued job
     below level 0 whose wait since it was queued reaches ``cfg.starve`` times its run time
@@ -791,7 +798,7 @@ def _starve(st, cfg, now):
             st.sim_i[I_N_SORTED] = 0
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _las_front(st):
     """Tiresias: the holders after a re-pack (``cand[:I_N_HELD]``, in order) go to the front.
 
@@ -805,7 +812,7 @@ def _las_front(st):
         st.job_seq[st.cand[i]] = base + i
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _compute_keys(st, cfg, c, lo, m):
     """Priority keys of ``c[lo:m]`` at now (holders' remaining / attained as a sync to now
     would make them: the very values a Python policy reads, without writing them)."""
@@ -830,8 +837,8 @@ def _compute_keys(st, cfg, c, lo, m):
             st.job_key2[j] = st.job_seq[j]
 
 
-@njit(**_JIT)
-def compact_queue(st, n_sorted=0):
+@jit(_INNER)
+def _compact_queue(st, n_sorted=0):
     """Drop from the queue the jobs that are no longer queued (after starts), keeping order.
 
     Returns how many survivors came from ``queue[:n_sorted]`` (a sorted prefix stays a
@@ -850,7 +857,7 @@ def compact_queue(st, n_sorted=0):
     return sorted_kept
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _repack_capacity(st):
     """GPUs a preemptive re-pack can hand out: all but those held by saving jobs."""
     cap = st.gpu_n_jobs.shape[0]
@@ -861,7 +868,7 @@ def _repack_capacity(st):
     return cap
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _apply_selection(st, cfg, n_sel, now):
     """The end of a preemptive re-pack: act on the selection ``st.order[:n_sel]``.
 
@@ -875,7 +882,7 @@ def _apply_selection(st, cfg, n_sel, now):
         j = st.run[i]
         s = st.job_status[j]
         if (s == RUNNING or s == LOADING) and st.job_mark[j] == 0:
-            preempt(st, j, now)
+            _preempt(st, j, now)
             if st.job_status[j] == QUEUED:
                 continue  # swap-removed from run: position i holds another job
         i += 1
@@ -884,8 +891,8 @@ def _apply_selection(st, cfg, n_sel, now):
     for i in range(n_sel):
         j = st.order[i]
         st.job_mark[j] = 0
-        if st.job_status[j] == QUEUED and place_consolidated(st, j, cfg.allow_spread):
-            start_job(st, j, now)
+        if st.job_status[j] == QUEUED and _place_consolidated(st, j, cfg.allow_spread):
+            _start_job(st, j, now)
             started += 1
         s = st.job_status[j]
         if s == RUNNING or s == LOADING:
@@ -895,7 +902,7 @@ def _apply_selection(st, cfg, n_sel, now):
     return started
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def fill(st, cfg, c, m, blocking, preemptive):
     """Give GPUs to the jobs in ``c[:m]`` in that order; return how many started.
 
@@ -935,18 +942,18 @@ def fill(st, cfg, c, m, blocking, preemptive):
             j = c[i]
             if st.job_status[j] != QUEUED:
                 continue
-            if st.job_n_gpus[j] <= free and place_consolidated(st, j, cfg.allow_spread):
-                start_job(st, j, now)
+            if st.job_n_gpus[j] <= free and _place_consolidated(st, j, cfg.allow_spread):
+                _start_job(st, j, now)
                 started += 1
             elif blocking:
                 break
     # the queue keeps only jobs still QUEUED
     if started > 0 or preemptive:
-        compact_queue(st)
+        _compact_queue(st)
     return started
 
 
-@njit(**_JIT)
+@jit(_JIT)
 def check_order(st, order):
     """Check a Python policy's order before :func:`fill_order`; change nothing.
 
@@ -979,7 +986,7 @@ def check_order(st, order):
     return 0, -1
 
 
-@njit(**_JIT)
+@jit(_JIT)
 def started_at(st, t, out):
     """Write to ``out`` the holders whose last start is at ``t`` (s), in ``run`` order;
     return how many."""
@@ -992,7 +999,7 @@ def started_at(st, t, out):
     return m
 
 
-@njit(**_JIT)
+@jit(_JIT)
 def fill_order(st, cfg, order, blocking, preemptive):
     """Priority fill with an order computed in Python (see :func:`fill`)."""
     m = order.shape[0]
@@ -1001,7 +1008,7 @@ def fill_order(st, cfg, order, blocking, preemptive):
     return fill(st, cfg, st.cand, m, blocking, preemptive)
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _sort_queue(st, cfg):
     """Key the jobs appended to the queue since the last decision and insert them in order.
 
@@ -1016,7 +1023,7 @@ def _sort_queue(st, cfg):
     return nq
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _repack(st, cfg):
     """The preemptive re-pack of :func:`fill`, merging two sorted lists instead of one big one.
 
@@ -1066,11 +1073,11 @@ def _repack(st, cfg):
     if cfg.key == KEY_LAS:
         _las_front(st)
     # the survivors of the sorted prefix stay sorted, appended ones follow
-    st.sim_i[I_N_SORTED] = compact_queue(st, nq)
+    st.sim_i[I_N_SORTED] = _compact_queue(st, nq)
     return started
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _cycle_due(st, period):
     """Is a periodic policy's cycle due now? Keeps the next cycle in the wake-up timer.
 
@@ -1090,7 +1097,7 @@ def _cycle_due(st, period):
     return True
 
 
-@njit(**_JIT)
+@jit(_INNER)
 def _decide_fused(st, cfg):
     """One decision of a built-in priority policy, entirely in the kernel.
 
@@ -1109,8 +1116,8 @@ def _decide_fused(st, cfg):
     return started
 
 
-@njit(**_JIT)
-def record(st, cfg, k, tl):
+@jit(_INNER)
+def _record(st, cfg, k, tl):
     """Write timeline row ``k`` into the columns of ``tl``.
 
     Columns: time, busy GPUs, queued jobs, jobs holding GPUs, GPUs held by loading jobs,
@@ -1137,7 +1144,7 @@ def record(st, cfg, k, tl):
     tl.shared_gpus[k] = st.sim_i[I_SHARED_GPUS]
 
 
-@njit(**_JIT)
+@jit(_JIT)
 def run_fused(st, cfg, tl, max_steps):
     """Run a built-in priority policy (``cfg.key``) for up to ``max_steps`` decisions.
 
@@ -1151,10 +1158,78 @@ def run_fused(st, cfg, tl, max_steps):
     while rows < limit:
         if st.ev_t.shape[0] > 0 and not _log_room(st):
             return rows, LIMIT  # the engine flushes the event log and calls again
-        code, _, _ = step(st, cfg, dummy)
+        code, _, _ = _step(st, cfg, dummy)
         if code != LIMIT:
             return rows, code
         _decide_fused(st, cfg)
-        record(st, cfg, rows, tl)
+        _record(st, cfg, rows, tl)
         rows += 1
     return rows, LIMIT
+
+
+# --- entry points for Python callers ------------------------------------------------
+#
+# The kernel's own functions are compiled without a CPython wrapper (_INNER, see there).
+# Python calls these thin entries (and the functions above decorated with _JIT); each
+# forwards to the function of its name with a leading underscore, and is compiled only when
+# Python first calls it.
+
+
+@jit(_JIT)
+def compact_queue(st, n_sorted):
+    """Python's entry to :func:`_compact_queue`."""
+    return _compact_queue(st, n_sorted)
+
+
+@jit(_JIT)
+def decision_time(e, slot_s, now):
+    """Python's entry to :func:`_decision_time`."""
+    return _decision_time(e, slot_s, now)
+
+
+@jit(_JIT)
+def first_decision_time(st, cfg):
+    """Python's entry to :func:`_first_decision_time`."""
+    return _first_decision_time(st, cfg)
+
+
+@jit(_JIT)
+def next_event_time(st, cfg):
+    """Python's entry to :func:`_next_event_time`."""
+    return _next_event_time(st, cfg)
+
+
+@jit(_JIT)
+def place_consolidated(st, j, allow_spread):
+    """Python's entry to :func:`_place_consolidated`."""
+    return _place_consolidated(st, j, allow_spread)
+
+
+@jit(_JIT)
+def preempt(st, j, now):
+    """Python's entry to :func:`_preempt`."""
+    return _preempt(st, j, now)
+
+
+@jit(_JIT)
+def record(st, cfg, k, tl):
+    """Python's entry to :func:`_record`."""
+    return _record(st, cfg, k, tl)
+
+
+@jit(_JIT)
+def start_job(st, j, now):
+    """Python's entry to :func:`_start_job`."""
+    return _start_job(st, j, now)
+
+
+@jit(_JIT)
+def step(st, cfg, out_done):
+    """Python's entry to :func:`_step`."""
+    return _step(st, cfg, out_done)
+
+
+@jit(_JIT)
+def sync_all(st):
+    """Python's entry to :func:`_sync_all`."""
+    return _sync_all(st)

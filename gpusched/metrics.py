@@ -369,7 +369,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
 
 def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()) -> dict[str, Any]:
     """What produced a run: trace hash, cluster, policy and parameters, seed, versions."""
-    import numba
+    from importlib.metadata import version  # not numba.__version__: a small run never imports it
 
     sha = None
     if trace_path and Path(trace_path).is_file():
@@ -384,6 +384,7 @@ def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()
         "seed": res.seed,
         "slot_s": res.slot_s,
         "engine_mode": res.mode,
+        "kernels": res.extra.get("kernels"),
         "perf_model": res.extra.get("perf"),
         "stopped_at_s": res.stopped_at,
         "notes": list(res.jobs.notes) + list(notes),
@@ -391,7 +392,7 @@ def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()
             "gpusched": __version__,
             "python": platform.python_version(),
             "numpy": np.__version__,
-            "numba": numba.__version__,
+            "numba": version("numba"),
         },
     }
 

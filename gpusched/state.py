@@ -304,6 +304,15 @@ KEY_SJF = 1  #: total work (duration), shortest first
 KEY_SRTF = 2  #: remaining work, shortest first
 KEY_LAS = 3  #: discretized least-attained-service (Tiresias 2D-LAS): level, then place in its list
 
+# --- what the kernel's loops return (see gpusched.kernel) ---------------------------
+EPS = 1e-9  #: s; tolerance for float comparisons of times
+DONE = 0
+LIMIT = 1  #: a buffer or step limit was reached: call again
+UNTIL = 2  #: the ``until_s`` horizon was reached
+STUCK = 3  #: jobs are left but no event will ever come
+E_CAPACITY = -1  #: a GPU would hold more jobs than its capacity
+E_TIME = -2  #: time would go backwards
+
 
 class Timeline(NamedTuple):
     """Preallocated timeline columns, one row per decision point (the kernel fills them)."""

@@ -42,7 +42,6 @@ from typing import Any
 
 import numpy as np
 
-from gpusched import kernel
 from gpusched.cluster import ClusterSpec, ServerGroup
 from gpusched.errors import ClusterError, TraceError, show_name, show_value
 from gpusched.ledger import Ledger
@@ -248,12 +247,15 @@ class TaskBook:
         The cluster's workers.
     state
         The simulation state (one row per task).
+    kernels
+        The engine's kernels (its ``set_rate`` re-rates running tasks).
     """
 
-    def __init__(self, tasks: Any, layout: WorkerLayout, state: Any) -> None:
+    def __init__(self, tasks: Any, layout: WorkerLayout, state: Any, kernels: Any) -> None:
         self.tasks = tasks
         self.layout = layout
         self.st = state
+        self.kernels = kernels
         self.parent = np.asarray(tasks.parent, dtype=np.int64)
         self.first = np.asarray(tasks.first, dtype=np.int64)
         self.n_parents = int(self.first.shape[0] - 1)
@@ -352,7 +354,7 @@ class TaskBook:
             lo, hi = int(self.first[p]), int(self.first[p + 1])
             status = st.job_status[lo:hi]
             for k in np.flatnonzero((status == RUNNING) | (status == LOADING)).tolist():
-                kernel.set_rate(st, lo + k, float(self.rate(p, 0)))
+                self.kernels.set_rate(st, lo + k, float(self.rate(p, 0)))
         return delay
 
     def dispatch(self, t: int, w: int, now: float) -> None:

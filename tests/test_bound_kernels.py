@@ -22,7 +22,7 @@ ROWS = [(0, 1, 10), (0, 1, 20), (0, 2, 5), (30, 1, 1)]
 def engine(decisions=(), rows=ROWS):
     cluster = ClusterSpec.homogeneous(1, 2)
     jobs = prepare_jobs(make_trace(list(rows)), cluster)
-    return Engine(jobs, cluster, Scripted(decisions), mode="python")
+    return Engine(jobs, cluster, Scripted(decisions), mode="python", kernels="compiled")
 
 
 def test_check_order_reports_the_first_problem_of_each_kind_in_turn():

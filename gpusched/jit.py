@@ -1,0 +1,150 @@
+"""Compiled or interpreted: the two ways the simulation kernels run.
+
+The kernel module (:mod:`gpusched.kernel`) decorates each function with :func:`jit`.
+Imported normally, the module gets Numba dispatchers, compiled at their first call and
+cached on disk. :func:`interpreted` executes the *same source file* a second time as a
+separate module (``gpusched.kernel.interpreted``) whose functions stay plain Python: no
+Numba import, no compilation, the same statements on the same arrays. Both twins read and
+write a :class:`~gpusched.state.SimState` alike, so a run may start on one and go on with
+the other.
+
+Why both. Importing Numba and loading the cached kernels costs about a second in every
+process, and compiling them on the first run after an install much longer; a small run
+is over in the interpreter before that. :class:`~gpusched.engine.Engine` starts on the
+interpreted twin and moves to the compiled one when the run turns out to be long
+(:data:`SWITCH`).
+
+``NUMBA_DISABLE_JIT=1`` still works as Numba documents it: the "compiled" twin then holds
+the plain functions too.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: suffix of an interpreted twin's module name
+SUFFIX = ".interpreted"
+
+
+@dataclass(frozen=True)
+class Switch:
+    """When an engine on the interpreted kernels moves to the compiled ones.
+
+    After each chunk of decision points, with ``t`` seconds spent interpreting and a
+    fraction ``f`` of the jobs done, the run moves on once ``t >= min_s`` and its
+    projected remaining interpreted time ``t * (1 - f) / f`` exceeds ``load_s`` (about
+    what loading the cached compiled kernels costs: importing Numba and its cache). When
+    the compiled kernels are not in the cache yet (a first run), compiling them takes
+    tens of seconds, so the run stays interpreted unless more than ``compile_s`` is left.
+    """
+
+    min_s: float = 0.25
+    load_s: float = 1.0
+    compile_s: float = 20.0
+    chunk: int = 256  #: decision points per call while interpreted (fused path)
+
+
+SWITCH = Switch()
+
+
+def jit(options: dict[str, Any]) -> Callable[[F], F]:
+    """Decorate a kernel function: a Numba dispatcher with ``options``, or (in an
+    interpreted twin) the function itself."""
+
+    def decorate(fn: F) -> F:
+        if fn.__module__.endswith(SUFFIX):
+            return fn
+        from numba import njit
+
+        _quiet_blas_probe()
+        return njit(**options)(fn)  # type: ignore[no-any-return]
+
+    return decorate
+
+
+def interpreted(name: str) -> ModuleType:
+    """The interpreted twin of kernel module ``name`` (loaded once per process)."""
+    twin = name + SUFFIX
+    module = sys.modules.get(twin)
+    if module is not None:
+        return module
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None:  # pragma: no cover - a broken installation
+        raise ImportError(f"cannot find the source of {name}")
+    twin_spec = importlib.util.spec_from_file_location(twin, spec.origin)
+    assert twin_spec is not None and twin_spec.loader is not None
+    module = importlib.util.module_from_spec(twin_spec)
+    sys.modules[twin] = module
+    try:
+        twin_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[twin]
+        raise
+    return module
+
+
+def compiled(name: str) -> ModuleType:
+    """Kernel module ``name`` with its Numba dispatchers (imports Numba)."""
+    return importlib.import_module(name)
+
+
+def is_cached(dispatcher: Any, args: tuple[Any, ...]) -> bool:
+    """True if ``dispatcher`` has a compiled version for ``args`` in this process or in
+    Numba's on-disk cache; a cached one is loaded on the way (as a call would).
+
+    Uses Numba's cache object of the dispatcher, which Numba does not document; if it
+    is missing or fails, answers True (so the caller loads or compiles as usual).
+    """
+    if not hasattr(dispatcher, "compile"):
+        return True  # NUMBA_DISABLE_JIT: plain functions
+    import numba
+
+    typeof: Callable[[Any], Any] = numba.typeof
+    sig = tuple(typeof(a) for a in args)
+    try:
+        if dispatcher.get_overload(sig) is not None:
+            return True
+    except (KeyError, TypeError):
+        pass
+    try:
+        cres = dispatcher._cache.load_overload(sig, dispatcher.targetctx)
+    except Exception:  # noqa: BLE001 - an undocumented API: any failure means "don't know"
+        return True
+    if cres is None:
+        return False
+    dispatcher.add_overload(cres)
+    return True
+
+
+_blas_checked = False
+
+
+def _quiet_blas_probe() -> None:
+    """Keep Numba from importing SciPy's linear algebra only to probe for BLAS.
+
+    When Numba first builds its CPU target it imports ``numba.np.arraymath``, which
+    imports ``scipy.linalg`` (about 0.4 s) to learn whether ``np.dot`` and friends can be
+    compiled. The kernels use no linear algebra, so when SciPy is not imported yet that
+    module is imported with ``scipy.linalg`` hidden: Numba then records that BLAS is
+    missing, which only affects jitted code calling ``np.dot`` (it falls back to a loop)
+    or ``np.linalg`` (none here). A process that already imported ``scipy.linalg`` keeps
+    Numba's normal probe.
+    """
+    global _blas_checked
+    if _blas_checked:
+        return
+    _blas_checked = True
+    if "scipy.linalg" in sys.modules or "numba.np.arraymath" in sys.modules:
+        return
+    sys.modules["scipy.linalg"] = None  # type: ignore[assignment]  # its import fails
+    try:
+        importlib.import_module("numba.np.arraymath")
+    finally:
+        del sys.modules["scipy.linalg"]

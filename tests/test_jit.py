@@ -1,0 +1,156 @@
+"""The kernels' two forms (gpusched.jit): the interpreted twin gives the compiled kernels'
+schedule bit for bit, a run may move from one to the other mid-way, and a small run
+never imports Numba."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from gpusched import engine as engine_module
+from gpusched import kernel
+from gpusched.cluster import ClusterSpec
+from gpusched.engine import Engine
+from gpusched.jit import SUFFIX, Switch, interpreted
+from gpusched.jobs import prepare_jobs
+from gpusched.registry import load_policy_class, make_policy
+from tests.helpers import GANG_POLICIES, make_trace
+from tests.test_properties import phases, workloads
+
+
+def _run(policy, w, ph, mode, kernels, params=None):
+    servers, gpus, rows, slot = w
+    n = len(rows)
+    cluster = ClusterSpec.homogeneous(servers, gpus)
+    jobs = prepare_jobs(make_trace(rows), cluster)
+    pol = make_policy(load_policy_class(policy), params or {}, 0)
+    eng = Engine(
+        jobs,
+        cluster,
+        pol,
+        slot_s=slot,
+        mode=mode,
+        load_s=ph[0][:n],
+        save_s=ph[1][:n],
+        kernels=kernels,
+    )
+    return eng, eng.run()
+
+
+def _same(a, b):
+    for name, x, y in zip(a.state._fields, a.state, b.state, strict=True):
+        assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), name
+    assert a.timeline.keys() == b.timeline.keys()
+    for key in a.timeline:
+        assert a.timeline[key].tobytes() == b.timeline[key].tobytes(), key
+
+
+def test_the_twin_holds_plain_functions_and_the_module_dispatchers():
+    twin = interpreted("gpusched.kernel")
+    assert twin.__name__ == "gpusched.kernel" + SUFFIX
+    assert isinstance(twin.run_fused, types.FunctionType)
+    assert isinstance(twin._step, types.FunctionType)
+    assert interpreted("gpusched.kernel") is twin
+    if hasattr(kernel.run_fused, "compile"):  # not under NUMBA_DISABLE_JIT
+        assert not isinstance(kernel.run_fused, types.FunctionType)
+
+
+@pytest.mark.parametrize("mode", ["auto", "python"])
+@pytest.mark.parametrize("policy", GANG_POLICIES)
+@settings(max_examples=15, deadline=None)
+@given(w=workloads(), ph=phases())
+def test_interpreted_kernels_give_the_compiled_schedule(policy, mode, w, ph):
+    """Every state array and timeline column, bit for bit, on both engine paths."""
+    a_eng, a = _run(policy, w, ph, mode, "interpreted")
+    b_eng, b = _run(policy, w, ph, mode, "compiled")
+    assert a_eng.kernels == "interpreted" and b_eng.kernels == "compiled"
+    _same(a, b)
+
+
+@settings(max_examples=20, deadline=None)
+@given(w=workloads(), ph=phases())
+def test_interpreted_tiresias_starvation_gives_the_compiled_schedule(w, ph):
+    params = {"starve": 2.0, "thresholds": "20,200"}
+    _, a = _run("tiresias", w, ph, "auto", "interpreted", params)
+    _, b = _run("tiresias", w, ph, "auto", "compiled", params)
+    _same(a, b)
+
+
+@pytest.mark.parametrize("mode", ["fused", "python"])
+@pytest.mark.parametrize("policy", ["fifo", "srtf", "tiresias"])
+def test_a_run_moves_to_the_compiled_kernels_mid_way_with_the_same_schedule(
+    monkeypatch, policy, mode
+):
+    """With a switch rule that fires at once, an "auto" run starts interpreted, moves on
+    after its first chunk and ends with the schedule of a compiled-only run."""
+    rng = np.random.default_rng(3)
+    rows = [
+        (float(t), int(g), float(d))
+        for t, g, d in zip(
+            np.cumsum(rng.exponential(20, 300)).round(3),
+            rng.choice([1, 1, 2, 4], 300),
+            rng.exponential(300, 300).round(3) + 1,
+            strict=True,
+        )
+    ]
+    w = (2, 4, rows, 1.0)
+    ph = (np.zeros(300), np.zeros(300))
+    monkeypatch.setattr(engine_module, "_warm", set())  # as in a fresh process
+    monkeypatch.setattr(engine_module, "SWITCH", Switch(min_s=0.0, load_s=0.0, chunk=16))
+    seen = []
+    auto, a = None, None
+    cluster = ClusterSpec.homogeneous(2, 4)
+    jobs = prepare_jobs(make_trace(rows), cluster)
+    auto = Engine(jobs, cluster, make_policy(load_policy_class(policy), {}, 0), mode=mode)
+    assert auto.kernels == "interpreted"
+    while auto.step(16):
+        seen.append(auto.kernels)
+    a = auto.result()
+    _, b = _run(policy, w, ph, mode, "compiled")
+    assert seen[0] == "compiled" and auto.kernels == "compiled"
+    _same(a, b)
+
+
+def test_unknown_kernels_are_refused():
+    cluster = ClusterSpec.homogeneous(1, 1)
+    jobs = prepare_jobs(make_trace([(0, 1, 1)]), cluster)
+    with pytest.raises(ValueError, match="unknown kernels 'fast'"):
+        Engine(jobs, cluster, make_policy(load_policy_class("fifo"), {}, 0), kernels="fast")
+
+
+def test_a_small_replay_never_imports_numba(tmp_path):
+    """A 300-job trace under three policies with --out, in a fresh process: the run is short
+    enough to stay interpreted, Numba is never imported, and the manifest says so."""
+    rng = np.random.default_rng(1)
+    lines = ["job_id,submit_time,num_gpus,duration"]
+    lines += [
+        f"j{i},{i * 30},{int(g)},{int(d) + 1}"
+        for i, (g, d) in enumerate(
+            zip(rng.choice([1, 2, 4], 300), rng.exponential(600, 300), strict=True)
+        )
+    ]
+    (tmp_path / "t.csv").write_text("\n".join(lines) + "\n")
+    code = (
+        "import sys\n"
+        "from gpusched.cli import app\n"
+        "for p in ('fifo', 'srtf', 'tiresias'):\n"
+        "    sys.argv = ['gpusched', 'replay', 't.csv', '-P', p, '-o', 'runs/' + p]\n"
+        "    try:\n"
+        "        app()\n"
+        "    except SystemExit as exc:\n"
+        "        assert not exc.code, exc.code\n"
+        "print('numba' in sys.modules, 'scipy' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.splitlines()[-1] == "False False"
+    for p in ("fifo", "srtf", "tiresias"):
+        manifest = json.loads((tmp_path / "runs" / p / "manifest.json").read_text())
+        assert manifest["kernels"] == "interpreted"
