@@ -25,7 +25,7 @@ import numpy as np
 from gpusched.cluster import ClusterSpec
 from gpusched.errors import InvariantError, PolicyError, TraceError, show_name
 from gpusched.events import EventLog, new_log
-from gpusched.jit import SWITCH, compiled, interpreted, is_cached
+from gpusched.jit import SWITCH, compiled, interpreted, is_cached, load_cached
 from gpusched.jobs import JobTable
 from gpusched.ledger import RESOURCES, Ledger, LedgerView, capacities
 from gpusched.policy import (
@@ -156,25 +156,32 @@ class _Kernels:
     def use_compiled(
         self, st: SimState, cfg: KernelConfig, tl: Timeline, done: np.ndarray, python: bool
     ) -> None:
-        """Call the compiled kernels, the Python path's (if ``python``) bound to these types."""
+        """Call the compiled kernels (loaded from Numba's cache, or compiled), the Python
+        path's (if ``python``) bound to these types."""
         import numba
         from numba import types
 
         module = compiled(_KERNEL)
+        typeof: Callable[[Any], Any] = numba.typeof
+        S, C = typeof(st), typeof(cfg)
+        i, f, b = types.int64, types.float64, types.boolean
+        gpus = typeof(np.empty(0, np.int32))
+        if not python:  # loaded now, without Numba's slower way of a first call
+            load_cached(module.run_fused, (S, C, typeof(tl), i))
+        load_cached(module.sync_all, (S,))
         for name in self.OTHERS:
             setattr(self, name, getattr(module, name))
         self.compiled = True
         if not python:
             return
-        typeof: Callable[[Any], Any] = numba.typeof
-        S, C = typeof(st), typeof(cfg)
-        i, f, b = types.int64, types.float64, types.boolean
-        gpus = typeof(np.empty(0, np.int32))
 
         def bind(name: str, *sig: Any) -> None:
             fn = getattr(module, name)
-            compile_ = getattr(fn, "compile", None)
-            setattr(self, name, fn if compile_ is None else compile_(sig))
+            if not hasattr(fn, "compile"):  # NUMBA_DISABLE_JIT
+                setattr(self, name, fn)
+                return
+            load_cached(fn, sig)
+            setattr(self, name, fn.compile(sig))  # the entry point loaded, or compiled now
 
         bind("step", S, C, typeof(done))
         bind("record", S, C, i, typeof(tl))
@@ -349,6 +356,9 @@ class Engine:
         self._auto = kernels == "auto" and self.mode not in _warm
         self._interp_s = 0.0  # s spent on the interpreted kernels
         self._cold: bool | None = None  # compiled kernels missing from Numba's cache?
+        if self._auto and len(jobs) > SWITCH.max_jobs:
+            self._cold = not self._compiled_cached()
+            self._auto = self._cold
         if kernels == "compiled" or (kernels == "auto" and not self._auto):
             self._use_compiled(notice)
         #: the configuration each started job carries (Start.config), for its lifetime

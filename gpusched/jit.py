@@ -43,11 +43,14 @@ class Switch:
     what loading the cached compiled kernels costs: importing Numba and its cache). When
     the compiled kernels are not in the cache yet (a first run), compiling them takes
     tens of seconds, so the run stays interpreted unless more than ``compile_s`` is left.
+    A run of more than ``max_jobs`` jobs (interpreted, 0.2-2 ms each) starts on the
+    compiled kernels when they are in the cache.
     """
 
     min_s: float = 0.25
     load_s: float = 1.0
     compile_s: float = 20.0
+    max_jobs: int = 5000
     chunk: int = 256  #: decision points per call while interpreted (fused path)
 
 
@@ -96,31 +99,44 @@ def compiled(name: str) -> ModuleType:
 
 
 def is_cached(dispatcher: Any, args: tuple[Any, ...]) -> bool:
-    """True if ``dispatcher`` has a compiled version for ``args`` in this process or in
-    Numba's on-disk cache; a cached one is loaded on the way (as a call would).
-
-    Uses Numba's cache object of the dispatcher, which Numba does not document; if it
-    is missing or fails, answers True (so the caller loads or compiles as usual).
-    """
+    """True if ``dispatcher`` has a compiled version for ``args`` loaded or in Numba's
+    on-disk cache (then loaded, see :func:`load_cached`)."""
     if not hasattr(dispatcher, "compile"):
         return True  # NUMBA_DISABLE_JIT: plain functions
     import numba
 
     typeof: Callable[[Any], Any] = numba.typeof
-    sig = tuple(typeof(a) for a in args)
-    try:
-        if dispatcher.get_overload(sig) is not None:
-            return True
-    except (KeyError, TypeError):
-        pass
-    try:
-        cres = dispatcher._cache.load_overload(sig, dispatcher.targetctx)
-    except Exception:  # noqa: BLE001 - an undocumented API: any failure means "don't know"
+    return load_cached(dispatcher, tuple(typeof(a) for a in args))
+
+
+def load_cached(dispatcher: Any, sig: tuple[Any, ...]) -> bool:
+    """Load ``dispatcher``'s compiled version for the argument types ``sig`` from Numba's
+    on-disk cache, as its first call would; False if it is not there (nothing compiled).
+
+    Numba's own loading first builds its whole typing context (all of NumPy's typing
+    and lowering registries: about a second here), which running cached machine code does
+    not need; a compilation later in the process builds it as usual. This does what
+    ``Dispatcher.compile`` does on a cache hit, without that step. It uses Numba's cache
+    object, which Numba does not document: if that fails, Numba's own loading is used.
+    """
+    if not hasattr(dispatcher, "compile"):
         return True
-    if cres is None:
-        return False
-    dispatcher.add_overload(cres)
-    return True
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:
+        if dispatcher.overloads.get(tuple(sig)) is not None:
+            return True
+        ctx = dispatcher.targetctx
+        try:
+            cres = dispatcher._cache._load_overload(sig, ctx)
+        except Exception:  # noqa: BLE001 - an undocumented API: fall back to Numba's way
+            cres = dispatcher._cache.load_overload(sig, ctx)
+        if cres is None:
+            return False
+        if not cres.objectmode:
+            ctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+        dispatcher.add_overload(cres)
+        return True
 
 
 _blas_checked = False

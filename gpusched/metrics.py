@@ -368,7 +368,10 @@ def summarize(res: RunResult) -> dict[str, Any]:
 
 
 def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()) -> dict[str, Any]:
-    """What produced a run: trace hash, cluster, policy and parameters, seed, versions."""
+    """What produced a run: trace hash, cluster, policy and parameters, seed, versions.
+
+    Not which form of the kernels ran (interpreted or compiled, chosen by timing): both give
+    the same schedule bit for bit, and the same run must leave the same manifest."""
     from importlib.metadata import version  # not numba.__version__: a small run never imports it
 
     sha = None
@@ -384,7 +387,6 @@ def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()
         "seed": res.seed,
         "slot_s": res.slot_s,
         "engine_mode": res.mode,
-        "kernels": res.extra.get("kernels"),
         "perf_model": res.extra.get("perf"),
         "stopped_at_s": res.stopped_at,
         "notes": list(res.jobs.notes) + list(notes),
