@@ -360,7 +360,7 @@ class Engine:
             self._cold = not self._compiled_cached()
             self._auto = self._cold
         if kernels == "compiled" or (kernels == "auto" and not self._auto):
-            self._use_compiled(notice)
+            self._use_compiled(notice if self._cold is not False else None)
         #: the configuration each started job carries (Start.config), for its lifetime
         self._config: dict[int, Any] = {}
         self.view = View(

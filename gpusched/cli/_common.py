@@ -103,7 +103,7 @@ def compile_notice(delay_s: float = 1.0) -> Iterator[None]:
     timer = threading.Timer(
         delay_s,
         lambda: print(
-            "compiling simulation kernels (first run only, up to a minute)...",
+            "compiling simulation kernels, first run only (up to a minute)...",
             file=sys.stderr,
             flush=True,
         ),
