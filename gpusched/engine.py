@@ -1275,6 +1275,8 @@ class Engine:
                 "n_decisions": int(self.state.sim_i[I_N_DECISIONS]),
                 "perf": type(self.perf).__name__ if self.perf is not None else None,
                 "kernels": self.kernels,  # the ones that ended the run
+                # ran interpreted because Numba's cache lacks the compiled kernels
+                "uncompiled": self.kernels == "interpreted" and self._cold is True,
                 **extra,
             },
         )

@@ -154,3 +154,22 @@ def test_a_small_replay_never_imports_numba(tmp_path):
     assert out.stdout.splitlines()[-1] == "False False"
     for p in ("fifo", "srtf", "tiresias"):
         assert (tmp_path / "runs" / p / "jobs.csv").is_file()
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_short_run_on_a_cold_cache_stays_interpreted_and_says_so(monkeypatch, cached):
+    """A run whose rest would take less than a compile stays interpreted when the cache
+    is empty (the result says so, for the CLI's warm-up hint), and moves on when it is
+    not."""
+    monkeypatch.setattr(engine_module, "_warm", set())
+    monkeypatch.setattr(
+        engine_module, "SWITCH", Switch(min_s=0.0, load_s=0.0, compile_s=1e9, chunk=16)
+    )
+    monkeypatch.setattr(Engine, "_compiled_cached", lambda self: cached)
+    cluster = ClusterSpec.homogeneous(1, 2)
+    rows = [(float(i), 1, 5.0) for i in range(64)]
+    jobs = prepare_jobs(make_trace(rows), cluster)
+    eng = Engine(jobs, cluster, make_policy(load_policy_class("fifo"), {}, 0))
+    res = eng.run()
+    assert eng.kernels == ("compiled" if cached else "interpreted")
+    assert res.extra["uncompiled"] is (not cached)

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpusched.cli import app
-from gpusched.cli._common import compile_notice
+from gpusched.cli._common import WARM_UP_HINT_S, compile_notice, suggest_warm_up
 from gpusched.view import _ro
 
 runner = CliRunner()
@@ -294,3 +294,28 @@ def test_compile_notice_only_when_slow(capsys):
     with compile_notice(delay_s=0.01):
         time.sleep(0.2)
     assert "compiling simulation kernels" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("uncompiled", "wall_s", "hint"),
+    [(True, WARM_UP_HINT_S, True), (True, WARM_UP_HINT_S / 2, False), (False, 60.0, False)],
+)
+def test_a_long_interpreted_run_on_a_cold_cache_suggests_warm_up(capsys, uncompiled, wall_s, hint):
+    class Result:
+        extra = {"uncompiled": uncompiled}
+
+    Result.wall_s = wall_s
+    suggest_warm_up(Result())
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert ("'gpusched warm-up' compiles them once" in captured.err) is hint
+
+
+def test_warm_up_loads_both_engine_paths(monkeypatch):
+    from gpusched import engine
+
+    monkeypatch.setattr(engine, "_warm", set())
+    res = CliRunner().invoke(app, ["warm-up"])
+    assert res.exit_code == 0, res.output
+    assert "simulation kernels ready" in res.output
+    assert engine._warm == {"fused", "python"}

@@ -31,6 +31,27 @@ app.command("explain")(explain.explain_cmd)
 app.command("diff")(diff.diff_cmd)
 
 
+@app.command("warm-up")
+@user_errors
+def warm_up_cmd() -> None:
+    """Compile the simulation kernels into Numba's cache now (about a minute, once per install).
+
+    Without it nothing waits: a small run goes on interpreted kernels and a long one
+    compiles them when that pays off within the run. Compiled once, every later run
+    loads them in under a second. The cache lives beside the installed package, or in
+    NUMBA_CACHE_DIR when that is set.
+    """
+    import time
+
+    from gpusched.engine import warm_up
+
+    t0 = time.perf_counter()
+    with _common.compile_notice():
+        warm_up("fused")
+        warm_up("python")
+    typer.echo(f"simulation kernels ready ({time.perf_counter() - t0:.1f} s)")
+
+
 @app.command("workload")
 @user_errors
 def workload_cmd(

@@ -116,6 +116,22 @@ def compile_notice(delay_s: float = 1.0) -> Iterator[None]:
         timer.cancel()
 
 
+#: s; an interpreted run at least this long suggests ``gpusched warm-up``
+WARM_UP_HINT_S = 2.0
+
+
+def suggest_warm_up(result: Any) -> None:
+    """After a run that went on the interpreted kernels only because Numba's cache is
+    empty (a small run does not wait a minute for a compile), say how to compile them."""
+    if result.extra.get("uncompiled") and result.wall_s >= WARM_UP_HINT_S:
+        typer.echo(
+            "note: this run used the interpreted kernels (not compiled yet); "
+            "'gpusched warm-up' compiles them once (about a minute) and makes runs like "
+            "this several times faster",
+            err=True,
+        )
+
+
 def require_terminal(flag: str) -> None:
     """Refuse ``flag`` (e.g. ``--tui``) when standard output is not a terminal."""
     if not sys.stdout.isatty():

@@ -15,6 +15,7 @@ from gpusched.cli._common import (
     print_run_header,
     print_table,
     require_terminal,
+    suggest_warm_up,
     user_errors,
 )
 from gpusched.run import DEFAULT_CLUSTER, DEFAULT_TRACE
@@ -195,6 +196,7 @@ def replay_cmd(
     print_table([{"policy": label, **summary}], "policy")
     if out is not None:
         typer.echo(f"results in {out}/")
+    suggest_warm_up(result)
 
 
 @user_errors
