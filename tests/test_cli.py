@@ -414,3 +414,19 @@ def test_workload_a_srpt_states_its_offered_load_and_warns_when_idle(tmp_path):
     )
     assert r.exit_code == 0, r.output
     assert "offered load 2.00 on default" in r.output and "warning" not in r.output
+
+
+def test_python_m_gpusched_runs_the_command_line():
+    import subprocess
+    import sys
+
+    from gpusched import __version__
+
+    out = subprocess.run(
+        [sys.executable, "-m", "gpusched", "--version"], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == f"gpusched {__version__}"
+    usage = subprocess.run(
+        [sys.executable, "-m", "gpusched", "replay", "--help"], capture_output=True, text=True
+    )
+    assert usage.returncode == 0 and usage.stdout.startswith("Usage: gpusched replay")
