@@ -28,6 +28,9 @@ from gpusched.errors import GpuschedError, show_name
 FORMATS = ("csv", "parquet")
 #: rows formatted at a time, so that the text of a table never needs 2 GiB at once
 _CHUNK_ROWS = 500_000
+#: tables of up to this many rows are written row by row with ``csv.writer``: for them,
+#: importing pyarrow's compute functions (0.3 s) costs more than the formatting saves
+SMALL_ROWS = 10_000
 
 
 def table_name(stem: str, fmt: str) -> str:
@@ -81,6 +84,9 @@ def write_csv_text(path: Path, columns: Mapping[str, np.ndarray]) -> None:
     names = list(columns)
     arrays = [np.asarray(columns[k]) for k in names]
     n_rows = len(arrays[0]) if arrays else 0
+    if n_rows <= SMALL_ROWS:
+        write_csv_rows(path, names, arrays)
+        return
     head = io.StringIO()
     csv.writer(head).writerow(names)
     with path.open("wb") as fh:
@@ -88,6 +94,29 @@ def write_csv_text(path: Path, columns: Mapping[str, np.ndarray]) -> None:
         for start in range(0, n_rows, _CHUNK_ROWS):
             part = [a[start : start + _CHUNK_ROWS] for a in arrays]
             fh.write(_csv_lines(part))
+
+
+def write_csv_rows(path: Path, names: list[str], arrays: list[np.ndarray]) -> None:
+    """Write the columns ``arrays`` headed ``names`` row by row with ``csv.writer``: the
+    definition of the CSV text (floats as ``repr``, NaN empty) that the column-by-column
+    path reproduces (tests/test_write_csv.py holds the two to the same bytes)."""
+    lists = [_row_cells(a) for a in arrays]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh)
+        out.writerow(names)
+        out.writerows(zip(*lists, strict=True))
+
+
+def _row_cells(values: np.ndarray) -> list[Any]:
+    """A column's values for ``csv.writer``: floats as ``repr`` and NaN empty (also in an
+    object column), anything else as ``csv.writer`` spells it."""
+    kind = values.dtype.kind
+    if kind == "f":
+        return ["" if x != x else repr(x) for x in values.astype(np.float64, copy=False).tolist()]
+    if kind == "O":
+        return [_cell_text(x) for x in values.tolist()]
+    cells: list[Any] = values.tolist()
+    return cells
 
 
 def _csv_lines(arrays: list[np.ndarray]) -> memoryview:

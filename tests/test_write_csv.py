@@ -1,5 +1,6 @@
-"""tables.write_csv_text writes, column by column with pyarrow, the bytes csv.writer would write
-row by row (floats as repr, NaN empty), and every float parses back to the same float64."""
+"""tables.write_csv_text writes, column by column with pyarrow (or, for small tables, row by
+row), the bytes csv.writer would write row by row (floats as repr, NaN empty), and every float
+parses back to the same float64."""
 
 from __future__ import annotations
 
@@ -13,6 +14,14 @@ from hypothesis import strategies as st
 
 from gpusched import tables
 from gpusched.tables import write_csv_text as write_csv
+
+
+@pytest.fixture(autouse=True, params=["columns", "rows"])
+def path(request, monkeypatch):
+    """Every test on both writers: pyarrow column by column (big tables) and csv.writer row
+    by row (tables of up to tables.SMALL_ROWS rows)."""
+    monkeypatch.setattr(tables, "SMALL_ROWS", -1 if request.param == "columns" else 10**9)
+    return request.param
 
 
 def reference(path, columns):
