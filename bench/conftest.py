@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpusched.cluster import ClusterSpec
-from gpusched.engine import Engine
+from gpusched.engine import Engine, warm_up
 from gpusched.jobs import prepare_jobs
 from gpusched.registry import load_policy_class, make_policy
 from gpusched.workloads.synth import synth_trace
@@ -32,14 +32,17 @@ def synth_jobs(n_jobs: int):
 
 
 def replay(jobs, cluster, policy: str, mode: str = "auto"):
-    """One full replay (policy construction included)."""
+    """One full replay (policy construction included) on the compiled kernels (the
+    interpreted twin that small runs of a command use is timed in test_commands.py)."""
     pol = make_policy(load_policy_class(policy), {}, 0)
-    return Engine(jobs, cluster, pol, mode=mode).run()
+    return Engine(jobs, cluster, pol, mode=mode, kernels="compiled").run()
 
 
 @pytest.fixture(scope="session", autouse=True)
 def warm_numba():
     """Load (or compile) every kernel once so no benchmark times JIT compilation."""
+    warm_up("fused")
+    warm_up("python")
     jobs = synth_jobs(200)
     for policy in ("fifo", "sjf", "srtf", "tiresias"):
         replay(jobs, BENCH_CLUSTER, policy)

@@ -8,6 +8,7 @@ trace, simulating and writing the results. Run: ``pytest bench/test_commands.py
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -19,8 +20,8 @@ import pytest
 GPUSCHED = [str(Path(sys.executable).parent / "gpusched")]
 
 
-def _run(args: list[str], cwd: Path) -> None:
-    subprocess.run(GPUSCHED + args, cwd=cwd, check=True, capture_output=True)
+def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+    subprocess.run(GPUSCHED + args, cwd=cwd, check=True, capture_output=True, env=env)
 
 
 @pytest.mark.parametrize("args", [["--help"], ["policies"], ["clusters"]], ids=" ".join)
@@ -41,3 +42,30 @@ def test_replay_default_with_out(benchmark, tmp_path, policy, events):
         _run(["replay", "-P", policy, "-o", str(out)] + (["--events"] if events else []), tmp_path)
 
     benchmark.pedantic(once, rounds=3, warmup_rounds=1)
+
+
+#: the workloads of issue 15's comparison with the research simulators: jobs, and the
+#: bundled cluster of the GPUs the peers ran them on (32, 128 and 512)
+PEER_WORKLOADS = [(1_000, "default"), (10_000, "tiresias-n32g4"), (100_000, "philly-64x8")]
+
+
+@pytest.mark.parametrize("policy", ["fifo", "tiresias"])
+@pytest.mark.parametrize(("n_jobs", "cluster"), PEER_WORKLOADS, ids=lambda v: str(v))
+def test_peer_workloads(benchmark, tmp_path, n_jobs, cluster, policy):
+    """``trace synth -n N`` on the peers' cluster size, then ``replay`` with --out in a fresh
+    process. Targets: 1k < 0.67 s (the Tiresias simulator), 100k <= 2.5 s."""
+    _run(["trace", "synth", "-n", str(n_jobs), "-c", cluster, "-o", "t.csv"], tmp_path)
+    out = tmp_path / "r"
+
+    def once() -> None:
+        shutil.rmtree(out, ignore_errors=True)
+        _run(["replay", "t.csv", "-c", cluster, "-P", policy, "-o", str(out)], tmp_path)
+
+    benchmark.pedantic(once, rounds=3, warmup_rounds=1)
+
+
+def test_cold_first_run(benchmark, tmp_path):
+    """The README's first command with an empty Numba cache, as after a fresh install.
+    Target: <= 10 s. One round: a second would find the cache no longer empty."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    benchmark.pedantic(_run, args=(["replay", "-P", "tiresias"], tmp_path, env), rounds=1)

@@ -81,7 +81,7 @@ def test_sharing(benchmark, n_jobs, policy):
     def run():
         cls = load_policy_class(policy)
         perf = jobmodel.perf(jobs, cluster)
-        return Engine(jobs, cluster, make_policy(cls, {}, 0), perf=perf).run()
+        return Engine(jobs, cluster, make_policy(cls, {}, 0), perf=perf, kernels="compiled").run()
 
     res = benchmark.pedantic(run, rounds=1, warmup_rounds=0)
     assert res.state.sim_i[3] == len(jobs)
@@ -102,7 +102,7 @@ def test_event_log_cost(benchmark, policy, events):
 
     def run():
         pol = make_policy(load_policy_class(policy), {}, 0)
-        return Engine(jobs, BENCH_CLUSTER, pol, events=events).run()
+        return Engine(jobs, BENCH_CLUSTER, pol, events=events, kernels="compiled").run()
 
     res = benchmark.pedantic(run, rounds=1, warmup_rounds=0)
     assert res.state.sim_i[3] == len(jobs)

@@ -510,6 +510,7 @@ class Engine:
     def step(self, n: int = 1) -> bool:
         """Run up to ``n`` decision points; return False once the run has ended."""
         t0 = time.perf_counter()
+        c0 = time.thread_time() if self._auto else 0.0
         if self.mode == "fused":
             self._run_fused(n)
         else:
@@ -520,7 +521,8 @@ class Engine:
         spent = time.perf_counter() - t0
         self._wall += spent
         if self._auto and not self.finished:
-            self._maybe_compile(spent)
+            # CPU time, not wall: on a busy machine the compile slows as much as the run
+            self._maybe_compile(time.thread_time() - c0)
         return not self.finished
 
     @property
@@ -538,7 +540,8 @@ class Engine:
 
     def _maybe_compile(self, spent: float) -> None:
         """Move to the compiled kernels when the rest of the run would take longer
-        interpreted than loading them (see :class:`gpusched.jit.Switch`)."""
+        interpreted than loading them (see :class:`gpusched.jit.Switch`); ``spent`` is
+        the CPU time of the last step."""
         self._interp_s += spent
         if self._interp_s < SWITCH.min_s:
             return

@@ -37,7 +37,7 @@ SUFFIX = ".interpreted"
 class Switch:
     """When an engine on the interpreted kernels moves to the compiled ones.
 
-    After each chunk of decision points, with ``t`` seconds spent interpreting and a
+    After each chunk of decision points, with ``t`` CPU seconds spent interpreting and a
     fraction ``f`` of the jobs done, the run moves on once ``t >= min_s`` and its
     projected remaining interpreted time ``t * (1 - f) / f`` exceeds ``load_s`` (about
     what loading the cached compiled kernels costs: importing Numba and its cache). When
