@@ -1377,6 +1377,13 @@ class _WarmUpPolicy:
 _warm: set[str] = set()
 
 
+def compiled_in_cache(mode: str = "python") -> bool:
+    """Are the compiled kernels of engine path ``mode`` loaded, or in Numba's cache?"""
+    if mode in _warm:
+        return True
+    return _warm_up_engine(mode, "interpreted")._compiled_cached()
+
+
 def warm_up(mode: str = "python") -> None:
     """Load the kernels of one engine path now (compiling them on the first run after install).
 
@@ -1387,9 +1394,14 @@ def warm_up(mode: str = "python") -> None:
     """
     if mode in _warm:
         return
+    _warm.add(mode)
+    _warm_up_engine(mode, "compiled").run()
+
+
+def _warm_up_engine(mode: str, kernels: str) -> Engine:
+    """A three-job engine that calls every kernel of path ``mode`` once it runs."""
     from gpusched.cluster import ClusterSpec
 
-    _warm.add(mode)
     cluster = ClusterSpec.homogeneous(1, 2, name="warm-up")
     table = JobTable(
         job_id=np.array(["a", "b", "c"], dtype=object),
@@ -1399,11 +1411,10 @@ def warm_up(mode: str = "python") -> None:
         row=np.arange(3),
     )
     if mode == "fused":
-        Engine(table, cluster, _WarmUpFused(), mode="fused", kernels="compiled").run()
-    else:
-        Engine(
-            table, cluster, _WarmUpPolicy(), mode="python", perf=_UnitRate(), kernels="compiled"
-        ).run()
+        return Engine(table, cluster, _WarmUpFused(), mode="fused", kernels=kernels)
+    return Engine(
+        table, cluster, _WarmUpPolicy(), mode="python", perf=_UnitRate(), kernels=kernels
+    )
 
 
 class _WarmUpFused(_WarmUpPolicy):

@@ -1079,3 +1079,29 @@ def wait_gone(psutil, procs, timeout_s: float = 30.0) -> None:
         if not alive:
             return
         time.sleep(0.1)
+
+
+@pytest.mark.parametrize("seeds", [[0, 1, 2], [0, 1, 2, 3]])
+def test_a_sweep_of_several_cells_compiles_missing_kernels_once_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seeds: list[int]
+) -> None:
+    """With the python path's kernels missing from the cache, a sweep of WARM_UP_CELLS or
+    more cells compiles them before the cells start (and says so); a smaller one leaves
+    each cell to decide for itself."""
+    from gpusched import engine, sweep
+
+    assert sweep.WARM_UP_CELLS == 4
+    compiled: list[str] = []
+    monkeypatch.setattr(engine, "compiled_in_cache", lambda mode: mode == "fused")
+    monkeypatch.setattr(engine, "warm_up", compiled.append)
+    notes: list[str] = []
+    spec = parse_spec(BASE + f"seeds = {seeds}\n")
+    result = run_sweep(spec, out=tmp_path / "out", n_workers=1, processes=False, note=notes.append)
+    assert result.n_ran == len(seeds) and not result.failed
+    if len(seeds) >= 4:
+        assert compiled == ["python"]
+        assert notes == [
+            "compiling simulation kernels once for the 4 cells, first run only (up to a minute)"
+        ]
+    else:
+        assert compiled == [] and notes == []
