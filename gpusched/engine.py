@@ -1412,9 +1412,7 @@ def _warm_up_engine(mode: str, kernels: str) -> Engine:
     )
     if mode == "fused":
         return Engine(table, cluster, _WarmUpFused(), mode="fused", kernels=kernels)
-    return Engine(
-        table, cluster, _WarmUpPolicy(), mode="python", perf=_UnitRate(), kernels=kernels
-    )
+    return Engine(table, cluster, _WarmUpPolicy(), mode="python", perf=_UnitRate(), kernels=kernels)
 
 
 class _WarmUpFused(_WarmUpPolicy):

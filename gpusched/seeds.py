@@ -18,6 +18,7 @@ results do not depend on which: each run is a plain :func:`gpusched.run.replay`.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import re
@@ -223,8 +224,11 @@ def _run_all(
         return summaries
     from dask.distributed import as_completed
 
-    from gpusched.sweep import dask_client
+    from gpusched.sweep import compile_once, dask_client
 
+    notice = options.pop("notice", None)  # (said here, not by each worker)
+    with notice() if notice is not None else contextlib.nullcontext():
+        compile_once(len(runs))
     done: dict[int, dict[str, Any]] = {}
     with dask_client(len(runs), n_workers=workers, processes=processes) as client:
         futures = {

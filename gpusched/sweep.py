@@ -1639,8 +1639,8 @@ def run_sweep(
                 f"{stale[0].describe()}: {before[stale[0].cell_id].reason}"
             )
         ran: dict[str, dict[str, Any]] = {}
-        if len(pending) >= WARM_UP_CELLS and scheduler is None and client is None:
-            _compile_once(len(pending), tell)
+        if scheduler is None and client is None:
+            compile_once(len(pending), tell)
         if pending:
             for res, c in _execute(
                 pending, out_dir, scheduler, n_workers, processes, client, progress
@@ -1668,23 +1668,25 @@ def run_sweep(
     )
 
 
-#: a sweep of at least this many cells to run compiles the kernels first (see _compile_once)
+#: a sweep of at least this many cells to run compiles the kernels first (see compile_once)
 WARM_UP_CELLS = 4
 
 
-def _compile_once(n_cells: int, tell: Callable[[str], None]) -> None:
-    """Compile the simulation kernels here before the cells start, when Numba's cache
-    lacks them: the local workers then load them from the cache, instead of each running
-    its cells on the interpreted kernels (or compiling them at the same time)."""
+def compile_once(n_cells: int, tell: Callable[[str], None] | None = None) -> None:
+    """Before ``n_cells`` (>= :data:`WARM_UP_CELLS`) cells or runs start on local Dask
+    workers, compile the simulation kernels here if Numba's cache lacks them (saying so
+    through ``tell``): the workers then load them from the cache, instead of each running
+    its cells on the interpreted kernels or compiling them at the same time."""
+    if n_cells < WARM_UP_CELLS:
+        return
     from gpusched.engine import compiled_in_cache, warm_up
 
     missing = [m for m in ("fused", "python") if not compiled_in_cache(m)]
-    if not missing:
-        return
-    tell(
-        f"compiling simulation kernels once for the {n_cells} cells, first run only "
-        "(up to a minute)"
-    )
+    if missing and tell is not None:
+        tell(
+            f"compiling simulation kernels once for the {n_cells} cells, first run only "
+            "(up to a minute)"
+        )
     for mode in missing:
         warm_up(mode)
 

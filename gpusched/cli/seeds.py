@@ -73,8 +73,7 @@ def compare_over_seeds(
         bar.label = f"{run.label} seed {run.seed} ({k + 1}/{n})"
 
     in_process = runs_in_process(len(policies) * len(seed_list), workers)
-    if in_process:
-        options["notice"] = compile_notice
+    options["notice"] = compile_notice
     try:
         result = compare_seeds(
             trace,
