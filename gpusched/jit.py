@@ -47,11 +47,11 @@ class Switch:
     compiled kernels when they are in the cache.
     """
 
-    min_s: float = 0.25
+    min_s: float = 0.1
     load_s: float = 1.0
     compile_s: float = 20.0
     max_jobs: int = 5000
-    chunk: int = 256  #: decision points per call while interpreted (fused path)
+    chunk: int = 128  #: decision points per call while interpreted (fused path)
 
 
 SWITCH = Switch()
