@@ -41,3 +41,25 @@ def test_replay_default_with_out(benchmark, tmp_path, policy, events):
         _run(["replay", "-P", policy, "-o", str(out)] + (["--events"] if events else []), tmp_path)
 
     benchmark.pedantic(once, rounds=3, warmup_rounds=1)
+
+
+@pytest.fixture(scope="module")
+def synth_100k(tmp_path_factory) -> Path:
+    """100,000 synthetic jobs sized for philly-64x8 (512 GPUs), written once."""
+    folder = tmp_path_factory.mktemp("synth")
+    _run(["trace", "synth", "-n", "100000", "-c", "philly-64x8", "-o", "s100k.csv"], folder)
+    return folder / "s100k.csv"
+
+
+@pytest.mark.parametrize("policy", ["fifo", "srtf"])
+def test_replay_100k_synthetic_with_out(benchmark, tmp_path, synth_100k, policy):
+    """``replay`` of 100k synthetic jobs on philly-64x8 with --out, a fresh process.
+    Target (issue 15): <= 2.5 s."""
+    out = tmp_path / "r"
+    args = ["replay", str(synth_100k), "-c", "philly-64x8", "-P", policy, "-o", str(out)]
+
+    def once() -> None:
+        shutil.rmtree(out, ignore_errors=True)
+        _run(args, tmp_path)
+
+    benchmark.pedantic(once, rounds=3, warmup_rounds=1)
