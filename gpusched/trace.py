@@ -518,6 +518,9 @@ class _ArrowText(Sequence[str]):
     def __getitem__(self, i: slice) -> Sequence[str]: ...
 
     def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        if self._list is None and isinstance(i, int):
+            field_: str = self.array[i].as_py()  # one field: no Python string for every row
+            return field_
         return self._py()[i]
 
     def __iter__(self) -> Iterator[str]:
@@ -1192,8 +1195,10 @@ def _read_trace(path: str | Path) -> Trace:
     # model, and write_trace leaves those columns out
     chunks = t.cols.get(TASK_COLUMN, ("",) * t.n)
     gpus = t.cols.get("num_gpus", ("",) * t.n)
-    by_model = t.n > 0 and all(
-        v == "0" or c.strip() != "" for v, c in zip(gpus, chunks, strict=True)
+    by_model = (
+        t.n > 0
+        and (gpus[0] == "0" or chunks[0].strip() != "")  # most traces: no, from row 1 alone
+        and all(v == "0" or c.strip() != "" for v, c in zip(gpus, chunks, strict=True))
     )
     t.require(REQUIRED_COLUMNS, () if by_model else (("duration",), ("iterations", "model")))
     job_id = t.text("job_id")

@@ -57,6 +57,9 @@ CASES = [
     "job_id,submit_time,num_gpus,duration,duration\na,0,1,10,10\n",
     "job_id,submit_time,num_gpus\na,0,1\n",
     "job_id;submit_time;num_gpus;duration\na;0;1;10\n",
+    "job_id,submit_time,num_gpus\na,0,0\nb,1,0\n",  # placed by roles: no duration needed
+    "job_id,submit_time,num_gpus\na,0,0\nb,1,2\n",  # then one that needs one
+    "job_id,submit_time,num_gpus,chunks\na,0,2,x\nb,1,0,\nc,1,2, \n",
     HEAD,
 ]
 
