@@ -49,7 +49,7 @@ def test_replay_default_with_out(benchmark, tmp_path, policy, events):
 PEER_WORKLOADS = [(1_000, "default"), (10_000, "tiresias-n32g4"), (100_000, "philly-64x8")]
 
 
-@pytest.mark.parametrize("policy", ["fifo", "tiresias"])
+@pytest.mark.parametrize("policy", ["fifo", "srtf", "tiresias"])
 @pytest.mark.parametrize(("n_jobs", "cluster"), PEER_WORKLOADS, ids=lambda v: str(v))
 def test_peer_workloads(benchmark, tmp_path, n_jobs, cluster, policy):
     """``trace synth -n N`` on the peers' cluster size, then ``replay`` with --out in a fresh

@@ -555,10 +555,12 @@ def bundled_clusters() -> list[tuple[str, str]]:
     list of (str, str)
         ``(name, description)`` of every bundled spec, sorted by name.
     """
-    out = []
-    for path in sorted(bundled_dir("clusters").glob("*.toml")):
-        out.append((path.stem, load_cluster(path).description))
-    return out
+    return [(name, spec.description) for name, spec in bundled_cluster_specs()]
+
+
+def bundled_cluster_specs() -> list[tuple[str, ClusterSpec]]:
+    """``(name, spec)`` of every bundled cluster spec, sorted by name."""
+    return [(p.stem, load_cluster(p)) for p in sorted(bundled_dir("clusters").glob("*.toml"))]
 
 
 def _bundled_names() -> list[str]:

@@ -274,6 +274,13 @@ def _pct(a: np.ndarray, q: float) -> float | None:
     return float(np.percentile(a, q)) if a.size else None
 
 
+def _pcts(a: np.ndarray, qs: tuple[float, ...]) -> list[float | None]:
+    """``[_pct(a, q) for q in qs]`` from one partition of ``a`` (the same values)."""
+    if not a.size:
+        return [None] * len(qs)
+    return [float(v) for v in np.percentile(a, qs)]
+
+
 def _mean(a: np.ndarray) -> float | None:
     return float(a.mean()) if a.size else None
 
@@ -281,14 +288,16 @@ def _mean(a: np.ndarray) -> float | None:
 def _jct_stats(jct: np.ndarray, wait: np.ndarray, slowdown: np.ndarray) -> dict[str, Any]:
     """The summary's JCT, waiting and slowdown statistics of the finished jobs (in
     SUMMARY_KEYS order)."""
+    p50, p95, p99 = _pcts(jct, (50, 95, 99))
+    w50, w95 = _pcts(wait, (50, 95))
     return {
         "avg_jct_s": _mean(jct),
-        "p50_jct_s": _pct(jct, 50),
-        "p95_jct_s": _pct(jct, 95),
-        "p99_jct_s": _pct(jct, 99),
+        "p50_jct_s": p50,
+        "p95_jct_s": p95,
+        "p99_jct_s": p99,
         "avg_wait_s": _mean(wait),
-        "p50_wait_s": _pct(wait, 50),
-        "p95_wait_s": _pct(wait, 95),
+        "p50_wait_s": w50,
+        "p95_wait_s": w95,
         "avg_slowdown_s": _mean(slowdown),
         "total_jct_s": float(jct.sum()),
     }
@@ -332,6 +341,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
     util = busy_gpu_s / (res.cluster.n_gpus * makespan) if makespan > 0 else 0.0
     delays = res.sched_delay_s
     rejected = int((st.job_status == REJECTED).sum())
+    f50, f95 = _pcts(futile, (50, 95))
     from gpusched import jobmodel
 
     out: dict[str, Any] = {
@@ -345,8 +355,8 @@ def summarize(res: RunResult) -> dict[str, Any]:
         "n_preemptions": int(st.job_n_preempt.sum()),
         "n_futile_preemptions": int(st.job_n_futile.sum()),
         "futile_preemption_s": float(st.job_futile_s.sum()),
-        "p50_futile_s": _pct(futile, 50),
-        "p95_futile_s": _pct(futile, 95),
+        "p50_futile_s": f50,
+        "p95_futile_s": f95,
         "futile_gpu_s": float((st.job_futile_s * st.job_n_gpus).sum()),
         "shared_gpu_s": float(st.sim_f[F_SHARED_GPU_S]),
         "total_wait_s": float(wait.sum()),

@@ -19,8 +19,10 @@ import ast
 import importlib
 import importlib.util
 import inspect
+import io
 import sys
 import threading
+import tokenize
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -53,11 +55,30 @@ _PARSE_LOCK = threading.Lock()
 def _file_summary(path: Path) -> str:
     try:
         text = path.read_text(encoding="utf-8")
+        head = _first_statement(text)
         with _PARSE_LOCK:
-            doc = ast.get_docstring(ast.parse(text))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            doc = ast.get_docstring(ast.parse(head))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError, tokenize.TokenError):
         return ""
     return doc.strip().splitlines()[0] if doc else ""
+
+
+def _first_statement(text: str) -> str:
+    """The lines of ``text`` up to the end of its first logical line, where a module's
+    docstring is: parsing them alone is several times faster than parsing the module
+    (``gpusched policies`` reads every bundled policy's summary)."""
+    lines: list[str] = []
+    source = io.StringIO(text)
+
+    def readline() -> str:
+        line = source.readline()
+        lines.append(line)
+        return line
+
+    for tok in tokenize.generate_tokens(readline):
+        if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+            break
+    return "".join(lines)
 
 
 def available_policies() -> dict[str, PolicyInfo]:

@@ -4,9 +4,12 @@ A run folder holds each table as CSV (``jobs.csv``) or Parquet (``jobs.parquet``
 chosen by ``--format``. The CSV text is the one Python's ``csv.writer`` writes row by
 row (``\\r\\n`` line ends, minimal quoting), with every float spelled as ``repr`` spells
 it, so that it parses back to the identical float64, and NaN as an empty cell. It is
-built column by column with pyarrow's compute functions instead: shortest round-trip
-digits from pyarrow's float-to-text cast, respelled where ``repr`` differs (``3`` is
-``3.0``; magnitudes below 1e-4 and from 1e10 up come from ``repr`` itself), then the columns joined into lines.
+built column by column with pyarrow's compute functions instead: whole numbers and whole
+thousandths (times in milliseconds) from their integers, other floats from the shortest
+round-trip digits of pyarrow's float-to-text cast, respelled where ``repr`` differs
+(``3`` is ``3.0``; magnitudes below 1e-4 and from 1e10 up come from ``repr`` itself),
+integer columns of few distinct numbers from a table of them; then the columns are
+joined into lines.
 
 Parquet keeps each column's type; NaN of a float column (an unfinished job's ``jct``)
 is stored as null, which pandas and polars read back as missing.
@@ -31,6 +34,12 @@ _CHUNK_ROWS = 500_000
 #: tables of up to this many rows are written row by row with ``csv.writer``: for them,
 #: importing pyarrow's compute functions (0.3 s) costs more than the formatting saves
 SMALL_ROWS = 10_000
+#: integer columns spanning fewer than this many numbers (and a quarter of their length,
+#: or _TABLE_MIN) are spelled from a table of the range's numbers (:func:`_int_cells`)
+_TABLE_MAX = 1 << 16
+_TABLE_MIN = 256
+#: floats that are whole thousandths (times in milliseconds) are spelled as such
+_SCALE = 1000
 
 
 def table_name(stem: str, fmt: str) -> str:
@@ -174,7 +183,7 @@ def _text_cells(values: np.ndarray) -> Any:
     if kind == "f":
         return _float_cells(values.astype(np.float64, copy=False))
     if kind in "iu":
-        return pc.cast(pa.array(values), pa.string())
+        return _int_cells(values)
     if kind == "b":
         return pc.if_else(pa.array(values), pa.scalar("True"), pa.scalar("False"))
     if kind == "U":
@@ -186,6 +195,34 @@ def _text_cells(values: np.ndarray) -> Any:
     if text is None or not (pa.types.is_string(text.type) or pa.types.is_null(text.type)):
         text = pa.array([_cell_text(x) for x in values.tolist()], type=pa.string())
     return _quoted(text.cast(pa.string()))
+
+
+def _small_range(values: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """``(lo, values - lo)`` when the integers ``values`` span a range small enough to
+    spell each of its numbers once (a column of counts, or of zeros), else None."""
+    if not values.size:
+        return None
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo >= min(_TABLE_MAX, max(_TABLE_MIN, values.size // 4)):
+        return None
+    if values.dtype.kind == "u":  # from lo up: no wrap-around, and below 2**16
+        return lo, (values - values.dtype.type(lo)).astype(np.int64)
+    return lo, values.astype(np.int64) - lo  # int8 - int8 would wrap around
+
+
+def _int_cells(values: np.ndarray) -> Any:
+    """An integer column's cells in decimal; a column of few distinct numbers (counts,
+    GPUs) is spelled by looking each up in a table of the range's numbers, which is
+    several times faster than pyarrow's integer-to-text cast."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    small = _small_range(values)
+    if small is None:
+        return pc.cast(pa.array(values), pa.string())
+    lo, index = small
+    table = pa.array([str(v) for v in range(lo, lo + int(index.max()) + 1)], type=pa.string())
+    return table.take(index)
 
 
 def _cell_text(x: Any) -> str | None:
@@ -202,6 +239,8 @@ def _quoted(text: Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if not _may_need_quotes(text):
+        return text
     needs = pc.fill_null(pc.match_substring_regex(text, '[,"\r\n]'), False)
     if not pc.any(needs).as_py():
         return text
@@ -210,10 +249,26 @@ def _quoted(text: Any) -> Any:
     return pc.if_else(needs, quoted, text)
 
 
+def _may_need_quotes(text: Any) -> bool:
+    """Whether a cell of the string array ``text`` may hold ``,``, ``"``, CR or LF: a scan
+    of its characters' bytes, much faster than matching each cell."""
+    import pyarrow as pa
+
+    if not isinstance(text, pa.StringArray):
+        return True
+    data = text.buffers()[2]  # all of them, also those outside a slice
+    if data is None:
+        return False  # no characters at all
+    raw = data.to_pybytes()
+    return any(c in raw for c in (b",", b'"', b"\r", b"\n"))
+
+
 def _float_cells(x: np.ndarray) -> Any:
     """Float64 cells spelled as ``repr`` spells them (NaN null).
 
-    pyarrow's cast gives the shortest digits that round-trip, the digits ``repr`` gives;
+    A column of whole numbers is spelled from its integers, one mostly of whole
+    thousandths from its thousandths (:func:`_fixed_cells`), the rest by
+    :func:`_shortest_cells`: pyarrow's cast gives the shortest digits that round-trip, the digits ``repr`` gives;
     it spells integral values below 1e10 without ``.0`` (added here) and uses exponents
     from 1e10 and below 1e-6, where ``repr`` uses them from 1e16 and below 1e-4, so
     magnitudes from 1e10 up (infinities too) and below 1e-4, rare in a run's tables,
@@ -229,18 +284,79 @@ def _float_cells(x: np.ndarray) -> Any:
     if (whole | nan).all():
         # every value a whole number (most times of a run, slots being whole seconds):
         # repr spells them as the integer and ".0", and integers format fastest
-        digits = pc.cast(pa.array(np.where(nan, 0, x).astype(np.int64), mask=nan), pa.string())
-        return pc.binary_join_element_wise(digits, ".0", "")
+        return _whole_cells(np.where(nan, 0, x).astype(np.int64), nan)
+    with np.errstate(invalid="ignore", over="ignore"):
+        millis = np.round(x * _SCALE)
+        fixed = (millis / _SCALE == x) & (x < 1e12) & ~np.signbit(x)
+    if 2 * np.count_nonzero(fixed) < len(x):
+        return _shortest_cells(x)
+    text = _fixed_cells(np.where(fixed, millis, 0).astype(np.int64))
+    if not fixed.all():
+        rest = ~fixed
+        text = pc.replace_with_mask(text, pa.array(rest), _shortest_cells(x[rest]))
+    return text
+
+
+def _fixed_cells(millis: np.ndarray) -> Any:
+    """Numbers of thousandths (int64, from 0 to below 1e15) spelled in decimal: the
+    integer part, a point and the thousandths without trailing zeros (``436.5``, ``3.0``).
+
+    For a float ``x`` with ``x == millis / 1000`` (a correctly rounded division, so the
+    decimal ``millis / 1000`` reads back as ``x``) this is ``repr(x)``: that decimal has
+    at most 15 significant digits, and no two decimals of at most 15 significant digits
+    read back as the same float64 (float64 resolves 15 digits: C's ``DBL_DIG``), so no
+    shorter decimal reads back as ``x`` either, and ``repr`` gives the shortest one, in
+    positional notation from 1e-4 to below 1e16. From 1e12 up a thousandth needs 16
+    digits or more, and ``repr`` may be shorter: ``9010786744723.071`` reads back as
+    the float whose ``repr`` is ``9010786744723.07``.
+    Times of a trace in milliseconds take this path: the integer parts are spelled by
+    pyarrow's integer cast and the thousandths looked up, about twice as fast as its
+    float-to-text cast.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    whole, frac = np.divmod(millis, _SCALE)
+    table = pa.array(["." + (f"{f:03d}".rstrip("0") or "0") for f in range(_SCALE)])
+    return pc.binary_join_element_wise(_int_cells(whole), table.take(frac), "")
+
+
+def _shortest_cells(x: np.ndarray) -> Any:
+    """Floats spelled by pyarrow's float-to-text cast, respelled where ``repr`` differs
+    (see :func:`_float_cells`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    nan = np.isnan(x)
+    mag = np.abs(x)
     text = pc.cast(pa.array(x, mask=nan), pa.string())
     with np.errstate(invalid="ignore"):
         integral = (mag < 1e10) & (x == np.trunc(x))
         odd = ((mag > 0) & (mag < 1e-4)) | (mag >= 1e10)  # infinities included
     if integral.any():
-        text = pc.if_else(integral, pc.binary_join_element_wise(text, ".0", ""), text)
+        mask = pa.array(integral)  # only these cells are respelled, not the whole column
+        spelled = pc.binary_join_element_wise(text.filter(mask), ".0", "")  # -0 too
+        text = pc.replace_with_mask(text, mask, spelled)
     if odd.any():
         spelled = pa.array([repr(v) for v in x[odd].tolist()], type=pa.string())
         text = pc.replace_with_mask(text, pa.array(odd), spelled)
     return text
+
+
+def _whole_cells(ints: np.ndarray, null: np.ndarray) -> Any:
+    """Whole numbers (int64, below 1e16 in magnitude) spelled as ``repr`` spells them as
+    floats, the integer and ``.0``; null where ``null``. A column of few distinct numbers
+    (zeros, say) is spelled by looking each up in a table, as in :func:`_int_cells`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    small = _small_range(ints)
+    if small is None:
+        digits = pc.cast(pa.array(ints, mask=null), pa.string())
+        return pc.binary_join_element_wise(digits, ".0", "")
+    lo, index = small
+    table = pa.array([f"{v}.0" for v in range(lo, lo + int(index.max()) + 1)], type=pa.string())
+    return table.take(pa.array(index, mask=null))
 
 
 # --- reading run tables -----------------------------------------------------------------

@@ -518,6 +518,9 @@ class _ArrowText(Sequence[str]):
     def __getitem__(self, i: slice) -> Sequence[str]: ...
 
     def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        if self._list is None and isinstance(i, int):
+            field_: str = self.array[i].as_py()  # one field: no Python string for every row
+            return field_
         return self._py()[i]
 
     def __iter__(self) -> Iterator[str]:
@@ -672,6 +675,43 @@ def _parse_floats(raw: Sequence[str], optional: bool) -> tuple[np.ndarray, list[
     return out, bad
 
 
+#: bytes a field of digits (with a point) may hold, for :func:`_digit_fields`
+_DIGIT_BYTES = np.zeros(256, dtype=bool)
+_DIGIT_BYTES[ord("0") : ord("9") + 1] = True
+_POINT_BYTES = _DIGIT_BYTES.copy()
+_POINT_BYTES[ord(".")] = True
+
+
+def _digit_fields(text: Any, *, point: bool, empty: bool, max_len: int) -> bool:
+    """Whether every field of the pyarrow string array ``text`` is ASCII digits, at most
+    ``max_len`` of them, with (if ``point``) at most one ``.`` but not only one, and is
+    non-empty unless ``empty``: with ``point``, :data:`_FLOAT_RE` without an exponent.
+
+    Checked on the array's bytes and offsets with numpy, several times faster than
+    matching each field with a regular expression; False for anything else (an exponent,
+    a sign, nulls), which the caller then matches field by field.
+    """
+    import pyarrow as pa
+
+    if not pa.types.is_string(text.type) or text.null_count:
+        return False
+    n = len(text)
+    offsets = np.frombuffer(text.buffers()[1], dtype=np.int32)[text.offset : text.offset + n + 1]
+    data = text.buffers()[2]
+    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    raw = raw[offsets[0] : offsets[-1]]
+    if not (_POINT_BYTES if point else _DIGIT_BYTES)[raw].all():
+        return False
+    lengths = np.diff(offsets)
+    if lengths.max(initial=0) > max_len or (not empty and lengths.min(initial=1) == 0):
+        return False
+    if point:
+        field = np.searchsorted(offsets, np.flatnonzero(raw == ord(".")) + offsets[0], "right") - 1
+        if (np.diff(field) == 0).any() or (lengths[field] == 1).any():
+            return False  # two points in a field, or a field that is only a point
+    return True
+
+
 def _arrow_floats(raw: _ArrowText, optional: bool) -> tuple[np.ndarray, list[int]] | None:
     """:func:`_parse_floats` done by pyarrow when every field is a plain decimal (or empty,
     if ``optional``); None otherwise (the caller then checks field by field)."""
@@ -679,13 +719,14 @@ def _arrow_floats(raw: _ArrowText, optional: bool) -> tuple[np.ndarray, list[int
     import pyarrow.compute as pc
 
     text = raw.array
-    good = pc.match_substring_regex(text, f"^(?:{_FLOAT_RE.pattern})$")
-    empty = pc.equal(text, "")
-    if optional:
-        good = pc.or_(good, empty)
-    if not pc.all(good).as_py():
-        return None
-    if optional:
+    empty = pc.equal(text, "") if optional else None
+    if not _digit_fields(text, point=True, empty=optional, max_len=1 << 31):
+        good = pc.match_substring_regex(text, f"^(?:{_FLOAT_RE.pattern})$")  # exponents
+        if empty is not None:
+            good = pc.or_(good, empty)
+        if not pc.all(good).as_py():
+            return None
+    if empty is not None:
         text = pc.if_else(empty, pa.scalar(None, pa.string()), text)
     values = pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False)  # null -> NaN
     return np.array(values, dtype=np.float64), []  # writable: bad values become NaN
@@ -697,7 +738,10 @@ def _arrow_ints(raw: _ArrowText, lo: int, hi: int) -> tuple[np.ndarray, list[int
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not pc.all(pc.match_substring_regex(raw.array, "^[0-9]{1,18}$")).as_py():
+    if (
+        not _digit_fields(raw.array, point=False, empty=False, max_len=18)
+        and not pc.all(pc.match_substring_regex(raw.array, "^[0-9]{1,18}$")).as_py()
+    ):
         return None
     arr = np.array(pc.cast(raw.array, pa.int64()).to_numpy(), dtype=np.int64)  # writable
     bad = np.flatnonzero((arr < lo) | (arr > hi)).tolist()
@@ -978,6 +1022,9 @@ class CsvTable:
 
     def unique_ids(self, ids: np.ndarray, col: str, keep: np.ndarray | None = None) -> None:
         """Report empty ids and ids repeated among the rows ``keep`` (default: all)."""
+        raw = self.cols.get(col)
+        if keep is None and isinstance(raw, _ArrowText) and _increasing(raw.array):
+            return  # ids in increasing order (a synthetic trace's): unique, and none empty
         vals = ids.tolist() if keep is None else ids[keep].tolist()
         if len(set(vals)) == len(vals) and "" not in vals:
             return
@@ -995,6 +1042,17 @@ class CsvTable:
                 )
             else:
                 first[v] = ln
+
+
+def _increasing(text: Any) -> bool:
+    """Whether the pyarrow string array ``text`` has no nulls, no empty strings and each
+    string sorts after the one before (by bytes), so that no two are equal: a vectorised
+    test, many times faster than a set of a million Python strings."""
+    import pyarrow.compute as pc
+
+    if text.null_count or pc.any(pc.equal(text, "")).as_py():
+        return False
+    return len(text) < 2 or bool(pc.all(pc.less(text[:-1], text[1:])).as_py())
 
 
 #: Parquet column types a trace accepts, by column: (test of the pyarrow type, expected)
@@ -1137,8 +1195,10 @@ def _read_trace(path: str | Path) -> Trace:
     # model, and write_trace leaves those columns out
     chunks = t.cols.get(TASK_COLUMN, ("",) * t.n)
     gpus = t.cols.get("num_gpus", ("",) * t.n)
-    by_model = t.n > 0 and all(
-        v == "0" or c.strip() != "" for v, c in zip(gpus, chunks, strict=True)
+    by_model = (
+        t.n > 0
+        and (gpus[0] == "0" or chunks[0].strip() != "")  # most traces: no, from row 1 alone
+        and all(v == "0" or c.strip() != "" for v, c in zip(gpus, chunks, strict=True))
     )
     t.require(REQUIRED_COLUMNS, () if by_model else (("duration",), ("iterations", "model")))
     job_id = t.text("job_id")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import gpusched.trace as trace_mod
@@ -57,6 +57,9 @@ CASES = [
     "job_id,submit_time,num_gpus,duration,duration\na,0,1,10,10\n",
     "job_id,submit_time,num_gpus\na,0,1\n",
     "job_id;submit_time;num_gpus;duration\na;0;1;10\n",
+    "job_id,submit_time,num_gpus\na,0,0\nb,1,0\n",  # placed by roles: no duration needed
+    "job_id,submit_time,num_gpus\na,0,0\nb,1,2\n",  # then one that needs one
+    "job_id,submit_time,num_gpus,chunks\na,0,2,x\nb,1,0,\nc,1,2, \n",
     HEAD,
 ]
 
@@ -81,7 +84,8 @@ def test_a_valid_trace_is_read_by_pyarrow(tmp_path, monkeypatch):
 
 FIELDS = st.sampled_from(
     ["", "0", "1", "7", "00", "2.5", ".5", "5.", "1e3", "1E-3", "-1", "+2", " 3", "x", "1e999",
-     "inf", "1.5e", "99999999999999999999", "0.0005", "16", "m"]
+     "inf", "1.5e", "99999999999999999999", "0.0005", "16", "m", ".", "1.2.3", "..",
+     "1..", "123456789012345678", "1234567890123456789", "0.", "00.00"]
 )  # fmt: skip
 
 
@@ -93,3 +97,62 @@ def test_random_fields_give_the_same_trace_or_errors(tmp_path_factory, rows):
     text = "job_id,submit_time,num_gpus,duration,iterations,model,save_s\n" + "\n".join(lines)
     with pytest.MonkeyPatch.context() as mp:
         both_agree(d, mp, text + "\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.text(alphabet="0123456789.e+- x", max_size=6), max_size=12),
+    st.integers(0, 3),
+    st.booleans(),
+)
+@example(["1234"], 0, False)
+@example(["123", "", "."], 2, True)
+@example(["12", "3.5"], 3, False)
+@example(["1.2.3", "12."], 1, False)
+def test_the_byte_check_of_plain_numbers_agrees_with_the_patterns(fields, cut, empty):
+    """_digit_fields (bytes and offsets in numpy) says yes exactly when every field
+    matches the trace format's patterns without an exponent, on slices too."""
+    import re
+
+    import pyarrow as pa
+
+    cut_off = ["x", "1..", "+"]  # wrong for both: the slice must not look at them
+    text = pa.array([*cut_off[:cut], *fields], type=pa.string())[cut:]
+    values = text.to_pylist()
+    point = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+    want_float = all(point.fullmatch(v) or (empty and v == "") for v in values)
+    assert trace_mod._digit_fields(text, point=True, empty=empty, max_len=1 << 31) == want_float
+    want_int = all(re.fullmatch("[0-9]{1,3}", v) for v in values)
+    assert trace_mod._digit_fields(text, point=False, empty=False, max_len=3) == want_int
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="ab1é", max_size=3), max_size=8), st.integers(0, 2))
+def test_increasing_ids_are_unique_and_others_are_checked_one_by_one(ids, cut):
+    """_increasing says yes only for ids that are all unique and non-empty (it may say no
+    for such ids too: then they are checked one by one)."""
+    import pyarrow as pa
+
+    text = pa.array(["zz", "", *ids], type=pa.string())[cut:]
+    values = text.to_pylist()
+    sorted_unique = all(
+        a.encode() < b.encode() for a, b in zip(values[:-1], values[1:], strict=True)
+    )
+    want = sorted_unique and "" not in values
+    assert trace_mod._increasing(text) == want
+
+
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_duplicate_and_empty_ids_are_reported_in_sorted_and_other_traces(
+    tmp_path, monkeypatch, order
+):
+    ids = [f"j{i:03d}" for i in range(40)]
+    if order == "shuffled":
+        ids = ids[::-1]
+    for bad in ([*ids, ids[5]], [*ids[:3], "", *ids[3:]], ids):
+        text = HEAD + "".join(f"{j},0,1,10,,,,u\n" for j in bad)
+        got = both_agree(tmp_path, monkeypatch, text)
+        if bad is ids:
+            assert got[0][0] == ids
+        else:
+            assert got[0] == "error" and "job_id" in got[1]

@@ -149,3 +149,99 @@ def test_the_join_path_writes_the_same_bytes_as_the_csv_writer_path(tmp_path, mo
     want = (tmp_path / "old.csv").read_bytes()
     assert (tmp_path / "fast.csv").read_bytes() == want
     assert (tmp_path / "joined.csv").read_bytes() == want
+
+
+def spelled(x):
+    """tables' float cells of ``x`` beside what repr spells (None for NaN)."""
+    got = tables._float_cells(np.asarray(x, dtype=np.float64)).to_pylist()
+    return got, [None if v != v else repr(v) for v in np.asarray(x, dtype=np.float64).tolist()]
+
+
+#: whole thousandths (times in milliseconds): from 0 to below 1e12 the fixed-point path,
+#: above it numbers whose repr may be shorter than their thousandths (9e13 + 0.562 is
+#: 90000000000000.56)
+thousandths = st.one_of(st.integers(0, 10**15 - 1), st.integers(10**15, 10**19)).map(
+    lambda k: k / 1000
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(thousandths, min_size=1, max_size=40),
+    st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=10),
+    st.integers(-3, 3),
+)
+def test_whole_thousandths_and_their_neighbours_spell_as_repr(millis, others, step):
+    """A column of mostly whole thousandths is spelled from its thousandths; any float
+    that merely rounds near one (a neighbour, a sum like 0.1 + 0.2) or any other float
+    mixed in is spelled as repr spells it."""
+    x = np.array(millis + others)
+    got, want = spelled(x)
+    assert got == want
+    with np.errstate(over="ignore", invalid="ignore"):  # infinities
+        near = x + step * np.spacing(np.abs(np.nan_to_num(x)))
+    got, want = spelled(near)
+    assert got == want
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_many_random_floats_spell_as_repr(seed):
+    rng = np.random.default_rng(seed)
+    n = 20_000
+    k = rng.integers(0, 10 ** rng.integers(1, 16, n), dtype=np.int64)
+    cases = [
+        k / 1000,  # the fixed-point path
+        rng.integers(10**15, 10**18, n) / 1000,  # repr may be shorter than the thousandths
+        rng.integers(10**15, 10**16, n) / 1000,  # 9010786744723.071 is 9010786744723.07
+        np.nextafter(k / 1000, np.inf),  # one bit above: repr has many more digits
+        np.round(rng.random(n) * 1e6, 3) + np.round(rng.random(n) * 1e3, 3),  # 0.1 + 0.2
+        rng.random(n) * 10.0 ** rng.integers(-8, 20, n) * rng.choice([-1, 1], n),
+        rng.integers(0, 2**63, n, dtype=np.int64).view(np.float64),  # any bit pattern
+        np.r_[k[: n // 2] / 1000, rng.standard_normal(n // 2)],  # half and half
+    ]
+    for x in cases:
+        got, want = spelled(x)
+        assert got == want
+
+
+EDGES = [
+    0.0, -0.0, 0.001, 0.0005, 1e-4, 0.1 + 0.2, 0.3, 1e12 - 0.001, 999999999999.999,
+    1e12, 1e12 + 0.5, 99999999999.999, 2.0**53, 1e16, 1e17, 5e-324, -0.001, np.inf,
+    -np.inf, np.nan, 123.456, 0.713000000000001,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("pad", [0, 1, 100])
+def test_edge_floats_spell_as_repr_amid_thousandths(pad):
+    """Edges alone and amid a majority of whole thousandths (the fixed-point path)."""
+    x = np.r_[EDGES, np.arange(pad * len(EDGES)) * 0.25]
+    got, want = spelled(x)
+    assert got == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.sampled_from([np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64]),
+    st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=600),
+    st.integers(0, 2**64 - 1),
+)
+def test_integer_cells_spell_as_str(dtype, raw, base):
+    """Integer columns, of a few distinct numbers (spelled from a table) or many (cast)."""
+    info = np.iinfo(dtype)
+    span = int(info.max) - int(info.min) + 1
+    values = np.array([info.min + (base + r % 300) % span for r in raw], dtype=dtype)
+    assert tables._int_cells(values).to_pylist() == [str(v) for v in values.tolist()]
+    wide = np.array([info.min + r % span for r in raw], dtype=dtype)
+    assert tables._int_cells(wide).to_pylist() == [str(v) for v in wide.tolist()]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-(2**52), 2**52), min_size=1, max_size=600), st.integers(0, 5))
+def test_whole_float_columns_spell_as_repr(ints, n_nan):
+    """Columns of whole numbers (and NaN), of a few distinct numbers or many."""
+    x = np.array(ints, dtype=np.float64)
+    x[:n_nan] = np.nan
+    got, want = spelled(x)
+    assert got == want
+    got, want = spelled(x % 7)
+    assert got == want

@@ -19,19 +19,20 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain help: rendering it with rich costs 0.3-1 s per command
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    cls=_common.Group,
 )
-app.command("replay")(replay.replay_cmd)
-app.command("compare")(replay.compare_cmd)
+app.command("replay", cls=_common.Command)(replay.replay_cmd)
+app.command("compare", cls=_common.Command)(replay.compare_cmd)
 app.add_typer(trace.app, name="trace")
-app.command("policies")(listing.policies_cmd)
-app.command("clusters")(listing.clusters_cmd)
-app.command("sweep")(sweep.sweep_cmd)
-app.command("plot")(sweep.plot_cmd)
-app.command("explain")(explain.explain_cmd)
-app.command("diff")(diff.diff_cmd)
+app.command("policies", cls=_common.Command)(listing.policies_cmd)
+app.command("clusters", cls=_common.Command)(listing.clusters_cmd)
+app.command("sweep", cls=_common.Command)(sweep.sweep_cmd)
+app.command("plot", cls=_common.Command)(sweep.plot_cmd)
+app.command("explain", cls=_common.Command)(explain.explain_cmd)
+app.command("diff", cls=_common.Command)(diff.diff_cmd)
 
 
-@app.command("warm-up")
+@app.command("warm-up", cls=_common.Command)
 @user_errors
 def warm_up_cmd() -> None:
     """Compile the simulation kernels into Numba's cache now (about a minute, once per install).
@@ -52,7 +53,7 @@ def warm_up_cmd() -> None:
     typer.echo(f"simulation kernels ready ({time.perf_counter() - t0:.1f} s)")
 
 
-@app.command("workload")
+@app.command("workload", cls=_common.Command)
 @user_errors
 def workload_cmd(
     name: Annotated[

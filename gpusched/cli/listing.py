@@ -27,12 +27,12 @@ def clusters_cmd() -> None:
     A cluster whose A-SRPT performance-model reading differs from the default shows it after
     its description, e.g. ``[eq. 6 literal, batch per-replica]``.
     """
-    from gpusched.cluster import bundled_clusters, load_cluster
+    from gpusched.cluster import bundled_cluster_specs
 
     rows = []
-    for name, desc in bundled_clusters():
-        spec = load_cluster(name)
-        rows.append((name, f"{spec.n_servers} servers, {spec.n_gpus} GPUs", desc + _reading(spec)))
+    for name, spec in bundled_cluster_specs():  # each file read once
+        size = f"{spec.n_servers} servers, {spec.n_gpus} GPUs"
+        rows.append((name, size, spec.description + _reading(spec)))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)
     for name, size, desc in rows:
