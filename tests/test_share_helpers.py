@@ -1,19 +1,26 @@
 """SJF-BSBF's jitted helpers (``gpusched.algorithms.share``) against the numpy code they
 replaced: the SJF order, the jobs to evaluate (first of each shape), the jobs alone on some
-GPU and the first job that finds enough GPUs."""
+GPU, the first job that finds enough GPUs, and a whole decision (``plan_sjf_bsbf``) against
+the policy's step-by-step Python (``decide_loop``) at every decision point of whole runs."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from gpusched import jobmodel
 from gpusched.algorithms.share import (
     alone_holders,
     first_enough,
     first_of_each_shape,
     sjf_order,
 )
+from gpusched.cluster import load_cluster
+from gpusched.engine import Engine
+from gpusched.jobs import prepare_jobs
+from gpusched.registry import load_policy_class
 from gpusched.state import QUEUED, RUNNING
+from gpusched.workloads import WORKLOADS
 
 
 def first_of_each_shape_numpy(need, shape, refused, pos, stop, room):
@@ -100,3 +107,57 @@ def test_first_enough_matches_numpy(seed):
     found = np.flatnonzero(enough)
     want = int(found[0]) if found.size else n_jobs
     assert first_enough(ok, n_own, n_free, need) == want
+
+
+def _starts(decision):
+    return [(a.job, a.gpus.tolist(), a.config) for a in decision.actions]
+
+
+def _both_ways(seed: int, n_jobs: int, cluster_name: str, scale_xi: float, **params):
+    """Replay the sjf-bsbf workload with a policy that decides both ways at every decision
+    point, checks that they agree and starts what they say; returns its counts."""
+    base = load_policy_class("sjf-bsbf")
+
+    class Both(base):  # type: ignore[misc, valid-type]
+        def prepare(self, jobs, cluster):
+            super().prepare(jobs, cluster)
+            self.times.xi = self.times.xi * scale_xi  # beliefs only: the run's physics stay
+            self.n_starts = self.n_shared = self.n_sub = 0
+
+        def decide(self, view, now):
+            want = self.decide_loop(view, now)
+            got = super().decide(view, now)
+            assert _starts(got) == _starts(want), f"t={now}"
+            on = np.array(view.gpu_n_jobs)
+            for a in got.actions:
+                self.n_starts += 1
+                self.n_shared += bool(on[a.gpus].any())
+                self.n_sub += a.config is not None
+                on[a.gpus] += 1
+            return got
+
+    cluster = load_cluster(cluster_name)
+    jobs = prepare_jobs(WORKLOADS["sjf-bsbf"](seed, n_jobs, cluster_name), cluster)
+    policy = Both(**params)
+    perf = jobmodel.perf(jobs, cluster)
+    Engine(jobs, cluster, policy, mode="python", perf=perf).run()
+    return policy
+
+
+@pytest.mark.parametrize(
+    ("seed", "params", "scale_xi"),
+    [(1, {}, 1.0), (2, {}, 1.0), (3, {"xi": 1.5}, 1.0), (1, {"xi": 1.0}, 1.0), (2, {}, 0.9)],
+)
+def test_plan_matches_the_python_decision(seed, params, scale_xi):
+    # xi = 1.0: sharing costs nothing, many near-ties; xi scaled below 1: no shortcut
+    policy = _both_ways(seed, 480, "sjf-bsbf-16x4", scale_xi, **params)
+    assert policy.n_starts == 480
+    assert policy.n_shared > 0  # the sharing path (Alg. 2's placement) was taken
+    if not params:
+        assert policy.n_sub > 0  # and chose sub-batches
+
+
+def test_plan_matches_the_python_decision_on_a_larger_cluster():
+    policy = _both_ways(1, 1500, "sjf-bsbf-64x8", 1.0)
+    assert policy.n_starts == 1500
+    assert policy.n_shared > 0
