@@ -93,7 +93,6 @@ class SJFBSBFPolicy:
         self.xi_table = xi_table
         self.times: JobTimes | None = None
         self._mem_run = np.empty(0)  # memory of each started job at its config, GB (nan: not yet)
-        self._started: list[int] = []  # jobs started at the previous decision point
 
     def interference(self, base: np.ndarray) -> np.ndarray:
         """The run's interference matrix: the model's, or the one this policy injects."""
@@ -118,7 +117,6 @@ class SJFBSBFPolicy:
         times.xi = self.interference(times.base_xi.copy())
         self.times = times
         self._mem_run = np.full(len(times.work), np.nan)
-        self._started = []
 
     def decide(self, view: Any, now: float) -> Decision:
         """Alg. 1 at one decision point, in one jitted call (:func:`plan_sjf_bsbf`)."""
@@ -127,8 +125,6 @@ class SJFBSBFPolicy:
             return Decision()
         times = self.times
         assert times is not None
-        # the jobs started last time hold their configs now: their memory beside a newcomer
-        self._note_memory(view, [b for b in self._started if view.job_status[b] != QUEUED])
         job = (
             view.job_duration,
             view.job_n_gpus,
@@ -138,19 +134,17 @@ class SJFBSBFPolicy:
         )
         gpu = (view.gpu_n_jobs, view.gpu_job, view.gpu_server)
         while True:
-            jobs, offsets, gpus, sub, missing = plan_sjf_bsbf(
-                times, q, job, gpu, self._mem_run, QUEUED
-            )
-            if missing.size == 0:
+            starts, missing = plan_sjf_bsbf(times, q, job, gpu, self._mem_run, QUEUED)
+            if not missing:
                 break
-            self._note_memory(view, missing.tolist())  # then plan again, knowing it
-        actions: list[Start] = []
-        bounds = offsets.tolist()
-        for i, (j, k) in enumerate(zip(jobs.tolist(), sub.tolist(), strict=True)):
-            config = times.shape_subs[int(times.shape_of[j])][k]  # k = 0: None, the default
-            actions.append(Start(j, gpus[bounds[i] : bounds[i + 1]], config))
-        self._started = jobs.tolist()
-        return Decision(actions=actions)
+            # jobs this policy did not start (it notes the memory of those it starts)
+            self._note_memory(view, missing)  # then plan again, knowing it
+        if not starts:
+            return Decision()
+        subs = times.shape_subs
+        shape_of = times.shape_of
+        # k = 0: None, the default
+        return Decision(actions=[Start(j, gpus, subs[shape_of[j]][k]) for j, gpus, k in starts])
 
     def _note_memory(self, view: Any, jobs: list[int]) -> None:
         """Cache the memory of these started jobs at their configs (fixed for a job's

@@ -125,6 +125,11 @@ def _both_ways(seed: int, n_jobs: int, cluster_name: str, scale_xi: float, **par
             self.n_starts = self.n_shared = self.n_sub = 0
 
         def decide(self, view, now):
+            # the memory noted of each running job (decide notes it when it starts the
+            # job) is that of the config the engine records for it
+            for b in view.running.tolist():
+                if not np.isnan(self._mem_run[b]):
+                    assert self._mem_run[b] == self.times.mem(b, view.job_config.get(b))
             want = self.decide_loop(view, now)
             got = super().decide(view, now)
             assert _starts(got) == _starts(want), f"t={now}"

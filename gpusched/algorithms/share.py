@@ -292,31 +292,44 @@ def alone_holders(
 
 @njit(cache=True, nogil=True)
 def _alone_holders(one, holder, status, skip):  # type: ignore[no-untyped-def]
-    m = 0
-    for g in range(one.shape[0]):
-        if one[g]:
-            m += 1
-    h = np.empty(m, dtype=np.int64)
-    m = 0
-    for g in range(one.shape[0]):
-        if one[g]:
-            h[m] = holder[g]
-            m += 1
-    h.sort()
-    jobs = np.empty(m, dtype=np.int64)
-    counts = np.empty(m, dtype=np.int64)
-    k = 0
-    i = 0
-    while i < m:
-        e = i
-        while e < m and h[e] == h[i]:
-            e += 1
-        if status[h[i]] != skip:
-            jobs[k] = h[i]
-            counts[k] = e - i
+    """The distinct holders are kept ascending as they are met (a binary search each, and
+    the previous GPU's holder checked first: a gang's GPUs are mostly adjacent), not by
+    sorting every GPU's holder: there are far fewer jobs than GPUs."""
+    n = one.shape[0]
+    jobs = np.empty(n, dtype=np.int64)
+    counts = np.empty(n, dtype=np.int64)
+    k = 0  # distinct holders so far, jobs[:k] ascending
+    last = -1  # where the previous GPU's holder is in jobs
+    for g in range(n):
+        if not one[g]:
+            continue
+        h = holder[g]
+        if last >= 0 and jobs[last] == h:
+            counts[last] += 1
+            continue
+        lo, hi = 0, k  # the first of jobs[:k] >= h
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if jobs[mid] < h:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == k or jobs[lo] != h:
+            for i in range(k, lo, -1):
+                jobs[i] = jobs[i - 1]
+                counts[i] = counts[i - 1]
+            jobs[lo] = h
+            counts[lo] = 0
             k += 1
-        i = e
-    return jobs[:k], counts[:k]
+        counts[lo] += 1
+        last = lo
+    m = 0
+    for i in range(k):
+        if status[jobs[i]] != skip:
+            jobs[m] = jobs[i]
+            counts[m] = counts[i]
+            m += 1
+    return jobs[:m], counts[:m]
 
 
 def sjf_order(
@@ -479,6 +492,7 @@ class JobTimes:
         for i, row in enumerate(subs):
             self.sub_value[i, 1 : len(row)] = row[1:]
         self._tables: tuple[Any, ...] | None = None
+        self._scalars: tuple[tuple[Any, ...], tuple[float, bool]] | None = None
         self.t_full = np.array(full, dtype=np.float64)
         self.t_iter = np.repeat(self.t_full[:, None], width, axis=1)
         self.mem_gb = np.full((len(subs), width), np.nan)
@@ -512,6 +526,14 @@ class JobTimes:
                 self.sub_value,
             )
         return self._tables
+
+    def plan_tables(self) -> tuple[tuple[np.ndarray, ...], tuple[float, bool]]:
+        """:meth:`tables`, and the memory limit (GB) and whether every ratio of the run's
+        ``xi`` is at least 1, for :func:`plan_sjf_bsbf`; cached until ``xi`` is replaced."""
+        tables = self.tables()
+        if self._scalars is None or self._scalars[0] is not tables:
+            self._scalars = (tables, (float(self.limit_gb), self.shortcut(self.shape_job[:0])))
+        return self._scalars
 
     def profile(self, j: int) -> tuple[list[Any], np.ndarray, np.ndarray]:
         """Job ``j``'s sub-batches (Alg. 2's candidates, its default first as None), its
@@ -554,7 +576,7 @@ def plan_sjf_bsbf(
     gpu: tuple[np.ndarray, np.ndarray, np.ndarray],
     mem_run: np.ndarray,
     skip: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[list[tuple[int, np.ndarray, int]], list[int]]:
     """One decision of SJF-BSBF (Alg. 1 with Alg. 2 and Theorem 1) in one jitted call: the
     policy's Python loop (``SJFBSBFPolicy.decide_loop`` in ``policies/sjf_bsbf.py``) with
     the same steps in the same order, so the same starts.
@@ -564,14 +586,16 @@ def plan_sjf_bsbf(
     times
         The jobs' times.
     queued
-        The queued jobs, in submission order.
+        The queued jobs, in submission order (an integer array).
     job
         Per job: ``(duration s, GPUs, status, remaining work s, solo rate)``.
     gpu
         ``(jobs on each GPU, the jobs on each GPU (n_gpus x capacity, -1 empty), server of
         each GPU)``.
     mem_run
-        Each running job's memory at its configuration, GB (NaN: not known yet).
+        Each running job's memory at its configuration, GB (NaN: not known yet). The
+        memory of the jobs this decision starts is filled in (their configurations are
+        fixed for their lifetimes).
     skip
         The status of queued jobs (jobs started in this decision are still queued in the
         view: not partners).
@@ -579,24 +603,35 @@ def plan_sjf_bsbf(
     Returns
     -------
     tuple
-        ``(jobs, offsets, gpus, sub, missing)``: the jobs to start in order, int64; start
-        ``i`` takes ``gpus[offsets[i]:offsets[i + 1]]``, in the order the policy lists
-        them; ``sub[i]`` is the index of its sub-batch in ``times.profile(job)[0]``
-        (0: its full batch, the default). ``missing``: running jobs whose ``mem_run`` the
-        decision needs and is NaN; when it is not empty nothing else is planned (fill
-        those and call again).
+        ``(starts, missing)``. ``starts``: ``(job, gpus, sub)`` per job to start, in
+        order; ``gpus`` (int64) in the order the policy lists them, ``sub`` the index of
+        the job's sub-batch in ``times.profile(job)[0]`` (0: its full batch, the
+        default). ``missing``: running jobs whose ``mem_run`` the decision needs and is
+        NaN; when there are any nothing is planned (fill those and call again).
     """
     duration, n_gpus, status, remaining, solo_rate = job
     n_on, gpu_job, server = gpu
-    out: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] = _plan_sjf_bsbf(
-        np.ascontiguousarray(queued, np.int64),
+    tables, scalars = times.plan_tables()
+    out = _plan_sjf_bsbf(
+        np.ascontiguousarray(queued),
         (duration, n_gpus, status, remaining, solo_rate),
         (n_on, gpu_job, server),
         mem_run,
-        times.tables(),
-        (float(times.limit_gb), times.shortcut(times.shape_job[:0]), int(skip)),
+        tables,
+        (*scalars, int(skip)),
     )
-    return out
+    # one array back (numpy boxes each array a jitted function returns, ~1.5 us each):
+    # [n, n_missing, jobs (n), sub (n), offsets (n + 1), gpus, missing]
+    head = out.tolist()
+    n, n_missing = head[0], head[1]
+    if n_missing:
+        return [], head[len(head) - n_missing :]
+    at = 3 + 3 * n  # where the GPUs begin
+    bounds = head[2 + 2 * n : at]
+    starts = [
+        (head[2 + i], out[at + bounds[i] : at + bounds[i + 1]], head[2 + n + i]) for i in range(n)
+    ]
+    return starts, []
 
 
 @njit(cache=True, nogil=True)
@@ -707,27 +742,24 @@ def _plan_sjf_bsbf(queued, job, gpu, mem_run, tables, scalars):  # type: ignore[
     offsets = np.zeros(queued.shape[0] + 1, dtype=np.int64)
     gpus = np.empty(n_g, dtype=np.int64)
     subs = np.empty(queued.shape[0], dtype=np.int64)
-    missing = np.empty(0, dtype=np.int64)
     n_start = 0
     n_on = np.empty(n_g, dtype=np.int64)  # our copy, updated as we start
     holder = np.empty(n_g, dtype=np.int64)
-    for x in range(n_g):
-        n_on[x] = gpu_n_jobs[x]
-        holder[x] = gpu_job[x, 0]
     shares = 1 if gpu_job.shape[1] > 1 else 0
     n_free = 0
     n_one = 0
+    n_servers = 0
     for x in range(n_g):
+        n_on[x] = gpu_n_jobs[x]
+        holder[x] = gpu_job[x, 0]
         if n_on[x] == 0:
             n_free += 1
         elif n_on[x] == 1:
             n_one += shares
-    if queued.shape[0] == 0 or n_free + n_one == 0:
-        return jobs[:0], offsets[:1], gpus[:0], subs[:0], missing
-    order, need, shape = _sjf_order(queued, duration, n_gpus, shape_of)  # line 1
-    n_servers = 0
-    for x in range(n_g):
         n_servers = max(n_servers, server[x] + 1)
+    if queued.shape[0] == 0 or n_free + n_one == 0:
+        return _packed(jobs, subs, offsets, gpus, 0, offsets[:0])
+    order, need, shape = _sjf_order(queued, duration, n_gpus, shape_of)  # line 1
     refused = np.zeros(t_full.shape[0], dtype=np.bool_)  # shapes that found no GPUs
     pos = 0
     while pos < order.shape[0] and n_free + n_one > 0:
@@ -750,7 +782,7 @@ def _plan_sjf_bsbf(queued, job, gpu, mem_run, tables, scalars):  # type: ignore[
                     solo_b[p] = remaining[partners[p]] / solo_rate[partners[p]]
                 nan = np.isnan(mem_b)
                 if nan.any():
-                    return jobs[:0], offsets[:1], gpus[:0], subs[:0], partners[nan]
+                    return _packed(jobs, subs, offsets, gpus, 0, partners[nan])
                 if partners.shape[0] == 0:
                     for c in cand:
                         refused[shape[c]] = True
@@ -808,6 +840,8 @@ def _plan_sjf_bsbf(queued, job, gpu, mem_run, tables, scalars):  # type: ignore[
             pos = stop + 1
         subs[n_start] = sub
         offsets[n_start + 1] = at + g
+        j = jobs[n_start]
+        mem_run[j] = mem_gb[shape_of[j], sub]  # JobTimes.mem(j, its config), fixed from now on
         n_start += 1
         for x in gpus[at : at + g]:
             if n_on[x] == 0:
@@ -817,4 +851,20 @@ def _plan_sjf_bsbf(queued, job, gpu, mem_run, tables, scalars):  # type: ignore[
             else:
                 n_one -= 1
             n_on[x] += 1
-    return jobs[:n_start], offsets[: n_start + 1], gpus[: offsets[n_start]], subs[:n_start], missing
+    return _packed(jobs, subs, offsets, gpus, n_start, offsets[:0])
+
+
+@njit(cache=True, nogil=True)
+def _packed(jobs, subs, offsets, gpus, n, missing):  # type: ignore[no-untyped-def]
+    """:func:`plan_sjf_bsbf`'s arrays in one: ``[n, len(missing), jobs[:n], subs[:n],
+    offsets[:n + 1], gpus[:offsets[n]], missing]``."""
+    n_gpus = offsets[n]
+    out = np.empty(2 + 3 * n + 1 + n_gpus + missing.shape[0], dtype=np.int64)
+    out[0] = n
+    out[1] = missing.shape[0]
+    out[2 : 2 + n] = jobs[:n]
+    out[2 + n : 2 + 2 * n] = subs[:n]
+    out[2 + 2 * n : 3 + 3 * n] = offsets[: n + 1]
+    out[3 + 3 * n : 3 + 3 * n + n_gpus] = gpus[:n_gpus]
+    out[3 + 3 * n + n_gpus :] = missing
+    return out
