@@ -1,7 +1,9 @@
 """SJF-BSBF's jitted helpers (``gpusched.algorithms.share``) against the numpy code they
 replaced: the SJF order, the jobs to evaluate (first of each shape), the jobs alone on some
 GPU, the first job that finds enough GPUs, and a whole decision (``plan_sjf_bsbf``) against
-the policy's step-by-step Python (``decide_loop``) at every decision point of whole runs."""
+the policy's step-by-step Python (``decide_loop``) at every decision point of whole runs.
+Also the sharing model's per-job set-up, worked out once per distinct model and batch,
+against the same formulas row by row."""
 
 from __future__ import annotations
 
@@ -17,9 +19,12 @@ from gpusched.algorithms.share import (
 )
 from gpusched.cluster import load_cluster
 from gpusched.engine import Engine
+from gpusched.errors import TraceError
+from gpusched.jobmodels import sharing as S
 from gpusched.jobs import prepare_jobs
 from gpusched.registry import load_policy_class
 from gpusched.state import QUEUED, RUNNING
+from gpusched.trace import read_trace
 from gpusched.workloads import WORKLOADS
 
 
@@ -166,3 +171,68 @@ def test_plan_matches_the_python_decision_on_a_larger_cluster():
     policy = _both_ways(1, 1500, "sjf-bsbf-64x8", 1.0)
     assert policy.n_starts == 1500
     assert policy.n_shared > 0
+
+
+def test_sharing_perf_batches_match_job_by_job():
+    cluster = load_cluster("sjf-bsbf-16x4")
+    jobs = prepare_jobs(WORKLOADS["sjf-bsbf"](2, 480, "sjf-bsbf-16x4"), cluster)
+    perf = S.SharingPerf(jobs, cluster)
+    profiles = S.load_profiles()
+    limit = perf.limit_gb(None)
+    assert len(set(zip(perf.kind.tolist(), perf.batch.tolist(), strict=True))) > 1
+    for j in range(len(jobs)):
+        p = profiles[S.MODELS[perf.kind[j]]]
+        text = str(jobs.extra["batch_size"][j])
+        batch = p.batch_size if text == "" else int(text)
+        assert perf.batch[j] == batch
+        assert perf.solo[j] == S.solo_sub_batch(p, batch, limit)
+
+
+def _rows_trace(tmp_path, rows):
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,submit_time,num_gpus,iterations,model,batch_size\n" + rows)
+    return read_trace(path)
+
+
+def test_durations_match_row_by_row(tmp_path):
+    rng = np.random.default_rng(0)
+    models = ["bert", "cifar10", "ncf"]
+    rows = "".join(
+        f"j{i},0,{rng.choice([1, 2, 4, 8])},{rng.integers(1, 5000)},{rng.choice(models)},"
+        f"{rng.choice(['', '4', '8', '64'])}\n"
+        for i in range(60)
+    )
+    tr = _rows_trace(tmp_path, rows)
+    work, _ = S.JOB_MODEL.durations(tr, np.full(60, np.nan), np.ones(60, dtype=bool))
+    profiles = S.load_profiles()
+    gps, mem = S.reference_gpus_per_server(), S.reference_gpu_mem_gb()
+    for i in range(60):
+        p = profiles[str(tr.model[i])]
+        text = str(tr.extra["batch_size"][i])
+        b = p.batch_size if text == "" else int(text)
+        n = int(tr.num_gpus[i])
+        solo = S.solo_sub_batch(p, b, mem)
+        want = tr.iterations[i] * S.t_iter(p, b, solo, n, S.ideal_servers(n, gps))
+        assert work[i] == want  # bit for bit
+
+
+def test_durations_report_every_bad_row_in_line_order(tmp_path):
+    # a duration out of range, a bad batch (twice, the same text), and good rows between
+    tr = _rows_trace(
+        tmp_path,
+        "a,0,4,1000,cifar10,256\n"
+        "b,0,1,9e15,ncf,\n"
+        "c,0,2,100,cifar10,abc\n"
+        "d,0,1,1e-9,ncf,\n"
+        "e,0,2,100,cifar10,abc\n"
+        "f,0,8,50,bert,\n",
+    )
+    with pytest.raises(TraceError) as err:
+        S.JOB_MODEL.durations(tr, np.full(6, np.nan), np.ones(6, dtype=bool))
+    got = [(e.split(":")[1], e.split(": ", 1)[1].split(":")[0]) for e in err.value.errors]
+    assert got == [
+        ("3", "column 'iterations'"),
+        ("4", "column 'batch_size'"),
+        ("5", "column 'iterations'"),
+        ("6", "column 'batch_size'"),
+    ]
