@@ -127,7 +127,11 @@ def _both_ways(seed: int, n_jobs: int, cluster_name: str, scale_xi: float, **par
         def prepare(self, jobs, cluster):
             super().prepare(jobs, cluster)
             self.times.xi = self.times.xi * scale_xi  # beliefs only: the run's physics stay
-            self.n_starts = self.n_shared = self.n_sub = 0
+            self.n_starts = self.n_shared = self.n_sub = self.n_noted = self.n_calls = 0
+
+        def _note_memory(self, view, jobs):
+            self.n_noted += len(jobs)
+            super()._note_memory(view, jobs)
 
         def decide(self, view, now):
             # the memory noted of each running job (decide notes it when it starts the
@@ -136,6 +140,9 @@ def _both_ways(seed: int, n_jobs: int, cluster_name: str, scale_xi: float, **par
                 if not np.isnan(self._mem_run[b]):
                     assert self._mem_run[b] == self.times.mem(b, view.job_config.get(b))
             want = self.decide_loop(view, now)
+            self.n_calls += 1
+            if self.n_calls % 3 == 0:  # forget: decide must ask for what it needs
+                self._mem_run[:] = np.nan
             got = super().decide(view, now)
             assert _starts(got) == _starts(want), f"t={now}"
             on = np.array(view.gpu_n_jobs)
@@ -163,6 +170,7 @@ def test_plan_matches_the_python_decision(seed, params, scale_xi):
     policy = _both_ways(seed, 480, "sjf-bsbf-16x4", scale_xi, **params)
     assert policy.n_starts == 480
     assert policy.n_shared > 0  # the sharing path (Alg. 2's placement) was taken
+    assert policy.n_noted > 0  # and decide asked for memory it had forgotten
     if not params:
         assert policy.n_sub > 0  # and chose sub-batches
 
