@@ -29,7 +29,9 @@ Reading choices, besides those of :mod:`gpusched.algorithms.share`:
    Also for speed, with the same schedule: between two starts the GPUs do not change,
    so the jobs that would be tried one by one are tested together
    (:func:`~gpusched.algorithms.share.worth_sharing`) and only the first that finds GPUs
-   is placed by Alg. 2 itself.
+   is placed by Alg. 2 itself. A whole decision is one jitted call
+   (:func:`~gpusched.algorithms.share.plan_sjf_bsbf`); :meth:`SJFBSBFPolicy.decide_loop`
+   is the same decision step by step in Python (the reference the tests compare it with).
 4. L_k is the job's duration (its solo time at full batch), known in advance as for SJF;
    "size-based ... according to their used GPU numbers" in Sec. V-B 1 contradicts line 1,
    and line 1 wins.
@@ -53,6 +55,7 @@ from gpusched.algorithms.share import (
     consolidated,
     first_enough,
     first_of_each_shape,
+    plan_sjf_bsbf,
     sjf_order,
     worth_sharing,
 )
@@ -116,6 +119,45 @@ class SJFBSBFPolicy:
         self._mem_run = np.full(len(times.work), np.nan)
 
     def decide(self, view: Any, now: float) -> Decision:
+        """Alg. 1 at one decision point, in one jitted call (:func:`plan_sjf_bsbf`)."""
+        q = view.queued
+        if q.size == 0:
+            return Decision()
+        times = self.times
+        assert times is not None
+        job = (
+            view.job_duration,
+            view.job_n_gpus,
+            view.job_status,
+            view.job_remaining,
+            view.job_solo_rate,
+        )
+        gpu = (view.gpu_n_jobs, view.gpu_job, view.gpu_server)
+        while True:
+            starts, missing = plan_sjf_bsbf(times, q, job, gpu, self._mem_run, QUEUED)
+            if not missing:
+                break
+            # jobs this policy did not start (it notes the memory of those it starts)
+            self._note_memory(view, missing)  # then plan again, knowing it
+        if not starts:
+            return Decision()
+        subs = times.shape_subs
+        shape_of = times.shape_of
+        # k = 0: None, the default
+        return Decision(actions=[Start(j, gpus, subs[shape_of[j]][k]) for j, gpus, k in starts])
+
+    def _note_memory(self, view: Any, jobs: list[int]) -> None:
+        """Cache the memory of these started jobs at their configs (fixed for a job's
+        lifetime: the engine's rule)."""
+        times = self.times
+        assert times is not None
+        for b in jobs:
+            if np.isnan(self._mem_run[b]):
+                self._mem_run[b] = times.mem(b, view.job_config.get(b))
+
+    def decide_loop(self, view: Any, now: float) -> Decision:
+        """Alg. 1 at one decision point, step by step in Python (:meth:`decide` does the
+        same in one jitted call; sjf-ffs replaces the sharing step)."""
         q = view.queued
         if q.size == 0:
             return Decision()

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.policy import Start
+from gpusched.policy import Decision, Start
 from gpusched.registry import sibling_policy
 from gpusched.state import QUEUED
 
@@ -33,6 +33,11 @@ class SJFFFSPolicy(_SJFBSBF):  # type: ignore[misc, valid-type]
 
     name = "sjf-ffs"
     work_conserving = True
+
+    def decide(self, view: Any, now: float) -> Decision:
+        """Alg. 1 step by step, with :meth:`_first_sharer` as below."""
+        decision: Decision = self.decide_loop(view, now)
+        return decision
 
     def _first_sharer(
         self,

@@ -1,19 +1,31 @@
 """SJF-BSBF's jitted helpers (``gpusched.algorithms.share``) against the numpy code they
 replaced: the SJF order, the jobs to evaluate (first of each shape), the jobs alone on some
-GPU and the first job that finds enough GPUs."""
+GPU, the first job that finds enough GPUs, and a whole decision (``plan_sjf_bsbf``) against
+the policy's step-by-step Python (``decide_loop``) at every decision point of whole runs.
+Also the sharing model's per-job set-up, worked out once per distinct model and batch,
+against the same formulas row by row."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from gpusched import jobmodel
 from gpusched.algorithms.share import (
     alone_holders,
     first_enough,
     first_of_each_shape,
     sjf_order,
 )
+from gpusched.cluster import load_cluster
+from gpusched.engine import Engine
+from gpusched.errors import TraceError
+from gpusched.jobmodels import sharing as S
+from gpusched.jobs import prepare_jobs
+from gpusched.registry import load_policy_class
 from gpusched.state import QUEUED, RUNNING
+from gpusched.trace import read_trace
+from gpusched.workloads import WORKLOADS
 
 
 def first_of_each_shape_numpy(need, shape, refused, pos, stop, room):
@@ -100,3 +112,135 @@ def test_first_enough_matches_numpy(seed):
     found = np.flatnonzero(enough)
     want = int(found[0]) if found.size else n_jobs
     assert first_enough(ok, n_own, n_free, need) == want
+
+
+def _starts(decision):
+    return [(a.job, a.gpus.tolist(), a.config) for a in decision.actions]
+
+
+def _both_ways(seed: int, n_jobs: int, cluster_name: str, scale_xi: float, **params):
+    """Replay the sjf-bsbf workload with a policy that decides both ways at every decision
+    point, checks that they agree and starts what they say; returns its counts."""
+    base = load_policy_class("sjf-bsbf")
+
+    class Both(base):  # type: ignore[misc, valid-type]
+        def prepare(self, jobs, cluster):
+            super().prepare(jobs, cluster)
+            self.times.xi = self.times.xi * scale_xi  # beliefs only: the run's physics stay
+            self.n_starts = self.n_shared = self.n_sub = self.n_noted = self.n_calls = 0
+
+        def _note_memory(self, view, jobs):
+            self.n_noted += len(jobs)
+            super()._note_memory(view, jobs)
+
+        def decide(self, view, now):
+            # the memory noted of each running job (decide notes it when it starts the
+            # job) is that of the config the engine records for it
+            for b in view.running.tolist():
+                if not np.isnan(self._mem_run[b]):
+                    assert self._mem_run[b] == self.times.mem(b, view.job_config.get(b))
+            want = self.decide_loop(view, now)
+            self.n_calls += 1
+            if self.n_calls % 3 == 0:  # forget: decide must ask for what it needs
+                self._mem_run[:] = np.nan
+            got = super().decide(view, now)
+            assert _starts(got) == _starts(want), f"t={now}"
+            on = np.array(view.gpu_n_jobs)
+            for a in got.actions:
+                self.n_starts += 1
+                self.n_shared += bool(on[a.gpus].any())
+                self.n_sub += a.config is not None
+                on[a.gpus] += 1
+            return got
+
+    cluster = load_cluster(cluster_name)
+    jobs = prepare_jobs(WORKLOADS["sjf-bsbf"](seed, n_jobs, cluster_name), cluster)
+    policy = Both(**params)
+    perf = jobmodel.perf(jobs, cluster)
+    Engine(jobs, cluster, policy, mode="python", perf=perf).run()
+    return policy
+
+
+@pytest.mark.parametrize(
+    ("seed", "params", "scale_xi"),
+    [(1, {}, 1.0), (2, {}, 1.0), (3, {"xi": 1.5}, 1.0), (1, {"xi": 1.0}, 1.0), (2, {}, 0.9)],
+)
+def test_plan_matches_the_python_decision(seed, params, scale_xi):
+    # xi = 1.0: sharing costs nothing, many near-ties; xi scaled below 1: no shortcut
+    policy = _both_ways(seed, 480, "sjf-bsbf-16x4", scale_xi, **params)
+    assert policy.n_starts == 480
+    assert policy.n_shared > 0  # the sharing path (Alg. 2's placement) was taken
+    assert policy.n_noted > 0  # and decide asked for memory it had forgotten
+    if not params:
+        assert policy.n_sub > 0  # and chose sub-batches
+
+
+def test_plan_matches_the_python_decision_on_a_larger_cluster():
+    policy = _both_ways(1, 1500, "sjf-bsbf-64x8", 1.0)
+    assert policy.n_starts == 1500
+    assert policy.n_shared > 0
+
+
+def test_sharing_perf_batches_match_job_by_job():
+    cluster = load_cluster("sjf-bsbf-16x4")
+    jobs = prepare_jobs(WORKLOADS["sjf-bsbf"](2, 480, "sjf-bsbf-16x4"), cluster)
+    perf = S.SharingPerf(jobs, cluster)
+    profiles = S.load_profiles()
+    limit = perf.limit_gb(None)
+    assert len(set(zip(perf.kind.tolist(), perf.batch.tolist(), strict=True))) > 1
+    for j in range(len(jobs)):
+        p = profiles[S.MODELS[perf.kind[j]]]
+        text = str(jobs.extra["batch_size"][j])
+        batch = p.batch_size if text == "" else int(text)
+        assert perf.batch[j] == batch
+        assert perf.solo[j] == S.solo_sub_batch(p, batch, limit)
+
+
+def _rows_trace(tmp_path, rows):
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,submit_time,num_gpus,iterations,model,batch_size\n" + rows)
+    return read_trace(path)
+
+
+def test_durations_match_row_by_row(tmp_path):
+    rng = np.random.default_rng(0)
+    models = ["bert", "cifar10", "ncf"]
+    rows = "".join(
+        f"j{i},0,{rng.choice([1, 2, 4, 8])},{rng.integers(1, 5000)},{rng.choice(models)},"
+        f"{rng.choice(['', '4', '8', '64'])}\n"
+        for i in range(60)
+    )
+    tr = _rows_trace(tmp_path, rows)
+    work, _ = S.JOB_MODEL.durations(tr, np.full(60, np.nan), np.ones(60, dtype=bool))
+    profiles = S.load_profiles()
+    gps, mem = S.reference_gpus_per_server(), S.reference_gpu_mem_gb()
+    for i in range(60):
+        p = profiles[str(tr.model[i])]
+        text = str(tr.extra["batch_size"][i])
+        b = p.batch_size if text == "" else int(text)
+        n = int(tr.num_gpus[i])
+        solo = S.solo_sub_batch(p, b, mem)
+        want = tr.iterations[i] * S.t_iter(p, b, solo, n, S.ideal_servers(n, gps))
+        assert work[i] == want  # bit for bit
+
+
+def test_durations_report_every_bad_row_in_line_order(tmp_path):
+    # a duration out of range, a bad batch (twice, the same text), and good rows between
+    tr = _rows_trace(
+        tmp_path,
+        "a,0,4,1000,cifar10,256\n"
+        "b,0,1,9e15,ncf,\n"
+        "c,0,2,100,cifar10,abc\n"
+        "d,0,1,1e-9,ncf,\n"
+        "e,0,2,100,cifar10,abc\n"
+        "f,0,8,50,bert,\n",
+    )
+    with pytest.raises(TraceError) as err:
+        S.JOB_MODEL.durations(tr, np.full(6, np.nan), np.ones(6, dtype=bool))
+    got = [(e.split(":")[1], e.split(": ", 1)[1].split(":")[0]) for e in err.value.errors]
+    assert got == [
+        ("3", "column 'iterations'"),
+        ("4", "column 'batch_size'"),
+        ("5", "column 'iterations'"),
+        ("6", "column 'batch_size'"),
+    ]

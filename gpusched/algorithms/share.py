@@ -48,6 +48,7 @@ __all__ = [
     "first_enough",
     "first_of_each_shape",
     "pair_jct",
+    "plan_sjf_bsbf",
     "sjf_order",
     "worth_sharing",
 ]
@@ -291,31 +292,44 @@ def alone_holders(
 
 @njit(cache=True, nogil=True)
 def _alone_holders(one, holder, status, skip):  # type: ignore[no-untyped-def]
-    m = 0
-    for g in range(one.shape[0]):
-        if one[g]:
-            m += 1
-    h = np.empty(m, dtype=np.int64)
-    m = 0
-    for g in range(one.shape[0]):
-        if one[g]:
-            h[m] = holder[g]
-            m += 1
-    h.sort()
-    jobs = np.empty(m, dtype=np.int64)
-    counts = np.empty(m, dtype=np.int64)
-    k = 0
-    i = 0
-    while i < m:
-        e = i
-        while e < m and h[e] == h[i]:
-            e += 1
-        if status[h[i]] != skip:
-            jobs[k] = h[i]
-            counts[k] = e - i
+    """The distinct holders are kept ascending as they are met (a binary search each, and
+    the previous GPU's holder checked first: a gang's GPUs are mostly adjacent), not by
+    sorting every GPU's holder: there are far fewer jobs than GPUs."""
+    n = one.shape[0]
+    jobs = np.empty(n, dtype=np.int64)
+    counts = np.empty(n, dtype=np.int64)
+    k = 0  # distinct holders so far, jobs[:k] ascending
+    last = -1  # where the previous GPU's holder is in jobs
+    for g in range(n):
+        if not one[g]:
+            continue
+        h = holder[g]
+        if last >= 0 and jobs[last] == h:
+            counts[last] += 1
+            continue
+        lo, hi = 0, k  # the first of jobs[:k] >= h
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if jobs[mid] < h:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == k or jobs[lo] != h:
+            for i in range(k, lo, -1):
+                jobs[i] = jobs[i - 1]
+                counts[i] = counts[i - 1]
+            jobs[lo] = h
+            counts[lo] = 0
             k += 1
-        i = e
-    return jobs[:k], counts[:k]
+        counts[lo] += 1
+        last = lo
+    m = 0
+    for i in range(k):
+        if status[jobs[i]] != skip:
+            jobs[m] = jobs[i]
+            counts[m] = counts[i]
+            m += 1
+    return jobs[:m], counts[:m]
 
 
 def sjf_order(
@@ -473,6 +487,12 @@ class JobTimes:
         self._all_rising = bool(self.t_rising.all())
         self._xi_seen: np.ndarray | None = None
         self._xi_ok = False
+        #: each shape's sub-batches as numbers (NaN: the full batch, ``None``)
+        self.sub_value = np.full((len(subs), width), np.nan)
+        for i, row in enumerate(subs):
+            self.sub_value[i, 1 : len(row)] = row[1:]
+        self._tables: tuple[Any, ...] | None = None
+        self._scalars: tuple[tuple[Any, ...], tuple[float, bool]] | None = None
         self.t_full = np.array(full, dtype=np.float64)
         self.t_iter = np.repeat(self.t_full[:, None], width, axis=1)
         self.mem_gb = np.full((len(subs), width), np.nan)
@@ -487,6 +507,33 @@ class JobTimes:
         if self._xi_seen is not self.xi:
             self._xi_seen, self._xi_ok = self.xi, bool(np.min(self.xi) >= 1.0)
         return self._xi_ok and (self._all_rising or bool(self.t_rising[shapes].all()))
+
+    def tables(self) -> tuple[np.ndarray, ...]:
+        """The arrays :func:`plan_sjf_bsbf` reads, contiguous and typed: ``work``, ``kind``,
+        ``shape_of``, ``t_iter``, ``t_full``, ``mem_gb``, ``n_sub``, ``t_rising``, the run's
+        ``xi`` and ``sub_value``; cached until ``xi`` is replaced."""
+        if self._tables is None or self._tables[8] is not self.xi:
+            self._tables = (
+                self.work,
+                np.ascontiguousarray(self.kind, np.int64),
+                self.shape_of,
+                self.t_iter,
+                self.t_full,
+                self.mem_gb,
+                self.n_sub,
+                self.t_rising,
+                self.xi,
+                self.sub_value,
+            )
+        return self._tables
+
+    def plan_tables(self) -> tuple[tuple[np.ndarray, ...], tuple[float, bool]]:
+        """:meth:`tables`, and the memory limit (GB) and whether every ratio of the run's
+        ``xi`` is at least 1, for :func:`plan_sjf_bsbf`; cached until ``xi`` is replaced."""
+        tables = self.tables()
+        if self._scalars is None or self._scalars[0] is not tables:
+            self._scalars = (tables, (float(self.limit_gb), self.shortcut(self.shape_job[:0])))
+        return self._scalars
 
     def profile(self, j: int) -> tuple[list[Any], np.ndarray, np.ndarray]:
         """Job ``j``'s sub-batches (Alg. 2's candidates, its default first as None), its
@@ -520,3 +567,304 @@ class JobTimes:
     def fits(self, j: int, sub: Any, partners: list[tuple[int, Any]]) -> bool:
         """Whether job ``j`` at ``sub`` fits in GPU memory beside ``partners``."""
         return self.mem(j, sub) + sum(self.mem(b, c) for b, c in partners) <= self.limit_gb
+
+
+def plan_sjf_bsbf(
+    times: JobTimes,
+    queued: np.ndarray,
+    job: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    gpu: tuple[np.ndarray, np.ndarray, np.ndarray],
+    mem_run: np.ndarray,
+    skip: int,
+) -> tuple[list[tuple[int, np.ndarray, int]], list[int]]:
+    """One decision of SJF-BSBF (Alg. 1 with Alg. 2 and Theorem 1) in one jitted call: the
+    policy's Python loop (``SJFBSBFPolicy.decide_loop`` in ``policies/sjf_bsbf.py``) with
+    the same steps in the same order, so the same starts.
+
+    Parameters
+    ----------
+    times
+        The jobs' times.
+    queued
+        The queued jobs, in submission order (an integer array).
+    job
+        Per job: ``(duration s, GPUs, status, remaining work s, solo rate)``.
+    gpu
+        ``(jobs on each GPU, the jobs on each GPU (n_gpus x capacity, -1 empty), server of
+        each GPU)``.
+    mem_run
+        Each running job's memory at its configuration, GB (NaN: not known yet). The
+        memory of the jobs this decision starts is filled in (their configurations are
+        fixed for their lifetimes).
+    skip
+        The status of queued jobs (jobs started in this decision are still queued in the
+        view: not partners).
+
+    Returns
+    -------
+    tuple
+        ``(starts, missing)``. ``starts``: ``(job, gpus, sub)`` per job to start, in
+        order; ``gpus`` (int64) in the order the policy lists them, ``sub`` the index of
+        the job's sub-batch in ``times.profile(job)[0]`` (0: its full batch, the
+        default). ``missing``: running jobs whose ``mem_run`` the decision needs and is
+        NaN; when there are any nothing is planned (fill those and call again).
+    """
+    duration, n_gpus, status, remaining, solo_rate = job
+    n_on, gpu_job, server = gpu
+    tables, scalars = times.plan_tables()
+    out = _plan_sjf_bsbf(
+        np.ascontiguousarray(queued),
+        (duration, n_gpus, status, remaining, solo_rate),
+        (n_on, gpu_job, server),
+        mem_run,
+        tables,
+        (*scalars, int(skip)),
+    )
+    # one array back (numpy boxes each array a jitted function returns, ~1.5 us each):
+    # [n, n_missing, jobs (n), sub (n), offsets (n + 1), gpus, missing]
+    head = out.tolist()
+    n, n_missing = head[0], head[1]
+    if n_missing:
+        return [], head[len(head) - n_missing :]
+    at = 3 + 3 * n  # where the GPUs begin
+    bounds = head[2 + 2 * n : at]
+    starts = [
+        (head[2 + i], out[at + bounds[i] : at + bounds[i + 1]], head[2 + n + i]) for i in range(n)
+    ]
+    return starts, []
+
+
+@njit(cache=True, nogil=True)
+def _consolidated(n_on, server, n_servers, g, out, at):  # type: ignore[no-untyped-def]
+    """:func:`consolidated` of the GPUs with ``n_on == 0`` into ``out[at:at + g]`` (the
+    caller checked that there are ``g``)."""
+    per = np.zeros(n_servers, dtype=np.int64)
+    for x in range(n_on.shape[0]):
+        if n_on[x] == 0:
+            per[server[x]] += 1
+    best = -1
+    for s in range(n_servers):  # one server: the fewest free that fit, lowest index
+        if per[s] >= g and (best < 0 or per[s] < per[best]):
+            best = s
+    if best >= 0:
+        m = 0
+        for x in range(n_on.shape[0]):
+            if m < g and n_on[x] == 0 and server[x] == best:
+                out[at + m] = x
+                m += 1
+        return
+    rank = np.argsort(-per, kind="mergesort")  # most free first, lowest index on ties
+    m = 0
+    for s in rank:
+        for x in range(n_on.shape[0]):
+            if m < g and n_on[x] == 0 and server[x] == s:
+                out[at + m] = x
+                m += 1
+        if m == g:
+            return
+
+
+@njit(cache=True, nogil=True)
+def _place_kept(  # type: ignore[no-untyped-def]
+    j, g, n_on, holder, partners, solo_b, mem_b, tables, limit, out, at
+):
+    """Lines 10-17 for job ``j`` over the ``partners`` worth sharing with (as the policy's
+    ``_place``, with :func:`best_sub_batches` row by row): GPUs into ``out[at:at + g]``
+    ascending; returns the sub-batch index (0: the full batch) or -1 when it finds too
+    few GPUs."""
+    work, kind, shape_of, t_iter, t_full, mem_gb, n_sub, _, xi, sub_value = tables
+    s = shape_of[j]
+    n = n_sub[s]
+    m = partners.shape[0]
+    share = np.zeros(m, dtype=np.bool_)
+    best_t = np.empty(m, dtype=np.float64)
+    best_k = np.empty(m, dtype=np.int64)
+    solo_0 = work[j] * t_iter[s, 0] / t_full[s]
+    for p in range(m):  # line 11: Alg. 2, as best_sub_batches
+        xa = xi[kind[j], kind[partners[p]]]
+        xb = xi[kind[partners[p]], kind[j]]
+        wait = (solo_b[p] + solo_b[p] + solo_0) / 2.0
+        k = n - 1
+        tk = np.inf
+        sk = False
+        found_nan = False
+        for w in range(n - 1, -1, -1):  # argmin over the reversed row: ties to the last
+            together = _pair_jct(work[j] * t_iter[s, w] / t_full[s], solo_b[p], xa, xb)
+            sh = together < wait
+            if mem_gb[s, w] + mem_b[p] <= limit:
+                t = together if sh else wait
+            else:
+                t = np.inf
+            if np.isnan(t):
+                if not found_nan:
+                    k, tk, sk, found_nan = w, t, sh, True
+            elif not found_nan and (t < tk or w == n - 1):
+                k, tk, sk = w, t, sh
+        best_k[p] = k
+        best_t[p] = tk
+        share[p] = sk and np.isfinite(tk)
+    keep = np.flatnonzero(share)  # line 12
+    if keep.size == 0:
+        return -1
+    keep = keep[np.argsort(best_t[keep], kind="mergesort")]  # line 14 (partners ascend)
+    got = 0
+    sub = -1
+    for i in keep:  # lines 15-17
+        for x in range(n_on.shape[0]):
+            if got < g and n_on[x] == 1 and holder[x] == partners[i]:
+                out[at + got] = x
+                got += 1
+        k = best_k[i]
+        if k > 0 and (sub < 0 or sub_value[s, k] < sub_value[s, sub]):
+            sub = k  # the smallest sub-batch chosen (reading 1)
+        if got == g:
+            break
+    for x in range(n_on.shape[0]):  # free GPUs last
+        if got < g and n_on[x] == 0:
+            out[at + got] = x
+            got += 1
+    if got < g:
+        return -1
+    out[at : at + g] = np.sort(out[at : at + g])
+    return max(sub, 0)
+
+
+@njit(cache=True, nogil=True)
+def _plan_sjf_bsbf(queued, job, gpu, mem_run, tables, scalars):  # type: ignore[no-untyped-def]
+    """:func:`plan_sjf_bsbf`; ``tables`` are :class:`JobTimes`'s arrays, ``scalars`` the
+    memory limit, whether the run's xi are all >= 1 and the queued status."""
+    duration, n_gpus, status, remaining, solo_rate = job
+    gpu_n_jobs, gpu_job, server = gpu
+    work, kind, shape_of, t_iter, t_full, mem_gb, n_sub, t_rising, xi, _ = tables
+    limit, xi_ok, skip = scalars
+    n_g = gpu_n_jobs.shape[0]
+    jobs = np.empty(queued.shape[0], dtype=np.int64)
+    offsets = np.zeros(queued.shape[0] + 1, dtype=np.int64)
+    gpus = np.empty(n_g, dtype=np.int64)
+    subs = np.empty(queued.shape[0], dtype=np.int64)
+    n_start = 0
+    n_on = np.empty(n_g, dtype=np.int64)  # our copy, updated as we start
+    holder = np.empty(n_g, dtype=np.int64)
+    shares = 1 if gpu_job.shape[1] > 1 else 0
+    n_free = 0
+    n_one = 0
+    n_servers = 0
+    for x in range(n_g):
+        n_on[x] = gpu_n_jobs[x]
+        holder[x] = gpu_job[x, 0]
+        if n_on[x] == 0:
+            n_free += 1
+        elif n_on[x] == 1:
+            n_one += shares
+        n_servers = max(n_servers, server[x] + 1)
+    if queued.shape[0] == 0 or n_free + n_one == 0:
+        return _packed(jobs, subs, offsets, gpus, 0, offsets[:0])
+    order, need, shape = _sjf_order(queued, duration, n_gpus, shape_of)  # line 1
+    refused = np.zeros(t_full.shape[0], dtype=np.bool_)  # shapes that found no GPUs
+    pos = 0
+    while pos < order.shape[0] and n_free + n_one > 0:
+        stop = pos  # the next job that fits the idle GPUs (lines 6-7)
+        while stop < order.shape[0] and need[stop] > n_free:
+            stop += 1
+        at = offsets[n_start]
+        sub = -1
+        g = 0
+        if n_one:  # lines 9-17 for order[pos:stop]: the first that finds GPUs to share
+            cand = _first_of_each_shape(need, shape, refused, pos, stop, n_free + n_one)
+            if cand.shape[0]:
+                one = n_on == 1
+                free_n = n_free + n_one - np.count_nonzero(one)
+                partners, n_own = _alone_holders(one, holder, status, skip)
+                mem_b = np.empty(partners.shape[0], dtype=np.float64)
+                solo_b = np.empty(partners.shape[0], dtype=np.float64)
+                for p in range(partners.shape[0]):
+                    mem_b[p] = mem_run[partners[p]]
+                    solo_b[p] = remaining[partners[p]] / solo_rate[partners[p]]
+                nan = np.isnan(mem_b)
+                if nan.any():
+                    return _packed(jobs, subs, offsets, gpus, 0, partners[nan])
+                if partners.shape[0] == 0:
+                    for c in cand:
+                        refused[shape[c]] = True
+                else:
+                    jc = order[cand]
+                    sc = shape[cand]
+                    shortcut = xi_ok
+                    for c in sc:
+                        shortcut = shortcut and t_rising[c]
+                    ok = _worth_sharing(  # lines 11-12
+                        work[jc],
+                        sc,
+                        kind[jc],
+                        kind[partners],
+                        solo_b,
+                        mem_b,
+                        t_iter,
+                        t_full,
+                        mem_gb,
+                        n_sub,
+                        xi,
+                        limit,
+                        shortcut,
+                    )
+                    tried = _first_enough(ok, n_own, free_n, need[cand])  # lines 15-17
+                    for c in cand[:tried]:
+                        refused[shape[c]] = True
+                    if tried < cand.shape[0]:
+                        c = cand[tried]
+                        kept = ok[tried]
+                        sub = _place_kept(
+                            order[c],
+                            need[c],
+                            n_on,
+                            holder,
+                            partners[kept],
+                            solo_b[kept],
+                            mem_b[kept],
+                            tables,
+                            limit,
+                            gpus,
+                            at,
+                        )
+                        assert sub >= 0  # worth_sharing and the GPU count said so
+                        pos = c + 1
+                        jobs[n_start] = order[c]
+                        g = need[c]
+        if sub < 0:
+            if stop == order.shape[0]:
+                break
+            g = need[stop]
+            _consolidated(n_on, server, n_servers, g, gpus, at)
+            jobs[n_start] = order[stop]
+            sub = 0
+            pos = stop + 1
+        subs[n_start] = sub
+        offsets[n_start + 1] = at + g
+        j = jobs[n_start]
+        mem_run[j] = mem_gb[shape_of[j], sub]  # JobTimes.mem(j, its config), fixed from now on
+        n_start += 1
+        for x in gpus[at : at + g]:
+            if n_on[x] == 0:
+                holder[x] = jobs[n_start - 1]
+                n_free -= 1
+                n_one += shares
+            else:
+                n_one -= 1
+            n_on[x] += 1
+    return _packed(jobs, subs, offsets, gpus, n_start, offsets[:0])
+
+
+@njit(cache=True, nogil=True)
+def _packed(jobs, subs, offsets, gpus, n, missing):  # type: ignore[no-untyped-def]
+    """:func:`plan_sjf_bsbf`'s arrays in one: ``[n, len(missing), jobs[:n], subs[:n],
+    offsets[:n + 1], gpus[:offsets[n]], missing]``."""
+    n_gpus = offsets[n]
+    out = np.empty(2 + 3 * n + 1 + n_gpus + missing.shape[0], dtype=np.int64)
+    out[0] = n
+    out[1] = missing.shape[0]
+    out[2 : 2 + n] = jobs[:n]
+    out[2 + n : 2 + 2 * n] = subs[:n]
+    out[2 + 2 * n : 3 + 3 * n] = offsets[: n + 1]
+    out[3 + 3 * n : 3 + 3 * n + n_gpus] = gpus[:n_gpus]
+    out[3 + 3 * n + n_gpus :] = missing
+    return out

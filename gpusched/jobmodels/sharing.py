@@ -470,17 +470,24 @@ class SharingPerf:
         out = np.ones(len(jobs), dtype=np.int64)
         col = jobs.extra.get("batch_size") if isinstance(jobs.extra, dict) else None
         errors: list[str] = []
-        for j in np.flatnonzero(self.kind < PLAIN).tolist():
-            default = self._profiles[MODELS[self.kind[j]]].batch_size
-            text = "" if col is None else str(col[j])
-            try:
-                got = _parse_batch(text)
-            except ValueError:
-                errors.append(
-                    f"{show_name(jobs.source)}: job {show_name(jobs.job_id[j])}: "
-                    f"{_batch_error(text)}"
-                )
-                continue
+        parsed: dict[str, int | None] = {}  # a trace has few distinct batch fields
+        defaults = [self._profiles[m].batch_size for m in MODELS]
+        rows = np.flatnonzero(self.kind < PLAIN)
+        texts = [""] * rows.size if col is None else np.asarray(col, dtype=object)[rows].tolist()
+        for j, k, field in zip(rows.tolist(), self.kind[rows].tolist(), texts, strict=True):
+            default = defaults[k]
+            text = str(field)
+            if text in parsed:
+                got = parsed[text]
+            else:
+                try:
+                    got = parsed[text] = _parse_batch(text)
+                except ValueError:
+                    errors.append(
+                        f"{show_name(jobs.source)}: job {show_name(jobs.job_id[j])}: "
+                        f"{_batch_error(text)}"
+                    )
+                    continue
             out[j] = default if got is None else got
         if errors:
             raise TraceError(errors)
@@ -490,8 +497,15 @@ class SharingPerf:
         """Each job's default sub-batch: the largest that fits the cluster's GPUs alone."""
         limit = self.limit_gb(None)
         out = self.batch.copy()
-        for j in np.flatnonzero(self.kind != PLAIN).tolist():
-            got = solo_sub_batch(self._profiles[MODELS[self.kind[j]]], int(self.batch[j]), limit)
+        known: dict[tuple[int, int], int | None] = {}  # (kind, batch): few distinct
+        rows = np.flatnonzero(self.kind != PLAIN)
+        kinds, batches = self.kind[rows].tolist(), self.batch[rows].tolist()
+        for j, k, batch in zip(rows.tolist(), kinds, batches, strict=True):
+            key = (k, batch)
+            if key in known:
+                got = known[key]
+            else:
+                got = known[key] = solo_sub_batch(self._profiles[MODELS[key[0]]], key[1], limit)
             if got is None:
                 raise TraceError(
                     f"{show_name(jobs.source)}: job {show_name(jobs.job_id[j])}: "
@@ -622,6 +636,31 @@ class SharingPerf:
         return self.kind, self.xi
 
 
+def _reference_batch(
+    profiles: dict[str, Profile], model: str, text: str, mem: float
+) -> tuple[Profile, int, int] | str:
+    """A row's model profile, per-GPU batch and default sub-batch on the duration
+    reference's GPUs (``mem`` GB), or what is wrong with its ``model`` or ``batch_size``."""
+    if model not in profiles:
+        return (
+            f"column 'model': {model!r} is not a sharing model "
+            f"(expected one of {', '.join(MODELS)})"
+        )
+    p = profiles[model]
+    try:
+        got = _parse_batch(text)
+    except ValueError:
+        return _batch_error(text)
+    b = p.batch_size if got is None else got
+    solo = solo_sub_batch(p, b, mem)
+    if solo is None:
+        return (
+            f"column 'batch_size': {model} does not fit {mem:g} GB of GPU "
+            "memory even at sub-batch 1"
+        )
+    return p, b, solo
+
+
 class SharingJobModel:
     """The sharing model as a job model (:mod:`gpusched.jobmodel`): rows of the six models."""
 
@@ -644,44 +683,51 @@ class SharingJobModel:
             integer, or a duration outside the trace bounds.
         """
         from gpusched.jobmodel import duration_problem
+        from gpusched.trace import MAX_TIME_S, MIN_DURATION_S
 
         profiles = load_profiles()
         gps = reference_gpus_per_server()
         mem = reference_gpu_mem_gb()
         name = show_name(trace.source)
         col = trace.extra.get("batch_size")
-        errors: list[str] = []
-        for i in np.flatnonzero(need).tolist():
-            where = f"{name}:{int(trace.line[i])}:"
-            model = str(trace.model[i])
-            if model not in profiles:
-                errors.append(
-                    f"{where} column 'model': {model!r} is not a sharing model "
-                    f"(expected one of {', '.join(MODELS)})"
-                )
+        errors: list[tuple[int, str]] = []  # (row, what), at most one per row
+        rows = np.flatnonzero(need)
+        models = np.asarray(trace.model, dtype=object)[rows].tolist()
+        texts = [""] * rows.size if col is None else np.asarray(col, dtype=object)[rows].tolist()
+        gpus = np.asarray(trace.num_gpus)[rows].tolist()
+        # a trace has few distinct (model, batch) and (model, batch, GPUs): each is worked
+        # out once
+        known: dict[tuple[str, str], tuple[Profile, int, int] | str] = {}
+        t_of: dict[tuple[str, str, int], float] = {}
+        t_row = np.zeros(rows.size)  # each row's iteration time, s
+        ok = np.zeros(rows.size, dtype=bool)  # False: the row's error is in errors
+        for r, (model_field, field, n_field) in enumerate(zip(models, texts, gpus, strict=True)):
+            key = (str(model_field), str(field))
+            got = known.get(key)
+            if got is None:
+                got = known[key] = _reference_batch(profiles, key[0], key[1], mem)
+            if isinstance(got, str):
+                errors.append((r, got))
                 continue
-            p = profiles[model]
-            text = "" if col is None else str(col[i])
-            try:
-                got = _parse_batch(text)
-            except ValueError:
-                errors.append(f"{where} {_batch_error(text)}")
-                continue
-            b = p.batch_size if got is None else got
-            solo = solo_sub_batch(p, b, mem)
-            if solo is None:
-                errors.append(
-                    f"{where} column 'batch_size': {model} does not fit {mem:g} GB of GPU "
-                    "memory even at sub-batch 1"
-                )
-                continue
-            n = int(trace.num_gpus[i])
-            work[i] = trace.iterations[i] * t_iter(p, b, solo, n, ideal_servers(n, gps))
-            problem = duration_problem(trace.iterations[i], model, n, work[i])
-            if problem:
-                errors.append(f"{where} {problem}")
+            p, b, solo = got
+            n = int(n_field)
+            t = t_of.get((*key, n))
+            if t is None:
+                t = t_of[(*key, n)] = t_iter(p, b, solo, n, ideal_servers(n, gps))
+            t_row[r] = t
+            ok[r] = True
+        good = np.flatnonzero(ok)
+        iterations = np.asarray(trace.iterations, dtype=np.float64)[rows]
+        derived = iterations[good] * t_row[good]
+        work[rows[good]] = derived
+        for r, w in zip(good.tolist(), derived.tolist(), strict=True):
+            if not MIN_DURATION_S <= w <= MAX_TIME_S:  # duration_problem's bounds, checked fast
+                problem = duration_problem(iterations[r], str(models[r]), int(gpus[r]), w)
+                if problem:
+                    errors.append((r, problem))
         if errors:
-            raise TraceError(errors)
+            errors.sort(key=lambda e: e[0])
+            raise TraceError([f"{name}:{int(trace.line[rows[r]])}: {what}" for r, what in errors])
         return work, [
             f"{int(need.sum())} job durations derived as iterations x the SJF-BSBF iteration "
             f"time (eq. 7) at full batch (or the largest sub-batch that fits {mem:g} GB) on "
