@@ -433,3 +433,21 @@ def test_python_m_gpusched_runs_the_command_line():
         [sys.executable, "-m", "gpusched", "replay", "--help"], capture_output=True, text=True
     )
     assert usage.returncode == 0 and usage.stdout.startswith("Usage: gpusched replay")
+
+
+def test_every_command_reads_an_absent_help_flag_without_pydantic():
+    """Every command and group is built with cli._common's classes (see test above)."""
+    import typer
+
+    from gpusched.cli import _common
+
+    def walk(cmd, path):
+        yield path, cmd
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield from walk(sub, [*path, name])
+
+    root = typer.main.get_command(app)
+    seen = list(walk(root, ["gpusched"]))
+    assert len(seen) > 10
+    for path, cmd in seen:
+        assert isinstance(cmd, (_common.Command, _common.Group)), " ".join(path)

@@ -8,14 +8,16 @@ from typing import Annotated, Any
 
 import typer
 
-from gpusched.cli._common import user_errors
+from gpusched.cli._common import Command, Group, user_errors
 
 app = typer.Typer(
-    help="Import real traces, synthesize traces, and describe them.", no_args_is_help=True
+    help="Import real traces, synthesize traces, and describe them.",
+    no_args_is_help=True,
+    cls=Group,
 )
 
 
-@app.command("import")
+@app.command("import", cls=Command)
 @user_errors
 def import_cmd(
     kind: Annotated[
@@ -107,7 +109,7 @@ def import_options(
     return options
 
 
-@app.command("synth")
+@app.command("synth", cls=Command)
 @user_errors
 def synth_cmd(
     output: Annotated[
@@ -140,7 +142,7 @@ def synth_cmd(
     )
 
 
-@app.command("stats")
+@app.command("stats", cls=Command)
 @user_errors
 def stats_cmd(
     trace: Annotated[
@@ -177,7 +179,7 @@ def stats_cmd(
             )
 
 
-@app.command("annotate")
+@app.command("annotate", cls=Command)
 @user_errors
 def annotate_cmd(
     trace: Annotated[str, typer.Argument(help="Trace CSV or bundled trace name (needs duration)")],
@@ -213,7 +215,7 @@ def annotate_cmd(
     typer.echo(f"wrote {len(annotated)} annotated jobs to {show_name(output)}")
 
 
-@app.command("convert")
+@app.command("convert", cls=Command)
 @user_errors
 def convert_cmd(
     trace: Annotated[
