@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.cluster import ClusterSpec
-from gpusched.errors import InvariantError, PolicyError, TraceError, show_name
+from gpusched.errors import GpuschedError, InvariantError, PolicyError, TraceError, show_name
 from gpusched.events import EventLog, new_log
 from gpusched.jit import SWITCH, compiled, interpreted, is_cached, load_cached
 from gpusched.jobs import JobTable
@@ -40,6 +40,7 @@ from gpusched.policy import (
     Start,
     call_policy,
     fused_spec,
+    policy_failure,
 )
 from gpusched.state import (
     F_NOW,
@@ -49,6 +50,7 @@ from gpusched.state import (
     I_EVER_SHARED,
     I_N_DECISIONS,
     I_N_FINISHED,
+    I_N_PREEMPT,
     I_N_QUEUE,
     I_N_REJECTED,
     I_N_RUN,
@@ -608,12 +610,14 @@ class Engine:
 
     def _step_python(self) -> None:
         st = self.state
-        first_arrival = int(st.sim_i[I_NEXT_ARRIVAL])
-        if self.events is not None:
-            self.events.ensure_room(st)
+        sim_i = st.sim_i
+        first_arrival = sim_i.item(I_NEXT_ARRIVAL)
+        events = self.events
+        if events is not None:
+            events.ensure_room(st)
         code, n_done, n_arrived = self.k.step(st, self.cfg, self._done_buf)
-        if self.events is not None:
-            self.events.ensure_room(st)
+        if events is not None:
+            events.ensure_room(st)
         if self.ledger is not None:
             for j in self._done_buf[:n_done].tolist():
                 self.ledger.release(j, float(st.job_finish[j]))
@@ -629,22 +633,40 @@ class Engine:
             if n_arrived
             else _NONE
         )
-        now = float(st.sim_f[F_NOW])
+        now = st.sim_f.item(F_NOW)
         if self._pending:
             self._honour_pending(now)
-        self.view.refresh(arrived, self._done_buf[:n_done].copy() if n_done else _NONE)
-        if self._pending or self.view.pending.size:  # no array per decision when none wait
-            self.view.pending = _frozen(np.fromiter(self._pending, dtype=np.int32))
+        view, policy = self.view, self.policy
+        view.refresh(arrived, self._done_buf[:n_done].copy() if n_done else _NONE)
+        if self._pending or view.pending.size:  # no array per decision when none wait
+            view.pending = _frozen(np.fromiter(self._pending, dtype=np.int32))
         t0 = time.perf_counter()
-        decision = call_policy(self.name, "decide", now, self.policy.decide, self.view, now)
+        try:  # (call_policy, inline: a call less per decision)
+            decision = policy.decide(view, now)
+        except GpuschedError:
+            raise
+        except (Exception, SystemExit) as exc:
+            raise policy_failure(self.name, "decide", now, exc) from exc
         self._delays.append(time.perf_counter() - t0)
         self.last_decision = decision
         st.sim_f[F_WAKE] = np.inf
-        self._apply(decision, now)
-        wake = getattr(self.policy, "wake", None)
-        if wake is not None:
-            self.view.refresh(arrived, self.view.finished)
-            w = call_policy(self.name, "wake", now, wake, self.view, now)
+        wake = getattr(policy, "wake", None)
+        if wake is None:
+            self._apply(decision, now)
+        else:
+            # the queue and the holders change in a decision only by starts (the queue
+            # shrinks, the holders grow) and preemptions (counted): while these three
+            # counts stand, so do the view's queued and running
+            before = (sim_i.item(I_N_QUEUE), sim_i.item(I_N_RUN), sim_i.item(I_N_PREEMPT))
+            self._apply(decision, now)
+            if before != (sim_i.item(I_N_QUEUE), sim_i.item(I_N_RUN), sim_i.item(I_N_PREEMPT)):
+                view.invalidate()
+            try:
+                w = wake(view, now)
+            except GpuschedError:
+                raise
+            except (Exception, SystemExit) as exc:
+                raise policy_failure(self.name, "wake", now, exc) from exc
             if w is not None:
                 self._set_wake(self._as_time(w, "wake() returned", now), now)
         if self.ledger is not None and np.isfinite(self.cfg.until_s):
@@ -702,10 +724,11 @@ class Engine:
         starting anything would loop forever, its timeline growing.
         """
         st = self.state
+        sim_i = st.sim_i
         stalled = (
-            st.sim_i[I_N_RUN] == 0
-            and st.sim_i[I_N_QUEUE] > 0
-            and st.sim_i[I_NEXT_ARRIVAL] == len(self.jobs)
+            sim_i.item(I_N_RUN) == 0
+            and sim_i.item(I_N_QUEUE) > 0
+            and sim_i.item(I_NEXT_ARRIVAL) == len(self.jobs)
         )
         self._idle = self._idle + 1 if stalled else 0
         if self._idle > MAX_IDLE_DECISIONS:
@@ -742,14 +765,13 @@ class Engine:
                 f"Decision.actions must be a list of Start/Preempt, got "
                 f"{type(decision.actions).__name__}",
             )
-        for flag in ("preemptive", "blocking"):
-            value = getattr(decision, flag)
-            if type(value) is not bool and not isinstance(value, np.bool_):
-                raise self._fail(
-                    None,
-                    now,
-                    f"Decision.{flag} must be True or False, got {getattr(decision, flag)!r}",
-                )
+        preemptive, blocking = decision.preemptive, decision.blocking
+        if type(preemptive) is not bool or type(blocking) is not bool:
+            for flag, value in (("preemptive", preemptive), ("blocking", blocking)):
+                if type(value) is not bool and not isinstance(value, np.bool_):
+                    raise self._fail(
+                        None, now, f"Decision.{flag} must be True or False, got {value!r}"
+                    )
         if self.ledger is not None:
             self._check_room(decision.actions, now)
         log = self.events
@@ -818,13 +840,20 @@ class Engine:
                 None, now, "gives an order, but tasks are started on their workers with Start"
             )
         if decision.order is not None:
-            try:
-                order = np.asarray(decision.order)
-            except (ValueError, TypeError):
-                order = np.asarray([[None]], dtype=object)
-            if order.ndim != 1 or (order.size and order.dtype.kind not in "iu"):
-                raise self._fail(None, now, "order must be a 1-D array of job indices")
-            order = np.ascontiguousarray(order, dtype=np.int32)
+            order = decision.order
+            if not (  # the common case: already what the kernel takes
+                type(order) is np.ndarray
+                and order.dtype == np.int32
+                and order.ndim == 1
+                and order.flags.c_contiguous
+            ):
+                try:
+                    order = np.asarray(decision.order)
+                except (ValueError, TypeError):
+                    order = np.asarray([[None]], dtype=object)
+                if order.ndim != 1 or (order.size and order.dtype.kind not in "iu"):
+                    raise self._fail(None, now, "order must be a 1-D array of job indices")
+                order = np.ascontiguousarray(order, dtype=np.int32)
             problem, at = self.k.check_order(st, order)
             if problem == 1:
                 raise self._fail(None, now, f"unknown job index {int(order[at])} in order")
@@ -835,9 +864,7 @@ class Engine:
                 raise self._status_problem(j, now, (QUEUED, RUNNING, LOADING, SAVING)) or (
                     self._fail(j, now, "bad")
                 )
-            self.k.fill_order(
-                st, self.cfg, order, bool(decision.blocking), bool(decision.preemptive)
-            )
+            self.k.fill_order(st, self.cfg, order, bool(blocking), bool(preemptive))
         if decision.wake_at is not None:
             self._set_wake(self._as_time(decision.wake_at, "Decision.wake_at", now), now)
         if self.perf is not None and (decision.actions or decision.order is not None):
@@ -859,7 +886,7 @@ class Engine:
         for j in self._started_buf[:n].tolist():
             gpus = st.alloc_gpu[st.job_alloc_off[j] : st.job_alloc_off[j + 1]]
             rate = float(self.perf.rate(int(j), gpus, self._config.get(j)))
-            if not (rate > 0 and np.isfinite(rate)):
+            if not 0 < rate < np.inf:  # (not NaN, not inf)
                 raise InvariantError(
                     f"performance model gave rate {rate} for job {self.jobs.job_id[j]}"
                 )

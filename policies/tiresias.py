@@ -38,14 +38,25 @@ schedule.
 
 from __future__ import annotations
 
+import math
+from array import array
+from bisect import bisect_right
+from heapq import heappop, heappush
+
 import numpy as np
 
 from gpusched.policy import KEY_LAS, Decision, Fused, parse_levels
-from gpusched.state import SAVING
+from gpusched.state import QUEUED, SAVING
 
 
 class TiresiasPolicy:
-    """Discretized 2D-LAS over attained GPU-seconds, one list per level."""
+    """Discretized 2D-LAS over attained GPU-seconds, one list per level.
+
+    The lists are kept as such (Python lists, changed as jobs arrive, start, stop,
+    cross a threshold or starve), so a decision costs what changed rather than a sort
+    of every job; the order is the one of (level, place, job index) the fused kernel
+    sorts by.
+    """
 
     name = "tiresias"
     knows_duration = False
@@ -67,15 +78,16 @@ class TiresiasPolicy:
         if starve < 0:
             raise ParamError(f"policy 'tiresias': starve must be >= 0, got {starve}")
         self.thresholds = np.array(levels)
+        # the level edges with the kernel's 1e-6 GPU-s tolerance (see _level), and the
+        # next threshold of each level (inf for the last)
+        self._edges = self.thresholds - 1e-6
+        self._edge_list: list[float] = self._edges.tolist()
+        self._thr_list: list[float] = self.thresholds.tolist()
+        self._next_t = np.append(self.thresholds, np.inf)
+        #: the level of no service: 0 unless a threshold is within the tolerance of 0
+        self._level0 = int(self._level(np.zeros(1))[0])
         self.starve = starve
-        #: attained GPU-s of each job at its last promotion (starvation; 0 until then)
-        self._base = np.zeros(0)
-        # each job's level and place in that level's list, as the fused kernel keeps them
-        # (gpusched.state: job_level, job_seq): places >= 0 are times since the first
-        # submission at which the job joined the back; holders of a re-pack get places < 0
-        self._level_of = np.zeros(0, dtype=np.int64)
-        self._place = np.zeros(0)
-        self._front = 0.0  # the smallest place handed out so far
+        self.prepare(None, None)
 
     def fused(self) -> Fused | None:
         return Fused(
@@ -84,61 +96,233 @@ class TiresiasPolicy:
 
     def prepare(self, jobs, cluster) -> None:
         """Start of a run: no job is in a list yet and none has been promoted."""
+        #: attained GPU-s of each job at its last promotion (starvation; 0 until then)
         self._base = np.zeros(0)
-        self._place = np.zeros(0)
+        # each job's level and place in that level's list, as the fused kernel keeps them
+        # (gpusched.state: job_level, job_seq): places >= 0 are times since the first
+        # submission at which the job joined the back; holders of a re-pack get places < 0
+        self._lv: list[int] = []
+        self._place: list[float] = []
+        self._front = 0.0  # the smallest place handed out so far
+        #: each level's list: its arrived, unfinished jobs by place, then job index (C
+        #: ints: the order is their concatenation, handed to numpy without a copy)
+        self._lists = [array("i") for _ in range(self._next_t.size)]
+        #: how many jobs lead each list as holders moved to the front
+        self._n_front = [0] * self._next_t.size
+        #: those jobs, of every list
+        self._at_front: set[int] = set()
+        self._n_listed = 0
+        #: the holders (not saving) at the last decide, to tell in wake whether the
+        #: re-pack changed them
+        self._held = np.zeros(0, dtype=np.int64)
+        # when each holder of the last wake (``_xt_of``) reaches its next threshold:
+        # ``_xt_at + _xt`` s (None: not worked out, check every holder)
+        self._xt: np.ndarray | None = None
+        self._xt_of = np.zeros(0, dtype=np.int64)
+        self._xt_at = 0.0
+        # starvation: (due time, job, time it entered the queue) of queued jobs that can
+        # starve, a heap; an entry is stale once its job left the queue (see _fresh)
+        self._due: list[tuple[float, int, float]] = []
+        #: the jobs holding GPUs at the last look: those that can enter the queue next
+        self._seen = np.zeros(0, dtype=np.int64)
+        self._no_saves = False
+        self._no_loads = False
+
+    def _begin(self, view) -> None:
+        """First decision of a run: no job is placed, promoted or holds GPUs yet."""
+        n = view.job_submit.size
+        self.prepare(None, None)
+        self._lv = [0] * n
+        self._place = [np.nan] * n
+        self._base = np.zeros(n if self.starve > 0 else 0)
+        self._seen = view.running
+        self._no_saves = not np.count_nonzero(view.job_save_s)  # then none is ever SAVING
+        self._no_loads = not np.count_nonzero(view.job_load_s)  # then none is ever LOADING
 
     def _service(self, view, jobs: np.ndarray) -> np.ndarray:
-        a = view.job_attained[jobs].astype(np.float64)
+        a = view.job_attained[jobs]  # a new float64 array
         if self._base.size:
             a -= self._base[jobs]
         return a
 
     def _level(self, a: np.ndarray) -> np.ndarray:
         # q_j = #{k : a_j >= T_k}, with the kernel's 1e-6 GPU-s tolerance
-        return np.searchsorted(self.thresholds - 1e-6, a, side="right")
+        return self._edges.searchsorted(a, "right")
+
+    def _holding(self, view) -> np.ndarray:
+        """The jobs holding GPUs that are not saving, ascending."""
+        run = view.running
+        return run if self._no_saves else run[view.job_status[run] != SAVING]
+
+    # --- the lists ---------------------------------------------------------------------
+
+    def _join(self, j: int, k: int, place: float) -> None:
+        """Job ``j`` joins list ``k`` at ``place`` (behind the front, by place then index)."""
+        self._lv[j] = k
+        p = self._place
+        p[j] = place
+        lst = self._lists[k]
+        if not lst or (place, j) > (p[lst[-1]], lst[-1]):
+            lst.append(j)  # the common case: the back
+        else:
+            lst.insert(bisect_right(lst, (place, j), self._n_front[k], key=lambda i: (p[i], i)), j)
+
+    def _leave(self, j: int) -> None:
+        """Job ``j`` leaves its list."""
+        k = self._lv[j]
+        lst = self._lists[k]
+        i = lst.index(j)
+        del lst[i]
+        if i < self._n_front[k]:
+            self._n_front[k] -= 1
+            self._at_front.discard(j)
+
+    def _to_front(self, held: set[int]) -> None:
+        """The holders of the last re-pack go to the front of their lists, in list order.
+
+        The holders that led the lists already keep their order and stay ahead; the jobs
+        that started since follow them (in list order), and the jobs that stopped holding
+        lead the jobs behind. The holders then take places below every place so far.
+        """
+        came, left = held - self._at_front, self._at_front - held
+        if not (came or left):
+            return  # the same holders lead the lists, in the same order, as they would
+        n_front, block = self._n_front, []
+        came_to: list[list[int]] = [[] for _ in self._lists]
+        left_from: list[set[int]] = [set() for _ in self._lists]
+        for j in came:
+            came_to[self._lv[j]].append(j)
+        for j in left:
+            left_from[self._lv[j]].add(j)
+        for k, lst in enumerate(self._lists):
+            n, new, gone = n_front[k], came_to[k], left_from[k]
+            front = lst[:n].tolist()
+            if new or gone:
+                out = [j for j in front if j in gone]
+                if out:
+                    front = [j for j in front if j not in gone]
+                if new:
+                    at = sorted(lst.index(j, n) for j in new)  # their order in the list
+                    new = [lst[i] for i in at]
+                    for i in reversed(at):
+                        del lst[i]
+                    front += new
+                lst[:] = array("i", front + out) + lst[n:]
+                n_front[k] = len(front)
+            block += front
+        self._at_front = held
+        self._front -= len(block)
+        p, f = self._place, self._front
+        for i, j in enumerate(block):
+            p[j] = f + i
+
+    def _crossed(self, holding: np.ndarray, held: set[int], now: float) -> list[int]:
+        """The holders whose level may have grown since the last look (a superset)."""
+        xt = self._xt
+        if xt is None:
+            return holding.tolist()
+        # holders whose next threshold is 1 ms away or less (the rest have at least
+        # 1e-3 GPU-s to go, above the 1e-6 tolerance); the holders now are some of the
+        # holders of the last wake (jobs start only in the re-pack of a decision)
+        near = self._xt_of[xt <= now - self._xt_at + 1e-3].tolist()
+        return [j for j in near if j in held]
+
+    # --- the policy ----------------------------------------------------------------------
+
+    def _enter(self, view) -> None:
+        """Starvation: add the jobs that entered the queue since the last look to the heap.
+
+        Only a job that ran can starve, and it enters the queue from holding GPUs (after
+        a preemption, or when its save ends), so the holders of the last look are the
+        candidates. While a job waits, neither the time it entered the queue e_j nor its
+        service since its last promotion a_j changes: it starves at e_j + K a_j / g_j,
+        when it is below level 0 and a_j > 0 (the arithmetic of the fused kernel).
+        """
+        seen = self._seen
+        if seen.size:
+            back = seen[view.job_status[seen] == QUEUED]
+            if back.size:
+                att, base, gpus = view.job_attained, self._base, view.job_n_gpus
+                for j in back.tolist():
+                    a = float(att[j]) - float(base[j])
+                    ran = a / int(gpus[j])  # run time since the last promotion, s
+                    if ran > 0 and bisect_right(self._edge_list, a) > 0:
+                        e = float(view.job_enqueued[j])
+                        heappush(self._due, (e + self.starve * ran, j, e))
+        self._seen = view.running
+
+    def _fresh(self, view, entry: tuple[float, int, float]) -> bool:
+        """The heap entry's job still waits since the time it was added."""
+        j = entry[1]
+        return bool(view.job_status[j] == QUEUED and view.job_enqueued[j] == entry[2])
+
+    def _starving(self, view, now: float) -> list[int]:
+        """The queued jobs whose due time is reached (removed from the heap)."""
+        heap, out = self._due, []
+        limit = now + 1e-9
+        while heap and heap[0][0] <= limit:
+            entry = heappop(heap)
+            if self._fresh(view, entry):
+                out.append(entry[1])
+        return out
+
+    def _waiting(self, view, holding: np.ndarray) -> bool:
+        """Does some job wait?"""
+        if self._no_saves:  # listed: the queued and the holders
+            return self._n_listed > holding.size
+        return view.queued.size > 0
 
     def decide(self, view, now: float) -> Decision:
-        if view.queued.size == 0:
+        if len(self._place) != view.job_submit.size:  # first decision of a run
+            self._begin(view)
+        for j in view.finished.tolist():
+            self._leave(j)
+        self._n_listed -= view.finished.size
+        t0 = float(view.job_submit[0])
+        # arrivals join the back of their level (of no service: level 0)
+        new = view.arrived
+        if new.size:
+            for j, s in zip(new.tolist(), (view.job_submit[new] - t0).tolist(), strict=True):
+                self._join(j, self._level0, s)
+            self._n_listed += new.size
+        holding = self._held = self._holding(view)
+        if not self._waiting(view, holding):
+            # (with no saves, no job enters the queue between a wake and this call)
+            if self.starve > 0 and not self._no_saves:
+                self._enter(view)
             return Decision()  # nothing waits: the re-pack would keep every holder
-        n = view.job_submit.size
-        if self._place.size != n:  # first decision of a run: no job placed yet
-            self._level_of = np.zeros(n, dtype=np.int64)
-            self._place = np.full(n, np.nan)
-            self._front = 0.0
-            self._base = np.zeros(n if self.starve > 0 else 0)
-        lvl, place, t0 = self._level_of, self._place, view.job_submit[0]
-        holding = view.running[view.job_status[view.running] != SAVING]
-        # the holders of the last re-pack go to the front of their lists, in its order
-        h = holding[np.lexsort((holding, place[holding], lvl[holding]))]
-        self._front -= h.size
-        place[h] = self._front + np.arange(h.size)
-        # arrivals join the back of their level (level 0: nothing attained)
-        new = view.queued[np.isnan(place[view.queued])]
-        lvl[new] = self._level(self._service(view, new))
-        place[new] = view.job_submit[new] - t0
+        held = set(holding.tolist())
+        self._to_front(held)
         if self.starve > 0:
-            q = view.queued
-            a = self._service(view, q)
-            ran = a / view.job_n_gpus[q]  # run time since the last promotion, s
-            starving = (self._level(a) > 0) & (ran > 0)
-            starving &= view.job_enqueued[q] + self.starve * ran <= now + 1e-9
-            j = q[starving]  # back of level 0, behind the jobs that arrived by now
-            self._base[j] = view.job_attained[j]
-            lvl[j], place[j] = 0, np.nextafter(now - t0, np.inf)
-        # holders that crossed T_k since the last re-pack join the back of level k + 1 at
-        # the decision point of the crossing, t_x = now - (a_j - T_k) / g_j
-        a = self._service(view, holding)
-        new_lvl = self._level(a)
-        down = new_lvl > lvl[holding]
-        if down.any():
-            j, k = holding[down], new_lvl[down]
-            cross = now - (a[down] - self.thresholds[k - 1]) / view.job_n_gpus[j]
-            at = np.ceil((cross - 1e-9) / view.slot_s) * view.slot_s + 0.0
-            lvl[j], place[j] = k, np.minimum(at, now) - t0
-        active = np.union1d(view.queued, holding)
-        return Decision(
-            order=active[np.lexsort((active, place[active], lvl[active]))], preemptive=True
-        )
+            if not self._no_saves:  # (else no job entered the queue since the wake)
+                self._enter(view)
+            heap = self._due
+            starving = self._starving(view, now) if heap and heap[0][0] <= now + 1e-9 else []
+            if starving:
+                back = float(np.nextafter(now - t0, np.inf))  # behind the arrivals so far
+                for j in starving:
+                    self._base[j] = view.job_attained[j]  # its service restarts: level 0
+                    self._leave(j)
+                    self._join(j, 0, back)
+        # holders that crossed T_k since the last re-pack join the back of level k + 1
+        # at the decision point of the crossing, t_x = now - (a_j - T_k) / g_j
+        att, base, gpus, slot = view.job_attained, self._base, view.job_n_gpus, view.slot_s
+        for j in self._crossed(holding, held, now):
+            a = float(att[j]) - float(base[j]) if base.size else float(att[j])
+            k = bisect_right(self._edge_list, a)
+            if k > self._lv[j]:
+                cross = now - (a - self._thr_list[k - 1]) / int(gpus[j])
+                at = math.ceil((cross - 1e-9) / slot) * slot + 0.0
+                self._leave(j)
+                self._join(j, k, min(at, now) - t0)
+        # the lists, level by level: the order of (level, place, job index)
+        lists = array("i")
+        for lst in self._lists:
+            lists += lst
+        order = np.frombuffer(lists, dtype=np.intc)
+        if not self._no_saves:
+            order = order[view.job_status[order] != SAVING]
+        return Decision(order=order, preemptive=True)
 
     def wake(self, view, now: float) -> float | None:
         """Next level crossing of a holder, b_j + (T_q - a_j) / g_j (b_j: now, or the end of
@@ -147,23 +331,38 @@ class TiresiasPolicy:
         Only while some job waits: with an empty queue a crossing cannot change the
         allocation (the re-pack would select every holder again).
         """
-        if view.queued.size == 0:
+        run = self._holding(view)
+        held = self._held
+        # did the re-pack start or preempt a job? (the view hands out the same array
+        # while the holders stand)
+        changed = run is not held and (run.size != held.size or bool(np.count_nonzero(run != held)))
+        self._held = run
+        self._xt = None
+        if not self._waiting(view, run):
+            if self.starve > 0:
+                self._enter(view)
             return None
         wake = np.inf
-        run = view.running[view.job_status[view.running] != SAVING]
-        a = self._service(view, run)
-        level = self._level(a)
-        below = level < self.thresholds.size
-        if below.any():
-            gap = self.thresholds[level[below]] - a[below]
-            # a loading job gains service only once its load ends
-            begin = np.maximum(now, view.job_phase_end[run[below]])
-            wake = float((begin + gap / view.job_n_gpus[run[below]]).min())
+        if run.size:
+            a = self._service(view, run)
+            # a job in the last level never crosses (inf); a loading job gains service
+            # only once its load ends
+            gap = self._next_t[self._level(a)] - a
+            if self._no_loads:  # (a sum rounds monotonically: the same minimum)
+                xt, at = gap / view.job_n_gpus[run], now
+                wake = now + float(xt.min())
+            else:
+                begin = np.maximum(now, view.job_phase_end[run])
+                xt, at = begin + gap / view.job_n_gpus[run], 0.0
+                wake = float(xt.min())
+            if self._level0 == 0:  # (every stored level is then its job's level)
+                self._xt, self._xt_of, self._xt_at = xt, run, at
         if self.starve > 0:
-            q = view.queued
-            a = self._service(view, q)
-            ran = a / view.job_n_gpus[q]
-            waiting = (self._level(a) > 0) & (ran > 0)
-            if waiting.any():
-                wake = min(wake, float((view.job_enqueued[q] + self.starve * ran)[waiting].min()))
+            if changed or not self._no_saves:  # (else no job entered the queue)
+                self._enter(view)
+            heap = self._due
+            while heap and not self._fresh(view, heap[0]):
+                heappop(heap)
+            if heap:
+                wake = min(wake, heap[0][0])
         return None if wake == np.inf else wake
