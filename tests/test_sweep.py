@@ -1081,13 +1081,12 @@ def wait_gone(psutil, procs, timeout_s: float = 30.0) -> None:
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize("seeds", [[0, 1, 2], [0, 1, 2, 3]])
-def test_a_sweep_of_several_cells_compiles_missing_kernels_once_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seeds: list[int]
+@pytest.mark.parametrize("n_cells", [3, 4])
+def test_compile_once_compiles_the_missing_kernels_for_several_cells(
+    monkeypatch: pytest.MonkeyPatch, n_cells: int
 ) -> None:
-    """With the python path's kernels missing from the cache, a sweep of WARM_UP_CELLS or
-    more cells compiles them before the cells start (and says so); a smaller one leaves
-    each cell to decide for itself."""
+    """With the python path's kernels missing from the cache, WARM_UP_CELLS or more cells
+    compile them first (and say so); fewer leave each cell to decide for itself."""
     from gpusched import engine, sweep
 
     assert sweep.WARM_UP_CELLS == 4
@@ -1095,13 +1094,25 @@ def test_a_sweep_of_several_cells_compiles_missing_kernels_once_first(
     monkeypatch.setattr(engine, "compiled_in_cache", lambda mode: mode == "fused")
     monkeypatch.setattr(engine, "warm_up", compiled.append)
     notes: list[str] = []
-    spec = parse_spec(BASE + f"seeds = {seeds}\n")
-    result = run_sweep(spec, out=tmp_path / "out", n_workers=1, processes=False, note=notes.append)
-    assert result.n_ran == len(seeds) and not result.failed
-    if len(seeds) >= 4:
+    sweep.compile_once(n_cells, notes.append)
+    if n_cells >= 4:
         assert compiled == ["python"]
         assert notes == [
             "compiling simulation kernels once for the 4 cells, first run only (up to a minute)"
         ]
     else:
         assert compiled == [] and notes == []
+
+
+def test_a_local_sweep_compiles_once_before_its_cells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpusched import sweep
+
+    calls: list[int] = []
+    monkeypatch.setattr(sweep, "compile_once", lambda n, tell=None: calls.append(n))
+    spec = parse_spec(BASE + "seeds = [0, 1, 2, 3, 4]\n")
+    result = run_sweep(spec, out=tmp_path / "out", n_workers=1, processes=False)
+    assert result.n_ran == 5 and not result.failed and calls == [5]
+    again = run_sweep(spec, out=tmp_path / "out", n_workers=1, processes=False)
+    assert again.n_ran == 0 and calls == [5, 0]
