@@ -548,8 +548,12 @@ class Engine:
         if self._interp_s < SWITCH.min_s:
             return
         st = self.state
-        done = int(st.sim_i[I_N_FINISHED] + st.sim_i[I_N_REJECTED]) / max(len(self.jobs), 1)
-        left = np.inf if done == 0 else self._interp_s * (1 - done) / done
+        n = max(len(self.jobs), 1)
+        # progress: the mean of the jobs arrived and the jobs done (done alone stays 0 for
+        # a while when the first jobs are long, which would project an endless run)
+        done = (st.sim_i.item(I_N_FINISHED) + st.sim_i.item(I_N_REJECTED)) / n
+        progress = (done + st.sim_i.item(I_NEXT_ARRIVAL) / n) / 2
+        left = np.inf if progress == 0 else self._interp_s * (1 - progress) / progress
         if left <= SWITCH.load_s:
             return
         if self._cold is None:

@@ -38,8 +38,9 @@ class Switch:
     """When an engine on the interpreted kernels moves to the compiled ones.
 
     After each chunk of decision points, with ``t`` CPU seconds spent interpreting and a
-    fraction ``f`` of the jobs done, the run moves on once ``t >= min_s`` and its
-    projected remaining interpreted time ``t * (1 - f) / f`` exceeds ``load_s`` (about
+    progress ``f`` (the mean of the fractions of jobs arrived and of jobs done), the run
+    moves on once ``t >= min_s`` and its projected remaining interpreted time
+    ``t * (1 - f) / f`` exceeds ``load_s`` (about
     what loading the cached compiled kernels costs: importing Numba and its cache). When
     the compiled kernels are not in the cache yet (a first run), compiling them takes
     tens of seconds, so the run stays interpreted unless more than ``compile_s`` is left.
