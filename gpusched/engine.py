@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.cluster import ClusterSpec
-from gpusched.errors import GpuschedError, InvariantError, PolicyError, TraceError, show_name
+from gpusched.errors import InvariantError, PolicyError, TraceError, show_name
 from gpusched.events import EventLog, new_log
 from gpusched.jit import SWITCH, compiled, interpreted, is_cached, load_cached
 from gpusched.jobs import JobTable
@@ -40,7 +40,6 @@ from gpusched.policy import (
     Start,
     call_policy,
     fused_spec,
-    policy_failure,
 )
 from gpusched.state import (
     F_NOW,
@@ -645,12 +644,7 @@ class Engine:
         if self._pending or view.pending.size:  # no array per decision when none wait
             view.pending = _frozen(np.fromiter(self._pending, dtype=np.int32))
         t0 = time.perf_counter()
-        try:  # (call_policy, inline: a call less per decision)
-            decision = policy.decide(view, now)
-        except GpuschedError:
-            raise
-        except (Exception, SystemExit) as exc:
-            raise policy_failure(self.name, "decide", now, exc) from exc
+        decision = call_policy(self.name, "decide", now, policy.decide, view, now)
         self._delays.append(time.perf_counter() - t0)
         self.last_decision = decision
         st.sim_f[F_WAKE] = np.inf
@@ -665,12 +659,7 @@ class Engine:
             self._apply(decision, now)
             if before != (sim_i.item(I_N_QUEUE), sim_i.item(I_N_RUN), sim_i.item(I_N_PREEMPT)):
                 view.invalidate()
-            try:
-                w = wake(view, now)
-            except GpuschedError:
-                raise
-            except (Exception, SystemExit) as exc:
-                raise policy_failure(self.name, "wake", now, exc) from exc
+            w = call_policy(self.name, "wake", now, wake, view, now)
             if w is not None:
                 self._set_wake(self._as_time(w, "wake() returned", now), now)
         if self.ledger is not None and np.isfinite(self.cfg.until_s):

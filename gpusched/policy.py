@@ -56,7 +56,6 @@ __all__ = [
     "call_policy",
     "parse_levels",
     "parse_params",
-    "policy_failure",
     "policy_params",
 ]
 
@@ -282,20 +281,11 @@ def call_policy(
     except GpuschedError:
         raise
     except (Exception, SystemExit) as exc:
-        raise policy_failure(policy_name, hook, now, exc) from exc
-
-
-def policy_failure(
-    policy_name: str, hook: str, now: float | None, exc: BaseException
-) -> PolicyError:
-    """The error :func:`call_policy` raises (from ``exc``) when the policy's ``hook`` failed
-    at simulated time ``now`` (for callers that catch themselves, as the engine's decision
-    loop does)."""
-    at = f" at t={now + 0.0:.6g} s" if now is not None and np.isfinite(now) else ""
-    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return PolicyError(
-        f"policy '{policy_name}' failed in {hook}(){at}: {what} (--debug shows its traceback)"
-    )
+        at = f" at t={now + 0.0:.6g} s" if now is not None and np.isfinite(now) else ""
+        what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise PolicyError(
+            f"policy '{policy_name}' failed in {hook}(){at}: {what} (--debug shows its traceback)"
+        ) from exc
 
 
 def fused_spec(policy: Any) -> Fused | None:

@@ -143,11 +143,9 @@ class View:
 
     def refresh(self, arrived: np.ndarray, finished: np.ndarray) -> None:
         """Engine hook: take the events of this decision point."""
-        self._queued = self._running = None
-        arrived.setflags(write=False)
-        finished.setflags(write=False)
-        self.arrived = arrived
-        self.finished = finished
+        self.invalidate()
+        self.arrived = _frozen(arrived)
+        self.finished = _frozen(finished)
 
     def invalidate(self) -> None:
         """Engine hook: the queue or the holders changed within this decision point (the
