@@ -210,19 +210,23 @@ def _small_range(values: np.ndarray) -> tuple[int, np.ndarray] | None:
     return lo, values.astype(np.int64) - lo  # int8 - int8 would wrap around
 
 
-def _int_cells(values: np.ndarray) -> Any:
-    """An integer column's cells in decimal; a column of few distinct numbers (counts,
-    GPUs) is spelled by looking each up in a table of the range's numbers, which is
-    several times faster than pyarrow's integer-to-text cast."""
+def _int_cells(values: np.ndarray, suffix: str = "", null: np.ndarray | None = None) -> Any:
+    """An integer column's cells in decimal, each followed by ``suffix`` (null where
+    ``null``); a column of few distinct numbers (counts, GPUs) is spelled by looking each
+    up in a table of the range's numbers, several times faster than pyarrow's
+    integer-to-text cast."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     small = _small_range(values)
     if small is None:
-        return pc.cast(pa.array(values), pa.string())
+        digits = pc.cast(pa.array(values, mask=null), pa.string())
+        return pc.binary_join_element_wise(digits, suffix, "") if suffix else digits
     lo, index = small
-    table = pa.array([str(v) for v in range(lo, lo + int(index.max()) + 1)], type=pa.string())
-    return table.take(index)
+    table = pa.array(
+        [f"{v}{suffix}" for v in range(lo, lo + int(index.max()) + 1)], type=pa.string()
+    )
+    return table.take(index if null is None else pa.array(index, mask=null))
 
 
 def _cell_text(x: Any) -> str | None:
@@ -284,7 +288,7 @@ def _float_cells(x: np.ndarray) -> Any:
     if (whole | nan).all():
         # every value a whole number (most times of a run, slots being whole seconds):
         # repr spells them as the integer and ".0", and integers format fastest
-        return _whole_cells(np.where(nan, 0, x).astype(np.int64), nan)
+        return _int_cells(np.where(nan, 0, x).astype(np.int64), ".0", nan)
     with np.errstate(invalid="ignore", over="ignore"):
         millis = np.round(x * _SCALE)
         fixed = (millis / _SCALE == x) & (x < 1e12) & ~np.signbit(x)
@@ -341,22 +345,6 @@ def _shortest_cells(x: np.ndarray) -> Any:
         spelled = pa.array([repr(v) for v in x[odd].tolist()], type=pa.string())
         text = pc.replace_with_mask(text, pa.array(odd), spelled)
     return text
-
-
-def _whole_cells(ints: np.ndarray, null: np.ndarray) -> Any:
-    """Whole numbers (int64, below 1e16 in magnitude) spelled as ``repr`` spells them as
-    floats, the integer and ``.0``; null where ``null``. A column of few distinct numbers
-    (zeros, say) is spelled by looking each up in a table, as in :func:`_int_cells`."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    small = _small_range(ints)
-    if small is None:
-        digits = pc.cast(pa.array(ints, mask=null), pa.string())
-        return pc.binary_join_element_wise(digits, ".0", "")
-    lo, index = small
-    table = pa.array([f"{v}.0" for v in range(lo, lo + int(index.max()) + 1)], type=pa.string())
-    return table.take(pa.array(index, mask=null))
 
 
 # --- reading run tables -----------------------------------------------------------------
