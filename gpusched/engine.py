@@ -553,7 +553,7 @@ class Engine:
         done = (st.sim_i.item(I_N_FINISHED) + st.sim_i.item(I_N_REJECTED)) / n
         progress = (done + st.sim_i.item(I_NEXT_ARRIVAL) / n) / 2
         left = np.inf if progress == 0 else self._interp_s * (1 - progress) / progress
-        if left <= SWITCH.load_s:
+        if left <= SWITCH.load_s and self._interp_s < SWITCH.load_s:
             return
         if self._cold is None:
             self._cold = not self._compiled_cached()

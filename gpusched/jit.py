@@ -39,17 +39,21 @@ class Switch:
 
     After each chunk of decision points, with ``t`` CPU seconds spent interpreting and a
     progress ``f`` (the mean of the fractions of jobs arrived and of jobs done), the run
-    moves on once ``t >= min_s`` and its projected remaining interpreted time
-    ``t * (1 - f) / f`` exceeds ``load_s`` (about
-    what loading the cached compiled kernels costs: importing Numba and its cache). When
-    the compiled kernels are not in the cache yet (a first run), compiling them takes
-    tens of seconds, so the run stays interpreted unless more than ``compile_s`` is left.
-    A run of more than ``max_jobs`` jobs (interpreted, 0.2-2 ms each) starts on the
-    compiled kernels when they are in the cache.
+    moves on once ``t >= min_s`` and either its projected remaining interpreted time
+    ``t * (1 - f) / f`` or ``t`` itself exceeds ``load_s``, about what loading the cached
+    compiled kernels costs (importing Numba and its cache: 0.27 s of CPU time measured).
+    The projection alone misjudges runs whose decisions grow dearer as the queue grows
+    (tiresias with ``starve`` on philly-2000 projected under a second left for 3.5 s);
+    moving at the latest once ``t`` reaches ``load_s`` bounds any run at about twice the
+    cost of the better choice, whatever the projection said (the rent-or-buy rule).
+    When the compiled kernels are not in the cache yet (a first run), compiling them takes
+    tens of seconds, so the run stays interpreted unless the projection leaves more than
+    ``compile_s``. A run of more than ``max_jobs`` jobs (interpreted, 0.2-2 ms each)
+    starts on the compiled kernels when they are in the cache.
     """
 
-    min_s: float = 0.1
-    load_s: float = 1.0
+    min_s: float = 0.05
+    load_s: float = 0.2
     compile_s: float = 20.0
     max_jobs: int = 5000
     chunk: int = 128  #: decision points per call while interpreted (fused path)

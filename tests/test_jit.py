@@ -173,3 +173,30 @@ def test_a_short_run_on_a_cold_cache_stays_interpreted_and_says_so(monkeypatch, 
     res = eng.run()
     assert eng.kernels == ("compiled" if cached else "interpreted")
     assert res.extra["uncompiled"] is (not cached)
+
+
+def test_a_run_moves_on_once_its_interpreted_time_reaches_the_load_cost(monkeypatch):
+    """The projection may promise a short rest (it misjudged tiresias with ``starve``);
+    the run moves on anyway once the CPU time spent interpreting reaches what loading the
+    compiled kernels costs, and not before (the rent-or-buy bound)."""
+    monkeypatch.setattr(engine_module, "_warm", set())
+    monkeypatch.setattr(engine_module, "SWITCH", Switch(min_s=0.0, load_s=100.0, chunk=4))
+    monkeypatch.setattr(Engine, "_compiled_cached", lambda self: True)
+    cluster = ClusterSpec.homogeneous(1, 2)
+    rows = [(float(i), 1, 5.0) for i in range(64)]
+    eng = Engine(
+        prepare_jobs(make_trace(rows), cluster),
+        cluster,
+        make_policy(load_policy_class("fifo"), {}, 0),
+    )
+    st = eng.state
+    while (st.sim_i[kernel.I_N_FINISHED] + st.sim_i[kernel.I_NEXT_ARRIVAL]) / 128 < 0.8:
+        assert eng.step(4)
+    assert eng.kernels == "interpreted"
+    eng._interp_s = 0.0
+    eng._maybe_compile(90.0)  # projected rest <= 90 * 0.2 / 0.8 s: stays
+    assert eng.kernels == "interpreted"
+    eng._maybe_compile(10.0)  # 100 s spent: moves on, though the rest looks short
+    assert eng.kernels == "compiled"
+    eng.run()
+    assert eng.state.sim_i[kernel.I_N_FINISHED] == 64
