@@ -41,7 +41,7 @@ class Switch:
     progress ``f`` (the mean of the fractions of jobs arrived and of jobs done), the run
     moves on once ``t >= min_s`` and either its projected remaining interpreted time
     ``t * (1 - f) / f`` or ``t`` itself exceeds ``load_s``, about what loading the cached
-    compiled kernels costs (importing Numba and its cache: 0.27 s of CPU time measured).
+    compiled kernels costs (importing Numba and its cache: 0.16-0.27 s of CPU time measured).
     The projection alone misjudges runs whose decisions grow dearer as the queue grows
     (tiresias with ``starve`` on philly-2000 projected under a second left for 3.5 s);
     moving at the latest once ``t`` reaches ``load_s`` bounds any run at about twice the
