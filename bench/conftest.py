@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gpusched.cluster import ClusterSpec
-from gpusched.engine import Engine, warm_up
-from gpusched.jobs import prepare_jobs
-from gpusched.registry import load_policy_class, make_policy
+from gpusched.core.engine import Engine, warm_up
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.registry import load_policy_class, make_policy
+from gpusched.io.cluster import ClusterSpec
 from gpusched.workloads.synth import synth_trace
 
 #: 32 x 8 = 256 GPUs; the synthetic traces are generated at 0.8 offered load for it

@@ -31,8 +31,8 @@ def test_synthetic(benchmark, n_jobs, policy):
 def philly_jobs():
     if not PHILLY.is_file():
         pytest.fail(f"the Philly benchmark needs {PHILLY} (the shared traces folder)")
-    from gpusched.cluster import load_cluster
-    from gpusched.jobs import prepare_jobs
+    from gpusched.core.jobs import prepare_jobs
+    from gpusched.io.cluster import load_cluster
     from gpusched.workloads.importers import import_trace_with_report
 
     cluster = load_cluster("philly-64x8")
@@ -68,11 +68,11 @@ def test_sharing(benchmark, n_jobs, policy):
     The sjf-bsbf workload beyond its 4,000 bundled jobs (the busy window once a day) on
     sjf-bsbf-64x8; the job model's rates, the policy's decisions and the sharing kernel.
     """
-    from gpusched import jobmodel
-    from gpusched.cluster import load_cluster
-    from gpusched.engine import Engine
-    from gpusched.jobs import prepare_jobs
-    from gpusched.registry import load_policy_class, make_policy
+    from gpusched.core import jobmodel
+    from gpusched.core.engine import Engine
+    from gpusched.core.jobs import prepare_jobs
+    from gpusched.core.registry import load_policy_class, make_policy
+    from gpusched.io.cluster import load_cluster
     from gpusched.workloads import WORKLOADS
 
     cluster = load_cluster("sjf-bsbf-64x8")
@@ -95,8 +95,8 @@ def test_sharing(benchmark, n_jobs, policy):
 def test_event_log_cost(benchmark, policy, events):
     """The event log (replay --events) on 1M jobs, fused path: what keeping it costs, and
     that a run without it pays nothing (compare with test_synthetic's 1M figures)."""
-    from gpusched.engine import Engine
-    from gpusched.registry import load_policy_class, make_policy
+    from gpusched.core.engine import Engine
+    from gpusched.core.registry import load_policy_class, make_policy
 
     jobs = synth_jobs(1_000_000)
 

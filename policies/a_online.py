@@ -50,9 +50,9 @@ import heapq
 import numpy as np
 
 from gpusched.algorithms.edge_cloud import assign_ps, holding_after
+from gpusched.core.policy import Decision, Dispatch, Preempt, Start
+from gpusched.core.state import QUEUED
 from gpusched.errors import PolicyError
-from gpusched.policy import Decision, Dispatch, Preempt, Start
-from gpusched.state import QUEUED
 
 
 class AOnlinePolicy:

@@ -9,7 +9,7 @@ apply), so every chunk is dispatched to an edge worker by eq. 5.
 
 from __future__ import annotations
 
-from gpusched.registry import sibling_policy
+from gpusched.core.registry import sibling_policy
 
 _AONLINE = sibling_policy(__file__, "a_online.py")
 

@@ -51,7 +51,7 @@ Ambiguities and the choices made (also in ``docs/a-srpt.md``):
    NIC, intra-server bandwidth and GPUs per server; unannotated jobs (no ``model``) have
    :math:`\\alpha^{min} = \\alpha^{max} = 1` and one "iteration" per second of duration.
 7. SRPT ties in :math:`\\tilde A_1` go to the earlier submission; "most"/"least" available
-   ties to the lower server index (:func:`gpusched.algorithms.heavy_edge.select_servers`).
+   ties to the lower server index (:func:`gpusched.jobmodels.heavy_edge.select_servers`).
 """
 
 from __future__ import annotations
@@ -60,11 +60,13 @@ from collections import deque
 
 import numpy as np
 
+from gpusched.algorithms.pipeline_placer import Placer
 from gpusched.algorithms.predict import fit, prediction_report
 from gpusched.algorithms.predicted import check_predictor
-from gpusched.jobmodels.pipeline_jobs import PipelineJobs, Placer, VirtualSRPT
-from gpusched.policy import Decision, Note, Start
-from gpusched.state import QUEUED
+from gpusched.algorithms.virtual_srpt import VirtualSRPT
+from gpusched.core.policy import Decision, Note, Start
+from gpusched.core.state import QUEUED
+from gpusched.jobmodels.pipeline_jobs import PipelineJobs
 
 
 class ASRPTPolicy:

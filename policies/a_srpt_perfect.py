@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusched.registry import sibling_policy
+from gpusched.core.registry import sibling_policy
 
 _ASRPT = sibling_policy(__file__, "a_srpt.py")
 

@@ -34,9 +34,9 @@ import heapq
 import numpy as np
 
 from gpusched.algorithms.edge_cloud import assign_ps, holding_after
+from gpusched.core.policy import Decision, Dispatch, Start
+from gpusched.core.state import FINISHED, QUEUED
 from gpusched.errors import ParamError, PolicyError
-from gpusched.policy import Decision, Dispatch, Start
-from gpusched.state import FINISHED, QUEUED
 
 
 class BatchSchePolicy:

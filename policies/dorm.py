@@ -49,9 +49,9 @@ import numpy as np
 
 from gpusched.algorithms.dorm_milp import ps_count, solve_counts
 from gpusched.algorithms.ps_place import round_robin
+from gpusched.core.policy import Allocate, Decision
 from gpusched.errors import ParamError
 from gpusched.jobmodels.ps import params_of
-from gpusched.policy import Allocate, Decision
 
 
 class DormPolicy:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusched.policy import Allocate, Decision
+from gpusched.core.policy import Allocate, Decision
 
 
 class DRFPolicy:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusched.policy import KEY_FIFO, Decision, Fused
+from gpusched.core.policy import KEY_FIFO, Decision, Fused
 
 
 class FIFOPolicy:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpusched.algorithms.ps_place import ps_for, round_robin
+from gpusched.core.policy import Allocate, Decision
 from gpusched.jobmodels.ps import params_of
-from gpusched.policy import Allocate, Decision
 
 
 class FIFOPSPolicy:

@@ -87,8 +87,8 @@ from typing import NamedTuple
 import numpy as np
 
 from gpusched.algorithms.bayesopt import BayesOpt
-from gpusched.policy import Decision, Note, Preempt, Start
-from gpusched.state import LOADING, RUNNING
+from gpusched.core.policy import Decision, Note, Preempt, Start
+from gpusched.core.state import LOADING, RUNNING
 
 _EPS = 1e-9  # s, as the engine's tolerance on times
 

@@ -17,7 +17,7 @@ comparison, and so do we.
 
 from __future__ import annotations
 
-from gpusched.registry import sibling_policy
+from gpusched.core.registry import sibling_policy
 
 _PDORS = sibling_policy(__file__, "pd_ors.py")
 

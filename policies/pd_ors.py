@@ -15,10 +15,10 @@ Learning Systems", IEEE TNSE 2022, Algorithm 1, reading as the paper's:
   :mod:`gpusched.algorithms.primal_dual`;
 * line 3: if lambda > 0, admit the job, reserve its schedule's resources in every slot it
   uses (rho += ...), and raise those prices (eq. 12);
-* line 4: otherwise reject it (:class:`~gpusched.policy.Reject`).
+* line 4: otherwise reject it (:class:`~gpusched.core.policy.Reject`).
 
 The engine then runs the admitted schedules slot by slot: at each slot boundary the policy
-sets each admitted job's workers and PSs for that slot (:class:`~gpusched.policy.Allocate`,
+sets each admitted job's workers and PSs for that slot (:class:`~gpusched.core.policy.Allocate`,
 a pause where the schedule leaves a slot empty). Readings where the paper is silent:
 
 * a schedule plans integer workers ``w >= v c`` and ``s = ceil(w / gamma)`` PSs for the
@@ -49,10 +49,10 @@ import math
 import numpy as np
 
 from gpusched.algorithms import primal_dual as pd
+from gpusched.core.ledger import capacities
+from gpusched.core.policy import Allocate, Decision, Reject
+from gpusched.core.state import FINISHED
 from gpusched.jobmodels.ps import PSJob, params_of
-from gpusched.ledger import capacities
-from gpusched.policy import Allocate, Decision, Reject
-from gpusched.state import FINISHED
 
 
 class PDORSPolicy:

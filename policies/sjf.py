@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusched.policy import KEY_SJF, Decision, Fused
+from gpusched.core.policy import KEY_SJF, Decision, Fused
 
 
 class SJFPolicy:

@@ -59,9 +59,9 @@ from gpusched.algorithms.share import (
     sjf_order,
     worth_sharing,
 )
+from gpusched.core.policy import Decision, Start
+from gpusched.core.state import QUEUED
 from gpusched.errors import ParamError
-from gpusched.policy import Decision, Start
-from gpusched.state import QUEUED
 
 
 class SJFBSBFPolicy:

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.policy import Decision, Start
-from gpusched.registry import sibling_policy
-from gpusched.state import QUEUED
+from gpusched.core.policy import Decision, Start
+from gpusched.core.registry import sibling_policy
+from gpusched.core.state import QUEUED
 
 _SJFBSBF = sibling_policy(__file__, "sjf_bsbf.py")
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpusched.algorithms.edge_cloud import JobLevel
-from gpusched.policy import KEY_SRTF, Decision, Fused
-from gpusched.state import SAVING
+from gpusched.core.policy import KEY_SRTF, Decision, Fused
+from gpusched.core.state import SAVING
 
 
 class SRTFPolicy:

@@ -26,8 +26,8 @@ import math
 
 import numpy as np
 
-from gpusched.policy import KEY_SRTF, Decision, Fused
-from gpusched.state import SAVING
+from gpusched.core.policy import KEY_SRTF, Decision, Fused
+from gpusched.core.state import SAVING
 
 
 class SRTFPeriodicPolicy:

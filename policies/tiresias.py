@@ -45,8 +45,8 @@ from heapq import heappop, heappush
 
 import numpy as np
 
-from gpusched.policy import KEY_LAS, Decision, Fused, parse_levels
-from gpusched.state import QUEUED, SAVING
+from gpusched.core.policy import KEY_LAS, Decision, Fused, parse_levels
+from gpusched.core.state import QUEUED, SAVING
 
 
 class TiresiasPolicy:
@@ -99,7 +99,7 @@ class TiresiasPolicy:
         #: attained GPU-s of each job at its last promotion (starvation; 0 until then)
         self._base = np.zeros(0)
         # each job's level and place in that level's list, as the fused kernel keeps them
-        # (gpusched.state: job_level, job_seq): places >= 0 are times since the first
+        # (gpusched.core.state: job_level, job_seq): places >= 0 are times since the first
         # submission at which the job joined the back; holders of a re-pack get places < 0
         self._lv: list[int] = []
         self._place: list[float] = []

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusched.algorithms.edge_cloud import JobLevel
-from gpusched.policy import Decision, parse_levels
+from gpusched.core.policy import Decision, parse_levels
 
 
 class TiresiasLPolicy:

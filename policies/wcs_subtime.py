@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusched.algorithms.pipeline_placer import start_in_order
 from gpusched.algorithms.predicted import check_select
-from gpusched.jobmodels.pipeline_jobs import PipelineJobs, start_in_order
-from gpusched.policy import Decision
+from gpusched.core.policy import Decision
+from gpusched.jobmodels.pipeline_jobs import PipelineJobs
 
 
 class WCSSubTimePolicy:

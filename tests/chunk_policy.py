@@ -1,9 +1,9 @@
 """A test policy for jobs made of data chunks: the rule of ``tests/naive.py::simulate_tasks``.
 
-Written with the engine's public actions only (:class:`~gpusched.policy.Start`,
-:class:`~gpusched.policy.Dispatch`, :class:`~gpusched.policy.Preempt`,
-:class:`~gpusched.policy.HostPS`) and what ``view.tasks`` shows, so that
-``tests/test_tasks_vs_naive.py`` can run it through ``gpusched.run`` and compare the engine
+Written with the engine's public actions only (:class:`~gpusched.core.policy.Start`,
+:class:`~gpusched.core.policy.Dispatch`, :class:`~gpusched.core.policy.Preempt`,
+:class:`~gpusched.core.policy.HostPS`) and what ``view.tasks`` shows, so that
+``tests/test_tasks_vs_naive.py`` can run it through ``gpusched.experiments.run`` and compare the engine
 with the naive simulator. At each decision:
 
 1. each chunk that arrived and is not placed, in order, is placed on the worker of its type
@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusched.policy import Decision, Dispatch, HostPS, Preempt, Start
-from gpusched.state import FINISHED, QUEUED
+from gpusched.core.policy import Decision, Dispatch, HostPS, Preempt, Start
+from gpusched.core.state import FINISHED, QUEUED
 
 #: s: tolerance of "ready now" (as the engine's)
 EPS_T = 1e-9

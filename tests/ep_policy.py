@@ -1,6 +1,6 @@
 """A policy shipped by a (pretend) third-party package through the entry-point group."""
 
-from gpusched.policy import Decision
+from gpusched.core.policy import Decision
 
 
 class ThirdPartyFIFO:

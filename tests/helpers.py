@@ -6,12 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.cluster import ClusterSpec
-from gpusched.engine import Engine, RunResult
-from gpusched.jobs import prepare_jobs
-from gpusched.policy import Decision, parse_params
-from gpusched.registry import available_policies, load_policy_class, make_policy
-from gpusched.trace import Trace
+from gpusched.core.engine import Engine, RunResult
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.policy import Decision, parse_params
+from gpusched.core.registry import available_policies, load_policy_class, make_policy
+from gpusched.io.cluster import ClusterSpec
+from gpusched.io.trace import Trace
 
 
 def make_trace(

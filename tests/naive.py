@@ -1,6 +1,6 @@
 """A slow, obviously correct reference simulator of gpusched's slotted model.
 
-Written from the model's specification only (not from ``gpusched/kernel.py``), in plain
+Written from the model's specification only (not from ``gpusched/core/kernel.py``), in plain
 Python: lists, dicts and floats. ``tests/test_kernel_vs_naive.py`` checks the engine
 against it. The model, in short:
 
@@ -515,7 +515,7 @@ def simulate_tasks(
     """Jobs made of data chunks on typed workers, from the edge-cloud paper's model.
 
     Written from the model only (Sec. III-A of the edge-cloud paper and DESIGN.md, "Tasks,
-    typed workers and tiers"), not from ``gpusched/tasks.py``. Each job (a dict with
+    typed workers and tiers"), not from ``gpusched/core/tasks.py``. Each job (a dict with
     ``submit`` s, ``chunks``, ``type``, ``batches``, ``epochs``, ``batch_time``,
     ``update_time``, ``grad_mb``, ``bw_mbps``, ``unit_s``; sorted by ``submit``) has
     ``chunks`` data chunks of ``epochs * batches`` mini-batches each, trained one chunk

@@ -7,17 +7,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusched.algorithms.heavy_edge import alpha_min_estimate
-from gpusched.cluster import ClusterSpec
-from gpusched.engine import Engine
+from gpusched.algorithms.virtual_srpt import VirtualSRPT
+from gpusched.core.engine import Engine
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.policy import parse_params
+from gpusched.core.registry import load_policy_class, make_policy
+from gpusched.core.state import FINISHED
+from gpusched.io.cluster import ClusterSpec
+from gpusched.io.trace import Trace
 from gpusched.jobmodels.catalogue import load_catalogue
-from gpusched.jobmodels.pipeline_jobs import PipelineJobs, PipelinePerf, VirtualSRPT, resolve_config
-from gpusched.jobs import prepare_jobs
-from gpusched.metrics import job_records, summarize
-from gpusched.policy import parse_params
-from gpusched.registry import load_policy_class, make_policy
-from gpusched.state import FINISHED
-from gpusched.trace import Trace
+from gpusched.jobmodels.heavy_edge import alpha_min_estimate
+from gpusched.jobmodels.pipeline_jobs import PipelineJobs, PipelinePerf, resolve_config
+from gpusched.results.metrics import job_records, summarize
 from gpusched.workloads.annotate import annotate_trace
 from tests.helpers import make_trace
 

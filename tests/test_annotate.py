@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gpusched.io.resources import resolve_trace
+from gpusched.io.trace import read_trace
 from gpusched.jobmodels.catalogue import load_catalogue
 from gpusched.jobmodels.pipeline_jobs import parse_config, resolve_config
-from gpusched.run import resolve_trace
-from gpusched.trace import read_trace
 from gpusched.workloads.a_srpt import a_srpt_workload
 from gpusched.workloads.annotate import RECURRENT_SHARE, annotate_trace, recurrent_share
 from gpusched.workloads.synth import synth_trace
@@ -51,7 +51,7 @@ def test_groups_share_model_and_config(philly):
 
 
 def test_configs_fit_gpus_and_iterations_match_duration(philly):
-    from gpusched.algorithms.heavy_edge import alpha_min_estimate
+    from gpusched.jobmodels.heavy_edge import alpha_min_estimate
 
     a, _ = annotate_trace(philly, 0, CAT)
     np.testing.assert_array_equal(a.duration, philly.duration)  # durations kept

@@ -1,5 +1,5 @@
 """The Python path's kernel calls: entry points bound to the run's types, the order check
-and the jobs started now (``gpusched.engine._Kernels``, ``kernel.check_order``,
+and the jobs started now (``gpusched.core.engine._Kernels``, ``kernel.check_order``,
 ``kernel.started_at``)."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpusched import kernel
-from gpusched.cluster import ClusterSpec
-from gpusched.engine import Engine
+from gpusched.core import kernel
+from gpusched.core.engine import Engine
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.policy import Decision, Start
+from gpusched.core.state import QUEUED
 from gpusched.errors import PolicyError
-from gpusched.jobs import prepare_jobs
-from gpusched.policy import Decision, Start
-from gpusched.state import QUEUED
+from gpusched.io.cluster import ClusterSpec
 from tests.helpers import Scripted, make_trace
 
 ROWS = [(0, 1, 10), (0, 1, 20), (0, 2, 5), (30, 1, 1)]

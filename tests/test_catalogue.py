@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpusched.algorithms.heavy_edge import alpha_min_estimate
 from gpusched.errors import CatalogueError
 from gpusched.jobmodels.catalogue import default_catalogue_path, load_catalogue
+from gpusched.jobmodels.heavy_edge import alpha_min_estimate
 
 TABLE_I = [
     "VGG19", "ResNet152", "Inception-V3", "BERT-large", "XLNet-large", "T5",

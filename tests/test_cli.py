@@ -86,7 +86,7 @@ def test_replay_passes_arguments_through(monkeypatch):
         seen.update(trace=trace, policy=policy, **kw)
         raise SystemExit(0)
 
-    monkeypatch.setattr("gpusched.run.replay", fake_replay)
+    monkeypatch.setattr("gpusched.experiments.run.replay", fake_replay)
     invoke(
         "replay",
         "t.csv",
@@ -275,7 +275,7 @@ def test_policy_error_is_reported_with_policy_job_and_time(tmp_path):
     bad = write(
         tmp_path / "greedy.py",
         (
-            "from gpusched.policy import Decision, Start\n"
+            "from gpusched.core.policy import Decision, Start\n"
             "class Greedy:\n"
             "    name = 'greedy'\n    knows_duration = False\n    needs_predictor = False\n    work_conserving = False\n"
             "    def __init__(self, *, rng=None): pass\n"
@@ -319,7 +319,7 @@ def test_a_srpt_workload_annotate_and_replay(tmp_path):
 
 
 def test_a_srpt_workload_load_on_a_given_cluster(tmp_path):
-    from gpusched.trace import read_trace
+    from gpusched.io.trace import read_trace
     from gpusched.workloads.synth import offered_load
 
     loads = {}
@@ -348,7 +348,7 @@ def test_compare_plot(tmp_path):
 def test_entry_point_policy(monkeypatch):
     from importlib.metadata import EntryPoint
 
-    import gpusched.registry as registry
+    import gpusched.core.registry as registry
 
     ep = EntryPoint(
         name="third-party", value="tests.ep_policy:ThirdPartyFIFO", group=registry.GROUP

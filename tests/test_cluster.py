@@ -1,4 +1,4 @@
-"""Tests of gpusched.cluster: bundled specs, derived arrays and the loader's errors.
+"""Tests of gpusched.io.cluster: bundled specs, derived arrays and the loader's errors.
 
 The totals of the bundled specs are written out by hand from their sources (the
 comment at the top of each TOML file); nothing here reads ../shared.
@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpusched.cluster import (
+from gpusched.errors import ClusterError, GpuschedError
+from gpusched.io.cluster import (
     ClusterSpec,
     ServerGroup,
     bundled_clusters,
     load_cluster,
     parse_cluster,
 )
-from gpusched.errors import ClusterError, GpuschedError
 
 # name -> (servers, GPUs, gpu_capacity), counted by hand from each file's sources.
 BUNDLED = {
@@ -488,7 +488,7 @@ def test_unicode_names_are_kept(tmp_path: Path) -> None:
 
 
 def test_limits_are_inclusive(tmp_path: Path) -> None:
-    from gpusched.cluster import MAX_GPU_CAPACITY, MAX_GPUS
+    from gpusched.io.cluster import MAX_GPU_CAPACITY, MAX_GPUS
 
     big = load_cluster(write(tmp_path, FULL_HEAD + GROUP.format(count=1, gpus=MAX_GPUS)))
     assert big.n_gpus == MAX_GPUS and big.gpu_server().dtype == np.int32
@@ -546,7 +546,7 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 def test_oversized_file_is_refused_before_reading(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import gpusched.cluster as cluster_mod
+    import gpusched.io.cluster as cluster_mod
 
     path = write(tmp_path, MINIMAL + "# " + "padding " * 40 + "\n")
     monkeypatch.setattr(cluster_mod, "MAX_FILE_BYTES", 100)
@@ -555,7 +555,7 @@ def test_oversized_file_is_refused_before_reading(
 
 
 def test_direct_construction_checks_limits() -> None:
-    from gpusched.cluster import MAX_GPUS
+    from gpusched.io.cluster import MAX_GPUS
 
     with pytest.raises(ClusterError, match="ServerGroup.count"):
         ClusterSpec.homogeneous(2**40, 2**40)

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from gpusched.cli import app
 from gpusched.errors import GpuschedError
-from gpusched.seeds import compare_seeds, parse_seeds
-from gpusched.stats import t_interval
+from gpusched.experiments.seeds import compare_seeds, parse_seeds
+from gpusched.results.stats import t_interval
 
 runner = CliRunner()
 POLICIES = ["fifo", "srtf"]

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpusched.cli import app
-from gpusched.diffrun import diff_runs, format_duration, read_run_jobs
+from gpusched.results.diff import diff_runs, format_duration, read_run_jobs
 
 runner = CliRunner()
 HEAD = "job_id,submit,first_start,finish,jct,wait_s,gpus,duration,slowdown_s\n"

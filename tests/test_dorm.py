@@ -19,11 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusched.algorithms.dorm_milp import FAIRNESS_WEIGHT, solve_counts
-from gpusched.cluster import parse_cluster
+from gpusched.core.ledger import capacities
+from gpusched.core.registry import load_policy_class, make_policy
+from gpusched.core.state import FINISHED, REJECTED
 from gpusched.errors import ParamError
-from gpusched.ledger import capacities
-from gpusched.registry import load_policy_class, make_policy
-from gpusched.state import FINISHED, REJECTED
+from gpusched.io.cluster import parse_cluster
 from tests.test_ledger import CLUSTER, engine, ps_trace
 
 CAP = capacities(parse_cluster(CLUSTER))  # 2 machines x (8 GPUs, 20 CPUs, 64 GB, 100 GB)

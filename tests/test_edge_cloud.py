@@ -1,4 +1,4 @@
-"""Jobs made of data chunks on typed workers (gpusched.tasks) and the edge-cloud policies.
+"""Jobs made of data chunks on typed workers (gpusched.core.tasks) and the edge-cloud policies.
 
 Hand-checked schedules, the engine's rules (worker type, ready time, no migration, no
 preemption in the cloud, one PS per running job) and property tests over random small
@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpusched.core.policy import Decision, Dispatch, HostPS, Preempt, Start
+from gpusched.core.registry import load_policy_class
+from gpusched.core.state import FINISHED
 from gpusched.errors import ClusterError, GpuschedError, PolicyError, TraceError
-from gpusched.policy import Decision, Dispatch, HostPS, Preempt, Start
-from gpusched.registry import load_policy_class
-from gpusched.run import build_engine, replay
-from gpusched.state import FINISHED
+from gpusched.experiments.run import build_engine, replay
 
 TASK_POLICIES = ["a-online", "a-online-e", "srtf", "tiresias-l", "batchsche"]
 COLUMNS = [
@@ -169,7 +169,7 @@ def test_a_job_whose_first_chunk_goes_to_the_cloud_stays_there(tmp_path):
     assert info["cloud"].tolist() == [False, True, True, True]
     assert info["zeta"].tolist() == [0, 1]
     assert res.state.job_finish[1:].tolist() == [11.0, 11.0, 11.0]
-    from gpusched.metrics import job_records
+    from gpusched.results.metrics import job_records
 
     rec = job_records(res)
     assert rec["tier"].tolist() == ["edge", "cloud"]
@@ -191,7 +191,7 @@ def test_a_job_ends_with_its_last_chunk_and_its_jct_splits(tmp_path):
     toml = cluster_toml([(1, {"a": 2}, 2)], None)
     rows = [job("x", 0, 3, "a", 4)]
     summary, res = run_case(tmp_path, rows, toml, "a-online")
-    from gpusched.metrics import job_records, task_records
+    from gpusched.results.metrics import job_records, task_records
 
     rec = job_records(res)
     assert rec["finish"][0] == res.state.job_finish.max()
@@ -203,7 +203,7 @@ def test_a_job_ends_with_its_last_chunk_and_its_jct_splits(tmp_path):
 
 
 def test_jct_rate_is_over_srtf(tmp_path):
-    from gpusched.run import compare
+    from gpusched.experiments.run import compare
 
     toml = cluster_toml([(1, {"a": 1}, 1), (2, {"a": 1}, 1)], 10)
     rows = [job(f"j{i}", i, 2, "a", 6 + i, gang=2) for i in range(4)]
@@ -329,7 +329,7 @@ def test_a_bad_chunk_value_names_file_line_and_column(tmp_path):
     ],
 )
 def test_bad_edge_cloud_cluster_keys(tmp_path, extra, message):
-    from gpusched.cluster import load_cluster
+    from gpusched.io.cluster import load_cluster
 
     text = f'[cluster]\nname = "x"\n[[servers]]\ncount = 1\ngpus = 1\ngpu_type = "g"\ntier = "cloud"\n{extra}\n'
     path = tmp_path / "c.toml"

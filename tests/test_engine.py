@@ -8,13 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpusched.cluster import ClusterSpec
-from gpusched.engine import Engine
+from gpusched.core.engine import Engine
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.policy import Decision, Preempt, Start
+from gpusched.core.state import RUNNING
 from gpusched.errors import InvariantError, PolicyError, TraceError
-from gpusched.jobs import prepare_jobs
-from gpusched.metrics import summarize
-from gpusched.policy import Decision, Preempt, Start
-from gpusched.state import RUNNING
+from gpusched.io.cluster import ClusterSpec
+from gpusched.results.metrics import summarize
 from tests.helpers import Scripted, make_trace, run
 
 
@@ -212,7 +212,7 @@ def test_view_hides_durations_from_policies_that_do_not_know_them():
 def test_invariant_checker_catches_lost_work():
     res = run([(0, 1, 5)], "fifo")
     res.state.job_executed[0] = 4.0
-    from gpusched.engine import check_invariants
+    from gpusched.core.engine import check_invariants
 
     with pytest.raises(InvariantError, match="work not conserved"):
         check_invariants(res.state, res.timeline, 1, stopped=False)
@@ -341,7 +341,7 @@ def test_a_pending_start_whose_idle_gpu_an_order_fill_took_is_a_policy_error():
 
 def test_write_csv_text_per_value(tmp_path):
     # floats exactly (repr), NaN empty, ints and text as they are, column by column
-    from gpusched.tables import write_csv_text as write_csv
+    from gpusched.io.tables import write_csv_text as write_csv
 
     cols = {
         "job_id": np.array(["a", "b,c", "d"], dtype=object),

@@ -8,17 +8,17 @@ import pytest
 from hypothesis import given, settings
 from typer.testing import CliRunner
 
-import gpusched.events as events_mod
+import gpusched.core.events as events_mod
 from gpusched.cli import app
-from gpusched.cluster import ClusterSpec
-from gpusched.engine import Engine
+from gpusched.core.engine import Engine
+from gpusched.core.events import format_gpus, parse_gpus
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.policy import Decision, Note, Preempt, Reject, Start
+from gpusched.core.registry import load_policy_class, make_policy
 from gpusched.errors import PolicyError
-from gpusched.events import format_gpus, parse_gpus
-from gpusched.explain import job_story, read_run, stints, worst
-from gpusched.jobs import prepare_jobs
-from gpusched.metrics import write_results
-from gpusched.policy import Decision, Note, Preempt, Reject, Start
-from gpusched.registry import load_policy_class, make_policy
+from gpusched.io.cluster import ClusterSpec
+from gpusched.results.explain import job_story, read_run, stints, worst
+from gpusched.results.metrics import write_results
 from tests.helpers import GANG_POLICIES, make_trace
 from tests.test_properties import phases, workloads
 
@@ -119,7 +119,7 @@ def test_small_buffers_are_flushed_without_losing_a_row(monkeypatch, mode):
         log, _ = real(slots, n_jobs, roles)
         return log, log.room  # room for exactly one decision point
 
-    monkeypatch.setattr("gpusched.engine.new_log", tiny)
+    monkeypatch.setattr("gpusched.core.engine.new_log", tiny)
     rng = np.random.default_rng(5)
     rows = [(float(t), int(g), float(d)) for t, g, d in zip(
         np.cumsum(rng.uniform(0, 5, 400)), rng.choice([1, 2, 4], 400),
@@ -257,7 +257,7 @@ def test_gpu_ranges_round_trip(gpus, text):
 
 
 def test_gantt_text_draws_the_hand_schedule(tmp_path):
-    from gpusched.gantt import gantt_text
+    from gpusched.results.gantt import gantt_text
 
     _, tmp_path = _reasons_run(tmp_path)
     text = gantt_text(read_run(tmp_path), width=120)
@@ -272,8 +272,8 @@ def test_gantt_text_draws_the_hand_schedule(tmp_path):
 
 
 def test_gantt_aggregates_large_clusters_and_marks_sharing(tmp_path):
-    from gpusched.explain import Run
-    from gpusched.gantt import busy_grid, gantt, gantt_text, shared
+    from gpusched.results.explain import Run
+    from gpusched.results.gantt import busy_grid, gantt, gantt_text, shared
 
     def run_of(servers, gpus, rows, cap=1):
         man = {"policy": "p", "cluster": {"servers": [{"count": servers, "gpus": gpus}]}}

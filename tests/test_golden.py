@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from gpusched.run import replay
-from gpusched.state import STATUS_NAMES
+from gpusched.core.state import STATUS_NAMES
+from gpusched.experiments.run import replay
 from tests.helpers import GANG_POLICIES, ROLE_POLICIES, TASK_POLICIES
 
 

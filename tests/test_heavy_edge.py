@@ -7,14 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusched.algorithms.heavy_edge import (
-    alpha_min_estimate,
-    compare_with_optimal,
-    heavy_edge,
-    job_graph,
-    optimal_mapping,
-    select_servers,
-)
+from gpusched.algorithms.exact_mapping import compare_with_optimal, optimal_mapping
+from gpusched.jobmodels.heavy_edge import alpha_min_estimate, heavy_edge, job_graph, select_servers
 from gpusched.jobmodels.pipeline import alpha_max, iteration_time, pipeline_spec
 from tests.helpers import brute_force_mapping
 
@@ -155,7 +149,7 @@ def test_time_limited_solution_is_not_reported_as_optimal(monkeypatch):
     """A MILP stopped by its time limit must raise, not pass its incumbent off as the optimum."""
     import scipy.optimize
 
-    import gpusched.algorithms.heavy_edge as he
+    import gpusched.algorithms.exact_mapping as he
 
     real = scipy.optimize.milp
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from gpusched.cli import app
 from gpusched.errors import GpuschedError, TraceError
-from gpusched.trace import read_trace
+from gpusched.io.trace import read_trace
 from gpusched.workloads.importers import (
     IMPORTERS,
     ImportExclusionWarning,
@@ -248,7 +248,7 @@ def test_missing_source_column(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- hostile input
-# The importers read through gpusched.trace.CsvTable, so they share the reader's rules.
+# The importers read through gpusched.io.trace.CsvTable, so they share the reader's rules.
 
 PHILLY_HEAD = "job_id,submit_time,submit_offset_s,duration_s,num_gpus,gpu_time_s,vc\n"
 

@@ -1,4 +1,4 @@
-"""The kernels' two forms (gpusched.jit): the interpreted twin gives the compiled kernels'
+"""The kernels' two forms (gpusched.core.jit): the interpreted twin gives the compiled kernels'
 schedule bit for bit, a run may move from one to the other mid-way, and a small run
 never imports Numba."""
 
@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given, settings
 
 from gpusched import engine as engine_module
-from gpusched import kernel
-from gpusched.cluster import ClusterSpec
-from gpusched.engine import Engine
-from gpusched.jit import SUFFIX, Switch, interpreted
-from gpusched.jobs import prepare_jobs
-from gpusched.metrics import manifest
-from gpusched.registry import load_policy_class, make_policy
+from gpusched.core import kernel
+from gpusched.core.engine import Engine
+from gpusched.core.jit import SUFFIX, Switch, interpreted
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.registry import load_policy_class, make_policy
+from gpusched.io.cluster import ClusterSpec
+from gpusched.results.metrics import manifest
 from tests.helpers import GANG_POLICIES, make_trace
 from tests.test_properties import phases, workloads
 
@@ -52,11 +52,11 @@ def _same(a, b):
 
 
 def test_the_twin_holds_plain_functions_and_the_module_dispatchers():
-    twin = interpreted("gpusched.kernel")
-    assert twin.__name__ == "gpusched.kernel" + SUFFIX
+    twin = interpreted("gpusched.core.kernel")
+    assert twin.__name__ == "gpusched.core.kernel" + SUFFIX
     assert isinstance(twin.run_fused, types.FunctionType)
     assert isinstance(twin._step, types.FunctionType)
-    assert interpreted("gpusched.kernel") is twin
+    assert interpreted("gpusched.core.kernel") is twin
     if hasattr(kernel.run_fused, "compile"):  # not under NUMBA_DISABLE_JIT
         assert not isinstance(kernel.run_fused, types.FunctionType)
 

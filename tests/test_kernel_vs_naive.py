@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpusched.cluster import ClusterSpec
-from gpusched.engine import Engine
-from gpusched.jobs import prepare_jobs
-from gpusched.policy import parse_params
-from gpusched.registry import load_policy_class, make_policy
-from gpusched.trace import Trace
+from gpusched.core.engine import Engine
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.policy import parse_params
+from gpusched.core.registry import load_policy_class, make_policy
+from gpusched.io.cluster import ClusterSpec
+from gpusched.io.trace import Trace
 
 sys.path.insert(0, str(Path(__file__).parent))
 from naive import simulate  # noqa: E402

@@ -1,8 +1,8 @@
 """Import layering: the [tool.importlinter] contracts of pyproject.toml hold.
 
 The core (kernel, engine, state, view, policy, registry) imports no textual or typer;
-the kernel imports only numpy, numba and gpusched.state; the bundled policies import
-no numba, textual, typer, gpusched.engine or gpusched.kernel; the core imports no family
+the kernel imports only numpy, numba and gpusched.core.state; the bundled policies import
+no numba, textual, typer, gpusched.core.engine or gpusched.core.kernel; the core imports no family
 module (gpusched.jobmodels, gpusched.algorithms, gpusched.workloads) and finds job models
 by name.
 """
@@ -30,7 +30,7 @@ def test_import_contracts_hold():
 
 
 def test_core_finds_the_builtin_job_models_by_name():
-    from gpusched import jobmodel
+    from gpusched.core import jobmodel
 
     names = [type(m).__module__ for m in jobmodel.job_models()]
     assert names == [
@@ -45,7 +45,7 @@ def test_core_finds_the_builtin_job_models_by_name():
 def test_a_plain_run_imports_no_workload_module_and_no_sklearn():
     # finding the job models by name must not drag in the workloads or scikit-learn
     code = (
-        "import sys; from gpusched.run import replay; replay(None, 'fifo'); "
+        "import sys; from gpusched.experiments.run import replay; replay(None, 'fifo'); "
         "print(sorted(m for m in sys.modules if m.startswith(('gpusched.workloads', "
         "'sklearn'))))"
     )

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from gpusched.algorithms.bayesopt import Suggestion
-from gpusched.cluster import ClusterSpec
-from gpusched.engine import Engine
+from gpusched.core.engine import Engine
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.registry import load_policy_class, make_policy
 from gpusched.errors import ParamError, PolicyError
-from gpusched.jobs import prepare_jobs
-from gpusched.registry import load_policy_class, make_policy
+from gpusched.io.cluster import ClusterSpec
 from gpusched.workloads.synth import synth_trace
 from tests.helpers import make_trace
 
@@ -246,7 +246,7 @@ def test_same_seed_same_schedule():
     ["max_defer=-1", "max_defer=inf", "bootstrap=0", "starts=0", "ei_stop=-0.1", "window=0"],
 )
 def test_bad_parameters_are_refused(param):
-    from gpusched.policy import parse_params
+    from gpusched.core.policy import parse_params
 
     cls = load_policy_class("lazer")
     with pytest.raises(ParamError, match="policy 'lazer'"):

@@ -15,16 +15,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusched.cluster import parse_cluster
-from gpusched.engine import Engine
+from gpusched.core.engine import Engine
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.ledger import Ledger, capacities
+from gpusched.core.policy import Allocate, Decision, Reject, Start
+from gpusched.core.state import FINISHED, QUEUED, REJECTED
 from gpusched.errors import ClusterError, PolicyError, TraceError
+from gpusched.io.cluster import parse_cluster
+from gpusched.io.trace import Trace
 from gpusched.jobmodels.ps import PSJobModel, params_of
-from gpusched.jobs import prepare_jobs
-from gpusched.ledger import Ledger, capacities
-from gpusched.metrics import job_records, summarize
-from gpusched.policy import Allocate, Decision, Reject, Start
-from gpusched.state import FINISHED, QUEUED, REJECTED
-from gpusched.trace import Trace
+from gpusched.results.metrics import job_records, summarize
 from tests.naive import simulate_roles
 
 CLUSTER = """
@@ -221,7 +221,7 @@ def test_reject_after_running_is_refused():
 
 
 def test_gang_policy_on_role_jobs_and_mixed_traces_are_refused():
-    from gpusched.registry import load_policy_class, make_policy
+    from gpusched.core.registry import load_policy_class, make_policy
 
     fifo = make_policy(load_policy_class("fifo"), {}, 0)
     with pytest.raises(PolicyError, match="placed by roles.*fifo-ps"):
@@ -237,8 +237,8 @@ def test_gang_policy_on_role_jobs_and_mixed_traces_are_refused():
 
 
 def test_role_policy_on_gang_trace_is_refused():
-    from gpusched.cluster import ClusterSpec
-    from gpusched.jobs import JobTable
+    from gpusched.core.jobs import JobTable
+    from gpusched.io.cluster import ClusterSpec
 
     table = JobTable(
         job_id=np.array(["a"], dtype=object),
@@ -315,7 +315,7 @@ def _naive_jobs(trace: Trace):
     cpus=st.integers(1, 6),
 )
 def test_fifo_ps_matches_naive(n, gaps, workers, batch, gamma, cpus):
-    from gpusched.registry import load_policy_class, make_policy
+    from gpusched.core.registry import load_policy_class, make_policy
 
     submit = np.cumsum(gaps[:n]).astype(float)
     trace = ps_trace(n, submit=submit, global_batch=batch, ps_ratio=gamma, worker_cpus=cpus)

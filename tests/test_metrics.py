@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusched import metrics
+from gpusched.results import metrics
 
 QS = (50, 95, 99)
 

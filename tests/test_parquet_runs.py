@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpusched.cli import app
-from gpusched.tables import parquet_rows, write_table
+from gpusched.io.tables import parquet_rows, write_table
 
 runner = CliRunner()
 

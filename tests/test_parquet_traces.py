@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from gpusched.cli import app
 from gpusched.errors import TraceError
-from gpusched.resources import bundled_dir
-from gpusched.trace import read_trace, write_trace
+from gpusched.io.resources import bundled_dir
+from gpusched.io.trace import read_trace, write_trace
 
 runner = CliRunner()
 NUMBERS = ("submit_time", "num_gpus", "duration", "iterations", "load_s", "save_s")

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusched.registry import load_policy_class, make_policy
-from gpusched.state import FINISHED, REJECTED
+from gpusched.core.registry import load_policy_class, make_policy
+from gpusched.core.state import FINISHED, REJECTED
 from tests.test_ledger import engine, ps_trace
 
 

@@ -23,7 +23,8 @@ import typer
 from typer.testing import CliRunner
 
 from gpusched.errors import GpuschedError
-from gpusched.plot import (
+from gpusched.experiments.run import compare
+from gpusched.results.plot import (
     NEED_MATPLOTLIB,
     expand_run_dirs,
     is_sweep,
@@ -31,8 +32,7 @@ from gpusched.plot import (
     plot_sweep,
     sweep_figure,
 )
-from gpusched.run import compare
-from gpusched.sweep_plot import MAX_BARS, MAX_SERIES
+from gpusched.results.sweep_plot import MAX_BARS, MAX_SERIES
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -329,7 +329,7 @@ def test_comparison_of_too_many_variants_merges_the_largest_policy(tmp_path: Pat
 
 def test_real_sweep_plots_as_a_comparison(tmp_path: Path, capsys) -> None:
     """A sweep run by gpusched (not a hand-written table) plots each policy."""
-    from gpusched.sweep import parse_spec, run_sweep
+    from gpusched.experiments.sweep import parse_spec, run_sweep
 
     spec = parse_spec(
         'traces = ["tiny"]\nclusters = ["default", "testbed-4x4"]\n'
@@ -565,7 +565,7 @@ def test_plot_cmd(runs: Path, results_csv: Path, tmp_path: Path) -> None:
 def test_parameter_named_like_a_metric_keeps_its_sweep_column() -> None:
     """The sweep writes a parameter that clashes with a metric as param_<name>; the plot
     must read that column, not the metric's."""
-    from gpusched.sweep_plot import _param_columns
+    from gpusched.results.sweep_plot import _param_columns
 
     header = ["cell", "status", "params", "avg_jct_s", "param_avg_jct_s", "param_cell", "x"]
     rows = [{"params": "avg_jct_s=3 cell=1 x=2"}]

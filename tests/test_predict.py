@@ -18,7 +18,7 @@ from gpusched.algorithms.predict import (
     split,
     train_split,
 )
-from gpusched.metrics import flat_summary
+from gpusched.results.metrics import flat_summary
 
 
 def _jobs(submit, work, iterations=None, **extra) -> SimpleNamespace:
@@ -224,8 +224,8 @@ def test_unknown_kind():
 def test_summary_reports_the_predictor_of_predictor_policies_only(tmp_path):
     # a small annotated workload: spjf's summary has 'prediction' (the one it used, seeded
     # by the run), fifo's has none; comparison.csv flattens it into columns
-    from gpusched.run import compare, replay
-    from gpusched.trace import write_trace
+    from gpusched.experiments.run import compare, replay
+    from gpusched.io.trace import write_trace
     from gpusched.workloads.a_srpt import a_srpt_workload
 
     w = tmp_path / "w.csv"

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusched.cluster import ClusterSpec
-from gpusched.engine import Engine
-from gpusched.jobs import prepare_jobs
-from gpusched.metrics import job_records
-from gpusched.registry import load_policy_class, make_policy
-from gpusched.state import FINISHED, QUEUED
+from gpusched.core.engine import Engine
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.registry import load_policy_class, make_policy
+from gpusched.core.state import FINISHED, QUEUED
+from gpusched.io.cluster import ClusterSpec
+from gpusched.results.metrics import job_records
 from tests.helpers import GANG_POLICIES, make_trace
 
 
@@ -111,7 +111,7 @@ def test_fused_kernel_equals_python_decide(policy, w):
 
 def test_slot_length_moves_average_jct_by_at_most_a_slot():
     """Coarser slots delay decisions, but exact in-slot progress keeps the shift within one slot."""
-    from gpusched.run import replay
+    from gpusched.experiments.run import replay
 
     base, _ = replay("synth-500", "srtf", slot_s=1.0)
     for slot in (10.0, 60.0):

@@ -14,12 +14,15 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from gpusched.algorithms.heavy_edge import alpha_min_estimate, job_graph, optimal_mapping
+from gpusched.algorithms.exact_mapping import optimal_mapping
 from gpusched.cli import app
 from gpusched.cli.listing import _reading
-from gpusched.cluster import ClusterSpec, load_cluster, parse_cluster
+from gpusched.core.jobs import prepare_jobs
 from gpusched.errors import ClusterError
+from gpusched.io.cluster import ClusterSpec, load_cluster, parse_cluster
+from gpusched.io.trace import read_trace
 from gpusched.jobmodels.catalogue import load_catalogue
+from gpusched.jobmodels.heavy_edge import alpha_min_estimate, job_graph
 from gpusched.jobmodels.pipeline import (
     DEFAULT_READING,
     Reading,
@@ -30,8 +33,6 @@ from gpusched.jobmodels.pipeline import (
 )
 from gpusched.jobmodels.pipeline_jobs import PipelineJobs
 from gpusched.jobmodels.reading import reading_of
-from gpusched.jobs import prepare_jobs
-from gpusched.trace import read_trace
 from tests.helpers import brute_force_mapping
 
 # 8 Gbit/s NIC = 1e9 B/s, 10 GB/s intra = 1e10 B/s, g = 4 (as tests/test_perfmodel.py).

@@ -7,8 +7,8 @@ import ast
 
 import pytest
 
-from gpusched import registry
-from gpusched.resources import bundled_dir
+from gpusched.core import registry
+from gpusched.io.resources import bundled_dir
 
 
 def full_parse_summary(text):

@@ -10,21 +10,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpusched import jobmodel
 from gpusched.algorithms.share import (
     alone_holders,
     first_enough,
     first_of_each_shape,
     sjf_order,
 )
-from gpusched.cluster import load_cluster
-from gpusched.engine import Engine
+from gpusched.core import jobmodel
+from gpusched.core.engine import Engine
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.registry import load_policy_class
+from gpusched.core.state import QUEUED, RUNNING
 from gpusched.errors import TraceError
+from gpusched.io.cluster import load_cluster
+from gpusched.io.trace import read_trace
 from gpusched.jobmodels import sharing as S
-from gpusched.jobs import prepare_jobs
-from gpusched.registry import load_policy_class
-from gpusched.state import QUEUED, RUNNING
-from gpusched.trace import read_trace
 from gpusched.workloads import WORKLOADS
 
 

@@ -14,13 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from gpusched.cluster import ClusterSpec
-from gpusched.engine import Engine, RunResult
+from gpusched.core.engine import Engine, RunResult
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.policy import Decision, Start
+from gpusched.core.state import XI_DEFAULT
 from gpusched.errors import PolicyError
-from gpusched.jobs import prepare_jobs
-from gpusched.metrics import job_records, summarize
-from gpusched.policy import Decision, Start
-from gpusched.state import XI_DEFAULT
+from gpusched.io.cluster import ClusterSpec
+from gpusched.results.metrics import job_records, summarize
 from tests.helpers import make_trace, run
 from tests.naive import simulate_shared
 
@@ -124,7 +124,7 @@ def test_a_job_alone_runs_at_its_solo_speed_after_sharing() -> None:
         def decide(self, view: Any, now: float) -> Decision:
             d = super().decide(view, now)
             if now == 10.0:
-                from gpusched.policy import Preempt
+                from gpusched.core.policy import Preempt
 
                 d.actions.append(Preempt(1))
             return d
@@ -263,7 +263,7 @@ def test_memory_is_checked_gpu_by_gpu_beside_the_jobs_there() -> None:
 
 
 def test_a_config_stays_for_the_jobs_lifetime() -> None:
-    from gpusched.policy import Preempt
+    from gpusched.core.policy import Preempt
 
     class Perf:
         def rate(self, job: int, gpus: np.ndarray, config: Any = None) -> float:

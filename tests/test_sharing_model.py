@@ -9,8 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpusched.cluster import ClusterSpec, ServerGroup
+from gpusched.core.jobs import JobTable
+from gpusched.core.state import XI_DEFAULT
 from gpusched.errors import GpuschedError, TraceError
+from gpusched.io.cluster import ClusterSpec, ServerGroup
+from gpusched.io.trace import read_trace
 from gpusched.jobmodels import sharing as S
 from gpusched.jobmodels.sharing import (
     JOB_MODEL,
@@ -22,9 +25,6 @@ from gpusched.jobmodels.sharing import (
     load_profiles,
     load_xi_table,
 )
-from gpusched.jobs import JobTable
-from gpusched.state import XI_DEFAULT
-from gpusched.trace import read_trace
 
 # A made-up model with round numbers, so that eq. 3/4/7 can be worked by hand.
 TOY = Profile(

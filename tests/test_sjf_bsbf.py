@@ -149,8 +149,8 @@ def test_xi_and_xi_table_together_are_refused() -> None:
 
 
 def test_xi_table_replaces_the_model_pairs(tmp_path: Any) -> None:
+    from gpusched.core.registry import load_policy_class
     from gpusched.jobmodels.sharing import MODELS, load_xi_table
-    from gpusched.registry import load_policy_class
 
     table = tmp_path / "xi.toml"
     rows = [

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from gpusched.cluster import ClusterSpec
-from gpusched.engine import Engine
+from gpusched.core.engine import Engine
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.policy import parse_params
+from gpusched.core.registry import load_policy_class, make_policy
 from gpusched.errors import ParamError
-from gpusched.jobs import prepare_jobs
-from gpusched.policy import parse_params
-from gpusched.registry import load_policy_class, make_policy
+from gpusched.io.cluster import ClusterSpec
 from tests.helpers import make_trace, run
 from tests.test_properties import phases, workloads
 

@@ -1,4 +1,4 @@
-"""Means and Student-t intervals (gpusched.stats) against a textbook example and by hand."""
+"""Means and Student-t intervals (gpusched.results.stats) against a textbook example and by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gpusched.stats import paired_interval, t_interval
+from gpusched.results.stats import paired_interval, t_interval
 
 # Student's sleep data (Cushny & Peebles 1905, as analysed by "Student", Biometrika 6(1),
 # 1908): extra hours of sleep of 10 patients under two drugs. R's documented example

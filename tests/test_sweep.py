@@ -17,9 +17,7 @@ import typer
 from typer.testing import CliRunner
 
 from gpusched.errors import GpuschedError
-from gpusched.metrics import SUMMARY_KEYS
-from gpusched.sweep import (
-    FIXED_COLUMNS,
+from gpusched.experiments.sweep import (
     SweepResult,
     cell_dir,
     cell_status,
@@ -30,7 +28,8 @@ from gpusched.sweep import (
     plan,
     run_sweep,
 )
-from gpusched.trace import trace_sha256, write_trace
+from gpusched.io.trace import trace_sha256, write_trace
+from gpusched.results.metrics import FIXED_COLUMNS, SUMMARY_KEYS
 from gpusched.workloads.synth import synth_trace
 
 pytest.importorskip("distributed")
@@ -307,7 +306,7 @@ seeds = [0]
 def test_existing_scheduler_address(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dask.distributed import LocalCluster
 
-    import gpusched.sweep as sweep_mod
+    import gpusched.experiments.sweep as sweep_mod
 
     monkeypatch.setattr(sweep_mod, "CONNECT_TIMEOUT_S", 1.0)
     spec = parse_spec('traces = ["tiny"]\npolicies = ["fifo", "srtf"]\n')
@@ -337,7 +336,7 @@ def make_app() -> typer.Typer:
 
 
 def test_sweep_cmd_passes_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import gpusched.sweep as sweep_mod
+    import gpusched.experiments.sweep as sweep_mod
 
     spec_file = tmp_path / "s.toml"
     spec_file.write_text('traces = ["tiny"]\npolicies = ["fifo"]\nout = "from-spec"\n')
@@ -435,7 +434,7 @@ def test_heavy_imports_stay_inside_commands() -> None:
     import sys
 
     code = (
-        "import sys, gpusched.cli.sweep, gpusched.sweep, gpusched.plot; "
+        "import sys, gpusched.cli.sweep, gpusched.experiments.sweep, gpusched.results.plot; "
         "print(sorted(m for m in ('dask', 'distributed', 'plotext', 'matplotlib', 'pyarrow') "
         "if m in sys.modules))"
     )
@@ -526,7 +525,7 @@ def test_hostile_spec_values(text: str, needles: list[str]) -> None:
 
 
 def test_spec_file_problems(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import gpusched.sweep as sweep_mod
+    import gpusched.experiments.sweep as sweep_mod
 
     folder = tmp_path / "folder.toml"
     folder.mkdir()
@@ -551,7 +550,7 @@ BAD_CLUSTER = '[cluster]\nname = "bad"\nservers = 0\ngpus_per_server = 4\n'
 
 
 def tiny_csv() -> Path:
-    from gpusched.resources import bundled_dir
+    from gpusched.io.resources import bundled_dir
 
     return bundled_dir("traces") / "tiny.csv"
 
@@ -629,7 +628,7 @@ NAP_POLICY = '''"""FIFO that sleeps in every decision (a slow policy for tests).
 
 import time
 
-from gpusched.policy import Decision
+from gpusched.core.policy import Decision
 
 
 class NapPolicy:
@@ -719,8 +718,8 @@ def test_key_covers_everything_a_result_depends_on() -> None:
 def test_entry_point_policy_is_keyed_by_its_module_file(monkeypatch: pytest.MonkeyPatch) -> None:
     from importlib.metadata import EntryPoint
 
-    import gpusched.registry as registry
-    from gpusched.sweep import input_digests
+    import gpusched.core.registry as registry
+    from gpusched.experiments.sweep import input_digests
 
     ep = EntryPoint(
         name="third-party", value="tests.ep_policy:ThirdPartyFIFO", group=registry.GROUP
@@ -748,7 +747,7 @@ def test_cell_status_of_forged_or_damaged_folders(tmp_path: Path) -> None:
     out = tmp_path / "out"
     folder = cell_dir(out, cell)
     folder.mkdir(parents=True)
-    import gpusched.sweep as sweep_mod
+    import gpusched.experiments.sweep as sweep_mod
 
     outputs = dict.fromkeys(sweep_mod.OUTPUT_FILES, b"x" * 10)
     outputs["summary.json"] = b'{"n_jobs": 6}'
@@ -817,8 +816,8 @@ def test_run_cell_refuses_inputs_that_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import gpusched
-    import gpusched.run as run_mod
-    from gpusched.sweep import run_cell
+    import gpusched.experiments.run as run_mod
+    from gpusched.experiments.sweep import run_cell
 
     trace = tmp_path / "t.csv"
     write_trace(synth_trace(6, seed=1, n_gpus_cluster=8, load=0.9, max_duration_s=600.0), trace)
@@ -907,7 +906,7 @@ def test_lock_of_a_dead_process_is_taken_over(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from gpusched.sweep import SweepLock, read_lock
+    from gpusched.experiments.sweep import SweepLock, read_lock
 
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
@@ -1087,7 +1086,8 @@ def test_compile_once_compiles_the_missing_kernels_for_several_cells(
 ) -> None:
     """With the python path's kernels missing from the cache, WARM_UP_CELLS or more cells
     compile them first (and say so); fewer leave each cell to decide for itself."""
-    from gpusched import engine, sweep
+    from gpusched.core import engine
+    from gpusched.experiments import sweep
 
     assert sweep.WARM_UP_CELLS == 4
     compiled: list[str] = []
@@ -1107,7 +1107,7 @@ def test_compile_once_compiles_the_missing_kernels_for_several_cells(
 def test_a_local_sweep_compiles_once_before_its_cells(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpusched import sweep
+    from gpusched.experiments import sweep
 
     calls: list[int] = []
     monkeypatch.setattr(sweep, "compile_once", lambda n, tell=None: calls.append(n))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gpusched.errors import GpuschedError
-from gpusched.trace import Trace
+from gpusched.io.trace import Trace
 from gpusched.workloads.synth import offered_load, synth_trace, trace_stats
 
 

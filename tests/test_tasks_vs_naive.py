@@ -27,12 +27,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusched.cluster import ClusterSpec
-from gpusched.engine import Engine
-from gpusched.jobs import JobTable
-from gpusched.metrics import job_records, summarize
-from gpusched.policy import Decision, Preempt, Start
-from gpusched.run import replay
+from gpusched.core.engine import Engine
+from gpusched.core.jobs import JobTable
+from gpusched.core.policy import Decision, Preempt, Start
+from gpusched.experiments.run import replay
+from gpusched.io.cluster import ClusterSpec
+from gpusched.results.metrics import job_records, summarize
 from tests.naive import simulate_tasks
 
 POLICY = str(Path(__file__).with_name("chunk_policy.py"))
@@ -70,7 +70,7 @@ def cluster_toml(servers: list[tuple[float, list[tuple[str, int]], int]], cloud:
 
 
 def run_both(jobs, servers, cloud, slot, preempt, edge_queue, per_job=0):
-    """The engine's run (through gpusched.run.replay) and the naive one."""
+    """The engine's run (through gpusched.experiments.run.replay) and the naive one."""
     rows = [
         {
             "job_id": f"j{i}",

@@ -1,4 +1,4 @@
-"""Tests of the canonical trace reader and writer (gpusched.trace)."""
+"""Tests of the canonical trace reader and writer (gpusched.io.trace)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusched.errors import GpuschedError, TraceError
-from gpusched.trace import (
+from gpusched.io.trace import (
     MAX_ITERATIONS,
     MAX_TIME_S,
     MIN_DURATION_S,
@@ -256,7 +256,7 @@ def test_round_trip(tmp_path_factory: pytest.TempPathFactory, t: Trace, gz: bool
 
 
 # --------------------------------------------------------------------------- hostile input
-# Each class of attack is handled by one mechanism in gpusched.trace; the tests below give
+# Each class of attack is handled by one mechanism in gpusched.io.trace; the tests below give
 # several examples of each class (issue 10), plus the issue 9 and 17 additions.
 
 
@@ -315,7 +315,7 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     def denied(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied", str(p))
 
-    monkeypatch.setattr("gpusched.trace.open", denied, raising=False)
+    monkeypatch.setattr("gpusched.io.trace.open", denied, raising=False)
     assert _one_error(p) == f"{p}: cannot read: Permission denied"
 
 
@@ -357,8 +357,8 @@ def test_bounds_are_inclusive(tmp_path: Path) -> None:
 
 
 def test_iterations_bound_and_derived_duration(tmp_path: Path) -> None:
-    from gpusched.cluster import ClusterSpec
-    from gpusched.jobs import prepare_jobs
+    from gpusched.core.jobs import prepare_jobs
+    from gpusched.io.cluster import ClusterSpec
 
     head = "job_id,submit_time,num_gpus,iterations,model\n"
     p = _write(tmp_path, head + "a,0,1,1e17,VGG19\n")
@@ -377,9 +377,9 @@ def test_iterations_bound_and_derived_duration(tmp_path: Path) -> None:
 
 
 def test_validate_trace_guards_traces_built_in_code() -> None:
-    from gpusched.cluster import ClusterSpec
-    from gpusched.jobs import prepare_jobs
-    from gpusched.trace import validate_trace
+    from gpusched.core.jobs import prepare_jobs
+    from gpusched.io.cluster import ClusterSpec
+    from gpusched.io.trace import validate_trace
 
     t = Trace(["a", "b", "c"], [0, 1e300, 2], [1, 1, 1], [1, 1, 1e-9], [np.nan] * 3, [""] * 3)
     with pytest.raises(TraceError) as info:
@@ -395,7 +395,7 @@ def test_validate_trace_guards_traces_built_in_code() -> None:
 
 def test_extreme_bounds_replay_exactly(tmp_path: Path) -> None:
     """A job at MAX_TIME_S lasting MIN_DURATION_S, and one of MAX_TIME_S from 0, both finish."""
-    from gpusched.run import replay
+    from gpusched.experiments.run import replay
 
     text = H + f"late,{MAX_TIME_S!r},1,{MIN_DURATION_S!r}\nlong,0,1,{MAX_TIME_S!r}\n"
     for policy in ("fifo", "srtf"):
@@ -493,7 +493,7 @@ _INTS = _near(st.from_regex(r"[0-9]{1,14}", fullmatch=True))
 @given(s=_FLOATS, optional=st.booleans())
 def test_float_fast_path_is_the_grammar(s: str, optional: bool) -> None:
     """The vectorised parse accepts exactly the documented spelling, alone or in a column."""
-    from gpusched.trace import _FLOAT_RE, _parse_floats
+    from gpusched.io.trace import _FLOAT_RE, _parse_floats
 
     valid = bool(_FLOAT_RE.fullmatch(s)) or (optional and s == "")
     for col in ([s], [s, "1"], ["2.5", s]):
@@ -508,7 +508,7 @@ def test_float_fast_path_is_the_grammar(s: str, optional: bool) -> None:
 @settings(max_examples=300, deadline=None)
 @given(s=_INTS)
 def test_int_fast_path_is_the_grammar(s: str) -> None:
-    from gpusched.trace import _parse_ints
+    from gpusched.io.trace import _parse_ints
 
     valid = s.isascii() and s.isdigit() and int(s) <= 2**40
     for col in ([s], [s, "1"]):
@@ -566,8 +566,8 @@ def test_header_error_names_its_line(tmp_path: Path) -> None:
 
 
 def test_prepare_jobs_lines(tmp_path: Path) -> None:
-    from gpusched.cluster import ClusterSpec
-    from gpusched.jobs import prepare_jobs
+    from gpusched.core.jobs import prepare_jobs
+    from gpusched.io.cluster import ClusterSpec
 
     text = (
         "job_id,submit_time,num_gpus,iterations,model,duration,note\n"
@@ -626,7 +626,7 @@ def test_show_helpers_and_trace_error_escaping() -> None:
 
 
 def test_gzip_bomb_stops_at_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import gpusched.trace as trace_mod
+    import gpusched.io.trace as trace_mod
 
     limit, chunk = 1 << 20, 1 << 16
     monkeypatch.setattr(trace_mod, "MAX_TRACE_BYTES", limit)
@@ -650,7 +650,7 @@ def test_gzip_bomb_stops_at_the_limit(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_huge_plain_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import gpusched.trace as trace_mod
+    import gpusched.io.trace as trace_mod
 
     p = _write(tmp_path, H + "".join(f"j{i:03d},0,1,1\n" for i in range(1000)))
     monkeypatch.setattr(trace_mod, "MAX_TRACE_BYTES", p.stat().st_size)
@@ -664,8 +664,8 @@ def test_huge_plain_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_header_only_trace_gets_a_note(tmp_path: Path) -> None:
-    from gpusched.cluster import ClusterSpec
-    from gpusched.jobs import prepare_jobs
+    from gpusched.core.jobs import prepare_jobs
+    from gpusched.io.cluster import ClusterSpec
 
     p = _write(tmp_path, H)
     jobs = prepare_jobs(read_trace(p), ClusterSpec.homogeneous(1, 8))
@@ -732,8 +732,8 @@ def test_load_save_columns(tmp_path: Path) -> None:
         t.job_id, t.submit_time, t.num_gpus, t.duration, t.iterations, t.model, t.extra
     )
 
-    from gpusched.cluster import ClusterSpec
-    from gpusched.jobs import prepare_jobs
+    from gpusched.core.jobs import prepare_jobs
+    from gpusched.io.cluster import ClusterSpec
 
     jobs = prepare_jobs(t, ClusterSpec.homogeneous(1, 8))
     assert jobs.job_id.tolist() == ["b", "c", "a"]  # submission order

@@ -1,4 +1,4 @@
-"""Large traces are split and parsed by pyarrow (``gpusched.trace._split_arrow``): for any
+"""Large traces are split and parsed by pyarrow (``gpusched.io.trace._split_arrow``): for any
 file, valid or not, the result or the error messages are those of the Python splitter."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import gpusched.trace as trace_mod
+import gpusched.io.trace as trace_mod
 from gpusched.errors import TraceError
-from gpusched.trace import read_trace
+from gpusched.io.trace import read_trace
 
 COLUMNS = ("submit_time", "num_gpus", "duration", "iterations", "load_s", "save_s", "line")
 

@@ -15,14 +15,14 @@ import math
 import numpy as np
 import pytest
 
-from gpusched.metrics import job_records, summarize
-from gpusched.run import build_engine, replay
-from gpusched.state import FINISHED, LOADING, RUNNING, SAVING
+from gpusched.core.state import FINISHED, LOADING, RUNNING, SAVING
+from gpusched.experiments.run import build_engine, replay
+from gpusched.results.metrics import job_records, summarize
+from gpusched.results.units import fmt_s
 from gpusched.tui.app import GpuschedApp
 from gpusched.tui.screens import HelpScreen, SummaryScreen
 from gpusched.tui.session import Driver, partial_result
 from gpusched.tui.widgets import ClusterView, EventFeed, MetricsPanel, QueueView
-from gpusched.units import fmt_s
 
 SIZE = (120, 40)
 TIMING_KEYS = {"wall_s", "sched_delay_ms_avg", "sched_delay_ms_p95"}
@@ -233,7 +233,7 @@ def test_partial_result_counts_unfinished():
 
 
 def test_policy_status_line_reaches_the_frame():
-    from gpusched.run import build_engine
+    from gpusched.experiments.run import build_engine
 
     engine, _ = build_engine("tiny", "a-srpt")
     drv = Driver(engine, speed=10.0)
@@ -583,7 +583,7 @@ BAD_POLICY = '''
 
 import numpy as np
 
-from gpusched.policy import Decision, Start
+from gpusched.core.policy import Decision, Start
 
 
 class BadPolicy:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpusched.run import build_engine, replay
-from gpusched.state import FINISHED, REJECTED
-from gpusched.trace import write_trace
+from gpusched.core.state import FINISHED, REJECTED
+from gpusched.experiments.run import build_engine, replay
+from gpusched.io.trace import write_trace
 from gpusched.tui.app import GpuschedApp
 from gpusched.tui.screens import SummaryScreen
 from gpusched.tui.session import Driver
@@ -31,7 +31,7 @@ import numpy as np
 
 from gpusched.algorithms.ps_place import ps_for, round_robin
 from gpusched.jobmodels.ps import params_of
-from gpusched.policy import Allocate, Decision, Reject
+from gpusched.core.policy import Allocate, Decision, Reject
 
 
 class RejectThird:

@@ -15,9 +15,9 @@ import re
 import numpy as np
 import pytest
 
-from gpusched.run import build_engine, replay
-from gpusched.state import FINISHED, LOADING, QUEUED, RUNNING, SAVING
-from gpusched.trace import write_trace
+from gpusched.core.state import FINISHED, LOADING, QUEUED, RUNNING, SAVING
+from gpusched.experiments.run import build_engine, replay
+from gpusched.io.trace import write_trace
 from gpusched.tui.app import GpuschedApp
 from gpusched.tui.screens import SummaryScreen
 from gpusched.tui.session import Driver

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from gpusched.cli import app
 from gpusched.cli._common import WARM_UP_HINT_S, compile_notice, suggest_warm_up
-from gpusched.view import _ro
+from gpusched.core.view import _ro
 
 runner = CliRunner()
 GOOD = "job_id,submit_time,num_gpus,duration\na,0,1,10\nb,5,2,20\nc,6,4,5\n"
@@ -43,7 +43,7 @@ def policy_file(tmp_path: Path, body: str, name: str = "mine") -> Path:
     path = tmp_path / f"{name}.py"
     path.write_text(
         "import numpy as np\n"
-        "from gpusched.policy import Decision, Start, Preempt\n\n"
+        "from gpusched.core.policy import Decision, Start, Preempt\n\n"
         "class Mine:\n"
         f"    name = '{name}'\n"
         "    knows_duration = False\n"
@@ -77,7 +77,7 @@ def test_out_name_too_long(tmp_path):
 
 def test_out_checked_before_the_run(tmp_path, monkeypatch):
     ran = []
-    monkeypatch.setattr("gpusched.engine.Engine.run", lambda self, **kw: ran.append(1))
+    monkeypatch.setattr("gpusched.core.engine.Engine.run", lambda self, **kw: ran.append(1))
     target = tmp_path / "f.txt"
     target.write_text("x")
     one_line_error(invoke("replay", "tiny", "-o", target), "is a file")
@@ -243,7 +243,7 @@ def test_compare_refuses_old_results_unless_forced(tmp_path):
 
 def test_compare_checks_every_policy_before_running(tmp_path, monkeypatch):
     ran = []
-    monkeypatch.setattr("gpusched.run.replay", lambda *a, **k: ran.append(1))
+    monkeypatch.setattr("gpusched.experiments.run.replay", lambda *a, **k: ran.append(1))
     one_line_error(invoke("compare", "tiny", "-P", "fifo", "-P", "srft"), "did you mean 'srtf'")
     assert ran == []
 
@@ -312,7 +312,7 @@ def test_a_long_interpreted_run_on_a_cold_cache_suggests_warm_up(capsys, uncompi
 
 
 def test_warm_up_loads_both_engine_paths(monkeypatch):
-    from gpusched import engine
+    from gpusched.core import engine
 
     monkeypatch.setattr(engine, "_warm", set())
     res = CliRunner().invoke(app, ["warm-up"])

@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpusched.cluster import ClusterSpec
-from gpusched.engine import Engine
-from gpusched.jobs import prepare_jobs
-from gpusched.policy import Decision, Preempt, Reject, Start
-from gpusched.state import LOADING, QUEUED, RUNNING, SAVING
+from gpusched.core.engine import Engine
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.policy import Decision, Preempt, Reject, Start
+from gpusched.core.state import LOADING, QUEUED, RUNNING, SAVING
+from gpusched.io.cluster import ClusterSpec
 from tests.helpers import make_trace
 
 

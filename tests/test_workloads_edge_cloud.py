@@ -1,7 +1,7 @@
 """The edge-cloud paper's workloads and clusters (gpusched.workloads.edge_cloud).
 
 The clusters are checked as TOML text (``tomllib``): the cluster loader reads their
-edge-cloud keys once the lead wires them into gpusched.cluster.
+edge-cloud keys once the lead wires them into gpusched.io.cluster.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from gpusched.cli import app
 from gpusched.errors import GpuschedError
-from gpusched.trace import write_trace
+from gpusched.io.trace import write_trace
 from gpusched.workloads import WORKLOADS, build_workload, workload_cluster
 from gpusched.workloads.edge_cloud import (
     DECIMALS,

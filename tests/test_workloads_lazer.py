@@ -16,10 +16,10 @@ from scipy.stats import ks_2samp
 from typer.testing import CliRunner
 
 from gpusched.cli import app
-from gpusched.cluster import load_cluster
 from gpusched.errors import GpuschedError
+from gpusched.io.cluster import load_cluster
+from gpusched.io.trace import read_trace
 from gpusched.jobmodels.catalogue import load_catalogue
-from gpusched.trace import read_trace
 from gpusched.workloads import lazer
 from gpusched.workloads.lazer import (
     HELIOS_CLUSTERS,
@@ -226,7 +226,7 @@ def test_philly_bundled_and_given_source(tmp_path):
 
 
 def _bundled_philly():
-    from gpusched.run import resolve_trace
+    from gpusched.io.resources import resolve_trace
 
     return resolve_trace("philly-2000")
 

@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from gpusched.cli import app
-from gpusched.cluster import load_cluster
+from gpusched.core.jobs import prepare_jobs
+from gpusched.io.cluster import load_cluster
+from gpusched.io.trace import read_trace
 from gpusched.jobmodels.ps import COLUMNS, params_of
-from gpusched.jobs import prepare_jobs
-from gpusched.trace import read_trace
 from gpusched.workloads import build_workload
 from gpusched.workloads.pd_ors import (
     BW_EXTERNAL,

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from gpusched.cli import app
 from gpusched.errors import GpuschedError
-from gpusched.trace import read_trace
+from gpusched.io.trace import read_trace
 from gpusched.workloads import build_workload
 from gpusched.workloads.sjf_bsbf import (
     APPLICATIONS,

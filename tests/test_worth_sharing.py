@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from gpusched.algorithms.share import JobTimes, best_sub_batches, pair_jct, worth_sharing
-from gpusched.cluster import load_cluster
-from gpusched.jobs import prepare_jobs
+from gpusched.core.jobs import prepare_jobs
+from gpusched.io.cluster import load_cluster
 from gpusched.workloads import WORKLOADS
 
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusched import tables
-from gpusched.tables import write_csv_text as write_csv
+from gpusched.io import tables
+from gpusched.io.tables import write_csv_text as write_csv
 
 
 @pytest.fixture(autouse=True, params=["columns", "rows"])

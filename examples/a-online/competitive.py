@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from gpusched.algorithms.exact_chunks import Instance, horizon_bound, solve
-from gpusched.run import build_engine
-from gpusched.state import I_N_RUN, RUNNING
+from gpusched.core.state import I_N_RUN, RUNNING
+from gpusched.experiments.run import build_engine
 
 
 def instance(seed: int, n_jobs: int, n_servers: int) -> dict:

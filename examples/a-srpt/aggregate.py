@@ -2,11 +2,13 @@
 
 Usage: python examples/a-srpt/aggregate.py OUT/results.csv [trace|cluster]
 (group settings by trace name without its -sN seed suffix, or by cluster for the NIC sweep)."""
-import csv, re, sys
+import csv
+import re
+import sys
 from collections import defaultdict
 from statistics import mean
 
-from gpusched.stats import t_interval
+from gpusched.results.stats import t_interval
 
 path, by = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "trace")
 rows = [r for r in csv.DictReader(open(path)) if r["status"] == "ok"]

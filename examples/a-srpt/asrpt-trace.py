@@ -9,13 +9,16 @@ its placement slowdown, then prints where the waiting and the slow running come 
 the same run without the instrumentation and exits with an error if the total JCT differs.
 """
 import sys
+from collections import defaultdict
+
 import numpy as np
-from collections import defaultdict, Counter
-from gpusched.run import build_engine
-from gpusched.jobmodels.pipeline_jobs import Placer
-from gpusched.policy import Decision, Start
-from gpusched.state import QUEUED
-from gpusched.metrics import summarize, job_records
+
+from gpusched.core.policy import Decision, Start
+from gpusched.core.state import QUEUED
+from gpusched.experiments.run import build_engine
+from gpusched.algorithms.pipeline_placer import Placer
+from gpusched.results.metrics import job_records, summarize
+
 trace, cluster = sys.argv[1], sys.argv[2]
 params = []
 if len(sys.argv) > 3: params.append(f"tau={sys.argv[3]}")
@@ -98,6 +101,7 @@ for h, (c, k, e, w) in sorted(byhow.items()):
     print(f"| {h} | {c} | {k} | {e/1e6:.2f} | {w/1e6:.2f} |")
 # top 5 jobs by beyond
 import csv
+
 wl = {r["job_id"]: r for r in csv.DictReader(open(trace))}
 top = np.argsort(-(run - d))[:6]
 for j in top:
@@ -108,6 +112,7 @@ for j in top:
     r = wl[str(rec["job_id"][j])]
     print(f"  longest wait: job {rec['job_id'][j]} {r['model']} {r['config']} g={r['num_gpus']} dur {d[j]:.0f} wait {wait[j]:.0f} held {held[j]:.0f} pending {pend[j]:.0f}")
 import os
+
 for k in os.environ.get("JOBS", "").split(","):
     if not k: continue
     j = int(np.flatnonzero(rec["job_id"].astype(str) == k)[0])

@@ -1,10 +1,12 @@
 """Where total JCT comes from: waiting vs running at trace speed vs placement slowdown.
 
 Usage: python examples/a-srpt/jct-breakdown.py OUT [SUBSTRING of trace or cluster]"""
-import csv, json, re, sys
+import csv
+import sys
 from collections import defaultdict
 from pathlib import Path
 from statistics import mean
+
 out, pat = Path(sys.argv[1]), (sys.argv[2] if len(sys.argv) > 2 else "")
 acc = defaultdict(lambda: defaultdict(list))
 for r in csv.DictReader(open(out / "results.csv")):

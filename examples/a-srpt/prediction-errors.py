@@ -2,11 +2,18 @@
 
 Usage: python examples/a-srpt/prediction-errors.py wl/jobs1000-s1.csv ..."""
 import sys
+
 import numpy as np
-from gpusched.cluster import load_cluster
-from gpusched.jobs import prepare_jobs
-from gpusched.algorithms.predict import fit_predictor, job_iterations, prediction_errors, train_split
-from gpusched.trace import read_trace
+
+from gpusched.algorithms.predict import (
+    fit_predictor,
+    job_iterations,
+    prediction_errors,
+    train_split,
+)
+from gpusched.core.jobs import prepare_jobs
+from gpusched.io.cluster import load_cluster
+from gpusched.io.trace import read_trace
 
 cluster = load_cluster("a-srpt-250x8")  # iterations do not depend on the cluster
 print("| workload | forest | mean | median | test jobs | mean true iterations (test) | test jobs of unseen groups |")

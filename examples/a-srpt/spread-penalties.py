@@ -3,7 +3,7 @@
 Usage: python examples/a-srpt/spread-penalties.py            # Markdown table (docs/a-srpt-model.md)
        python examples/a-srpt/spread-penalties.py --table2   # VGG19 2x2x2 / GPT-175B vs Table II
 
-alpha_min: the fewest servers, Heavy-Edge, eq. (7) (gpusched.algorithms.heavy_edge.
+alpha_min: the fewest servers, Heavy-Edge, eq. (7) (gpusched.jobmodels.heavy_edge.
 alpha_min_estimate); alpha_max: one replica per server (gpusched.jobmodels.pipeline.alpha_max).
 Cluster: the catalogue's [reference] (the paper's Sec. V-B: 8 GPUs per server, 10 Gbit/s NIC,
 300 GB/s NVLink). Readings: allreduce share|literal (eq. 6, first case) x batch
@@ -14,7 +14,8 @@ import sys
 
 import numpy as np
 
-from gpusched.algorithms.heavy_edge import alpha_min_estimate, heavy_edge, optimal_mapping
+from gpusched.jobmodels.heavy_edge import alpha_min_estimate, heavy_edge
+from gpusched.algorithms.exact_mapping import optimal_mapping
 from gpusched.jobmodels.catalogue import load_catalogue
 from gpusched.jobmodels.pipeline import Reading, alpha_max, iteration_time
 

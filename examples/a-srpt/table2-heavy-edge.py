@@ -1,13 +1,15 @@
-"""Table II style: Heavy-Edge vs the exact MILP (gpusched.algorithms.heavy_edge.compare_with_optimal).
+"""Table II style: Heavy-Edge vs the exact MILP (gpusched.jobmodels.heavy_edge.compare_with_optimal).
 
 Usage: python examples/a-srpt/table2-heavy-edge.py          # 7 configurations x 20 cases
        python examples/a-srpt/table2-heavy-edge.py big 5    # GPT-175B 96 stages, 5 cases
 Columns: model | config | HE PITT ms | HE PCT ms | MILP PITT ms | MILP PCT ms |
          gap mean / max | cases with gap > 0 | MILP runs that hit the 60 s limit"""
 import sys
+
 import numpy as np
+
+from gpusched.algorithms.exact_mapping import compare_with_optimal
 from gpusched.jobmodels.catalogue import load_catalogue
-from gpusched.algorithms.heavy_edge import compare_with_optimal
 
 cat = load_catalogue()
 CASES = [  # (model, replicas per stage, servers in the random availability)

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from gpusched.algorithms.predict import fit
-from gpusched.cluster import load_cluster
-from gpusched.jobs import prepare_jobs
-from gpusched.trace import read_trace
+from gpusched.core.jobs import prepare_jobs
+from gpusched.io.cluster import load_cluster
+from gpusched.io.trace import read_trace
 
 HERE = Path(__file__).resolve().parent
 for cell in sorted(glob.glob(f"{sys.argv[1]}/cells/*_a-srpt_s0-*")):

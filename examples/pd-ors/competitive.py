@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 
 from gpusched.algorithms.exact_ps import solve_offline
-from gpusched.cluster import parse_cluster
+from gpusched.core.ledger import capacities
+from gpusched.core.state import FINISHED
+from gpusched.experiments.run import replay
+from gpusched.io.cluster import parse_cluster
+from gpusched.io.trace import write_trace
 from gpusched.jobmodels.ps import PSJob, params_of
-from gpusched.ledger import capacities
-from gpusched.run import replay
-from gpusched.state import FINISHED
-from gpusched.trace import write_trace
 from gpusched.workloads.pd_ors import pd_ors_workload
 
 CLUSTER = """

@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.policy import Decision, HostPS, Preempt, Start
-from gpusched.state import LOADING, QUEUED, RUNNING
+from gpusched.core.policy import Decision, HostPS, Preempt, Start
+from gpusched.core.state import LOADING, QUEUED, RUNNING
 
 __all__ = ["JobLevel", "assign_ps", "holding_after"]
 

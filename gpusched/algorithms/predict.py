@@ -65,6 +65,8 @@ from typing import Any
 
 import numpy as np
 
+from gpusched.core.jobs import job_iterations
+
 __all__ = [
     "KINDS",
     "SMOOTHING",
@@ -95,26 +97,6 @@ SMOOTHING = 1.0
 
 WITHIN = 0.1
 """A prediction within this relative error of the true iterations counts as correct."""
-
-
-def job_iterations(jobs: Any) -> np.ndarray:
-    """True training iterations :math:`n_i` of every job of a job table.
-
-    Parameters
-    ----------
-    jobs
-        A :class:`gpusched.jobs.JobTable` (or anything with ``iterations`` and ``work_s``).
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 iterations; where the trace gives none, the duration in seconds.
-    """
-    work = np.asarray(jobs.work_s, dtype=np.float64)
-    it = np.asarray(getattr(jobs, "iterations", np.empty(0)), dtype=np.float64)
-    if it.shape != work.shape:
-        return work.copy()
-    return np.where(np.isfinite(it), it, work)
 
 
 def train_split(n_jobs: int, fraction: float = TRAIN_FRACTION) -> int:
@@ -243,7 +225,7 @@ def fit(kind: str, jobs: Any, seed: int = 0, *, fraction: float = TRAIN_FRACTION
     kind
         ``"forest"``, ``"mean"``, ``"median"`` or ``"oracle"``.
     jobs
-        A :class:`gpusched.jobs.JobTable` in submission order (``submit_s``, ``work_s``,
+        A :class:`gpusched.core.jobs.JobTable` in submission order (``submit_s``, ``work_s``,
         ``iterations``); ``jobs.extra`` may hold ``group`` and ``user`` columns.
     seed
         ``random_state`` of the forest (bootstrap and feature draws).

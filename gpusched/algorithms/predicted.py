@@ -21,10 +21,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from gpusched.algorithms.pipeline_placer import start_in_order
 from gpusched.algorithms.predict import KINDS, fit, prediction_report
+from gpusched.core.policy import Decision
 from gpusched.errors import ParamError
-from gpusched.jobmodels.pipeline_jobs import PipelineJobs, start_in_order
-from gpusched.policy import Decision
+from gpusched.jobmodels.pipeline_jobs import PipelineJobs
 
 SELECT_KINDS = ("fewest", "most", "least")  #: server selection rules for ``-p select=``
 

@@ -436,7 +436,7 @@ class JobTimes:
         if self.model is not None:
             self.kind, base = self.model.interference()
         else:
-            from gpusched.state import XI_DEFAULT
+            from gpusched.core.state import XI_DEFAULT
 
             self.kind, base = np.zeros(len(jobs), np.int32), np.full((1, 1), XI_DEFAULT)
         self.base_xi = np.asarray(base, dtype=np.float64)

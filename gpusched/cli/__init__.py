@@ -44,7 +44,7 @@ def warm_up_cmd() -> None:
     """
     import time
 
-    from gpusched.engine import warm_up
+    from gpusched.core.engine import warm_up
 
     t0 = time.perf_counter()
     with _common.compile_notice():
@@ -134,7 +134,7 @@ def workload_cmd(
     Presets: synth-default, a-srpt, lazer-earth, lazer-saturn, lazer-uranus, lazer-philly, sjf-bsbf, sjf-bsbf-testbed, pd-ors, edge-cloud-testbed, edge-cloud-sim.
     """
     from gpusched.errors import GpuschedError
-    from gpusched.trace import write_trace
+    from gpusched.io.trace import write_trace
     from gpusched.workloads import NOTED, build_workload, workload_cluster
 
     if servers is not None and cluster_out is None:
@@ -177,7 +177,7 @@ def _say_offered_load(trace: Any, cluster: str) -> None:
     nearly every job on arrival, so no scheduler can beat another (issue 14: Philly's own
     arrival times offer about 0.14 of 2,000 GPUs).
     """
-    from gpusched.cluster import load_cluster
+    from gpusched.io.cluster import load_cluster
     from gpusched.workloads.synth import offered_load
 
     spec = load_cluster(cluster)

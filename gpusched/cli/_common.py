@@ -167,7 +167,7 @@ def print_run_header(result: Any, summary: dict[str, Any], *, engine: bool = Tru
     Notes include the trace's own (e.g. "0 jobs") and an early stop (``--until``, or
     quitting the TUI), with how many jobs were left unfinished.
     """
-    from gpusched.resources import bundled_dir
+    from gpusched.io.resources import bundled_dir
 
     cluster = result.cluster
     mode = f", engine {result.mode}" if engine else ""

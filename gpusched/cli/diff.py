@@ -40,7 +40,7 @@ def diff_cmd(
     unchanged within a relative 1e-9. Both runs must hold the same jobs (ids and
     submission times).
     """
-    from gpusched.diffrun import diff_runs, read_run_jobs, write_diff_csv
+    from gpusched.results.diff import diff_runs, read_run_jobs, write_diff_csv
 
     if top < 0:
         raise GpuschedError(f"--top must be an integer >= 0, got {top}")
@@ -55,7 +55,7 @@ def diff_cmd(
 
 def print_diff(diff: Any, name_a: str, name_b: str, top: int) -> None:
     """The summary: counts, total and mean JCT change, the top gainers and losers."""
-    from gpusched.diffrun import (
+    from gpusched.results.diff import (
         GAINED,
         LOST,
         NEITHER,

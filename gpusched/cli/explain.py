@@ -37,8 +37,8 @@ def explain_cmd(
     lost the most. The history needs events.csv (replay --out DIR --events).
     """
     from gpusched.errors import GpuschedError
-    from gpusched.explain import job_story, read_run
-    from gpusched.explain import worst as worst_jobs
+    from gpusched.results.explain import job_story, read_run
+    from gpusched.results.explain import worst as worst_jobs
 
     if worst is not None and worst < 1:
         raise GpuschedError(f"--worst must be a number of jobs >= 1, got {worst}")

@@ -12,7 +12,7 @@ from gpusched.cli._common import user_errors
 @user_errors
 def policies_cmd() -> None:
     """List the policies --policy accepts, with one line each (imports none of them)."""
-    from gpusched.registry import available_policies
+    from gpusched.core.registry import available_policies
 
     infos = available_policies()
     width = max((len(n) for n in infos), default=0)
@@ -27,7 +27,7 @@ def clusters_cmd() -> None:
     A cluster whose A-SRPT performance-model reading differs from the default shows it after
     its description, e.g. ``[eq. 6 literal, batch per-replica]``.
     """
-    from gpusched.cluster import bundled_cluster_specs
+    from gpusched.io.cluster import bundled_cluster_specs
 
     rows = []
     for name, spec in bundled_cluster_specs():  # each file read once
@@ -41,7 +41,7 @@ def clusters_cmd() -> None:
 
 def _reading(spec: Any) -> str:
     """`` [eq. 6 literal, batch per-replica]`` for a non-default reading, else ``""``."""
-    from gpusched.cluster import ALLREDUCE_READINGS, BATCH_READINGS
+    from gpusched.io.cluster import ALLREDUCE_READINGS, BATCH_READINGS
 
     parts = []
     if spec.allreduce_reading != ALLREDUCE_READINGS[0]:

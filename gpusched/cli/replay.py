@@ -18,7 +18,8 @@ from gpusched.cli._common import (
     suggest_warm_up,
     user_errors,
 )
-from gpusched.run import DEFAULT_CLUSTER, DEFAULT_TRACE
+from gpusched.experiments.run import DEFAULT_CLUSTER
+from gpusched.io.resources import DEFAULT_TRACE
 
 TraceArg = Annotated[
     str | None,
@@ -125,9 +126,15 @@ def replay_cmd(
     ] = False,
 ) -> None:
     """Replay a trace on a cluster under one policy and print the summary."""
-    from gpusched.engine import warm_up
+    from gpusched.core.engine import warm_up
     from gpusched.errors import GpuschedError
-    from gpusched.run import check_format, check_run_options, prepare_out_dir, replay, run_files
+    from gpusched.experiments.run import (
+        check_format,
+        check_run_options,
+        prepare_out_dir,
+        replay,
+        run_files,
+    )
 
     check_run_options(slot_s=slot, seed=seed, until_s=until, mode=engine)
     check_format(fmt)
@@ -189,7 +196,7 @@ def replay_cmd(
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
-    from gpusched.run import PolicySpec
+    from gpusched.experiments.run import PolicySpec
 
     print_run_header(result, summary)
     label = PolicySpec.parse(policy, param).label(result.policy_name)
@@ -262,7 +269,7 @@ def compare_cmd(
     of its 95 % interval; ~ marks a difference from the first policy within noise.
     """
     from gpusched.errors import GpuschedError
-    from gpusched.run import check_format, check_run_options, compare
+    from gpusched.experiments.run import check_format, check_run_options, compare
 
     check_format(fmt)
     if not policy:
@@ -320,6 +327,6 @@ def compare_cmd(
     if out is not None:
         typer.echo(f"comparison in {out}/comparison.csv")
     if plot and out is not None:
-        from gpusched.plot import plot_runs
+        from gpusched.results.plot import plot_runs
 
         plot_runs([out])

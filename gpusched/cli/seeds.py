@@ -44,7 +44,7 @@ def compare_over_seeds(
     Without ``--seeds``, refuses the options that need it (``--workers``, a trace
     naming ``{seed}``). With it, refuses ``--seed`` and ``--plot``.
     """
-    from gpusched.seeds import SEED_FIELD, compare_seeds, parse_seeds, runs_in_process
+    from gpusched.experiments.seeds import SEED_FIELD, compare_seeds, parse_seeds, runs_in_process
 
     if seeds is None:
         if workers is not None:
@@ -96,7 +96,7 @@ def compare_over_seeds(
 
 
 def _print_header(trace: str | None, result: Any, options: dict[str, Any]) -> None:
-    from gpusched.run import DEFAULT_TRACE
+    from gpusched.io.resources import DEFAULT_TRACE
 
     seeds = result.seeds
     shown = show_name(trace or DEFAULT_TRACE)

@@ -1,4 +1,4 @@
-"""``gpusched sweep`` and ``gpusched plot``: thin wrappers over gpusched.sweep and gpusched.plot."""
+"""``gpusched sweep`` and ``gpusched plot``: thin wrappers over gpusched.experiments.sweep and gpusched.results.plot."""
 
 from __future__ import annotations
 
@@ -102,8 +102,8 @@ def sweep_cmd(
     """Run a grid of traces x clusters x policies x parameters x seeds on Dask (resumable)."""
     import dataclasses
 
-    from gpusched.run import check_format
-    from gpusched.sweep import load_spec, output_dir, run_sweep
+    from gpusched.experiments.run import check_format
+    from gpusched.experiments.sweep import load_spec, output_dir, run_sweep
 
     sweep_spec = dataclasses.replace(load_spec(spec), table_format=check_format(fmt))
     out_dir = output_dir(sweep_spec, out)
@@ -137,7 +137,7 @@ def sweep_cmd(
         f"each cell's outputs in {result.out}/cells/"
     )
     if plot and ok:
-        from gpusched.plot import plot_sweep
+        from gpusched.results.plot import plot_sweep
 
         plot_sweep(result.results_csv)
     if result.failed:
@@ -146,7 +146,7 @@ def sweep_cmd(
 
 def _dry_run(sweep_spec: Any, out_dir: Path) -> None:
     """List every cell as done, todo, stale or failed (with why), by the test runs use."""
-    from gpusched.sweep import plan, read_lock
+    from gpusched.experiments.sweep import plan, read_lock
 
     cells = plan(sweep_spec, out_dir)
     for cell, status in cells:
@@ -223,12 +223,12 @@ def plot_cmd(
     """Plot runs (JCT CDF, queue length, utilisation over time, or a Gantt chart) or a
     sweep (a metric per policy, or against a parameter)."""
     from gpusched.errors import GpuschedError
-    from gpusched.plot import is_sweep, plot_runs, plot_sweep
+    from gpusched.results.plot import is_sweep, plot_runs, plot_sweep
 
     if gantt:
-        from gpusched.explain import read_run
-        from gpusched.gantt import gantt_text, save_gantt
-        from gpusched.plot import check_save
+        from gpusched.results.explain import read_run
+        from gpusched.results.gantt import gantt_text, save_gantt
+        from gpusched.results.plot import check_save
 
         if len(runs) != 1 or metric is not None or x is not None:
             raise GpuschedError("--gantt draws one run folder (without --metric or --x)")

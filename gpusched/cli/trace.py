@@ -126,9 +126,9 @@ def synth_cmd(
     ] = "default",
 ) -> None:
     """Generate a seeded synthetic trace: heavy-tailed durations, Philly-like GPU mix, load-matched arrivals."""
-    from gpusched.cluster import load_cluster
     from gpusched.errors import GpuschedError, show_name
-    from gpusched.trace import write_trace
+    from gpusched.io.cluster import load_cluster
+    from gpusched.io.trace import write_trace
     from gpusched.workloads.synth import synth_trace
 
     if not load > 0:
@@ -155,9 +155,9 @@ def stats_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Jobs, span, GPU-count mix, duration and inter-arrival percentiles of a trace."""
-    from gpusched.cluster import load_cluster
-    from gpusched.run import resolve_trace
-    from gpusched.trace import read_trace
+    from gpusched.io.cluster import load_cluster
+    from gpusched.io.resources import resolve_trace
+    from gpusched.io.trace import read_trace
     from gpusched.workloads.synth import trace_stats
 
     n_gpus = load_cluster(cluster).n_gpus if cluster else None
@@ -192,8 +192,8 @@ def annotate_cmd(
     e.g. recurring-job groups when the trace has none).
     """
     from gpusched.errors import GpuschedError, show_name
-    from gpusched.run import resolve_trace
-    from gpusched.trace import read_trace, trace_sha256, write_trace
+    from gpusched.io.resources import resolve_trace
+    from gpusched.io.trace import read_trace, trace_sha256, write_trace
     from gpusched.workloads.annotate import annotate_trace
 
     path = resolve_trace(trace)
@@ -227,8 +227,8 @@ def convert_cmd(
 ) -> None:
     """Convert a canonical trace between CSV and Parquet (validated as replay reads it)."""
     from gpusched.errors import GpuschedError, show_name
-    from gpusched.run import resolve_trace
-    from gpusched.trace import read_trace, write_trace
+    from gpusched.io.resources import resolve_trace
+    from gpusched.io.trace import read_trace, write_trace
 
     name = output.name
     if not name.endswith((".csv", ".csv.gz", ".parquet")):

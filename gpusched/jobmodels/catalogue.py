@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.algorithms.heavy_edge import alpha_min_estimate
 from gpusched.errors import CatalogueError
+from gpusched.jobmodels.heavy_edge import alpha_min_estimate
 from gpusched.jobmodels.pipeline import DEFAULT_READING, PipelineSpec, Reading, spec_from_stages
 
 __all__ = [
@@ -820,7 +820,7 @@ def load_catalogue(path: str | Path | None = None) -> Catalogue:
 
 
 class CatalogueJobModel:
-    """The catalogue as a job model (:mod:`gpusched.jobmodel`): durations and overheads.
+    """The catalogue as a job model (:mod:`gpusched.core.jobmodel`): durations and overheads.
 
     A trace row that gives ``iterations`` and ``model`` instead of ``duration`` runs
     ``iterations x`` the model's ideal iteration time on its GPU count
@@ -842,7 +842,7 @@ class CatalogueJobModel:
         Parameters
         ----------
         jobs
-            The job table (:class:`gpusched.jobs.JobTable`): its ``model`` and ``extra``.
+            The job table (:class:`gpusched.core.jobs.JobTable`): its ``model`` and ``extra``.
 
         Returns
         -------
@@ -877,8 +877,8 @@ class CatalogueJobModel:
         self, trace: Any, work: np.ndarray, need: np.ndarray
     ) -> tuple[np.ndarray, list[str]]:
         """Fill ``work[need]`` (s); return it and the note ``replay`` prints."""
+        from gpusched.core.jobmodel import duration_problem
         from gpusched.errors import TraceError, show_name
-        from gpusched.jobmodel import duration_problem
 
         cat = load_catalogue()
         name = show_name(trace.source)

@@ -11,7 +11,7 @@ b_j each, so that a worker trains (eq. 1)
     n_j = 1 / (m_j + G_j)                  when the whole job sits in the cloud, zeta_j = 1.
 
 A chunk needs E_j B_j mini-batches, E_j B_j / n_j slots. Each chunk is a task of the
-core (:mod:`gpusched.tasks`): its work is its time at zeta_j = 1, E_j B_j (m_j + G_j), and
+core (:mod:`gpusched.core.tasks`): its work is its time at zeta_j = 1, E_j B_j (m_j + G_j), and
 its rate is 1 while the job is wholly in the cloud, (m_j + G_j) / (m_j + G_j + 2 q_j /
 b_j) otherwise; the time lost to that is the job's communication time. One time slot of
 the paper is one simulated second (as for the PD-ORS family); ``unit_s`` converts the
@@ -43,9 +43,9 @@ from typing import Any
 
 import numpy as np
 
+from gpusched.core.jobs import JobTable
 from gpusched.errors import TraceError, show_name
 from gpusched.jobmodels._columns import float_column
-from gpusched.jobs import JobTable
 
 __all__ = ["ChunkJobModel", "ChunkParams", "ChunkTasks", "params_of"]
 
@@ -165,7 +165,7 @@ def params_of(trace: Any, rows: np.ndarray | None = None) -> ChunkParams:
 
 
 class ChunkTasks:
-    """The tasks of a job table of chunk jobs (:mod:`gpusched.tasks` reads them).
+    """The tasks of a job table of chunk jobs (:mod:`gpusched.core.tasks` reads them).
 
     Attributes
     ----------
@@ -209,7 +209,7 @@ class ChunkTasks:
 
 
 class ChunkJobModel:
-    """The chunk job model (:mod:`gpusched.jobmodel`): rows that give ``chunks``."""
+    """The chunk job model (:mod:`gpusched.core.jobmodel`): rows that give ``chunks``."""
 
     def owns(self, trace: Any) -> np.ndarray:
         """Rows made of data chunks (a ``chunks`` value), bool per row."""

@@ -117,7 +117,7 @@ class PipelineSpec:
         ``(S,)`` data-parallel replicas per stage (:math:`k_s`), each ``>= 1``.
     reading
         How eq. (4)-(6) are read (:class:`Reading`); every function of this module and of
-        :mod:`gpusched.algorithms.heavy_edge` uses it.
+        :mod:`gpusched.jobmodels.heavy_edge` uses it.
     """
 
     fwd_s: np.ndarray

@@ -1,7 +1,7 @@
-"""Annotated pipeline jobs on a cluster: eq. (4)-(7) speed, Heavy-Edge placement, perf model.
+"""Annotated pipeline jobs on a cluster: eq. (4)-(7) speed on a Heavy-Edge mapping, perf model.
 
-Glue between the A-SRPT leaf modules (:mod:`gpusched.jobmodels.pipeline`, :mod:`gpusched.algorithms.heavy_edge`,
-:mod:`gpusched.jobmodels.catalogue`) and the engine and policies, for Z. Luo, J. Liu, M. Lee and
+Glue between the A-SRPT leaf modules (:mod:`gpusched.jobmodels.pipeline`, :mod:`gpusched.jobmodels.heavy_edge`,
+:mod:`gpusched.jobmodels.catalogue`) and the engine, for Z. Luo, J. Liu, M. Lee and
 N. B. Shroff, "Prediction-Assisted Online Distributed Deep Learning Workload Scheduling in
 GPU Clusters" (A-SRPT), IEEE INFOCOM 2025, arXiv:2501.05563.
 
@@ -10,10 +10,6 @@ GPU Clusters" (A-SRPT), IEEE INFOCOM 2025, arXiv:2501.05563.
   :math:`n_i`, the estimate :math:`\\tilde\\alpha_i^{min}` (Sec. IV-B) and
   :math:`\\alpha_i^{max}` (Sec. III-B) on *this* cluster, and :math:`\\alpha_i` of any
   placement (eq. 7 after Heavy-Edge mapping), cached.
-* :class:`Placer`: the idle GPUs of a :class:`~gpusched.view.View`, kept up to date while a
-  policy starts several jobs in one decision; picks servers "most" or "least" available
-  (Alg. 1 lines 9 and 22) or the "fewest" (best fit, the baselines' default), maps replicas with Heavy-Edge and returns GPU indices for
-  :class:`~gpusched.policy.Start`.
 * :class:`PipelinePerf`: the engine's ``perf=`` model. A job runs at rate
   :math:`\\alpha^{ref}_i / \\alpha_i(x)` where :math:`\\alpha^{ref}_i` = duration / iterations
   is the per-iteration time its trace duration assumes, so that it runs for exactly
@@ -35,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.algorithms.heavy_edge import (
+from gpusched.core.jobs import job_iterations
+from gpusched.jobmodels.heavy_edge import (
     alpha_min_estimate,
     heavy_edge_partition,
     job_graph,
-    select_servers,
     vertex_stages,
 )
 from gpusched.jobmodels.pipeline import (
@@ -52,7 +48,6 @@ from gpusched.jobmodels.reading import reading_of
 __all__ = [
     "PipelineJobs",
     "PipelinePerf",
-    "Placer",
     "format_config",
     "parse_config",
     "resolve_config",
@@ -120,11 +115,11 @@ class PipelineJobs:
     Parameters
     ----------
     jobs
-        :class:`gpusched.jobs.JobTable`; reads ``model``, ``iterations``, ``work_s``,
+        :class:`gpusched.core.jobs.JobTable`; reads ``model``, ``iterations``, ``work_s``,
         ``n_gpus`` and ``extra["config"]`` (when absent, a job with a model runs
         :meth:`Catalogue.config_for` of its GPU count).
     cluster
-        :class:`gpusched.cluster.ClusterSpec`: ``nic_gbps`` (:math:`B_{inter}`),
+        :class:`gpusched.io.cluster.ClusterSpec`: ``nic_gbps`` (:math:`B_{inter}`),
         ``intra_gbyte_s`` (:math:`B_{intra}`), GPUs per server ``g`` and the performance
         model's reading (``allreduce_reading``, ``batch_reading``), which every spec, the
         ideal time, :math:`\\alpha^{max}` and each placement's time use.
@@ -144,8 +139,6 @@ class PipelineJobs:
     """
 
     def __init__(self, jobs: Any, cluster: Any, catalogue: Any = None) -> None:
-        from gpusched.algorithms.predict import job_iterations
-
         n = len(jobs)
         self.n_gpus = np.asarray(jobs.n_gpus, dtype=np.int64)
         self.g = int(cluster.server_gpus().max())
@@ -262,72 +255,6 @@ class PipelineJobs:
         return self.mapping(j, np.sort(counts)[::-1])[0]
 
 
-class Placer:
-    """Idle GPUs of a view, updated as a policy starts jobs within one decision.
-
-    Parameters
-    ----------
-    view
-        The :class:`~gpusched.view.View` of this decision point (GPUs holding no job are idle).
-    """
-
-    def __init__(self, view: Any) -> None:
-        cluster = view.cluster
-        self.idle = np.asarray(view.gpu_n_jobs) == 0
-        self.free = np.asarray(view.server_free, dtype=np.int64).copy()
-        self.start = np.asarray(cluster.server_start(), dtype=np.int64)
-        self.size = np.asarray(cluster.server_gpus(), dtype=np.int64)
-        self.spread = bool(cluster.allow_spread)
-        self.total = int(self.free.sum())
-
-    def fits(self, g: int) -> bool:
-        """Whether ``g`` GPUs can be given now (on one server if the cluster forbids spreading)."""
-        if self.spread:
-            return g <= self.total
-        return bool(self.free.size) and g <= int(self.free.max())
-
-    def take(self, g: int, order: str) -> np.ndarray:
-        """GPUs to take per server: "most" (Alg. 1 line 9) or "least" (line 22) idle first,
-        or "fewest" servers, best fit (see :func:`~gpusched.algorithms.heavy_edge.select_servers`)."""
-        if self.spread:
-            return select_servers(self.free, g, order)  # type: ignore[arg-type]
-        ok = np.flatnonzero(self.free >= g)
-        # one server: "most" takes the emptiest; "least" and "fewest" the best fit
-        key = -self.free[ok] if order == "most" else self.free[ok]
-        m = int(ok[np.argsort(key, kind="stable")[0]])
-        take = np.zeros_like(self.free)
-        take[m] = g
-        return take
-
-    def place(self, jobs: PipelineJobs, j: int, order: str) -> tuple[np.ndarray, float]:
-        """Choose servers, map with Heavy-Edge; return (GPU indices by replica, :math:`\\alpha_i`).
-
-        Does not commit: call :meth:`commit` with the GPUs when the job is started.
-        """
-        take = self.take(int(jobs.n_gpus[j]), order)
-        used = np.flatnonzero(take)
-        perm = np.argsort(-take[used], kind="stable")  # Heavy-Edge: descending, ties by index
-        servers, counts = used[perm], take[used][perm]
-        alpha, pos = jobs.mapping(j, counts)
-        per_server = [
-            self.start[m]
-            + np.flatnonzero(self.idle[self.start[m] : self.start[m] + self.size[m]])[:c]
-            for m, c in zip(servers, counts, strict=True)
-        ]
-        nxt = np.zeros(len(servers), dtype=np.int64)
-        gpus = np.empty(int(counts.sum()), dtype=np.int64)
-        for v, p in enumerate(pos):
-            gpus[v] = per_server[p][nxt[p]]
-            nxt[p] += 1
-        return gpus, alpha
-
-    def commit(self, gpus: np.ndarray, gpu_server: np.ndarray) -> None:
-        """Mark ``gpus`` busy (``gpu_server`` maps GPU -> server)."""
-        self.idle[gpus] = False
-        np.subtract.at(self.free, gpu_server[gpus], 1)
-        self.total -= int(len(gpus))
-
-
 class PipelinePerf:
     """The engine's ``perf`` model for annotated pipeline jobs.
 
@@ -364,123 +291,8 @@ class PipelinePerf:
         return float(pj.alpha_ref[job] / pj.alpha(job, self.gpu_server[np.asarray(gpus)]))
 
 
-def start_in_order(
-    view: Any, jobs: PipelineJobs, order: np.ndarray, *, blocking: bool, select: str = "fewest"
-) -> list[Any]:
-    """Start jobs of ``order`` that fit, mapped by Heavy-Edge on ``select``-available servers.
-
-    Parameters
-    ----------
-    view
-        The decision point's view.
-    jobs
-        Pipeline models of the job table.
-    order
-        Queued job indices, highest priority first.
-    blocking
-        Stop at the first job that does not fit (strict priority order); otherwise skip it
-        and keep filling (work-conserving).
-    select
-        How servers are chosen: ``"fewest"`` (best fit on one server, else the most
-        available first), ``"most"`` or ``"least"`` available first.
-
-    Returns
-    -------
-    list of :class:`~gpusched.policy.Start`
-        With explicit GPU indices (ordered by stage replica).
-    """
-    from gpusched.policy import Start
-
-    placer = Placer(view)
-    gpu_server = np.asarray(view.gpu_server)
-    order = np.asarray(order, dtype=np.int64)
-    if not blocking:  # only jobs that could fit now can start
-        order = order[jobs.n_gpus[order] <= placer.total]
-    out: list[Any] = []
-    for j in order:
-        if placer.total == 0:
-            break
-        if not placer.fits(int(jobs.n_gpus[j])):
-            if blocking:
-                break
-            continue
-        gpus, _ = placer.place(jobs, int(j), select)
-        placer.commit(gpus, gpu_server)
-        out.append(Start(int(j), gpus))
-    return out
-
-
-class VirtualSRPT:
-    """Preemptive SRPT on one unit-speed machine: the hypothetical instance :math:`\\tilde A_1`.
-
-    Job ``i`` arrives at ``submit[i]`` with size ``size[i]`` seconds (A-SRPT uses
-    :math:`\\frac{g_i}{G}\\tilde n_i\\tilde\\alpha_i^{min}`, Sec. IV-C-1). At any time the
-    machine runs the arrived, unfinished job with the least remaining size (ties: lower job
-    index, i.e. earlier submission) and preempts it when a smaller one arrives.
-    :meth:`advance` moves the machine to a time and returns the jobs completed on the way,
-    in completion order (zero-size jobs complete at their arrival).
-
-    Parameters
-    ----------
-    submit
-        Arrival times, s, non-decreasing (job index = submission order).
-    size
-        Processing times on the virtual machine, s (>= 0).
-    """
-
-    def __init__(self, submit: np.ndarray, size: np.ndarray) -> None:
-        self.submit = np.asarray(submit, dtype=np.float64).tolist()
-        self.size = np.maximum(np.asarray(size, dtype=np.float64), 0.0).tolist()
-        self.n = len(self.submit)
-        self.t = -np.inf  # virtual clock, s
-        self.next = 0  # next job to arrive
-        self.heap: list[tuple[float, int]] = []  # (remaining s, job)
-        self.completion = np.full(self.n, np.nan)  # completion time in the virtual schedule, s
-
-    def advance(self, t: float) -> list[int]:
-        """Run the virtual machine up to time ``t``; return the jobs completed, in order."""
-        import heapq
-
-        done: list[int] = []
-        heap = self.heap
-        while True:
-            arr = self.submit[self.next] if self.next < self.n else np.inf
-            if arr > t:
-                arr = np.inf
-            if heap:
-                rem, j = heap[0]
-                fin = self.t + rem
-                if fin <= arr and fin <= t:  # the running job completes first
-                    heapq.heappop(heap)
-                    self.t = fin
-                    self.completion[j] = fin
-                    done.append(j)
-                    continue
-            if arr != np.inf:  # run the head until the arrival, then admit it
-                if heap:
-                    rem, j = heap[0]
-                    heap[0] = (max(rem - (arr - self.t), 0.0), j)  # still the minimum
-                self.t = max(self.t, arr)
-                heapq.heappush(heap, (self.size[self.next], self.next))
-                self.next += 1
-                continue
-            if heap and t > self.t:
-                rem, j = heap[0]
-                heap[0] = (max(rem - (t - self.t), 0.0), j)
-            self.t = max(self.t, t)
-            while heap and self.t + heap[0][0] <= self.t:  # rounding left a zero remainder
-                j = heapq.heappop(heap)[1]
-                self.completion[j] = self.t
-                done.append(j)
-            return done
-
-    def next_completion(self) -> float:
-        """Time of the next completion if no job arrives before it, s (inf when idle)."""
-        return self.t + self.heap[0][0] if self.heap else np.inf
-
-
 class PipelineJobModel:
-    """Pipeline jobs as a job model (:mod:`gpusched.jobmodel`): annotated traces (a
+    """Pipeline jobs as a job model (:mod:`gpusched.core.jobmodel`): annotated traces (a
     ``config`` column) run at the placement-aware speed of :class:`PipelinePerf`."""
 
     def perf(self, jobs: Any, cluster: Any) -> PipelinePerf | None:

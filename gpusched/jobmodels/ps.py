@@ -61,9 +61,9 @@ from typing import Any
 
 import numpy as np
 
+from gpusched.core.ledger import RESOURCES
 from gpusched.errors import TraceError, show_name
 from gpusched.jobmodels._columns import float_column
-from gpusched.ledger import RESOURCES
 
 __all__ = ["COLUMNS", "PSJob", "PSParams", "PSRoles", "params_of", "utility"]
 
@@ -262,7 +262,7 @@ def params_of(trace: Any, rows: np.ndarray | None = None) -> PSParams:
 
 class PSRoles:
     """The roles of parameter-server jobs, as the engine's ledger reads them
-    (:mod:`gpusched.ledger`), and the family's summary keys."""
+    (:mod:`gpusched.core.ledger`), and the family's summary keys."""
 
     def __init__(self, jobs: Any) -> None:
         self.mask = np.asarray(jobs.n_gpus) == 0
@@ -284,7 +284,7 @@ class PSRoles:
         """``total_utility`` (of the jobs finished, eq. DMLRS's objective) and
         ``median_training_slots`` over every job, with the horizon T for a job that did
         not finish (rejected ones too), as the paper's Fig. 9 does."""
-        from gpusched.state import FINISHED
+        from gpusched.core.state import FINISHED
 
         st = res.state
         done = (st.job_status == FINISHED) & self.mask
@@ -300,7 +300,7 @@ class PSRoles:
 
 
 class PSJobModel:
-    """The PS job model (:mod:`gpusched.jobmodel`): rows with ``num_gpus`` 0."""
+    """The PS job model (:mod:`gpusched.core.jobmodel`): rows with ``num_gpus`` 0."""
 
     def owns(self, trace: Any) -> np.ndarray:
         """Rows placed by roles (``num_gpus`` = 0), bool per row."""
@@ -310,7 +310,7 @@ class PSJobModel:
         self, trace: Any, work: np.ndarray, need: np.ndarray
     ) -> tuple[np.ndarray, list[str]]:
         """``work[need]``: time to train E K samples at the ideal placement (eq. 13), s."""
-        from gpusched.trace import MAX_TIME_S, MIN_DURATION_S
+        from gpusched.io.trace import MAX_TIME_S, MIN_DURATION_S
 
         p = params_of(trace, need)
         dur = p.duration_s

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # The cluster file's vocabulary (the core validates the keys; this module gives them meaning).
-from gpusched.cluster import ALLREDUCE_READINGS, BATCH_READINGS
+from gpusched.io.cluster import ALLREDUCE_READINGS, BATCH_READINGS
 
 __all__ = ["ALLREDUCE_READINGS", "BATCH_READINGS", "DEFAULT_READING", "Reading", "reading_of"]
 

@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from gpusched.core.state import XI_DEFAULT
 from gpusched.errors import CatalogueError, ParamError, TraceError, did_you_mean, show_name
-from gpusched.state import XI_DEFAULT
 
 __all__ = [
     "JOB_MODEL",
@@ -415,10 +415,10 @@ class SharingPerf:
     Parameters
     ----------
     jobs
-        A :class:`gpusched.jobs.JobTable`: ``model``, ``n_gpus`` and ``extra["batch_size"]``
+        A :class:`gpusched.core.jobs.JobTable`: ``model``, ``n_gpus`` and ``extra["batch_size"]``
         (per-GPU batch :math:`B_k`; absent or empty: the model's default).
     cluster
-        A :class:`gpusched.cluster.ClusterSpec`: ``gpu_server()`` and each group's
+        A :class:`gpusched.io.cluster.ClusterSpec`: ``gpu_server()`` and each group's
         ``gpu_mem_gb`` (None: memory is not checked on those GPUs).
     xi
         ``(6, 6)`` interference ratios; None uses :func:`default_xi`.
@@ -631,7 +631,7 @@ class SharingPerf:
         """``(kind, xi)``: int32 kind per job (6 = plain) and the ``(7, 7)`` ratios.
 
         ``xi[kind[a], kind[b]]`` is the slowdown of job ``a`` beside job ``b`` (eq. 5-6);
-        the plain row and column are :data:`gpusched.state.XI_DEFAULT` (time-slicing).
+        the plain row and column are :data:`gpusched.core.state.XI_DEFAULT` (time-slicing).
         """
         return self.kind, self.xi
 
@@ -662,7 +662,7 @@ def _reference_batch(
 
 
 class SharingJobModel:
-    """The sharing model as a job model (:mod:`gpusched.jobmodel`): rows of the six models."""
+    """The sharing model as a job model (:mod:`gpusched.core.jobmodel`): rows of the six models."""
 
     def owns(self, trace: Any) -> np.ndarray:
         """Rows whose ``model`` is exactly one of :data:`MODELS`, bool per row."""
@@ -682,8 +682,8 @@ class SharingJobModel:
             A model that is not one of the six, a ``batch_size`` that is not a positive
             integer, or a duration outside the trace bounds.
         """
-        from gpusched.jobmodel import duration_problem
-        from gpusched.trace import MAX_TIME_S, MIN_DURATION_S
+        from gpusched.core.jobmodel import duration_problem
+        from gpusched.io.trace import MAX_TIME_S, MIN_DURATION_S
 
         profiles = load_profiles()
         gps = reference_gpus_per_server()

@@ -1,7 +1,7 @@
 """The live TUI of ``gpusched replay --tui``: the same replay, drawn as it runs.
 
 Everything that imports Textual lives in this package. :func:`run_tui` builds the
-engine exactly as :func:`gpusched.run.replay` does, runs the app, and returns the
+engine exactly as :func:`gpusched.experiments.run.replay` does, runs the app, and returns the
 summary dictionary (the same numbers as summary.json).
 """
 
@@ -35,7 +35,7 @@ def run_tui(
     Parameters
     ----------
     trace, policy, cluster, params, seed, drop_oversized, mode, load_s, save_s
-        As for :func:`gpusched.run.replay`.
+        As for :func:`gpusched.experiments.run.replay`.
     slot_s
         Slot length, s.
     until_s
@@ -56,8 +56,8 @@ def run_tui(
         when the user quit early or ``until_s`` cut it: then ``n_unfinished`` counts the
         jobs left and ``stopped_at_s`` is the simulated time it stopped at, s.
     """
-    from gpusched.metrics import write_results
-    from gpusched.run import build_engine
+    from gpusched.experiments.run import build_engine
+    from gpusched.results.metrics import write_results
     from gpusched.tui.app import GpuschedApp, trace_label
     from gpusched.tui.session import partial_result, run_summary
 

@@ -62,7 +62,7 @@ class GpuschedApp(App[dict[str, Any] | None]):
     Parameters
     ----------
     engine
-        A fresh :class:`~gpusched.engine.Engine` (the app's worker thread owns it).
+        A fresh :class:`~gpusched.core.engine.Engine` (the app's worker thread owns it).
     trace_name
         Shown in the title bar.
     speed
@@ -143,7 +143,7 @@ class GpuschedApp(App[dict[str, Any] | None]):
                 if self.tasks is not None:
                     view = WorkerView(self.tasks, id="cluster")
                 elif roles:
-                    from gpusched.ledger import capacities
+                    from gpusched.core.ledger import capacities
 
                     view = ResourceView(self.cluster, capacities(self.cluster), id="cluster")
                 else:

@@ -1,6 +1,6 @@
 """The simulation side of the TUI: build an engine, pace it, and copy frames out of it.
 
-Nothing here imports Textual. A :class:`Driver` owns the :class:`~gpusched.engine.Engine`
+Nothing here imports Textual. A :class:`Driver` owns the :class:`~gpusched.core.engine.Engine`
 and is only ever touched from one thread (the app's thread worker): the UI sends it
 commands through a thread-safe queue (:meth:`Driver.send`) and receives :class:`Frame`
 copies, so no live state array is read by the UI thread.
@@ -22,12 +22,12 @@ re-evaluated in NumPy; for Python policies, the policy's ``priority_key(view, jo
 method if it has one (lower first), else the order of its last decision.
 
 Runs of jobs placed by roles (parameter-server jobs on the engine's resource ledger, see
-:mod:`gpusched.ledger`) hold no GPU index: their frames also carry :class:`RoleFrame`, a
+:mod:`gpusched.core.ledger`) hold no GPU index: their frames also carry :class:`RoleFrame`, a
 copy of the ledger (resources held per machine, each running job's workers and PSs per
 machine) and the per-resource history. Rejected jobs (a terminal status any policy may
 give a job that never ran) are in every frame and in the event feed.
 
-Runs of jobs made of tasks (data chunks on typed workers, :mod:`gpusched.tasks`: the
+Runs of jobs made of tasks (data chunks on typed workers, :mod:`gpusched.core.tasks`: the
 engine's rows, and its "GPUs", are then chunks and workers) also carry
 :class:`TaskFrame`: per edge worker the chunk on it and the chunks placed on it that
 wait, the cloud tier's counts, and per job its chunks done, on workers and waiting, with
@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.state import (
+from gpusched.core.state import (
     FINISHED,
     I_FREE_GPUS,
     I_N_DECISIONS,
@@ -67,7 +67,7 @@ from gpusched.state import (
     RUNNING,
     SAVING,
 )
-from gpusched.units import fmt_s
+from gpusched.results.units import fmt_s
 
 #: Simulated seconds per wall second offered by +/- (then max speed).
 SPEEDS: tuple[float, ...] = (
@@ -94,7 +94,7 @@ _HIST = 4096  # samples kept for the sparklines (halved when full)
 
 
 def partial_result(engine: Any) -> Any:
-    """The engine's :class:`~gpusched.engine.RunResult`, also for a run stopped midway.
+    """The engine's :class:`~gpusched.core.engine.RunResult`, also for a run stopped midway.
 
     An unfinished run is stopped at the current simulated time, like a run cut by
     ``--until``: unfinished jobs are counted in ``n_unfinished``.
@@ -109,18 +109,18 @@ def run_summary(result: Any, summary: dict[str, Any] | None = None) -> dict[str,
     Parameters
     ----------
     result
-        A :class:`~gpusched.engine.RunResult`.
+        A :class:`~gpusched.core.engine.RunResult`.
     summary
         Its summary if already computed (e.g. by ``write_results``), else it is computed.
 
     Returns
     -------
     dict
-        :func:`gpusched.metrics.summarize`'s dictionary; a run stopped before every job
+        :func:`gpusched.results.metrics.summarize`'s dictionary; a run stopped before every job
         finished (quit mid-run, or ``--until``) also carries ``stopped_at_s``, the
         simulated time it was stopped at, s (``n_unfinished`` counts the jobs left).
     """
-    from gpusched.metrics import summarize
+    from gpusched.results.metrics import summarize
 
     return dict(summarize(result) if summary is None else summary)
 
@@ -164,7 +164,7 @@ class Events:
 class RoleFrame:
     """Copies of the resource ledger at one moment, for runs of jobs placed by roles.
 
-    Resources are those of :data:`gpusched.ledger.RESOURCES` (GPUs, vCPUs, memory GB,
+    Resources are those of :data:`gpusched.core.ledger.RESOURCES` (GPUs, vCPUs, memory GB,
     storage GB), in that order along every last axis. The allocation is given as the
     (job, machine) pairs on which a job holds at least one worker or PS, sorted by job
     then machine.
@@ -197,7 +197,7 @@ class RoleFrame:
 class TaskInfo:
     """What never changes in a run of jobs made of tasks: copied once, read by the UI.
 
-    The engine's "GPUs" are the workers (:class:`~gpusched.tasks.WorkerLayout`) and its
+    The engine's "GPUs" are the workers (:class:`~gpusched.core.tasks.WorkerLayout`) and its
     jobs are the chunks; *jobs* here are the trace's jobs, each made of chunks.
     """
 

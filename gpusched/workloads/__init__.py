@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from gpusched.errors import GpuschedError
-from gpusched.trace import Trace
+from gpusched.io.trace import Trace
 
 
 def _synth_default(seed: int, jobs: int | None = None) -> Trace:
     """Synthetic Philly-like jobs at offered load 0.8 on the default cluster (32 GPUs); 500 jobs by default."""
-    from gpusched.cluster import load_cluster
+    from gpusched.io.cluster import load_cluster
     from gpusched.workloads.synth import synth_trace
 
     return synth_trace(jobs or 500, seed, load=0.8, n_gpus_cluster=load_cluster("default").n_gpus)
@@ -47,7 +47,7 @@ def _a_srpt(
     if load != 0:
         options["load"] = load
     if cluster is not None:
-        from gpusched.cluster import load_cluster
+        from gpusched.io.cluster import load_cluster
         from gpusched.jobmodels.reading import reading_of
 
         spec = load_cluster(cluster)
@@ -59,7 +59,7 @@ def _a_srpt(
 def _cluster_gpus(cluster: str) -> tuple[int, int]:
     """``(cap, total)``: the most GPUs one job can get on ``cluster`` (a bundled name or TOML
     path; read once) and all its GPUs."""
-    from gpusched.cluster import load_cluster
+    from gpusched.io.cluster import load_cluster
 
     spec = load_cluster(cluster)
     return (spec.n_gpus if spec.allow_spread else int(spec.server_gpus().max())), spec.n_gpus

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.trace import Trace
+from gpusched.io.trace import Trace
 
 __all__ = ["BLOCK", "DEFAULT_JOBS", "DEFAULT_LOAD", "a_srpt_workload"]
 
@@ -50,8 +50,8 @@ arrival times.
 
 
 def _read(path: str | Path | None) -> Trace:
-    from gpusched.run import resolve_trace
-    from gpusched.trace import read_trace
+    from gpusched.io.resources import resolve_trace
+    from gpusched.io.trace import read_trace
 
     if path is None:
         return read_trace(resolve_trace("philly-2000"))

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.trace import Trace
+from gpusched.io.trace import Trace
 
 __all__ = ["MIN_RECURRENCE", "RECURRENT_SHARE", "annotate_trace", "recurrent_share", "synth_groups"]
 
@@ -151,7 +151,7 @@ class _Models:
     def __init__(
         self, cat: Any, g: int | None, nic: float | None, intra: float | None, reading: Any
     ) -> None:
-        from gpusched.algorithms.heavy_edge import alpha_min_estimate
+        from gpusched.jobmodels.heavy_edge import alpha_min_estimate
 
         self.cat = cat
         ref = cat.reference

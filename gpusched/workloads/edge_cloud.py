@@ -72,7 +72,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusched.errors import GpuschedError
-from gpusched.trace import Trace
+from gpusched.io.trace import Trace
 from gpusched.workloads.sjf_bsbf import load_pool
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Importers that turn public GPU-cluster traces into the canonical :class:`~gpusched.trace.Trace`.
+"""Importers that turn public GPU-cluster traces into the canonical :class:`~gpusched.io.trace.Trace`.
 
 Each importer reads one source format (``.csv`` or ``.csv.gz``), validates it with
 ``file:line: column 'c': expected ..., got 'v'`` messages (all collected, then raised as one
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import GpuschedError, did_you_mean, show_value
-from gpusched.trace import (
+from gpusched.io.trace import (
     DURATION_WHAT,
     ITERATIONS_WHAT,
     MAX_GPUS,
@@ -137,9 +137,9 @@ def _finish(
 ) -> tuple[Trace, ImportReport]:
     """Build the trace of the kept rows and the report (``reasons``: first match wins).
 
-    The trace is checked with :func:`~gpusched.trace.validate_trace` (a backstop: the
+    The trace is checked with :func:`~gpusched.io.trace.validate_trace` (a backstop: the
     importers already check their source columns), so an importer never returns a trace
-    that :func:`~gpusched.trace.read_trace` would reject once written.
+    that :func:`~gpusched.io.trace.read_trace` would reject once written.
     """
     excluded: dict[str, int] = {}
     left = np.ones(src.n, dtype=bool)

@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from gpusched.errors import GpuschedError
-from gpusched.trace import Trace
+from gpusched.io.trace import Trace
 
 __all__ = [
     "HELIOS_CLUSTERS",
@@ -542,8 +542,8 @@ def lazer_philly_workload(
     max_gpus
         Largest GPU count (see :func:`lazer_helios_workload`).
     """
-    from gpusched.run import resolve_trace
-    from gpusched.trace import read_trace
+    from gpusched.io.resources import resolve_trace
+    from gpusched.io.trace import read_trace
 
     src = read_trace(resolve_trace("philly-2000") if path is None else path)
     if len(src) < 1:

@@ -53,9 +53,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusched.core.ledger import RESOURCES
 from gpusched.errors import GpuschedError
-from gpusched.ledger import RESOURCES
-from gpusched.trace import MAX_TIME_S, Trace
+from gpusched.io.trace import MAX_TIME_S, Trace
 from gpusched.workloads.sjf_bsbf import WINDOW_S, load_pool
 
 __all__ = [

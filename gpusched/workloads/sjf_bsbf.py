@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from gpusched.errors import GpuschedError
-from gpusched.trace import Trace
+from gpusched.io.trace import Trace
 
 __all__ = [
     "APPLICATIONS",

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import GpuschedError
-from gpusched.trace import Trace
+from gpusched.io.trace import Trace
 
 __all__ = [
     "PHILLY_DURATION_MIXTURE",

@@ -28,7 +28,7 @@ from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gpusched.units import fmt_s, fmt_t
+from gpusched.results.units import fmt_s, fmt_t
 
 _LABELS = {
     "n_jobs": "jobs",

@@ -31,7 +31,7 @@ from textual.reactive import reactive, var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from gpusched.state import LOADING, RUNNING, SAVING, STATUS_NAMES
+from gpusched.core.state import LOADING, RUNNING, SAVING, STATUS_NAMES
 from gpusched.tui.messages import ServerSelected
 from gpusched.tui.session import Frame
 from gpusched.tui.widgets.styled import CachedStyles

@@ -15,9 +15,9 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from gpusched.results.units import fmt_t
 from gpusched.tui.session import Events, Frame
 from gpusched.tui.widgets.cluster_view import job_color
-from gpusched.units import fmt_t
 
 #: Jobs named per kind before "+N more".
 NAMED = 3

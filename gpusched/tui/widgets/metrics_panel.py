@@ -22,10 +22,10 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gpusched.ledger import RESOURCES
+from gpusched.core.ledger import RESOURCES
+from gpusched.results.units import fmt_s
 from gpusched.tui.session import Frame, TaskInfo, fmt_speed, resample
 from gpusched.tui.widgets.resource_view import RES_COLORS, RES_SHORT
-from gpusched.units import fmt_s
 
 SPARK = "▁▂▃▄▅▆▇█"
 

@@ -34,11 +34,11 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from gpusched.state import LOADING, REJECTED, RUNNING, SAVING, STATUS_NAMES
+from gpusched.core.state import LOADING, REJECTED, RUNNING, SAVING, STATUS_NAMES
+from gpusched.results.units import fmt_s
 from gpusched.tui.session import Frame, TaskFrame, TaskInfo
 from gpusched.tui.widgets.cluster_view import C_LOAD, C_RUN, C_SAVE, C_SHARED, job_color
 from gpusched.tui.widgets.styled import CachedStyles
-from gpusched.units import fmt_s
 
 _STATE_COLOR = {RUNNING: C_RUN, LOADING: C_LOAD, SAVING: C_SAVE}
 #: Shortest job-id column before other columns give way.

@@ -1,7 +1,7 @@
 """The resource view: the machines' occupancy per resource, for jobs placed by roles.
 
 Shown instead of the GPU cluster view when the run has a resource ledger
-(:mod:`gpusched.ledger`): parameter-server jobs hold counts of workers and PSs per
+(:mod:`gpusched.core.ledger`): parameter-server jobs hold counts of workers and PSs per
 machine, never GPU indices. The first rows stay put: cluster-wide bars, one per resource
 (GPUs, vCPUs, memory, storage), as many to a row as fit. Below them, per machine, the
 used fraction of each resource, at the most detailed level that fits in
@@ -31,7 +31,7 @@ from textual.events import Click
 from textual.geometry import Size
 from textual.strip import Strip
 
-from gpusched.ledger import RESOURCES
+from gpusched.core.ledger import RESOURCES
 from gpusched.tui.messages import ServerSelected
 from gpusched.tui.session import Frame
 from gpusched.tui.widgets.cluster_view import (
@@ -42,7 +42,7 @@ from gpusched.tui.widgets.cluster_view import (
     server_groups,
 )
 
-#: How each resource of :data:`gpusched.ledger.RESOURCES` is named, and its unit.
+#: How each resource of :data:`gpusched.core.ledger.RESOURCES` is named, and its unit.
 RES_NAMES = {"gpus": "GPUs", "cpus": "vCPUs", "mem_gb": "memory", "storage_gb": "storage"}
 RES_UNITS = {"gpus": "", "cpus": "", "mem_gb": " GB", "storage_gb": " GB"}
 #: Short names (the machine line under the view, the metrics' sparklines).
@@ -91,7 +91,7 @@ class ResourceView(ItemGrid):
         The cluster spec (its server groups and racks name the ``group`` level).
     capacity
         ``(H, R)`` capacity per machine and resource, in the order of
-        :data:`gpusched.ledger.RESOURCES` (:func:`gpusched.ledger.capacities`).
+        :data:`gpusched.core.ledger.RESOURCES` (:func:`gpusched.core.ledger.capacities`).
     """
 
     LEVELS = LEVELS

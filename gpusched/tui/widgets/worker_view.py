@@ -1,7 +1,7 @@
 """The worker view: edge servers' typed workers and the cloud, for jobs made of chunks.
 
 Shown instead of the GPU cluster view when the run's jobs are made of tasks (data chunks
-on typed workers, :mod:`gpusched.tasks`). The first rows stay put: the cloud tier (chunks
+on typed workers, :mod:`gpusched.core.tasks`). The first rows stay put: the cloud tier (chunks
 on its workers, how many of them still ship their data, the jobs they belong to, chunks
 placed there and waiting, jobs wholly in the cloud) and the edge tier (busy workers,
 chunks waiting on a worker, chunks not placed yet). Below them, at the most detailed
@@ -33,7 +33,7 @@ from textual.events import Click
 from textual.geometry import Size
 from textual.strip import Strip
 
-from gpusched.state import LOADING, RUNNING, SAVING
+from gpusched.core.state import LOADING, RUNNING, SAVING
 from gpusched.tui.messages import ServerSelected
 from gpusched.tui.session import Frame, TaskFrame, TaskInfo
 from gpusched.tui.widgets.cluster_view import (

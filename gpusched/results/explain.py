@@ -1,7 +1,7 @@
 """Explain a finished run: one job's life in sentences, and the jobs that lost the most.
 
 Reads a run folder (``replay --out DIR``): jobs.csv always, events.csv when the run kept
-the event log (``--events``, :mod:`gpusched.events`). From the log it rebuilds each
+the event log (``--events``, :mod:`gpusched.core.events`). From the log it rebuilds each
 job's *stints*, the stretches during which it held GPUs (start, end of the load,
 preemption, end of the save or completion), and who took the GPUs a preemption freed:
 the jobs that started first on any of them after they were released.
@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpusched.core.events import EVENT_COLUMNS, format_gpus, parse_gpus
 from gpusched.errors import GpuschedError, did_you_mean, show_name
-from gpusched.events import EVENT_COLUMNS, format_gpus, parse_gpus
-from gpusched.tables import find_table, is_parquet, parquet_rows
-from gpusched.units import fmt_s, fmt_t
+from gpusched.io.tables import find_table, is_parquet, parquet_rows
+from gpusched.results.units import fmt_s, fmt_t
 
 __all__ = ["Run", "Stint", "job_story", "read_run", "stints", "worst"]
 

@@ -5,9 +5,9 @@ resource type (GPU, CPU, memory, storage); jobs that declare per-role demands (a
 and a parameter server's demand vectors) are placed by *counts per machine* rather than
 on GPU indices, and the engine owns this ledger and checks it after every decision: no
 resource on any machine is ever over-committed. Gang jobs keep the GPU-index path; a run
-uses one or the other (:class:`gpusched.engine.Engine` refuses a trace that mixes them).
+uses one or the other (:class:`gpusched.core.engine.Engine` refuses a trace that mixes them).
 
-A job model supplies the roles (:func:`gpusched.jobmodel.roles`): an object with
+A job model supplies the roles (:func:`gpusched.core.jobmodel.roles`): an object with
 ``mask`` (bool per job: placed by roles), ``worker`` and ``ps`` (``(n_jobs, R)`` demand
 per worker and per parameter server, in the units of :data:`RESOURCES`), ``max_workers``
 (the most workers a job may use at once, the PD-ORS paper's eq. 4) and
@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from gpusched.core.view import _frozen
 from gpusched.errors import ClusterError
-from gpusched.view import _frozen
 
 __all__ = ["RESOURCES", "Ledger", "LedgerView", "capacities"]
 

@@ -4,7 +4,7 @@ Jobs are sorted stably by submission time; a row that gives ``iterations`` and
 ``model`` instead of ``duration`` gets ``duration = iterations * ideal iteration
 time`` from the model catalogue (a row with a ``duration`` never consults the
 catalogue, whatever its ``model`` says). The trace's values are checked against the
-bounds of :mod:`gpusched.trace` (:func:`~gpusched.trace.validate_trace`), and so is
+bounds of :mod:`gpusched.io.trace` (:func:`~gpusched.io.trace.validate_trace`), and so is
 every derived duration, so the engine only sees what it simulates exactly. Jobs that
 need more GPUs than the cluster can give one job are an error that counts them, unless
 ``drop_oversized`` is set, in which case they are skipped and counted in the report.
@@ -15,18 +15,19 @@ Messages name the physical line of the trace file (:attr:`Trace.line`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from gpusched import jobmodel
-from gpusched.cluster import ClusterSpec
+from gpusched.core import jobmodel
 from gpusched.errors import TraceError, show_name, show_value
-from gpusched.trace import Trace, validate_trace
+from gpusched.io.cluster import ClusterSpec
+from gpusched.io.trace import Trace, validate_trace
 
 
 @dataclass(frozen=True, slots=True)
 class JobTable:
-    """Jobs in submission order, ready for :func:`gpusched.state.new_state`.
+    """Jobs in submission order, ready for :func:`gpusched.core.state.new_state`.
 
     Attributes
     ----------
@@ -88,7 +89,7 @@ def prepare_jobs(trace: Trace, cluster: ClusterSpec, *, drop_oversized: bool = F
     Parameters
     ----------
     trace
-        A trace (values are checked with :func:`~gpusched.trace.validate_trace`).
+        A trace (values are checked with :func:`~gpusched.io.trace.validate_trace`).
     cluster
         The cluster the jobs will run on.
     drop_oversized
@@ -147,3 +148,23 @@ def prepare_jobs(trace: Trace, cluster: ClusterSpec, *, drop_oversized: bool = F
         save_s=trace.save_s[order],
         line=np.asarray(trace.line, dtype=np.int64)[order],
     )
+
+
+def job_iterations(jobs: Any) -> np.ndarray:
+    """True training iterations :math:`n_i` of every job of a job table.
+
+    Parameters
+    ----------
+    jobs
+        A :class:`gpusched.core.jobs.JobTable` (or anything with ``iterations`` and ``work_s``).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 iterations; where the trace gives none, the duration in seconds.
+    """
+    work = np.asarray(jobs.work_s, dtype=np.float64)
+    it = np.asarray(getattr(jobs, "iterations", np.empty(0)), dtype=np.float64)
+    if it.shape != work.shape:
+        return work.copy()
+    return np.where(np.isfinite(it), it, work)

@@ -1,7 +1,7 @@
 """Gantt charts of a run: GPUs (or servers) by time, coloured by job, phases shaded.
 
-Built from the run's event log (``replay --out DIR --events``; :mod:`gpusched.events`)
-through :func:`gpusched.explain.stints`: each stretch a job held GPUs splits into its
+Built from the run's event log (``replay --out DIR --events``; :mod:`gpusched.core.events`)
+through :func:`gpusched.results.explain.stints`: each stretch a job held GPUs splits into its
 load (from the start to the end of the load), training and save (from the preemption
 to the release). ``gpusched plot DIR --gantt`` draws it in the terminal, a character
 per GPU and time bin (the job's letter while training, ``:`` loading, ``~`` saving,
@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import GpuschedError, show_name
-from gpusched.explain import Run, stints
-from gpusched.units import fmt_s
+from gpusched.results.explain import Run, stints
+from gpusched.results.units import fmt_s
 
 __all__ = ["MAX_ROWS", "Gantt", "gantt", "gantt_figure", "gantt_text"]
 

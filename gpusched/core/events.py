@@ -3,10 +3,10 @@
 Kept only when asked (``gpusched replay --events``, ``Engine(events=True)``), so plain
 runs stay as fast as before: the kernel then appends a row to the state's ``ev_*``
 buffers at every start (with the GPUs), preemption, end of a save and completion, on the
-fused path and the Python path alike (:func:`gpusched.kernel._log`). The engine copies
+fused path and the Python path alike (:func:`gpusched.core.kernel._log`). The engine copies
 the buffers out before they can fill (:meth:`EventLog.flush`) and adds what only it
 sees: rejections, the placements of tasks and role jobs, and the reasons a policy gives
-(``Start.reason``, ``Preempt.reason``, ``Reject.reason`` and :class:`~gpusched.policy.Note`).
+(``Start.reason``, ``Preempt.reason``, ``Reject.reason`` and :class:`~gpusched.core.policy.Note`).
 
 Three kinds of rows follow from the others and the jobs' static times, so they are
 derived when the table is built rather than logged: a job's ``arrive`` (its submission),
@@ -41,8 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpusched.errors import InvariantError
-from gpusched.state import (
+from gpusched.core.state import (
     EPS,
     EV_FINISH,
     EV_PREEMPT,
@@ -57,6 +56,7 @@ from gpusched.state import (
     PENDING,
     SimState,
 )
+from gpusched.errors import InvariantError
 
 __all__ = ["EVENT_COLUMNS", "EventLog", "format_gpus", "parse_gpus"]
 

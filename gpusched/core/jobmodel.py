@@ -2,8 +2,8 @@
 
 A *job model* knows what the core cannot: how long a job described by its model and
 iterations runs, what it costs to load and to pause-and-save, and how fast it runs where
-it is placed (DESIGN.md, "Job models for the paper families"). The core (:mod:`gpusched.jobs`,
-:mod:`gpusched.run`) asks the job models through three optional hooks and imports none of
+it is placed (DESIGN.md, "Job models for the paper families"). The core (:mod:`gpusched.core.jobs`,
+:mod:`gpusched.experiments.run`) asks the job models through three optional hooks and imports none of
 them, so a paper family's machinery stays in its own subpackage:
 
 ``durations(trace, work, need) -> (work, notes)``
@@ -17,15 +17,15 @@ them, so a paper family's machinery stays in its own subpackage:
     Per-job load and pause-and-save times (s) of the job table, NaN where the model gives
     none (the run's ``--load-s``/``--save-s`` then apply).
 ``perf(jobs, cluster) -> perf | None``
-    A placement-aware rate model for :class:`~gpusched.engine.Engine` (``rate(job, gpus)``),
+    A placement-aware rate model for :class:`~gpusched.core.engine.Engine` (``rate(job, gpus)``),
     or None when the jobs are not this model's.
 ``roles(jobs, cluster) -> roles | None``
     For jobs placed by roles on multi-resource machines (``num_gpus`` 0): their demands
     per worker and per parameter server and their rate on given counts per machine
-    (:mod:`gpusched.ledger`), or None when the table has none of this model's.
+    (:mod:`gpusched.core.ledger`), or None when the table has none of this model's.
 ``tasks(jobs, cluster) -> tasks | None``
     For jobs made of tasks on typed workers (data chunks): the tasks, one row each, with
-    their jobs and rates (:mod:`gpusched.tasks`), or None when the table has none.
+    their jobs and rates (:mod:`gpusched.core.tasks`), or None when the table has none.
 ``summary(result) -> dict | None``
     A family's own keys for summary.json (e.g. total utility): the one extension point of
     the summary, so the core's list stays fixed.
@@ -85,7 +85,7 @@ def _hooks(name: str) -> list[Callable[..., Any]]:
 def duration_problem(iterations: float, model: str, n_gpus: int, work: float) -> str | None:
     """Why a derived duration is out of the trace's bounds (for a ``durations`` hook's
     line-numbered error), or None when it is within them."""
-    from gpusched.trace import MAX_TIME_S, MIN_DURATION_S
+    from gpusched.io.trace import MAX_TIME_S, MIN_DURATION_S
 
     if MIN_DURATION_S <= work <= MAX_TIME_S:
         return None

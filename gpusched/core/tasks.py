@@ -16,9 +16,9 @@ names the task and the rule):
 * a task runs on one worker of its job's worker type (the cloud's serve every type);
 * placing a task binds it to that worker for good (the paper's eq. 2a and "we do not
   allow migrating jobs' data chunks among servers"); its data is shipped then and takes
-  the server's ``delay_s`` (Δ of eq. 2i). :class:`~gpusched.policy.Dispatch` places a task
+  the server's ``delay_s`` (Δ of eq. 2i). :class:`~gpusched.core.policy.Dispatch` places a task
   without starting it: the worker stays free for others meanwhile and the task may start
-  from ``now + delay`` on. A :class:`~gpusched.policy.Start` of a task never placed places
+  from ``now + delay`` on. A :class:`~gpusched.core.policy.Start` of a task never placed places
   it at once, and the task holds its worker while its data arrives (a load phase);
 * one task per worker at a time (eq. 2d) -- the state's GPU capacity;
 * the cloud never preempts (Sec. III: "Preemption is allowed in servers except for the
@@ -26,8 +26,8 @@ names the task and the rule):
 * every job with a task holding a worker has exactly one parameter server (eq. 2e), on
   a server with a free PS slot (2f) -- the cloud's are unbounded -- and a job wholly in
   the cloud has it in the cloud (2g). Policies place it with
-  :class:`~gpusched.policy.HostPS`; a job that holds no worker any more gives it back at
-  that moment. The PS slots are a resource ledger (:mod:`gpusched.ledger`), whose
+  :class:`~gpusched.core.policy.HostPS`; a job that holds no worker any more gives it back at
+  that moment. The PS slots are a resource ledger (:mod:`gpusched.core.ledger`), whose
   integral gives PS utilisation per tier.
 
 How fast a task runs is its job model's (``rate(job, zeta)``: the paper's eq. 1, with
@@ -42,10 +42,10 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.cluster import ClusterSpec, ServerGroup
+from gpusched.core.ledger import Ledger
+from gpusched.core.state import LOADING, RUNNING
 from gpusched.errors import ClusterError, TraceError, show_name, show_value
-from gpusched.ledger import Ledger
-from gpusched.state import LOADING, RUNNING
+from gpusched.io.cluster import ClusterSpec, ServerGroup
 
 __all__ = ["TaskBook", "TaskView", "WorkerLayout", "has_workers", "worker_layout"]
 

@@ -50,7 +50,7 @@ so that ``submit + duration`` stays below 2e10 s, where float64 resolves 2**-18 
 more than 250 resolution steps long at any time, so no duration, load or save rounds to
 nothing and every slot boundary moves time forward. ``MAX_ITERATIONS`` = 2**53 is the
 largest count float64 holds exactly; the duration derived from iterations is checked
-against the same bounds when the job table is built (:mod:`gpusched.jobs`).
+against the same bounds when the job table is built (:mod:`gpusched.core.jobs`).
 
 **Limits.** A file is read whole into memory, so one that holds more than
 ``MAX_TRACE_BYTES`` (1 GiB, about 20 million jobs; gzip input is counted after
@@ -420,7 +420,7 @@ def _read_capped(fh: _Readable, fname: str, what: str) -> bytes:
         if total > limit:
             raise TraceError(
                 f"{fname}: {what} more than {_size(limit)} of CSV text, the most gpusched "
-                "reads (gpusched.trace.MAX_TRACE_BYTES); split the trace"
+                "reads (gpusched.io.trace.MAX_TRACE_BYTES); split the trace"
             )
         chunks.append(chunk)
     return b"".join(chunks)
@@ -1101,7 +1101,7 @@ class ParquetTable(CsvTable):
     def __init__(self, path: str | Path, name: str | None = None) -> None:
         import pyarrow.parquet as pq
 
-        from gpusched.tables import parquet_columns
+        from gpusched.io.tables import parquet_columns
 
         path = Path(path)
         self.name = show_name(path if name is None else name)
@@ -1399,7 +1399,7 @@ def write_trace(trace: Trace, path: str | Path) -> None:
 
 def _write_parquet_trace(trace: Trace, names: list[str], path: Path) -> None:
     """:func:`write_trace` to a Parquet file."""
-    from gpusched.tables import write_parquet
+    from gpusched.io.tables import write_parquet
 
     cols = {c: trace.extra[c] if c in trace.extra else getattr(trace, c) for c in names}
     cols["num_gpus"] = np.asarray(trace.num_gpus, dtype=np.int64)

@@ -1,8 +1,8 @@
 """How a sweep's results table becomes a plot: panels, series, titles and notes.
 
-:func:`read_table` reads results.csv (as written by :func:`gpusched.sweep.run_sweep`) into
+:func:`read_table` reads results.csv (as written by :func:`gpusched.experiments.sweep.run_sweep`) into
 the finished cells that have a value of one metric; :func:`arrange` turns them into a
-:class:`SweepPlot`, which :mod:`gpusched.plot` draws in the terminal or with matplotlib.
+:class:`SweepPlot`, which :mod:`gpusched.results.plot` draws in the terminal or with matplotlib.
 Nothing here imports a plotting library.
 
 The arrangement, for a metric ``m`` and an x column:
@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from gpusched.errors import GpuschedError, show_name
-from gpusched.sweep import FIXED_COLUMNS, param_column
-from gpusched.tables import is_parquet, parquet_rows
+from gpusched.io.tables import is_parquet, parquet_rows
+from gpusched.results.metrics import FIXED_COLUMNS, param_column
 
 __all__ = [
     "MAX_BARS",

@@ -1,11 +1,11 @@
 """The Numba-jitted time-slotted kernel: stepping, completion, placement, priority fill.
 
 Only kernel code lives here, and every function is decorated once with
-:func:`gpusched.jit.jit`: compiled by Numba with the options in :data:`_JIT` (cached, GIL
+:func:`gpusched.core.jit.jit`: compiled by Numba with the options in :data:`_JIT` (cached, GIL
 released, no reference counting: kernels allocate nothing), or :data:`_INNER` for the
 functions only other kernel functions call; and plain Python in the module's interpreted
-twin (:func:`gpusched.jit.interpreted`), which small runs use. Behaviour is selected by
-integer codes (:data:`gpusched.state.KEY_FIFO` ...), never by passing jitted functions, so
+twin (:func:`gpusched.core.jit.interpreted`), which small runs use. Behaviour is selected by
+integer codes (:data:`gpusched.core.state.KEY_FIFO` ...), never by passing jitted functions, so
 that everything caches. Python calls only the functions compiled with :data:`_JIT` (the
 entry points).
 
@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusched.jit import jit
-from gpusched.state import (
+from gpusched.core.jit import jit
+from gpusched.core.state import (
     DONE,
     E_TIME,
     EPS,
@@ -96,7 +96,7 @@ _INNER = {**_JIT, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 @jit(_INNER)
 def _log(st, kind, j, t, arg):
-    """Append an event to the log, if one is kept (see :mod:`gpusched.state`, ``EV_*``).
+    """Append an event to the log, if one is kept (see :mod:`gpusched.core.state`, ``EV_*``).
 
     Returns the row written, or -1 (no log, or full: counted in ``I_EV_LOST``, which the
     engine treats as a broken invariant; it flushes the log before it can fill).
@@ -1149,7 +1149,7 @@ def run_fused(st, cfg, tl, max_steps):
     """Run a built-in priority policy (``cfg.key``) for up to ``max_steps`` decisions.
 
     Returns ``(rows, code)``: timeline rows written to ``tl`` (a
-    :class:`~gpusched.state.Timeline`) from index 0, and a return code (LIMIT: call
+    :class:`~gpusched.core.state.Timeline`) from index 0, and a return code (LIMIT: call
     again to continue).
     """
     dummy = st.cand[:0]  # no completions wanted; kernels allocate nothing (see _JIT)

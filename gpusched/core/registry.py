@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from gpusched.errors import PolicyError, did_you_mean, show_name
-from gpusched.resources import bundled_dir
+from gpusched.io.resources import bundled_dir
 
 GROUP = "gpusched.policies"
 
@@ -176,7 +176,7 @@ def make_policy(cls: type[Any], params: dict[str, Any], seed: int) -> Any:
     """Instantiate a policy class with validated parameters and its own RNG."""
     import numpy as np
 
-    from gpusched.policy import call_policy
+    from gpusched.core.policy import call_policy
 
     kwargs = dict(params)
     if "rng" in inspect.signature(cls.__init__).parameters:

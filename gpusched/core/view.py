@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpusched.core.state import F_NOW, I_FREE_GPUS, I_N_QUEUE, I_N_RUN, SimState
 from gpusched.errors import PolicyError
-from gpusched.state import F_NOW, I_FREE_GPUS, I_N_QUEUE, I_N_RUN, SimState
 
 if TYPE_CHECKING:
-    from gpusched.cluster import ClusterSpec
+    from gpusched.io.cluster import ClusterSpec
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -81,17 +81,17 @@ class View:
     server_free, gpu_n_jobs, gpu_job, gpu_server
         Idle GPUs per server, jobs per GPU, the jobs on each GPU, server of each GPU.
     pending
-        Queued jobs whose :class:`~gpusched.policy.Start` waits for saving jobs to
+        Queued jobs whose :class:`~gpusched.core.policy.Start` waits for saving jobs to
         release its GPUs (the engine starts them when the saves end).
     cluster
         The cluster spec.
     ledger
         For runs of jobs placed by roles (parameter-server jobs on multi-resource
-        machines): a :class:`~gpusched.ledger.LedgerView` of capacities, free resources,
+        machines): a :class:`~gpusched.core.ledger.LedgerView` of capacities, free resources,
         demands and allocations; None otherwise.
     tasks
         For runs of jobs made of tasks on typed workers (the edge-cloud family): a
-        :class:`~gpusched.tasks.TaskView` of each task's job, type, worker and ready time,
+        :class:`~gpusched.core.tasks.TaskView` of each task's job, type, worker and ready time,
         the workers and tiers, and the jobs' parameter servers; None otherwise. Per-job
         arrays of this view (``job_status``, ...) are then per *task*.
     """

@@ -4,7 +4,7 @@ Each policy runs once per seed ``s`` with ``seed=s`` (its random numbers). When 
 trace names a ``{seed}`` field (``runs/ec-{seed}.csv``), seed ``s`` also replays its own
 trace (workload seeds). Every policy runs on the same seeds, so policies are compared
 *paired by seed*: for each metric, the interval of the per-seed differences against the
-first policy (:func:`gpusched.stats.paired_interval`). A difference whose interval holds
+first policy (:func:`gpusched.results.stats.paired_interval`). A difference whose interval holds
 0 is *within noise*.
 
 With an output folder, run ``(policy, seed)`` writes the usual run files to
@@ -12,8 +12,8 @@ With an output folder, run ``(policy, seed)`` writes the usual run files to
 interval and the paired difference, and ``OUT/compare-runs.csv`` one row per run.
 
 More than :data:`DASK_ABOVE` runs go to a Dask LocalCluster (the sweep machinery,
-:func:`gpusched.sweep.dask_client`); fewer run one after the other in this process. The
-results do not depend on which: each run is a plain :func:`gpusched.run.replay`.
+:func:`gpusched.experiments.sweep.dask_client`); fewer run one after the other in this process. The
+results do not depend on which: each run is a plain :func:`gpusched.experiments.run.replay`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusched.errors import GpuschedError, show_name
-from gpusched.stats import Interval, paired_interval, t_interval
+from gpusched.results.stats import Interval, paired_interval, t_interval
 
 __all__ = [
     "COMPARE_CSV",
@@ -104,7 +104,7 @@ def seed_traces(trace: str | None, seeds: Sequence[int]) -> dict[int, str | None
     GpuschedError
         A seed's trace that does not exist (named with the seed).
     """
-    from gpusched.run import resolve_trace
+    from gpusched.io.resources import resolve_trace
 
     if trace is None or SEED_FIELD not in trace:
         resolve_trace(trace)
@@ -189,11 +189,11 @@ def plan_runs(
 def run_one(run: SeedRun, options: dict[str, Any]) -> dict[str, Any]:
     """Replay ``run`` (a Dask task); return its summary.
 
-    ``options`` are :func:`gpusched.run.replay`'s keyword arguments other than the
+    ``options`` are :func:`gpusched.experiments.run.replay`'s keyword arguments other than the
     trace, policy, seed and output folder.
     """
-    from gpusched.run import replay
-    from gpusched.sweep import _REPLAY_LOCK
+    from gpusched.experiments.run import replay
+    from gpusched.experiments.sweep import _REPLAY_LOCK
 
     with _REPLAY_LOCK:  # thread workers: one replay per process at a time (see sweep)
         summary, _ = replay(run.trace, run.policy, seed=run.seed, out=run.out, **options)
@@ -224,7 +224,7 @@ def _run_all(
         return summaries
     from dask.distributed import as_completed
 
-    from gpusched.sweep import compile_once, dask_client
+    from gpusched.experiments.sweep import compile_once, dask_client
 
     notice = options.pop("notice", None)  # (said here, not by each worker)
     with notice() if notice is not None else contextlib.nullcontext():
@@ -437,7 +437,7 @@ def compare_seeds(
         Seeds (:func:`parse_seeds`); each run's policy seed, and workload seed with ``{seed}``.
     out
         Folder for the run folders, compare.csv and compare-runs.csv; one that already
-        holds a comparison is refused unless ``force`` (:func:`gpusched.run.prepare_compare_dir`).
+        holds a comparison is refused unless ``force`` (:func:`gpusched.experiments.run.prepare_compare_dir`).
     workers
         Dask workers (default one per core, when more than :data:`DASK_ABOVE` runs);
         1 runs everything in this process.
@@ -450,7 +450,7 @@ def compare_seeds(
         Passed to each replay run in this process (simulated time, jobs done, jobs).
     **kwargs
         ``cluster``, ``slot_s``, ``until_s``, ``drop_oversized``, ``load_s``,
-        ``save_s``, ``params``, ``mode``, ``fmt``: as for :func:`gpusched.run.replay`.
+        ``save_s``, ``params``, ``mode``, ``fmt``: as for :func:`gpusched.experiments.run.replay`.
 
     Raises
     ------
@@ -458,8 +458,13 @@ def compare_seeds(
         No seed, no policy, a bad policy, trace (of any seed), cluster, option or
         ``out``; ``workers`` below 1. Every input is checked before the first run.
     """
-    from gpusched.cluster import load_cluster
-    from gpusched.run import _jct_rates, _policy_label, check_run_options, prepare_compare_dir
+    from gpusched.experiments.run import (
+        _jct_rates,
+        _policy_label,
+        check_run_options,
+        prepare_compare_dir,
+    )
+    from gpusched.io.cluster import load_cluster
 
     if not seeds:
         raise GpuschedError("--seeds: give at least one seed")

@@ -6,7 +6,7 @@
 * :func:`plot_sweep`: from a sweep's results.csv, one metric per policy (a policy
   comparison, the default when several policies ran) or against one parameter, averaged
   over seeds. How the table is arranged into panels, series and titles is
-  :mod:`gpusched.sweep_plot`'s job; this module reads files and draws.
+  :mod:`gpusched.results.sweep_plot`'s job; this module reads files and draws.
 
 Without ``save`` the charts are drawn in the terminal: line charts with plotext (a core
 dependency), one letter per series and a key under each chart; bar charts as text bars
@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpusched.errors import GpuschedError, show_name
-from gpusched.sweep_plot import Panel, SweepPlot, arrange, csv_rows, read_table
-from gpusched.tables import find_table, has_table
+from gpusched.io.tables import find_table, has_table
+from gpusched.results.sweep_plot import Panel, SweepPlot, arrange, csv_rows, read_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

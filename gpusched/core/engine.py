@@ -2,7 +2,7 @@
 
 One round (a decision point): advance every job to the slot boundary (kernel) ->
 admit arrivals -> ``policy.decide(view, now)`` -> validate and apply the decision ->
-record the timeline. Built-in priority policies that declare :class:`~gpusched.policy.Fused`
+record the timeline. Built-in priority policies that declare :class:`~gpusched.core.policy.Fused`
 run the whole loop inside the kernel instead (mode ``"fused"``); ``mode="python"``
 forces the readable ``decide`` path, which the tests compare with the fused one.
 
@@ -22,13 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.cluster import ClusterSpec
-from gpusched.errors import InvariantError, PolicyError, TraceError, show_name
-from gpusched.events import EventLog, new_log
-from gpusched.jit import SWITCH, compiled, interpreted, is_cached, load_cached
-from gpusched.jobs import JobTable
-from gpusched.ledger import RESOURCES, Ledger, LedgerView, capacities
-from gpusched.policy import (
+from gpusched.core.events import EventLog, new_log
+from gpusched.core.jit import SWITCH, compiled, interpreted, is_cached, load_cached
+from gpusched.core.jobs import JobTable
+from gpusched.core.ledger import RESOURCES, Ledger, LedgerView, capacities
+from gpusched.core.policy import (
     Allocate,
     Decision,
     Dispatch,
@@ -41,7 +39,7 @@ from gpusched.policy import (
     call_policy,
     fused_spec,
 )
-from gpusched.state import (
+from gpusched.core.state import (
     F_NOW,
     F_RESIDUAL,
     F_WAKE,
@@ -73,11 +71,13 @@ from gpusched.state import (
     new_state,
     new_timeline,
 )
-from gpusched.tasks import TaskBook
-from gpusched.view import View, _frozen
+from gpusched.core.tasks import TaskBook
+from gpusched.core.view import View, _frozen
+from gpusched.errors import InvariantError, PolicyError, TraceError, show_name
+from gpusched.io.cluster import ClusterSpec
 
 _CHUNK = 8192  # decision points per kernel call in fused mode (progress granularity)
-_KERNEL = "gpusched.kernel"  #: the kernel module (compiled, or its interpreted twin)
+_KERNEL = "gpusched.core.kernel"  #: the kernel module (compiled, or its interpreted twin)
 #: values of ``Engine(kernels=...)``
 KERNELS = ("auto", "compiled", "interpreted")
 _NONE = _frozen(np.empty(0, dtype=np.int32))  # no job arrived / finished at a decision point
@@ -102,7 +102,7 @@ class Snapshot:
 
 @dataclass(slots=True)
 class RunResult:
-    """Everything a finished (or stopped) run produced; :mod:`gpusched.metrics` reads it."""
+    """Everything a finished (or stopped) run produced; :mod:`gpusched.results.metrics` reads it."""
 
     jobs: JobTable
     cluster: ClusterSpec
@@ -122,8 +122,8 @@ class RunResult:
 class _Kernels:
     """The kernels one run calls: the interpreted twin's plain functions or the compiled ones.
 
-    :meth:`use_interpreted` takes the plain functions of :mod:`gpusched.kernel`'s
-    interpreted twin (see :mod:`gpusched.jit`); nothing imports Numba. :meth:`use_compiled`
+    :meth:`use_interpreted` takes the plain functions of :mod:`gpusched.core.kernel`'s
+    interpreted twin (see :mod:`gpusched.core.jit`); nothing imports Numba. :meth:`use_compiled`
     takes its Numba dispatchers, and binds the ones the Python path calls to their compiled
     entry points for this run: the dispatcher types every argument at every call, which for
     the state tuple's ~60 arrays costs 13-27 us a call, several calls per decision point,
@@ -207,7 +207,7 @@ class Engine:
     cluster
         The cluster spec.
     policy
-        A policy instance (see :class:`gpusched.policy.Policy`).
+        A policy instance (see :class:`gpusched.core.policy.Policy`).
     slot_s
         Slot length, s (> 0).
     until_s
@@ -236,25 +236,25 @@ class Engine:
         chosen path (the CLI's "compiling simulation kernels" note on a first run).
     roles
         Optional roles of jobs placed by roles on multi-resource machines (a job model's,
-        see :mod:`gpusched.ledger`): ``mask``, ``worker``, ``ps``, ``max_workers`` and
+        see :mod:`gpusched.core.ledger`): ``mask``, ``worker``, ``ps``, ``max_workers`` and
         ``rate(job, workers, ps)``. When some job is one, the engine keeps the resource
         ledger, the policy must declare ``places_roles = True`` and act with
-        :class:`~gpusched.policy.Allocate` / :class:`~gpusched.policy.Reject`.
+        :class:`~gpusched.core.policy.Allocate` / :class:`~gpusched.core.policy.Reject`.
     tasks, layout
         Optional: the jobs are made of tasks (``jobs`` then holds one row per task), a job
         model's task set (``parent``, ``first``, ``parents``, ``type_name``, ``gang``,
         ``rate(job, zeta)``), on the cluster's typed workers (a
-        :class:`~gpusched.tasks.WorkerLayout`, whose ``cluster`` must be ``cluster``). The
-        engine then keeps a :class:`~gpusched.tasks.TaskBook` and enforces its rules; the
+        :class:`~gpusched.core.tasks.WorkerLayout`, whose ``cluster`` must be ``cluster``). The
+        engine then keeps a :class:`~gpusched.core.tasks.TaskBook` and enforces its rules; the
         policy must declare ``runs_tasks = True``.
     events
-        Keep the event log (:mod:`gpusched.events`): every start, preemption, save end,
+        Keep the event log (:mod:`gpusched.core.events`): every start, preemption, save end,
         completion, rejection and placement, with the policy's reasons; the result's
         ``extra["events"]`` holds its table. Off by default: a run without it pays nothing.
     kernels
         ``"compiled"`` (Numba), ``"interpreted"`` (the same kernels as plain Python, see
-        :mod:`gpusched.jit`) or ``"auto"``: compiled when this process has loaded them
-        already, else interpreted until the run proves long (:data:`gpusched.jit.SWITCH`).
+        :mod:`gpusched.core.jit`) or ``"auto"``: compiled when this process has loaded them
+        already, else interpreted until the run proves long (:data:`gpusched.core.jit.SWITCH`).
         The results are the same either way.
     """
 
@@ -460,7 +460,7 @@ class Engine:
         """Per-job interference kinds and the xi matrix (SJF-BSBF paper, eq. 5-6).
 
         From the performance model's ``interference()`` when it has one (else one kind and
-        :data:`~gpusched.state.XI_DEFAULT`), then the policy's ``interference(xi)`` hook
+        :data:`~gpusched.core.state.XI_DEFAULT`), then the policy's ``interference(xi)`` hook
         may replace the matrix (the paper's Fig. 6b injects one ratio for every pair).
         """
         kind: np.ndarray | None = None
@@ -541,7 +541,7 @@ class Engine:
 
     def _maybe_compile(self, spent: float) -> None:
         """Move to the compiled kernels when the rest of the run would take longer
-        interpreted than loading them (see :class:`gpusched.jit.Switch`); ``spent`` is
+        interpreted than loading them (see :class:`gpusched.core.jit.Switch`); ``spent`` is
         the CPU time of the last step."""
         self._interp_s += spent
         if self._interp_s < SWITCH.min_s:
@@ -967,7 +967,7 @@ class Engine:
         return int(value)
 
     def _apply_task_start(self, action: Start, now: float) -> None:
-        """Start a task on its one worker (the rules of :mod:`gpusched.tasks`)."""
+        """Start a task on its one worker (the rules of :mod:`gpusched.core.tasks`)."""
         assert self.book is not None
         st = self.state
         j = self._check_job(action.job, now)
@@ -1420,7 +1420,7 @@ def warm_up(mode: str = "python") -> None:
 
 def _warm_up_engine(mode: str, kernels: str) -> Engine:
     """A three-job engine that calls every kernel of path ``mode`` once it runs."""
-    from gpusched.cluster import ClusterSpec
+    from gpusched.io.cluster import ClusterSpec
 
     cluster = ClusterSpec.homogeneous(1, 2, name="warm-up")
     table = JobTable(

@@ -2,8 +2,8 @@
 
 The state is a :class:`SimState` named tuple of NumPy arrays with fixed dtypes, one
 field per column (pynndescent's heap tuple is the model). The jitted kernel
-(:mod:`gpusched.kernel`) reads and writes it in place; policies only ever see
-read-only views of it (:mod:`gpusched.view`).
+(:mod:`gpusched.core.kernel`) reads and writes it in place; policies only ever see
+read-only views of it (:mod:`gpusched.core.view`).
 
 Accounting is lazy: while a job holds GPUs its ``job_remaining``, ``job_executed``,
 ``job_attained``, ``job_load_spent_s`` and ``job_save_spent_s`` are current as of
@@ -17,7 +17,7 @@ brought up to date (the fused path and a Python policy sync at different moments
 
 Jobs are indexed ``0..n_jobs-1`` in submission order (stable sort of the trace by
 ``submit_time``), so "job index" order is arrival order. GPUs are numbered server
-by server, as :meth:`gpusched.cluster.ClusterSpec.gpu_server` numbers them.
+by server, as :meth:`gpusched.io.cluster.ClusterSpec.gpu_server` numbers them.
 
 A GPU may hold up to ``gpu_capacity`` jobs at once (1 = exclusive; the
 GPU-sharing family uses 2): ``gpu_job`` is ``(n_gpus, gpu_capacity)``.
@@ -78,7 +78,7 @@ N_SIM_I = 18
 # The kernel appends one row per state change to the ``ev_*`` buffers when they have room
 # (length 0: no log, and a run pays one comparison per start, preemption or completion).
 # Arrivals, the end of a load and the start of a save follow from these and the job's
-# static times, so they are not stored (see :mod:`gpusched.events`).
+# static times, so they are not stored (see :mod:`gpusched.core.events`).
 EV_START = 0  #: ``ev_arg``: offset of the job's GPUs in ``ev_gpu`` (``job_n_gpus`` of them)
 EV_PREEMPT = 1  #: ``ev_arg``: 0 releases at once, 1 futile (released at once), 2 saves
 EV_REQUEUE = 2  #: a save ended: the job released its GPUs and queued again
@@ -304,7 +304,7 @@ KEY_SJF = 1  #: total work (duration), shortest first
 KEY_SRTF = 2  #: remaining work, shortest first
 KEY_LAS = 3  #: discretized least-attained-service (Tiresias 2D-LAS): level, then place in its list
 
-# --- what the kernel's loops return (see gpusched.kernel) ---------------------------
+# --- what the kernel's loops return (see gpusched.core.kernel) ---------------------------
 EPS = 1e-9  #: s; tolerance for float comparisons of times
 DONE = 0
 LIMIT = 1  #: a buffer or step limit was reached: call again
@@ -364,9 +364,9 @@ class KernelConfig(NamedTuple):
         Some job has a load or save time: the timeline counts loading and saving GPUs.
     period
         Fused decisions re-pack only at multiples of this many seconds (0 = at every
-        decision point); see :attr:`gpusched.policy.Fused.period`.
+        decision point); see :attr:`gpusched.core.policy.Fused.period`.
     starve
-        KEY_LAS: Tiresias' starvation knob (0 = off); see :attr:`gpusched.policy.Fused.starve`.
+        KEY_LAS: Tiresias' starvation knob (0 = off); see :attr:`gpusched.core.policy.Fused.starve`.
     """
 
     slot_s: float

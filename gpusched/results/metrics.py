@@ -33,7 +33,7 @@ Runs of jobs placed by roles (parameter-server jobs on multi-resource machines) 
 ``n_admitted`` (jobs that ran), ``n_rejected`` (refused by the policy: neither finished
 nor unfinished) and ``utilization_<resource>`` (resource-time held / (capacity x
 makespan)) for each resource of the ledger; jobs.csv gains ``status``. A job model adds
-its own keys through its ``summary`` hook (:func:`gpusched.jobmodel.summaries`), e.g.
+its own keys through its ``summary`` hook (:func:`gpusched.core.jobmodel.summaries`), e.g.
 the PD-ORS family's ``total_utility``.
 A policy adds its own through an optional ``summary()`` method (after the others, replacing
 none), e.g. ``prediction`` for the A-SRPT family's predictor policies: the accuracy of
@@ -41,7 +41,7 @@ their job-length predictor (:func:`gpusched.algorithms.predict.prediction_report
 nested object; tables of runs (comparison.csv, a sweep's results.csv) flatten nested keys
 with dots (:func:`flat_summary`), e.g. ``prediction.forest.within_10pct``.
 
-Runs of jobs made of tasks (data chunks on typed workers, :mod:`gpusched.tasks`) report
+Runs of jobs made of tasks (data chunks on typed workers, :mod:`gpusched.core.tasks`) report
 per *job*: a job finishes with its last chunk, so its JCT is that chunk's, and its wait,
 load (data shipping while holding a worker), train and save columns are that critical
 chunk's (JCT = W + L + T + P still holds); ``preemptions`` add up its chunks';
@@ -63,10 +63,10 @@ from typing import Any
 import numpy as np
 
 from gpusched import __version__
-from gpusched.engine import RunResult
-from gpusched.state import F_EXTRA_GPU_S, F_SHARED_GPU_S, FINISHED, REJECTED
-from gpusched.tables import table_name, write_table
-from gpusched.trace import trace_sha256
+from gpusched.core.engine import RunResult
+from gpusched.core.state import F_EXTRA_GPU_S, F_SHARED_GPU_S, FINISHED, REJECTED
+from gpusched.io.tables import table_name, write_table
+from gpusched.io.trace import trace_sha256
 
 SUMMARY_KEYS = (
     "n_jobs",
@@ -101,6 +101,17 @@ SUMMARY_KEYS = (
     "sched_delay_ms_p95",
     "wall_s",
 )
+
+#: the columns every row of a sweep's results table starts with, before the parameter
+#: columns and the summary metrics (:mod:`gpusched.experiments.sweep`)
+FIXED_COLUMNS = ("cell", "status", "trace", "cluster", "policy", "params", "seed")
+
+
+def param_column(key: str) -> str:
+    """The sweep results column of policy parameter ``key`` (``param_<key>`` where the name
+    is taken by a fixed column, a summary metric or ``error``)."""
+    reserved = set(FIXED_COLUMNS) | set(SUMMARY_KEYS) | {"error"}
+    return f"param_{key}" if key in reserved else key
 
 
 def job_records(res: RunResult) -> dict[str, np.ndarray]:
@@ -243,7 +254,7 @@ def _role_records(res: RunResult) -> dict[str, np.ndarray]:
     """jobs.csv's extra columns in a run of jobs placed by roles: the status."""
     if "ledger" not in res.extra:
         return {}
-    from gpusched.state import STATUS_NAMES
+    from gpusched.core.state import STATUS_NAMES
 
     names = np.asarray(STATUS_NAMES, dtype=object)
     return {"status": names[res.state.job_status]}
@@ -342,7 +353,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
     delays = res.sched_delay_s
     rejected = int((st.job_status == REJECTED).sum())
     f50, f95 = _pcts(futile, (50, 95))
-    from gpusched import jobmodel
+    from gpusched.core import jobmodel
 
     out: dict[str, Any] = {
         "n_jobs": n,
@@ -416,7 +427,7 @@ def write_results(
     events when the run has them); return the summary.
 
     The tables are ``jobs.csv`` and so on with ``fmt="csv"``, ``jobs.parquet`` and so on
-    with ``fmt="parquet"`` (:mod:`gpusched.tables`).
+    with ``fmt="parquet"`` (:mod:`gpusched.io.tables`).
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

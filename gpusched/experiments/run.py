@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusched.errors import GpuschedError, did_you_mean, show_name
-from gpusched.resources import bundled_dir
+from gpusched.io.resources import resolve_trace
 
 if TYPE_CHECKING:
     import numpy as np
 
 #: the bundled default trace: 2,000 real Philly jobs, on which the policies differ clearly
-DEFAULT_TRACE = "philly-2000"
 DEFAULT_CLUSTER = "default"
 ENGINE_MODES = ("auto", "fused", "python")
 #: finest slot, s: below it slot boundaries of a long trace are not exactly representable
@@ -44,25 +43,6 @@ def check_format(fmt: str) -> str:
             f"{did_you_mean(fmt, TABLE_FORMATS)}"
         )
     return fmt
-
-
-def resolve_trace(spec: str | None) -> Path:
-    """A trace path, or the bundled trace of that name (``philly-2000`` -> traces/philly-2000.csv)."""
-    spec = spec or DEFAULT_TRACE
-    path = Path(spec)
-    if path.is_file():
-        return path
-    if path.is_dir():
-        raise GpuschedError(f"trace {show_name(spec)} is a folder, expected a CSV file")
-    for suffix in ("", ".csv", ".csv.gz"):
-        bundled = bundled_dir("traces") / f"{spec}{suffix}"
-        if bundled.is_file():
-            return bundled
-    names = sorted(p.name.split(".")[0] for p in bundled_dir("traces").glob("*.csv*"))
-    raise GpuschedError(
-        f"trace not found: {show_name(spec)}{did_you_mean(spec, names)} "
-        f"(bundled traces: {', '.join(names)})"
-    )
 
 
 def check_run_options(
@@ -184,25 +164,25 @@ def build_engine(
     notice: Callable[[], Any] | None = None,
     events: bool = False,
 ) -> tuple[Any, Path]:
-    """Resolve the inputs and build an :class:`~gpusched.engine.Engine`; also return the trace path.
+    """Resolve the inputs and build an :class:`~gpusched.core.engine.Engine`; also return the trace path.
 
     Parameters are those of :func:`replay`; ``load_s`` and ``save_s`` are the run's
     default load and pause-and-save times (s) for jobs whose trace gives none (see
-    :func:`phase_times`); ``events`` keeps the event log (:mod:`gpusched.events`;
+    :func:`phase_times`); ``events`` keeps the event log (:mod:`gpusched.core.events`;
     events.csv); ``notice`` is a context-manager
     factory wrapped around loading the simulation kernels (see
-    :class:`~gpusched.engine.Engine`). Annotated pipeline traces (a ``config``
-    column) get the placement-aware rate model of their job model (:mod:`gpusched.jobmodel`).
+    :class:`~gpusched.core.engine.Engine`). Annotated pipeline traces (a ``config``
+    column) get the placement-aware rate model of their job model (:mod:`gpusched.core.jobmodel`).
     """
     import numpy as np
 
-    from gpusched.cluster import load_cluster
-    from gpusched.engine import Engine
-    from gpusched.jobs import prepare_jobs
-    from gpusched.policy import parse_params
-    from gpusched.registry import load_policy_class, make_policy
-    from gpusched.tasks import has_workers, worker_layout
-    from gpusched.trace import read_trace
+    from gpusched.core.engine import Engine
+    from gpusched.core.jobs import prepare_jobs
+    from gpusched.core.policy import parse_params
+    from gpusched.core.registry import load_policy_class, make_policy
+    from gpusched.core.tasks import has_workers, worker_layout
+    from gpusched.io.cluster import load_cluster
+    from gpusched.io.trace import read_trace
 
     check_run_options(slot_s=slot_s, seed=seed, until_s=until_s, mode=mode)
     for flag, value in (("--load-s", load_s), ("--save-s", save_s)):
@@ -225,7 +205,7 @@ def build_engine(
                 f"{horizon:.3g} s, {horizon / slot_s:.2g} slots; at most 2^50 are exact): "
                 "use a coarser slot"
             )
-    from gpusched import jobmodel
+    from gpusched.core import jobmodel
 
     perf = jobmodel.perf(jobs, spec_cluster)  # e.g. pipeline jobs (A-SRPT eq. 4-7)
     roles = jobmodel.roles(jobs, spec_cluster)  # e.g. parameter-server jobs (PD-ORS eq. 1-3)
@@ -280,7 +260,7 @@ def phase_times(jobs: Any, load_s: float, save_s: float) -> tuple[np.ndarray, np
 
     Each job's value is the trace's ``load_s`` (``save_s``) column where its row gives
     one, else the job models' value for it (e.g. the catalogue's for its ``model``; see
-    :func:`gpusched.jobmodel.overheads`), else the run's default (``--load-s``/``--save-s``,
+    :func:`gpusched.core.jobmodel.overheads`), else the run's default (``--load-s``/``--save-s``,
     0 unless set).
 
     Parameters
@@ -299,7 +279,7 @@ def phase_times(jobs: Any, load_s: float, save_s: float) -> tuple[np.ndarray, np
         given = np.asarray(getattr(jobs, column, ()), dtype=np.float64)
         out.append(given.copy() if given.shape == (n,) else np.full(n, np.nan))
     if n and (np.isnan(out[0]).any() or np.isnan(out[1]).any()):
-        from gpusched import jobmodel
+        from gpusched.core import jobmodel
 
         from_models = jobmodel.overheads(jobs)
         for k in (0, 1):
@@ -342,7 +322,7 @@ def replay(
     (summary, result)
         The summary dictionary (as in summary.json) and the :class:`RunResult`.
     """
-    from gpusched.metrics import summarize, write_results
+    from gpusched.results.metrics import summarize, write_results
 
     check_format(fmt)
     engine, path = build_engine(trace, policy, **kwargs)
@@ -358,8 +338,8 @@ def replay(
 
 def _policy_label(text: str, params: list[str] | None) -> str:
     """Check a policy spec (name, file, parameters) without running it; return its label."""
-    from gpusched.policy import parse_params
-    from gpusched.registry import load_policy_class
+    from gpusched.core.policy import parse_params
+    from gpusched.core.registry import load_policy_class
 
     spec = PolicySpec.parse(text, params)
     cls = load_policy_class(spec.name)
@@ -432,7 +412,7 @@ def compare(
 
     Every policy spec is checked before the first run. Each row is
     ``{"policy": label, **summary}`` (the spec as given; a policy file by its ``name``;
-    nested summary keys flattened, :func:`gpusched.metrics.flat_summary`);
+    nested summary keys flattened, :func:`gpusched.results.metrics.flat_summary`);
     each run's own outputs go to ``out/<index>-<label>/``. An ``out`` that already holds
     results is refused unless ``force`` (see :func:`prepare_compare_dir`).
     ``first_result(result, summary)`` is called after the first run (the CLI prints
@@ -442,7 +422,7 @@ def compare(
     """
     import csv
 
-    from gpusched.metrics import flat_summary
+    from gpusched.results.metrics import flat_summary
 
     check_format(fmt)
     labels = [_policy_label(text, kwargs.get("params")) for text in policies]

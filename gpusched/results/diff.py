@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import GpuschedError, show_name, show_value
-from gpusched.tables import find_table, is_parquet, parquet_rows
+from gpusched.io.tables import find_table, is_parquet, parquet_rows
 
 __all__ = [
     "REL_TOL",

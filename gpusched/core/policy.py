@@ -1,6 +1,6 @@
 """The policy-facing API: the Policy protocol, actions, decisions and parameters.
 
-A policy reads a read-only :class:`~gpusched.view.View` of the queue and the cluster
+A policy reads a read-only :class:`~gpusched.core.view.View` of the queue and the cluster
 at each decision point and answers with a :class:`Decision`. It never mutates
 state, owns the clock, prints or logs. The engine validates every action and stops
 with a :class:`~gpusched.errors.PolicyError` naming policy, job and time.
@@ -14,7 +14,7 @@ A decision is any mix of
   :class:`Preempt` actions, applied before the order; for jobs placed by roles on
   multi-resource machines (parameter-server jobs), :class:`Allocate` (start, resize or
   pause) and :class:`Reject`; for jobs made of tasks on typed workers (the edge-cloud
-  family, :mod:`gpusched.tasks`), :class:`Start` of a task on one worker,
+  family, :mod:`gpusched.core.tasks`), :class:`Start` of a task on one worker,
   :class:`Dispatch` (place a task without starting it) and :class:`HostPS`;
 * ``wake_at``: call me again at this simulated time even if nothing happens
   (or, for timers that depend on the allocation just made, an optional
@@ -35,8 +35,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
+from gpusched.core.state import KEY_FIFO, KEY_LAS, KEY_SJF, KEY_SRTF
 from gpusched.errors import GpuschedError, ParamError, PolicyError, did_you_mean
-from gpusched.state import KEY_FIFO, KEY_LAS, KEY_SJF, KEY_SRTF
 
 __all__ = [
     "KEY_FIFO",
@@ -155,7 +155,7 @@ class Note:
 class Dispatch:
     """Place a queued task that was never placed on a worker, without starting it.
 
-    For jobs made of tasks (``view.tasks``; :mod:`gpusched.tasks`): the task is bound to
+    For jobs made of tasks (``view.tasks``; :mod:`gpusched.core.tasks`): the task is bound to
     ``worker`` for good, its data ships now, and it may be started there from ``now`` plus
     the server's transmission delay on (``view.tasks.ready``); the worker stays free for
     other tasks meanwhile.

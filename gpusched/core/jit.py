@@ -1,16 +1,16 @@
 """Compiled or interpreted: the two ways the simulation kernels run.
 
-The kernel module (:mod:`gpusched.kernel`) decorates each function with :func:`jit`.
+The kernel module (:mod:`gpusched.core.kernel`) decorates each function with :func:`jit`.
 Imported normally, the module gets Numba dispatchers, compiled at their first call and
 cached on disk. :func:`interpreted` executes the *same source file* a second time as a
-separate module (``gpusched.kernel.interpreted``) whose functions stay plain Python: no
+separate module (``gpusched.core.kernel.interpreted``) whose functions stay plain Python: no
 Numba import, no compilation, the same statements on the same arrays. Both twins read and
-write a :class:`~gpusched.state.SimState` alike, so a run may start on one and go on with
+write a :class:`~gpusched.core.state.SimState` alike, so a run may start on one and go on with
 the other.
 
 Why both. Importing Numba and loading the cached kernels costs about a second in every
 process, and compiling them on the first run after an install much longer; a small run
-is over in the interpreter before that. :class:`~gpusched.engine.Engine` starts on the
+is over in the interpreter before that. :class:`~gpusched.core.engine.Engine` starts on the
 interpreted twin and moves to the compiled one when the run turns out to be long
 (:data:`SWITCH`).
 

@@ -41,7 +41,7 @@ Full::
 
 Typed workers, ``ps`` and ``unbounded`` describe an edge-cloud cluster (DESIGN.md, "Tasks,
 typed workers and tiers"): jobs made of data chunks run one chunk per worker of the job's
-type (:mod:`gpusched.tasks`). ``unbounded`` needs ``tier = "cloud"`` and ``count = 1`` and
+type (:mod:`gpusched.core.tasks`). ``unbounded`` needs ``tier = "cloud"`` and ``count = 1`` and
 excludes ``workers``/``ps``; worker type names are identifiers of letters, digits, ``-``
 and ``_``.
 
@@ -79,8 +79,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusched.errors import ClusterError, control_char, did_you_mean, show_name
-from gpusched.files import check_small_file, read_small_text
-from gpusched.resources import bundled_dir
+from gpusched.io.files import check_small_file, read_small_text
+from gpusched.io.resources import bundled_dir
 
 #: Readings of the A-SRPT performance model a cluster file may choose (the vocabulary of its
 #: ``allreduce_reading`` and ``batch_reading`` keys, default first). The model that applies

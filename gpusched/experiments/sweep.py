@@ -20,7 +20,7 @@ cluster file's bytes, the policy file's bytes, parameters, seed, slot, until,
 drop_oversized and the gpusched version).
 
 Each cell runs as one Dask task, :func:`run_cell`, which re-hashes the inputs, calls
-:func:`gpusched.run.replay` with ``out=`` a staging folder, writes ``cell.json`` (the key
+:func:`gpusched.experiments.run.replay` with ``out=`` a staging folder, writes ``cell.json`` (the key
 plus the size of every output file and the SHA-256 of summary.json) and renames the whole
 folder to ``OUT/cells/<cell id>/`` in one step. :func:`cell_status` is the one test of
 "finished" used by resuming and by ``--dry-run``: ``cell.json`` is readable, its key is
@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusched.errors import GpuschedError, control_char, show_name
-from gpusched.files import check_small_file, read_small_text
+from gpusched.io.files import check_small_file, read_small_text
 
 __all__ = [
     "Cell",
@@ -88,8 +88,6 @@ __all__ = [
     "write_table",
 ]
 
-#: the columns every results row starts with, before the parameter columns
-FIXED_COLUMNS = ("cell", "status", "trace", "cluster", "policy", "params", "seed")
 RESULTS_CSV = "results.csv"
 RESULTS_PARQUET = "results.parquet"
 CELLS_DIR = "cells"
@@ -511,7 +509,7 @@ class Cell:
 
     ``trace``, ``cluster`` and ``policy`` are the spec entries as written (used in the
     results table and the cell id); the ``*_input`` fields are what is passed to
-    :func:`~gpusched.run.replay` (absolute paths for files found on disk).
+    :func:`~gpusched.experiments.run.replay` (absolute paths for files found on disk).
     """
 
     index: int
@@ -621,13 +619,13 @@ def cell_dir(out: str | Path, cell: Cell) -> Path:
 
 
 def _sha256_file(path: Path) -> str:
-    from gpusched.trace import trace_sha256
+    from gpusched.io.trace import trace_sha256
 
     return trace_sha256(path)
 
 
 def _trace_file(entry: str) -> Path:
-    from gpusched.run import resolve_trace
+    from gpusched.io.resources import resolve_trace
 
     try:
         return resolve_trace(entry)
@@ -663,7 +661,7 @@ def _policy_source(policy_input: str) -> str:
     registered by entry point the file of its module (only that file, not modules it
     imports).
     """
-    from gpusched.registry import load_policy_class
+    from gpusched.core.registry import load_policy_class
 
     name = _policy_name(policy_input)
     with _REPLAY_LOCK:  # loading compiles Python source: one thread at a time (see there)
@@ -679,7 +677,7 @@ def input_digests(cell: Cell) -> dict[str, str]:
     GpuschedError
         A trace, cluster or policy that cannot be found or read.
     """
-    from gpusched.cluster import resolve_cluster
+    from gpusched.io.cluster import resolve_cluster
 
     try:
         cluster = _sha256_file(resolve_cluster(cell.cluster_input))
@@ -709,7 +707,7 @@ class CellKey:
     def of(cls, cell: Cell, digests: dict[str, str]) -> CellKey:
         """The key of ``cell`` given its :func:`input_digests`."""
         from gpusched import __version__
-        from gpusched.run import PolicySpec
+        from gpusched.experiments.run import PolicySpec
 
         record = {
             "format": KEY_FORMAT,
@@ -776,9 +774,9 @@ def _check_policies(
         an infinity after conversion, a value the policy refuses, or a parameter given
         both in the entry and in ``[params.X]``.
     """
-    from gpusched.policy import parse_params
-    from gpusched.registry import load_policy_class, make_policy
-    from gpusched.run import PolicySpec
+    from gpusched.core.policy import parse_params
+    from gpusched.core.registry import load_policy_class, make_policy
+    from gpusched.experiments.run import PolicySpec
 
     src = spec.source
     canonical: dict[tuple[str, str], str] = {}
@@ -861,7 +859,7 @@ def keyed_cells(spec: SweepSpec) -> list[tuple[Cell, CellKey]]:
         :func:`_check_policies`), or two cells that are the same run (the same files,
         the same converted parameters and seed, e.g. ``"tiny"`` and ``"traces/tiny.csv"``).
     """
-    from gpusched.cluster import load_cluster, resolve_cluster
+    from gpusched.io.cluster import load_cluster, resolve_cluster
 
     src = spec.source
     all_cells = cells(spec)
@@ -1119,7 +1117,7 @@ def run_cell(cell: Cell, key: CellKey, out: str) -> dict[str, Any]:
         message; any other exception ``Type: message`` (with the traceback in error.txt).
     """
     from gpusched import __version__
-    from gpusched.run import replay
+    from gpusched.experiments.run import replay
 
     t0 = time.perf_counter()
     out_dir = Path(out)
@@ -1444,19 +1442,10 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def param_column(key: str) -> str:
-    """The results.csv column of policy parameter ``key`` (``param_<key>`` where the name
-    is taken by a fixed column, a summary metric or ``error``)."""
-    from gpusched.metrics import SUMMARY_KEYS
-
-    reserved = set(FIXED_COLUMNS) | set(SUMMARY_KEYS) | {"error"}
-    return f"param_{key}" if key in reserved else key
-
-
 def _rows(
     all_cells: list[Cell], outcomes: dict[str, dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    from gpusched.metrics import SUMMARY_KEYS, flat_summary
+    from gpusched.results.metrics import FIXED_COLUMNS, SUMMARY_KEYS, flat_summary, param_column
 
     param_cols: list[str] = []
     for c in all_cells:
@@ -1679,7 +1668,7 @@ def compile_once(n_cells: int, tell: Callable[[str], None] | None = None) -> Non
     its cells on the interpreted kernels or compiling them at the same time."""
     if n_cells < WARM_UP_CELLS:
         return
-    from gpusched.engine import compiled_in_cache, warm_up
+    from gpusched.core.engine import compiled_in_cache, warm_up
 
     missing = [m for m in ("fused", "python") if not compiled_in_cache(m)]
     if missing and tell is not None:
