@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gpusched.core.engine import Engine, warm_up
+from gpusched.core.engine import Engine
 from gpusched.core.jobs import prepare_jobs
 from gpusched.core.registry import load_policy_class, make_policy
+from gpusched.core.warmup import warm_up
 from gpusched.io.cluster import ClusterSpec
 from gpusched.workloads.synth import synth_trace
 

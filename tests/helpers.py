@@ -6,10 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.core.engine import Engine, RunResult
+from gpusched.core.engine import Engine
 from gpusched.core.jobs import prepare_jobs
 from gpusched.core.policy import Decision, parse_params
 from gpusched.core.registry import available_policies, load_policy_class, make_policy
+from gpusched.core.result import RunResult
 from gpusched.io.cluster import ClusterSpec
 from gpusched.io.trace import Trace
 

@@ -1,5 +1,5 @@
 """The Python path's kernel calls: entry points bound to the run's types, the order check
-and the jobs started now (``gpusched.core.engine._Kernels``, ``kernel.check_order``,
+and the jobs started now (``gpusched.core.jit.Kernels``, ``kernel.check_order``,
 ``kernel.started_at``)."""
 
 from __future__ import annotations

@@ -212,7 +212,7 @@ def test_view_hides_durations_from_policies_that_do_not_know_them():
 def test_invariant_checker_catches_lost_work():
     res = run([(0, 1, 5)], "fifo")
     res.state.job_executed[0] = 4.0
-    from gpusched.core.engine import check_invariants
+    from gpusched.core.checks import check_invariants
 
     with pytest.raises(InvariantError, match="work not conserved"):
         check_invariants(res.state, res.timeline, 1, stopped=False)

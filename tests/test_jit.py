@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from gpusched import engine as engine_module
-from gpusched.core import kernel
+from gpusched.core import engine as engine_module
+from gpusched.core import kernel, warmup
 from gpusched.core.engine import Engine
 from gpusched.core.jit import SUFFIX, Switch, interpreted
 from gpusched.core.jobs import prepare_jobs
@@ -102,7 +102,7 @@ def test_a_run_moves_to_the_compiled_kernels_mid_way_with_the_same_schedule(
     ]
     w = (2, 4, rows, 1.0)
     ph = (np.zeros(300), np.zeros(300))
-    monkeypatch.setattr(engine_module, "_warm", set())  # as in a fresh process
+    monkeypatch.setattr(warmup, "_warm", set())  # as in a fresh process
     monkeypatch.setattr(engine_module, "SWITCH", Switch(min_s=0.0, load_s=0.0, chunk=16))
     seen = []
     auto, a = None, None
@@ -161,7 +161,7 @@ def test_a_short_run_on_a_cold_cache_stays_interpreted_and_says_so(monkeypatch, 
     """A run whose rest would take less than a compile stays interpreted when the cache
     is empty (the result says so, for the CLI's warm-up hint), and moves on when it is
     not."""
-    monkeypatch.setattr(engine_module, "_warm", set())
+    monkeypatch.setattr(warmup, "_warm", set())
     monkeypatch.setattr(
         engine_module, "SWITCH", Switch(min_s=0.0, load_s=0.0, compile_s=1e9, chunk=16)
     )
@@ -179,7 +179,7 @@ def test_a_run_moves_on_once_its_interpreted_time_reaches_the_load_cost(monkeypa
     """The projection may promise a short rest (it misjudged tiresias with ``starve``);
     the run moves on anyway once the CPU time spent interpreting reaches what loading the
     compiled kernels costs, and not before (the rent-or-buy bound)."""
-    monkeypatch.setattr(engine_module, "_warm", set())
+    monkeypatch.setattr(warmup, "_warm", set())
     monkeypatch.setattr(engine_module, "SWITCH", Switch(min_s=0.0, load_s=100.0, chunk=4))
     monkeypatch.setattr(Engine, "_compiled_cached", lambda self: True)
     cluster = ClusterSpec.homogeneous(1, 2)

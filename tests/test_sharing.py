@@ -14,9 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from gpusched.core.engine import Engine, RunResult
+from gpusched.core.engine import Engine
 from gpusched.core.jobs import prepare_jobs
 from gpusched.core.policy import Decision, Start
+from gpusched.core.result import RunResult
 from gpusched.core.state import XI_DEFAULT
 from gpusched.errors import PolicyError
 from gpusched.io.cluster import ClusterSpec

@@ -1086,13 +1086,13 @@ def test_compile_once_compiles_the_missing_kernels_for_several_cells(
 ) -> None:
     """With the python path's kernels missing from the cache, WARM_UP_CELLS or more cells
     compile them first (and say so); fewer leave each cell to decide for itself."""
-    from gpusched.core import engine
+    from gpusched.core import warmup
     from gpusched.experiments import sweep
 
     assert sweep.WARM_UP_CELLS == 4
     compiled: list[str] = []
-    monkeypatch.setattr(engine, "compiled_in_cache", lambda mode: mode == "fused")
-    monkeypatch.setattr(engine, "warm_up", compiled.append)
+    monkeypatch.setattr(warmup, "compiled_in_cache", lambda mode: mode == "fused")
+    monkeypatch.setattr(warmup, "warm_up", compiled.append)
     notes: list[str] = []
     sweep.compile_once(n_cells, notes.append)
     if n_cells >= 4:

@@ -312,10 +312,10 @@ def test_a_long_interpreted_run_on_a_cold_cache_suggests_warm_up(capsys, uncompi
 
 
 def test_warm_up_loads_both_engine_paths(monkeypatch):
-    from gpusched.core import engine
+    from gpusched.core import warmup
 
-    monkeypatch.setattr(engine, "_warm", set())
+    monkeypatch.setattr(warmup, "_warm", set())
     res = CliRunner().invoke(app, ["warm-up"])
     assert res.exit_code == 0, res.output
     assert "simulation kernels ready" in res.output
-    assert engine._warm == {"fused", "python"}
+    assert warmup._warm == {"fused", "python"}

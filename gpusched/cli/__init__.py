@@ -44,7 +44,7 @@ def warm_up_cmd() -> None:
     """
     import time
 
-    from gpusched.core.engine import warm_up
+    from gpusched.core.warmup import warm_up
 
     t0 = time.perf_counter()
     with _common.compile_notice():

@@ -126,7 +126,7 @@ def replay_cmd(
     ] = False,
 ) -> None:
     """Replay a trace on a cluster under one policy and print the summary."""
-    from gpusched.core.engine import warm_up
+    from gpusched.core.warmup import warm_up
     from gpusched.errors import GpuschedError
     from gpusched.experiments.run import (
         check_format,

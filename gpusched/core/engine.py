@@ -13,19 +13,20 @@ The engine never imports the TUI; :meth:`Engine.snapshot` hands out copies.
 
 from __future__ import annotations
 
-import numbers
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from gpusched.core.checks import check_invariants
+from gpusched.core.dispatch import TaskDispatch
 from gpusched.core.events import EventLog, new_log
-from gpusched.core.jit import SWITCH, compiled, interpreted, is_cached, load_cached
+from gpusched.core.jit import KERNEL_MODULE, SWITCH, Kernels, compiled, is_cached
 from gpusched.core.jobs import JobTable
-from gpusched.core.ledger import RESOURCES, Ledger, LedgerView, capacities
+from gpusched.core.ledger import RESOURCES, Ledger
+from gpusched.core.lifecycle import GangLifecycle
 from gpusched.core.policy import (
     Allocate,
     Decision,
@@ -39,11 +40,11 @@ from gpusched.core.policy import (
     call_policy,
     fused_spec,
 )
+from gpusched.core.result import RunResult, Snapshot
+from gpusched.core.roles import Roles
 from gpusched.core.state import (
     F_NOW,
-    F_RESIDUAL,
     F_WAKE,
-    FINISHED,
     I_EVER_SHARED,
     I_N_DECISIONS,
     I_N_FINISHED,
@@ -52,32 +53,26 @@ from gpusched.core.state import (
     I_N_REJECTED,
     I_N_RUN,
     I_NEXT_ARRIVAL,
-    KEY_LAS,
     KEY_NONE,
     LIMIT,
     LOADING,
-    PENDING,
     QUEUED,
     REJECTED,
     RUNNING,
     SAVING,
-    STATUS_NAMES,
     STUCK,
     UNTIL,
-    XI_DEFAULT,
     KernelConfig,
-    SimState,
     Timeline,
     new_state,
     new_timeline,
 )
 from gpusched.core.tasks import TaskBook
 from gpusched.core.view import View, _frozen
-from gpusched.errors import InvariantError, PolicyError, TraceError, show_name
+from gpusched.errors import InvariantError, PolicyError
 from gpusched.io.cluster import ClusterSpec
 
 _CHUNK = 8192  # decision points per kernel call in fused mode (progress granularity)
-_KERNEL = "gpusched.core.kernel"  #: the kernel module (compiled, or its interpreted twin)
 #: values of ``Engine(kernels=...)``
 KERNELS = ("auto", "compiled", "interpreted")
 _NONE = _frozen(np.empty(0, dtype=np.int32))  # no job arrived / finished at a decision point
@@ -86,118 +81,7 @@ _NONE = _frozen(np.empty(0, dtype=np.int32))  # no job arrived / finished at a d
 MAX_IDLE_DECISIONS = 10_000
 
 
-@dataclass(slots=True)
-class Snapshot:
-    """Copies of what a viewer needs at one moment (safe to hand to another thread)."""
-
-    now: float
-    n_jobs: int
-    n_finished: int
-    job_status: np.ndarray
-    gpu_job: np.ndarray
-    queued: np.ndarray
-    running: np.ndarray
-    timeline: dict[str, np.ndarray]
-
-
-@dataclass(slots=True)
-class RunResult:
-    """Everything a finished (or stopped) run produced; :mod:`gpusched.results.metrics` reads it."""
-
-    jobs: JobTable
-    cluster: ClusterSpec
-    policy_name: str
-    params: dict[str, Any]
-    seed: int
-    slot_s: float
-    mode: str
-    state: SimState
-    timeline: dict[str, np.ndarray]
-    wall_s: float
-    stopped_at: float | None
-    sched_delay_s: np.ndarray | None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-class _Kernels:
-    """The kernels one run calls: the interpreted twin's plain functions or the compiled ones.
-
-    :meth:`use_interpreted` takes the plain functions of :mod:`gpusched.core.kernel`'s
-    interpreted twin (see :mod:`gpusched.core.jit`); nothing imports Numba. :meth:`use_compiled`
-    takes its Numba dispatchers, and binds the ones the Python path calls to their compiled
-    entry points for this run: the dispatcher types every argument at every call, which for
-    the state tuple's ~60 arrays costs 13-27 us a call, several calls per decision point,
-    against about 1.5 us for the compiled entry point itself. The engine knows the types
-    (the state, its config and timeline are fixed for the run; jobs are ``int``, times
-    ``float``, GPU lists ``int32``), so it asks the dispatcher once for the entry point of
-    those types (loading or compiling it as a call would) and calls that. Every call below
-    must pass exactly these types (``compact_queue`` its second argument explicitly).
-    Without the JIT (``NUMBA_DISABLE_JIT=1``) the plain functions are used.
-    """
-
-    #: kernels the Python path calls (bound when compiled)
-    PYTHON_PATH = (
-        "step record compact_queue start_on start_job place_consolidated preempt set_rate "
-        "fill_order check_order started_at"
-    ).split()
-    #: kernels called a few times per run (left to the dispatcher)
-    OTHERS = ("run_fused", "first_decision_time", "next_event_time", "decision_time", "sync_all")
-
-    def __init__(self) -> None:
-        self.compiled = False
-        self.use_interpreted()
-
-    def use_interpreted(self) -> None:
-        """Call the plain Python functions of the kernel's interpreted twin."""
-        module = interpreted(_KERNEL)
-        for name in self.PYTHON_PATH + list(self.OTHERS):
-            setattr(self, name, getattr(module, name))
-        self.compiled = False
-
-    def use_compiled(
-        self, st: SimState, cfg: KernelConfig, tl: Timeline, done: np.ndarray, python: bool
-    ) -> None:
-        """Call the compiled kernels (loaded from Numba's cache, or compiled), the Python
-        path's (if ``python``) bound to these types."""
-        import numba
-        from numba import types
-
-        module = compiled(_KERNEL)
-        typeof: Callable[[Any], Any] = numba.typeof
-        S, C = typeof(st), typeof(cfg)
-        i, f, b = types.int64, types.float64, types.boolean
-        gpus = typeof(np.empty(0, np.int32))
-        if not python:  # loaded now, without Numba's slower way of a first call
-            load_cached(module.run_fused, (S, C, typeof(tl), i))
-        load_cached(module.sync_all, (S,))
-        for name in self.OTHERS:
-            setattr(self, name, getattr(module, name))
-        self.compiled = True
-        if not python:
-            return
-
-        def bind(name: str, *sig: Any) -> None:
-            fn = getattr(module, name)
-            if not hasattr(fn, "compile"):  # NUMBA_DISABLE_JIT
-                setattr(self, name, fn)
-                return
-            load_cached(fn, sig)
-            setattr(self, name, fn.compile(sig))  # the entry point loaded, or compiled now
-
-        bind("step", S, C, typeof(done))
-        bind("record", S, C, i, typeof(tl))
-        bind("compact_queue", S, i)
-        bind("start_on", S, i, gpus, f)
-        bind("start_job", S, i, f)
-        bind("place_consolidated", S, i, b)
-        bind("preempt", S, i, f)
-        bind("set_rate", S, i, f)
-        bind("fill_order", S, C, gpus, b, b)
-        bind("check_order", S, gpus)
-        bind("started_at", S, f, gpus)
-
-
-class Engine:
+class Engine(GangLifecycle, Roles, TaskDispatch):
     """Replay ``jobs`` on ``cluster`` under ``policy``.
 
     Parameters
@@ -352,9 +236,11 @@ class Engine:
         self._tl_buf = new_timeline(0)  # the python path's chunk being filled
         self._notice = notice
         #: the kernels this run calls (see _Kernels); interpreted until use_compiled
-        self.k: Any = _Kernels()
+        self.k: Any = Kernels()
         #: "auto" while the run may still move to the compiled kernels (see _maybe_compile)
-        self._auto = kernels == "auto" and self.mode not in _warm
+        from gpusched.core import warmup  # (it imports this module)
+
+        self._auto = kernels == "auto" and not warmup.loaded(self.mode)
         self._interp_s = 0.0  # s spent on the interpreted kernels
         self._cold: bool | None = None  # compiled kernels missing from Numba's cache?
         if self._auto and len(jobs) > SWITCH.max_jobs:
@@ -394,95 +280,6 @@ class Engine:
         prepare = getattr(policy, "prepare", None)
         if prepare is not None:
             call_policy(self.name, "prepare", None, prepare, jobs, cluster)
-
-    def _setup_ledger(self, roles: Any) -> None:
-        """Keep the resource ledger when some job is placed by roles (DESIGN.md,
-        "Multi-resource machines and elastic jobs"); refuse what cannot run."""
-        places = bool(getattr(self.policy, "places_roles", False))
-        mask = None if roles is None else np.asarray(roles.mask, dtype=bool)
-        if mask is None or not mask.any():
-            if places and len(self.jobs):
-                raise PolicyError(
-                    f"policy '{self.name}' allocates workers and parameter servers, but no "
-                    "job of this trace is placed by roles (num_gpus 0 with the "
-                    "parameter-server columns)"
-                )
-            return
-        name = show_name(self.jobs.source or "<trace>")
-        if not mask.all():
-            raise TraceError(
-                f"{name}: {int(mask.sum())} job(s) are placed by roles (num_gpus 0) and "
-                f"{int((~mask).sum())} are gangs on GPU indices; a run holds one kind only"
-            )
-        if not places:
-            raise PolicyError(
-                f"policy '{self.name}' places gangs on GPU indices, but the {int(mask.sum())} "
-                f"jobs of {name} are placed by roles (workers and parameter servers, "
-                "num_gpus 0): use a policy that allocates them (fifo-ps, drf, dorm, oasis, "
-                "pd-ors)"
-            )
-        self._refuse_phases("jobs placed by roles (--load-s/--save-s must be 0)")
-        self.ledger = Ledger(capacities(self.cluster), roles.worker, roles.ps, roles.max_workers)
-        self.view.ledger = LedgerView(self.ledger, mask)
-
-    def _refuse_phases(self, what: str) -> None:
-        """Load and save phases are modelled for gang jobs only: refuse them for ``what``."""
-        st = self.state
-        if (st.job_load_s > 0).any() or (st.job_save_s > 0).any():
-            raise PolicyError(f"load and save phases are not modelled for {what}")
-
-    def _setup_tasks(self, tasks: Any, layout: Any) -> None:
-        """Keep the task book when the jobs are made of tasks (DESIGN.md, "Tasks, typed
-        workers and tiers"); refuse a policy that cannot run them."""
-        runs = bool(getattr(self.policy, "runs_tasks", False))
-        needs = bool(getattr(self.policy, "needs_tasks", False))
-        if tasks is None:
-            if needs and len(self.jobs):
-                raise PolicyError(
-                    f"policy '{self.name}' schedules jobs made of data chunks on typed workers, "
-                    "but this trace has none (rows with the 'chunks' column)"
-                )
-            return
-        if not runs:
-            raise PolicyError(
-                f"policy '{self.name}' places gangs on GPUs, but the jobs of "
-                f"{show_name(self.jobs.source or '<trace>')} are made of data chunks on typed "
-                "workers: use a policy that runs them (a-online, a-online-e, srtf, tiresias-l, "
-                "batchsche)"
-            )
-        self._refuse_phases(
-            "jobs made of tasks (--load-s/--save-s must be 0; shipping a chunk's data is the load)"
-        )
-        self.book = TaskBook(tasks, layout, self.state, self.k)
-        self.view.tasks = self.book.view
-
-    def _interference(self, jobs: JobTable) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """Per-job interference kinds and the xi matrix (SJF-BSBF paper, eq. 5-6).
-
-        From the performance model's ``interference()`` when it has one (else one kind and
-        :data:`~gpusched.core.state.XI_DEFAULT`), then the policy's ``interference(xi)`` hook
-        may replace the matrix (the paper's Fig. 6b injects one ratio for every pair).
-        """
-        kind: np.ndarray | None = None
-        xi: np.ndarray | None = None
-        got = getattr(self.perf, "interference", None)
-        if got is not None:
-            kind, xi = got()
-        hook = getattr(self.policy, "interference", None)
-        if hook is not None:
-            base = np.full((1, 1), XI_DEFAULT) if xi is None else np.asarray(xi, np.float64)
-            xi = call_policy(self.name, "interference", None, hook, base.copy())
-            try:
-                ok = np.asarray(xi, dtype=np.float64)
-            except (TypeError, ValueError):
-                ok = np.empty((0, 0))
-            if ok.shape != base.shape or not (np.isfinite(ok).all() and (ok >= 1).all()):
-                raise PolicyError(
-                    f"policy '{self.name}': interference() must return a {base.shape[0]}x"
-                    f"{base.shape[1]} matrix of finite ratios >= 1"
-                )
-            xi = ok
-        return kind, xi
 
     # --- stepping ----------------------------------------------------------------------
 
@@ -532,6 +329,8 @@ class Engine:
         return "compiled" if self.k.compiled else "interpreted"
 
     def _use_compiled(self, notice: Callable[[], AbstractContextManager[Any]] | None) -> None:
+        from gpusched.core.warmup import warm_up
+
         with notice() if notice is not None else nullcontext():
             warm_up(self.mode)  # no-op when loaded (and in the warm-up's own engines)
             self.k.use_compiled(
@@ -563,7 +362,7 @@ class Engine:
 
     def _compiled_cached(self) -> bool:
         """Are this path's compiled kernels in Numba's cache (or loaded)?"""
-        module = compiled(_KERNEL)
+        module = compiled(KERNEL_MODULE)
         st, cfg = self.state, self.cfg
         if self.mode == "fused":
             return is_cached(module.run_fused, (st, cfg, new_timeline(1), 1))
@@ -684,31 +483,6 @@ class Engine:
 
     # --- applying a decision -----------------------------------------------------------
 
-    def _fail(self, job: int | None, now: float, what: str) -> PolicyError:
-        who = f" job '{self.jobs.job_id[job]}' (index {job})" if job is not None else ""
-        return PolicyError(f"policy '{self.name}' at t={now + 0.0:.6g} s:{who} {what}")
-
-    def _check_job(self, j: Any, now: float) -> int:
-        if isinstance(j, bool) or not isinstance(j, int | np.integer):
-            raise self._fail(None, now, f"job index must be an integer, got {j!r}")
-        idx = int(j)
-        if not 0 <= idx < len(self.jobs):
-            raise self._fail(
-                None, now, f"unknown job index {idx} (there are {len(self.jobs)} jobs)"
-            )
-        return idx
-
-    def _as_time(self, value: Any, what: str, now: float) -> float:
-        """A policy's time value as a float (s), or a PolicyError naming what was wrong."""
-        if type(value) is not float and (
-            isinstance(value, bool) or not isinstance(value, numbers.Real)
-        ):
-            raise self._fail(None, now, f"{what} {value!r}: expected a time in s (a number)")
-        t = float(value)
-        if t != t:  # NaN
-            raise self._fail(None, now, f"{what} NaN: expected a time in s")
-        return t
-
     def _check_progress(self, now: float) -> None:
         """Stop a policy that keeps waking up while the run can make no progress.
 
@@ -732,18 +506,6 @@ class Engine:
                 f"{int(st.sim_i[I_N_QUEUE])} job(s) wait, nothing runs, no job is left to "
                 "arrive, and the policy keeps asking to be woken without starting any",
             )
-
-    def _status_problem(self, j: int, now: float, allowed: tuple[int, ...]) -> PolicyError | None:
-        status = int(self.state.job_status[j])
-        if status in allowed:
-            return None
-        if status == PENDING:
-            return self._fail(
-                j,
-                now,
-                f"acted on before its arrival (submitted at {self.state.job_submit[j]:.6g} s)",
-            )
-        return self._fail(j, now, f"is {STATUS_NAMES[status]}, cannot be acted on this way")
 
     def _apply(self, decision: Any, now: float) -> None:
         st = self.state
@@ -790,23 +552,10 @@ class Engine:
                     self._apply_start(action, now)
                 started = True
             elif isinstance(action, Preempt):
-                j = self._check_job(action.job, now)
-                err = self._status_problem(j, now, (RUNNING, LOADING))
-                if err:
-                    raise err
                 if started:  # the job may have started in this decision: queue it once
                     self.k.compact_queue(st, 0)
                     started = False
-                if self.ledger is not None:
-                    self.ledger.release(j, now)
-                if self.book is not None:
-                    why = self.book.preempt_problem(j)
-                    if why:
-                        raise self._fail(j, now, why)
-                    self.k.preempt(st, j, now)
-                    self.book.released(j, now, in_decision=True)
-                else:
-                    self.k.preempt(st, j, now)
+                self._apply_preempt(action, now)
             elif isinstance(action, Dispatch):
                 self._apply_dispatch(action, now)
             elif isinstance(action, HostPS):
@@ -833,31 +582,7 @@ class Engine:
                 None, now, "gives an order, but tasks are started on their workers with Start"
             )
         if decision.order is not None:
-            order = decision.order
-            if not (  # the common case: already what the kernel takes
-                type(order) is np.ndarray
-                and order.dtype == np.int32
-                and order.ndim == 1
-                and order.flags.c_contiguous
-            ):
-                try:
-                    order = np.asarray(decision.order)
-                except (ValueError, TypeError):
-                    order = np.asarray([[None]], dtype=object)
-                if order.ndim != 1 or (order.size and order.dtype.kind not in "iu"):
-                    raise self._fail(None, now, "order must be a 1-D array of job indices")
-                order = np.ascontiguousarray(order, dtype=np.int32)
-            problem, at = self.k.check_order(st, order)
-            if problem == 1:
-                raise self._fail(None, now, f"unknown job index {int(order[at])} in order")
-            if problem == 2:
-                raise self._fail(None, now, "order lists a job twice")
-            if problem == 3:
-                j = int(order[at])
-                raise self._status_problem(j, now, (QUEUED, RUNNING, LOADING, SAVING)) or (
-                    self._fail(j, now, "bad")
-                )
-            self.k.fill_order(st, self.cfg, order, bool(blocking), bool(preemptive))
+            self._apply_order(decision.order, blocking, preemptive, now)
         if decision.wake_at is not None:
             self._set_wake(self._as_time(decision.wake_at, "Decision.wake_at", now), now)
         if self.perf is not None and (decision.actions or decision.order is not None):
@@ -872,18 +597,34 @@ class Engine:
                     "server (eq. 2e): give it one with HostPS",
                 )
 
-    def _apply_perf(self, now: float) -> None:
-        """Set the progress rate of every job (re)started at ``now`` from its placement."""
+    def _apply_order(self, given: Any, blocking: bool, preemptive: bool, now: float) -> None:
+        """Fill the GPUs greedily in the order ``given`` (Decision.order), after checking it."""
         st = self.state
-        n = self.k.started_at(st, now, self._started_buf)
-        for j in self._started_buf[:n].tolist():
-            gpus = st.alloc_gpu[st.job_alloc_off[j] : st.job_alloc_off[j + 1]]
-            rate = float(self.perf.rate(int(j), gpus, self._config.get(j)))
-            if not 0 < rate < np.inf:  # (not NaN, not inf)
-                raise InvariantError(
-                    f"performance model gave rate {rate} for job {self.jobs.job_id[j]}"
-                )
-            self.k.set_rate(st, j, rate)
+        order = given
+        if not (  # the common case: already what the kernel takes
+            type(order) is np.ndarray
+            and order.dtype == np.int32
+            and order.ndim == 1
+            and order.flags.c_contiguous
+        ):
+            try:
+                order = np.asarray(given)
+            except (ValueError, TypeError):
+                order = np.asarray([[None]], dtype=object)
+            if order.ndim != 1 or (order.size and order.dtype.kind not in "iu"):
+                raise self._fail(None, now, "order must be a 1-D array of job indices")
+            order = np.ascontiguousarray(order, dtype=np.int32)
+        problem, at = self.k.check_order(st, order)
+        if problem == 1:
+            raise self._fail(None, now, f"unknown job index {int(order[at])} in order")
+        if problem == 2:
+            raise self._fail(None, now, "order lists a job twice")
+        if problem == 3:
+            j = int(order[at])
+            raise self._status_problem(j, now, (QUEUED, RUNNING, LOADING, SAVING)) or (
+                self._fail(j, now, "bad")
+            )
+        self.k.fill_order(st, self.cfg, order, bool(blocking), bool(preemptive))
 
     def _set_wake(self, w: float, now: float) -> None:
         if not w > now:
@@ -891,293 +632,6 @@ class Engine:
         sim_f = self.state.sim_f
         if w < sim_f[F_WAKE]:
             sim_f[F_WAKE] = w
-
-    def _counts(self, j: int, value: Any, what: str, now: float) -> np.ndarray:
-        """An Allocate's counts per machine as int64, or a PolicyError saying what is wrong."""
-        assert self.ledger is not None
-        h = self.ledger.n_machines
-        try:
-            arr = np.asarray(value)
-        except (ValueError, TypeError):
-            arr = np.asarray([None], dtype=object)
-        if arr.shape != (h,) or not np.issubdtype(arr.dtype, np.integer):
-            raise self._fail(
-                j,
-                now,
-                f"Allocate.{what} must be {h} integer counts (one per machine), got {value!r}",
-            )
-        if (arr < 0).any():
-            raise self._fail(j, now, f"Allocate.{what} has a negative count: {arr.tolist()}")
-        return arr.astype(np.int64)
-
-    def _apply_allocate(self, action: Allocate, now: float) -> None:
-        """Start, resize or pause a job placed by roles (DESIGN.md, "elastic jobs")."""
-        st = self.state
-        j = self._check_job(action.job, now)
-        if self.ledger is None:
-            raise self._fail(j, now, "Allocate is for jobs placed by roles; this run has none")
-        err = self._status_problem(j, now, (QUEUED, RUNNING))
-        if err:
-            raise err
-        w = self._counts(j, action.workers, "workers", now)
-        s = self._counts(j, action.ps, "ps", now)
-        why = self.ledger.job_problem(j, w, s)
-        if why:
-            raise self._fail(j, now, why)
-        if self.events is not None:
-            self.events.note(st, now, "allocate", j, _placement(w, s))
-        queued = st.job_status[j] == QUEUED
-        if int(w.sum()) == 0:  # pause: back to the queue, keeping its progress
-            if not queued:
-                self.ledger.release(j, now)
-                self.k.preempt(st, j, now)
-            return
-        rate = float(self.roles.rate(j, w, s))
-        if not (rate > 0 and np.isfinite(rate)):
-            raise InvariantError(f"role model gave rate {rate} for job {self.jobs.job_id[j]}")
-        self.ledger.set(j, w, s, now)
-        if queued:
-            self.k.start_on(st, j, np.empty(0, np.int32), now)
-        self.k.set_rate(st, j, rate)
-
-    def _check_room(self, actions: Any, now: float) -> None:
-        """All of a decision's Allocates must fit together (capacity of every resource of
-        every machine, after the whole decision: jobs may swap machines in one)."""
-        assert self.ledger is not None
-        changes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        if not isinstance(actions, list | tuple):
-            return  # _apply reports it
-        for action in actions:
-            if isinstance(action, Allocate):
-                j = self._check_job(action.job, now)
-                w = self._counts(j, action.workers, "workers", now)
-                changes[j] = (w, self._counts(j, action.ps, "ps", now))
-            elif isinstance(action, Preempt | Reject):
-                j = self._check_job(action.job, now)
-                z = np.zeros(self.ledger.n_machines, dtype=np.int64)
-                changes[j] = (z, z)
-        why = self.ledger.room_problem(changes)
-        if why:
-            raise self._fail(None, now, f"Allocate {why}")
-
-    def _task_worker(self, j: int, value: Any, now: float) -> int:
-        """A task action's worker as an int, or a PolicyError."""
-        if isinstance(value, bool) or not isinstance(value, int | np.integer):
-            raise self._fail(j, now, f"worker must be an integer index, got {value!r}")
-        return int(value)
-
-    def _apply_task_start(self, action: Start, now: float) -> None:
-        """Start a task on its one worker (the rules of :mod:`gpusched.core.tasks`)."""
-        assert self.book is not None
-        st = self.state
-        j = self._check_job(action.job, now)
-        err = self._status_problem(j, now, (QUEUED,))
-        if err:
-            raise err
-        gpus = action.gpus
-        try:
-            arr = np.asarray(gpus) if gpus is not None else None
-        except (ValueError, TypeError):
-            arr = None
-        if arr is None or arr.shape != (1,):
-            raise self._fail(j, now, f"a task starts on exactly one named worker, got {gpus!r}")
-        w = self._task_worker(j, arr[0].item() if arr.dtype != object else arr[0], now)
-        why = self.book.start_problem(j, w, now)
-        if why:
-            raise self._fail(j, now, why)
-        if st.gpu_n_jobs[w] > 0:
-            holder = self.jobs.job_id[st.gpu_job[w, 0]]
-            raise self._fail(j, now, f"worker {w} is busy (with task '{holder}'; eq. 2d)")
-        if action.config is not None:
-            raise self._fail(j, now, "gives a config, but tasks take none")
-        self.book.before_start(j, w, now)
-        self.k.start_on(st, j, np.asarray([w], dtype=np.int32), now)
-        self.book.after_start(j)
-
-    def _apply_dispatch(self, action: Dispatch, now: float) -> None:
-        """Place a queued task on a worker without starting it."""
-        if self.book is None:
-            raise self._fail(None, now, "Dispatch is for jobs made of tasks; this run has none")
-        j = self._check_job(action.job, now)
-        err = self._status_problem(j, now, (QUEUED,))
-        if err:
-            raise err
-        w = self._task_worker(j, action.worker, now)
-        if self.book.bound[j] >= 0:
-            raise self._fail(j, now, f"is placed already (on worker {int(self.book.bound[j])})")
-        why = self.book.place_problem(j, w)
-        if why:
-            raise self._fail(j, now, why)
-        self.book.dispatch(j, w, now)
-        if self.events is not None:
-            ready = float(self.book.ready[j])
-            self.events.note(self.state, now, "dispatch", j, f"worker {w}, ready at {ready:.6g} s")
-
-    def _apply_host_ps(self, action: HostPS, now: float) -> None:
-        """Put a job's parameter server on a server."""
-        book = self.book
-        if book is None:
-            raise self._fail(None, now, "HostPS is for jobs made of tasks; this run has none")
-        p = action.job
-        if (
-            isinstance(p, bool)
-            or not isinstance(p, int | np.integer)
-            or not 0 <= p < book.n_parents
-        ):
-            raise self._fail(None, now, f"HostPS: unknown job index {p!r} (of {book.n_parents})")
-        s = self._task_worker(None, action.server, now)  # type: ignore[arg-type]
-        why = book.ps_problem(int(p), s, now)
-        if why:
-            raise self._fail(None, now, f"HostPS: job '{book.job_id[int(p)]}' {why}")
-        book.host_ps(int(p), s, now)
-
-    def _apply_reject(self, action: Reject, now: float) -> None:
-        """End a queued job that never ran with status rejected."""
-        st = self.state
-        j = self._check_job(action.job, now)
-        err = self._status_problem(j, now, (QUEUED,))
-        if err:
-            raise err
-        if not np.isnan(st.job_first_start[j]):
-            raise self._fail(j, now, "has run already; only a job that never ran may be rejected")
-        st.job_status[j] = REJECTED
-        st.sim_i[I_N_REJECTED] += 1
-        if self.events is not None:
-            self.events.note(st, now, "reject", j)
-
-    def _apply_start(self, action: Start, now: float) -> None:
-        st = self.state
-        j = self._check_job(action.job, now)
-        if self.ledger is not None:
-            raise self._fail(j, now, "is placed by roles: start it with Allocate, not Start")
-        err = self._status_problem(j, now, (QUEUED,))
-        if err:
-            raise err
-        g = int(st.job_n_gpus[j])
-        self._take_config(j, action.config, now)
-        if action.gpus is None:
-            self._check_start(j, np.empty(0, np.int32), now)  # alone: only its config
-            if not self.k.place_consolidated(st, j, self.cfg.allow_spread):
-                raise self._fail(j, now, f"needs {g} GPUs but only {self.view.free_gpus} are idle")
-            self.k.start_job(st, j, now)
-            return
-        try:
-            gpus = np.asarray(action.gpus)
-        except (ValueError, TypeError):
-            gpus = np.asarray([None], dtype=object)
-        if gpus.ndim != 1 or gpus.size != g or gpus.dtype.kind not in "iu":
-            raise self._fail(j, now, f"needs exactly {g} GPU indices, got {action.gpus!r}")
-        n_gpus = st.gpu_n_jobs.shape[0]
-        as_list = gpus.tolist()  # small lists: Python is cheaper than numpy calls here
-        if g and (min(as_list) < 0 or max(as_list) >= n_gpus):
-            raise self._fail(j, now, f"unknown GPU index in {as_list} (cluster has {n_gpus})")
-        if len(set(as_list)) != g:
-            raise self._fail(j, now, f"lists a GPU twice: {as_list}")
-        gpus = np.asarray(as_list, dtype=np.int32)
-        if not self.cfg.allow_spread and len(set(st.gpu_server[gpus].tolist())) > 1:
-            raise self._fail(j, now, "spans servers but the cluster forbids spreading")
-        if self._pending:
-            self._check_promised(j, gpus, now)
-        if g and st.gpu_n_jobs[gpus].max() >= st.gpu_job.shape[1]:
-            full, busy = self._blockers(gpus)
-            if busy.size == 0:
-                # DESIGN.md "Job lifecycle": a start onto GPUs still saving is honoured
-                # when the save ends (the save end is a decision point)
-                self._pending[j] = gpus
-                return
-            gpu = int(gpus[full][0])
-            holder = self.jobs.job_id[st.gpu_job[gpu, 0]]
-            raise self._fail(j, now, f"GPU {gpu} is already allocated (to job '{holder}')")
-        self._check_start(j, gpus, now)
-        self.k.start_on(st, j, gpus, now)
-
-    def _check_promised(self, j: int, gpus: np.ndarray, now: float) -> None:
-        """Refuse a start of a job whose start already waits, or onto GPUs promised to
-        another job's waiting start."""
-        if j in self._pending:
-            raise self._fail(j, now, "already has a start waiting for saves to end")
-        for other, promised in self._pending.items():
-            both = np.intersect1d(gpus, promised)
-            if both.size:
-                raise self._fail(
-                    j,
-                    now,
-                    f"GPU {int(both[0])} is promised to job '{self.jobs.job_id[other]}' "
-                    "(its start waits for a save to end)",
-                )
-
-    def _take_config(self, j: int, config: Any, now: float) -> None:
-        """Record a Start's job configuration; it stays the job's for its lifetime."""
-        if config is None:
-            return
-        if self.perf is None or not hasattr(self.perf, "check_start"):
-            raise self._fail(j, now, "gives a config, but no performance model reads one")
-        old = self._config.get(j)
-        started = not np.isnan(self.state.job_first_start[j])
-        if (old is not None or started) and old != config:
-            raise self._fail(
-                j, now, f"config {config!r} differs from the {old!r} it first started with"
-            )
-        self._config[j] = config
-
-    def _check_start(self, j: int, gpus: np.ndarray, now: float) -> None:
-        """Let the performance model refuse a start (bad config, no memory beside partners)."""
-        check = getattr(self.perf, "check_start", None)
-        if check is None:
-            return
-        st = self.state
-        config = self._config.get(j)
-        if st.gpu_job.shape[1] <= 2:
-            # the callers refuse full GPUs, so (C <= 2) each of its GPUs holds at most one
-            # other job, in slot 0 (slots are packed): the same groups and order as below
-            who = st.gpu_job[gpus, 0] if gpus.size else gpus
-            ps = sorted(set(who.tolist())) or [-1]
-            for p in ps:
-                on = gpus if len(ps) == 1 else gpus[who == p]
-                why = check(j, on, config, [(p, self._config.get(p))] if p >= 0 else [])
-                if why:
-                    raise self._fail(j, now, str(why))
-            return
-        rows = st.gpu_job[gpus]
-        beside = [tuple(sorted(set(row[row >= 0].tolist()) - {j})) for row in rows]
-        for group in sorted(set(beside)) or [()]:  # the jobs beside it, GPU by GPU
-            on = gpus[[b == group for b in beside]]
-            why = check(j, on, config, [(p, self._config.get(p)) for p in group])
-            if why:
-                raise self._fail(j, now, str(why))
-
-    def _blockers(self, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Which of ``gpus`` are full (a mask), and the jobs on them that are not saving."""
-        st = self.state
-        full = st.gpu_n_jobs[gpus] >= st.gpu_job.shape[1]
-        holders = st.gpu_job[gpus[full]]
-        holders = holders[holders >= 0]
-        return full, holders[st.job_status[holders] != SAVING]
-
-    def _honour_pending(self, now: float) -> None:
-        """Start every pending job whose GPUs the saving jobs have released, in the order
-        the starts were asked for; drop those the policy started otherwise meanwhile."""
-        st = self.state
-        for j, gpus in list(self._pending.items()):
-            if st.job_status[j] != QUEUED:
-                del self._pending[j]  # started by an order fill meanwhile
-                continue
-            full, taken = self._blockers(gpus)
-            if not full.any():
-                del self._pending[j]
-                self._check_start(j, gpus, now)
-                self.k.start_on(st, j, gpus, now)
-                continue
-            if taken.size:
-                raise self._fail(
-                    j,
-                    now,
-                    f"its start waiting for saves to end on GPUs {gpus.tolist()} found one "
-                    f"taken by job '{self.jobs.job_id[taken[0]]}'",
-                )
-        self.k.compact_queue(st, 0)
-        if self.perf is not None:
-            self._apply_perf(now)
 
     # --- results -----------------------------------------------------------------------
 
@@ -1303,145 +757,3 @@ class Engine:
                 **extra,
             },
         )
-
-
-def _placement(workers: np.ndarray, ps: np.ndarray) -> str:
-    """A role job's counts per machine in words: ``workers 2@m0 1@m3; ps 1@m0``."""
-    if not workers.any():
-        return "paused"
-
-    def per(c: np.ndarray) -> str:
-        return " ".join(f"{int(c[m])}@m{m}" for m in np.flatnonzero(c).tolist())
-
-    return f"workers {per(workers)}; ps {per(ps)}"
-
-
-def check_invariants(
-    st: SimState,
-    tl: dict[str, np.ndarray],
-    capacity: int,
-    *,
-    stopped: bool,
-    constant_rate: bool = True,
-) -> None:
-    """Raise :class:`InvariantError` if the run broke a rule of the model.
-
-    Checked: no GPU over its job capacity and none counted busy beyond the cluster,
-    time strictly increasing, every job finished unless the run was stopped early,
-    work conserved (a finished job has no work left and, when every job keeps a
-    constant rate, ran exactly work / rate), JCT = wait + load + train + save for every
-    finished job, JCT >= run time, starts after submission.
-    """
-    n_gpus = st.gpu_n_jobs.shape[0]
-    if st.gpu_n_jobs.size and (st.gpu_n_jobs.max() > capacity or st.gpu_n_jobs.min() < 0):
-        raise InvariantError("a GPU holds more jobs than its capacity")
-    if tl["busy_gpus"].size and tl["busy_gpus"].max() > n_gpus:
-        raise InvariantError("more GPUs busy than the cluster has")
-    if tl["time_s"].size > 1 and not (np.diff(tl["time_s"]) > 0).all():
-        raise InvariantError("simulated time is not strictly increasing")
-    done = st.job_status == FINISHED
-    ended = done | (st.job_status == REJECTED)
-    if not stopped and not ended.all():
-        raise InvariantError(f"{int((~ended).sum())} job(s) never finished")
-    if (st.job_status == SAVING).any() and not stopped:
-        raise InvariantError("a job is still saving at the end")
-    if st.sim_f[F_RESIDUAL] > 1e-6:
-        raise InvariantError(
-            f"work not conserved: a job finished with {float(st.sim_f[F_RESIDUAL]):.3g} of its "
-            "work left or overdone"
-        )
-    ran = st.job_executed[done] * st.job_rate[done]
-    work = st.job_work[done]
-    if (st.job_remaining[done] != 0).any() or (
-        constant_rate and not np.allclose(ran, work, rtol=1e-9, atol=1e-6)
-    ):
-        raise InvariantError("work not conserved: a finished job ran more or less than its work")
-    jct = st.job_finish[done] - st.job_submit[done]
-    parts = (
-        st.job_wait_s[done]
-        + st.job_load_spent_s[done]
-        + st.job_executed[done]
-        + st.job_save_spent_s[done]
-    )
-    if not np.allclose(parts, jct, rtol=1e-9, atol=1e-6):
-        bad = int(np.flatnonzero(~np.isclose(parts, jct, rtol=1e-9, atol=1e-6))[0])
-        raise InvariantError(
-            f"a job's wait + load + train + save ({float(parts[bad])!r} s) is not its JCT "
-            f"({float(jct[bad])!r} s)"
-        )
-    if (jct < st.job_executed[done] - 1e-6).any():
-        raise InvariantError("a job finished sooner than its run time after submission")
-    started = ~np.isnan(st.job_first_start)
-    if (st.job_first_start[started] < st.job_submit[started] - 1e-9).any():
-        raise InvariantError("a job started before it was submitted")
-
-
-class _WarmUpPolicy:
-    """A throw-away policy that makes the Python path call every kernel entry point once."""
-
-    name = "warm-up"
-    knows_duration = False
-    work_conserving = False
-    needs_predictor = False
-
-    def decide(self, view: View, now: float) -> Decision:
-        queued = view.queued
-        if view.running.size:
-            return Decision(actions=[Preempt(int(view.running[0]))], wake_at=now + 1.0)
-        if queued.size > 1:
-            free = np.flatnonzero(view.gpu_n_jobs == 0)[:1]
-            return Decision(actions=[Start(int(queued[0]), free.astype(np.int32))])
-        return Decision(order=np.asarray(queued), preemptive=True)
-
-
-_warm: set[str] = set()
-
-
-def compiled_in_cache(mode: str = "python") -> bool:
-    """Are the compiled kernels of engine path ``mode`` loaded, or in Numba's cache?"""
-    if mode in _warm:
-        return True
-    return _warm_up_engine(mode, "interpreted")._compiled_cached()
-
-
-def warm_up(mode: str = "python") -> None:
-    """Load the kernels of one engine path now (compiling them on the first run after install).
-
-    Numba loads (or compiles) a kernel at its first call; without this, the first run
-    of a process would pay that inside its ``wall_s`` (about a second from the cache,
-    tens of seconds on a first run). Runs a tiny simulation on the ``"fused"`` or
-    ``"python"`` path; later calls for the same path return at once.
-    """
-    if mode in _warm:
-        return
-    _warm.add(mode)
-    _warm_up_engine(mode, "compiled").run()
-
-
-def _warm_up_engine(mode: str, kernels: str) -> Engine:
-    """A three-job engine that calls every kernel of path ``mode`` once it runs."""
-    from gpusched.io.cluster import ClusterSpec
-
-    cluster = ClusterSpec.homogeneous(1, 2, name="warm-up")
-    table = JobTable(
-        job_id=np.array(["a", "b", "c"], dtype=object),
-        submit_s=np.array([0.0, 0.0, 1.0]),
-        n_gpus=np.array([1, 1, 2], dtype=np.int32),
-        work_s=np.array([2.0, 3.0, 1.0]),
-        row=np.arange(3),
-    )
-    if mode == "fused":
-        return Engine(table, cluster, _WarmUpFused(), mode="fused", kernels=kernels)
-    return Engine(table, cluster, _WarmUpPolicy(), mode="python", perf=_UnitRate(), kernels=kernels)
-
-
-class _WarmUpFused(_WarmUpPolicy):
-    def fused(self) -> Fused:
-        return Fused(KEY_LAS, preemptive=True, thresholds=(1.0,))
-
-
-class _UnitRate:
-    """A performance model that keeps every job at rate 1 (exercises ``set_rate``)."""
-
-    def rate(self, job: int, gpus: np.ndarray, config: Any = None) -> float:
-        return 1.0

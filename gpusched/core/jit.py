@@ -25,12 +25,19 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from gpusched.core.state import KernelConfig, SimState, Timeline
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: suffix of an interpreted twin's module name
 SUFFIX = ".interpreted"
+#: the kernel module (compiled, or its interpreted twin)
+KERNEL_MODULE = "gpusched.core.kernel"
 
 
 @dataclass(frozen=True)
@@ -169,3 +176,81 @@ def _quiet_blas_probe() -> None:
         importlib.import_module("numba.np.arraymath")
     finally:
         del sys.modules["scipy.linalg"]
+
+
+class Kernels:
+    """The kernels one run calls: the interpreted twin's plain functions or the compiled ones.
+
+    :meth:`use_interpreted` takes the plain functions of :mod:`gpusched.core.kernel`'s
+    interpreted twin (see :mod:`gpusched.core.jit`); nothing imports Numba. :meth:`use_compiled`
+    takes its Numba dispatchers, and binds the ones the Python path calls to their compiled
+    entry points for this run: the dispatcher types every argument at every call, which for
+    the state tuple's ~60 arrays costs 13-27 us a call, several calls per decision point,
+    against about 1.5 us for the compiled entry point itself. The engine knows the types
+    (the state, its config and timeline are fixed for the run; jobs are ``int``, times
+    ``float``, GPU lists ``int32``), so it asks the dispatcher once for the entry point of
+    those types (loading or compiling it as a call would) and calls that. Every call below
+    must pass exactly these types (``compact_queue`` its second argument explicitly).
+    Without the JIT (``NUMBA_DISABLE_JIT=1``) the plain functions are used.
+    """
+
+    #: kernels the Python path calls (bound when compiled)
+    PYTHON_PATH = (
+        "step record compact_queue start_on start_job place_consolidated preempt set_rate "
+        "fill_order check_order started_at"
+    ).split()
+    #: kernels called a few times per run (left to the dispatcher)
+    OTHERS = ("run_fused", "first_decision_time", "next_event_time", "decision_time", "sync_all")
+
+    def __init__(self) -> None:
+        self.compiled = False
+        self.use_interpreted()
+
+    def use_interpreted(self) -> None:
+        """Call the plain Python functions of the kernel's interpreted twin."""
+        module = interpreted(KERNEL_MODULE)
+        for name in self.PYTHON_PATH + list(self.OTHERS):
+            setattr(self, name, getattr(module, name))
+        self.compiled = False
+
+    def use_compiled(
+        self, st: SimState, cfg: KernelConfig, tl: Timeline, done: np.ndarray, python: bool
+    ) -> None:
+        """Call the compiled kernels (loaded from Numba's cache, or compiled), the Python
+        path's (if ``python``) bound to these types."""
+        import numba
+        from numba import types
+
+        module = compiled(KERNEL_MODULE)
+        typeof: Callable[[Any], Any] = numba.typeof
+        S, C = typeof(st), typeof(cfg)
+        i, f, b = types.int64, types.float64, types.boolean
+        gpus = typeof(np.empty(0, np.int32))
+        if not python:  # loaded now, without Numba's slower way of a first call
+            load_cached(module.run_fused, (S, C, typeof(tl), i))
+        load_cached(module.sync_all, (S,))
+        for name in self.OTHERS:
+            setattr(self, name, getattr(module, name))
+        self.compiled = True
+        if not python:
+            return
+
+        def bind(name: str, *sig: Any) -> None:
+            fn = getattr(module, name)
+            if not hasattr(fn, "compile"):  # NUMBA_DISABLE_JIT
+                setattr(self, name, fn)
+                return
+            load_cached(fn, sig)
+            setattr(self, name, fn.compile(sig))  # the entry point loaded, or compiled now
+
+        bind("step", S, C, typeof(done))
+        bind("record", S, C, i, typeof(tl))
+        bind("compact_queue", S, i)
+        bind("start_on", S, i, gpus, f)
+        bind("start_job", S, i, f)
+        bind("place_consolidated", S, i, b)
+        bind("preempt", S, i, f)
+        bind("set_rate", S, i, f)
+        bind("fill_order", S, C, gpus, b, b)
+        bind("check_order", S, gpus)
+        bind("started_at", S, f, gpus)

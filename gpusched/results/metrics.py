@@ -63,7 +63,7 @@ from typing import Any
 import numpy as np
 
 from gpusched import __version__
-from gpusched.core.engine import RunResult
+from gpusched.core.result import RunResult
 from gpusched.core.state import F_EXTRA_GPU_S, F_SHARED_GPU_S, FINISHED, REJECTED
 from gpusched.io.tables import table_name, write_table
 from gpusched.io.trace import trace_sha256

@@ -94,7 +94,7 @@ _HIST = 4096  # samples kept for the sparklines (halved when full)
 
 
 def partial_result(engine: Any) -> Any:
-    """The engine's :class:`~gpusched.core.engine.RunResult`, also for a run stopped midway.
+    """The engine's :class:`~gpusched.core.result.RunResult`, also for a run stopped midway.
 
     An unfinished run is stopped at the current simulated time, like a run cut by
     ``--until``: unfinished jobs are counted in ``n_unfinished``.
@@ -109,7 +109,7 @@ def run_summary(result: Any, summary: dict[str, Any] | None = None) -> dict[str,
     Parameters
     ----------
     result
-        A :class:`~gpusched.core.engine.RunResult`.
+        A :class:`~gpusched.core.result.RunResult`.
     summary
         Its summary if already computed (e.g. by ``write_results``), else it is computed.
 

@@ -1,0 +1,123 @@
+"""Jobs made of tasks on typed workers in tiers: the engine's side of the task book.
+
+DESIGN.md, "Tasks, typed workers and tiers" (the edge-cloud family): a task runs on one
+worker of its job's type, is bound to it once placed (no migration), is ready only after its
+data has shipped there, and every job with a task on a worker holds one parameter server.
+The rules are :class:`~gpusched.core.tasks.TaskBook`'s; here the engine checks a policy's
+Start of a task, :class:`~gpusched.core.policy.Dispatch` and
+:class:`~gpusched.core.policy.HostPS` and applies them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpusched.core.checks import Mechanism
+from gpusched.core.policy import Dispatch, HostPS, Start
+from gpusched.core.state import QUEUED
+from gpusched.core.tasks import TaskBook
+from gpusched.errors import PolicyError, show_name
+
+__all__ = ["TaskDispatch"]
+
+
+class TaskDispatch(Mechanism):
+    """Start, Dispatch and HostPS of tasks, by the rules of the task book."""
+
+    def _setup_tasks(self, tasks: Any, layout: Any) -> None:
+        """Keep the task book when the jobs are made of tasks (DESIGN.md, "Tasks, typed
+        workers and tiers"); refuse a policy that cannot run them."""
+        runs = bool(getattr(self.policy, "runs_tasks", False))
+        needs = bool(getattr(self.policy, "needs_tasks", False))
+        if tasks is None:
+            if needs and len(self.jobs):
+                raise PolicyError(
+                    f"policy '{self.name}' schedules jobs made of data chunks on typed workers, "
+                    "but this trace has none (rows with the 'chunks' column)"
+                )
+            return
+        if not runs:
+            raise PolicyError(
+                f"policy '{self.name}' places gangs on GPUs, but the jobs of "
+                f"{show_name(self.jobs.source or '<trace>')} are made of data chunks on typed "
+                "workers: use a policy that runs them (a-online, a-online-e, srtf, tiresias-l, "
+                "batchsche)"
+            )
+        self._refuse_phases(
+            "jobs made of tasks (--load-s/--save-s must be 0; shipping a chunk's data is the load)"
+        )
+        self.book = TaskBook(tasks, layout, self.state, self.k)
+        self.view.tasks = self.book.view
+
+    def _task_worker(self, j: int, value: Any, now: float) -> int:
+        """A task action's worker as an int, or a PolicyError."""
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise self._fail(j, now, f"worker must be an integer index, got {value!r}")
+        return int(value)
+
+    def _apply_task_start(self, action: Start, now: float) -> None:
+        """Start a task on its one worker (the rules of :mod:`gpusched.core.tasks`)."""
+        assert self.book is not None
+        st = self.state
+        j = self._check_job(action.job, now)
+        err = self._status_problem(j, now, (QUEUED,))
+        if err:
+            raise err
+        gpus = action.gpus
+        try:
+            arr = np.asarray(gpus) if gpus is not None else None
+        except (ValueError, TypeError):
+            arr = None
+        if arr is None or arr.shape != (1,):
+            raise self._fail(j, now, f"a task starts on exactly one named worker, got {gpus!r}")
+        w = self._task_worker(j, arr[0].item() if arr.dtype != object else arr[0], now)
+        why = self.book.start_problem(j, w, now)
+        if why:
+            raise self._fail(j, now, why)
+        if st.gpu_n_jobs[w] > 0:
+            holder = self.jobs.job_id[st.gpu_job[w, 0]]
+            raise self._fail(j, now, f"worker {w} is busy (with task '{holder}'; eq. 2d)")
+        if action.config is not None:
+            raise self._fail(j, now, "gives a config, but tasks take none")
+        self.book.before_start(j, w, now)
+        self.k.start_on(st, j, np.asarray([w], dtype=np.int32), now)
+        self.book.after_start(j)
+
+    def _apply_dispatch(self, action: Dispatch, now: float) -> None:
+        """Place a queued task on a worker without starting it."""
+        if self.book is None:
+            raise self._fail(None, now, "Dispatch is for jobs made of tasks; this run has none")
+        j = self._check_job(action.job, now)
+        err = self._status_problem(j, now, (QUEUED,))
+        if err:
+            raise err
+        w = self._task_worker(j, action.worker, now)
+        if self.book.bound[j] >= 0:
+            raise self._fail(j, now, f"is placed already (on worker {int(self.book.bound[j])})")
+        why = self.book.place_problem(j, w)
+        if why:
+            raise self._fail(j, now, why)
+        self.book.dispatch(j, w, now)
+        if self.events is not None:
+            ready = float(self.book.ready[j])
+            self.events.note(self.state, now, "dispatch", j, f"worker {w}, ready at {ready:.6g} s")
+
+    def _apply_host_ps(self, action: HostPS, now: float) -> None:
+        """Put a job's parameter server on a server."""
+        book = self.book
+        if book is None:
+            raise self._fail(None, now, "HostPS is for jobs made of tasks; this run has none")
+        p = action.job
+        if (
+            isinstance(p, bool)
+            or not isinstance(p, int | np.integer)
+            or not 0 <= p < book.n_parents
+        ):
+            raise self._fail(None, now, f"HostPS: unknown job index {p!r} (of {book.n_parents})")
+        s = self._task_worker(None, action.server, now)  # type: ignore[arg-type]
+        why = book.ps_problem(int(p), s, now)
+        if why:
+            raise self._fail(None, now, f"HostPS: job '{book.job_id[int(p)]}' {why}")
+        book.host_ps(int(p), s, now)

@@ -1,0 +1,137 @@
+"""The gang lifecycle: starts on named or default GPUs, preemptions, and starts that wait
+for saves to end.
+
+DESIGN.md, "Job lifecycle": waiting, loading, training, pause-and-save (W + L + T + P = JCT).
+The kernel keeps the phases (``kernel.start_on``, ``kernel.preempt``); here the engine
+checks a policy's Start and Preempt and applies them. A start onto GPUs still held by saving
+jobs is *pending* and made at the decision point of the save's end, before the policy is
+called.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusched.core.policy import Preempt, Start
+from gpusched.core.sharing import Sharing
+from gpusched.core.state import LOADING, QUEUED, RUNNING, SAVING
+
+__all__ = ["GangLifecycle"]
+
+
+class GangLifecycle(Sharing):
+    """Start and Preempt of gang jobs on GPU indices (a start asks the performance model)."""
+
+    def _apply_start(self, action: Start, now: float) -> None:
+        st = self.state
+        j = self._check_job(action.job, now)
+        if self.ledger is not None:
+            raise self._fail(j, now, "is placed by roles: start it with Allocate, not Start")
+        err = self._status_problem(j, now, (QUEUED,))
+        if err:
+            raise err
+        g = int(st.job_n_gpus[j])
+        self._take_config(j, action.config, now)
+        if action.gpus is None:
+            self._check_start(j, np.empty(0, np.int32), now)  # alone: only its config
+            if not self.k.place_consolidated(st, j, self.cfg.allow_spread):
+                raise self._fail(j, now, f"needs {g} GPUs but only {self.view.free_gpus} are idle")
+            self.k.start_job(st, j, now)
+            return
+        try:
+            gpus = np.asarray(action.gpus)
+        except (ValueError, TypeError):
+            gpus = np.asarray([None], dtype=object)
+        if gpus.ndim != 1 or gpus.size != g or gpus.dtype.kind not in "iu":
+            raise self._fail(j, now, f"needs exactly {g} GPU indices, got {action.gpus!r}")
+        n_gpus = st.gpu_n_jobs.shape[0]
+        as_list = gpus.tolist()  # small lists: Python is cheaper than numpy calls here
+        if g and (min(as_list) < 0 or max(as_list) >= n_gpus):
+            raise self._fail(j, now, f"unknown GPU index in {as_list} (cluster has {n_gpus})")
+        if len(set(as_list)) != g:
+            raise self._fail(j, now, f"lists a GPU twice: {as_list}")
+        gpus = np.asarray(as_list, dtype=np.int32)
+        if not self.cfg.allow_spread and len(set(st.gpu_server[gpus].tolist())) > 1:
+            raise self._fail(j, now, "spans servers but the cluster forbids spreading")
+        if self._pending:
+            self._check_promised(j, gpus, now)
+        if g and st.gpu_n_jobs[gpus].max() >= st.gpu_job.shape[1]:
+            full, busy = self._blockers(gpus)
+            if busy.size == 0:
+                # DESIGN.md "Job lifecycle": a start onto GPUs still saving is honoured
+                # when the save ends (the save end is a decision point)
+                self._pending[j] = gpus
+                return
+            gpu = int(gpus[full][0])
+            holder = self.jobs.job_id[st.gpu_job[gpu, 0]]
+            raise self._fail(j, now, f"GPU {gpu} is already allocated (to job '{holder}')")
+        self._check_start(j, gpus, now)
+        self.k.start_on(st, j, gpus, now)
+
+    def _apply_preempt(self, action: Preempt, now: float) -> None:
+        """Preempt a job that holds GPUs, workers or machines' resources: it saves (if it
+        has a save time) and returns to the queue; a role job's resources and a task's
+        worker are released at once."""
+        st = self.state
+        j = self._check_job(action.job, now)
+        err = self._status_problem(j, now, (RUNNING, LOADING))
+        if err:
+            raise err
+        if self.ledger is not None:
+            self.ledger.release(j, now)
+        if self.book is not None:
+            why = self.book.preempt_problem(j)
+            if why:
+                raise self._fail(j, now, why)
+            self.k.preempt(st, j, now)
+            self.book.released(j, now, in_decision=True)
+        else:
+            self.k.preempt(st, j, now)
+
+    def _check_promised(self, j: int, gpus: np.ndarray, now: float) -> None:
+        """Refuse a start of a job whose start already waits, or onto GPUs promised to
+        another job's waiting start."""
+        if j in self._pending:
+            raise self._fail(j, now, "already has a start waiting for saves to end")
+        for other, promised in self._pending.items():
+            both = np.intersect1d(gpus, promised)
+            if both.size:
+                raise self._fail(
+                    j,
+                    now,
+                    f"GPU {int(both[0])} is promised to job '{self.jobs.job_id[other]}' "
+                    "(its start waits for a save to end)",
+                )
+
+    def _blockers(self, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which of ``gpus`` are full (a mask), and the jobs on them that are not saving."""
+        st = self.state
+        full = st.gpu_n_jobs[gpus] >= st.gpu_job.shape[1]
+        holders = st.gpu_job[gpus[full]]
+        holders = holders[holders >= 0]
+        return full, holders[st.job_status[holders] != SAVING]
+
+    def _honour_pending(self, now: float) -> None:
+        """Start every pending job whose GPUs the saving jobs have released, in the order
+        the starts were asked for; drop those the policy started otherwise meanwhile."""
+        st = self.state
+        for j, gpus in list(self._pending.items()):
+            if st.job_status[j] != QUEUED:
+                del self._pending[j]  # started by an order fill meanwhile
+                continue
+            full, taken = self._blockers(gpus)
+            if not full.any():
+                del self._pending[j]
+                self._check_start(j, gpus, now)
+                self.k.start_on(st, j, gpus, now)
+                continue
+            if taken.size:
+                raise self._fail(
+                    j,
+                    now,
+                    f"its start waiting for saves to end on GPUs {gpus.tolist()} found one "
+                    f"taken by job '{self.jobs.job_id[taken[0]]}'",
+                )
+        self.k.compact_queue(st, 0)
+        if self.perf is not None:
+            self._apply_perf(now)
