@@ -39,12 +39,12 @@ schedule.
 from __future__ import annotations
 
 import math
-from array import array
 from bisect import bisect_right
 from heapq import heappop, heappush
 
 import numpy as np
 
+from gpusched.algorithms.level_lists import LevelLists
 from gpusched.core.policy import KEY_LAS, Decision, Fused, parse_levels
 from gpusched.core.state import QUEUED, SAVING
 
@@ -98,19 +98,8 @@ class TiresiasPolicy:
         """Start of a run: no job is in a list yet and none has been promoted."""
         #: attained GPU-s of each job at its last promotion (starvation; 0 until then)
         self._base = np.zeros(0)
-        # each job's level and place in that level's list, as the fused kernel keeps them
-        # (gpusched.core.state: job_level, job_seq): places >= 0 are times since the first
-        # submission at which the job joined the back; holders of a re-pack get places < 0
-        self._lv: list[int] = []
-        self._place: list[float] = []
-        self._front = 0.0  # the smallest place handed out so far
-        #: each level's list: its arrived, unfinished jobs by place, then job index (C
-        #: ints: the order is their concatenation, handed to numpy without a copy)
-        self._lists = [array("i") for _ in range(self._next_t.size)]
-        #: how many jobs lead each list as holders moved to the front
-        self._n_front = [0] * self._next_t.size
-        #: those jobs, of every list
-        self._at_front: set[int] = set()
+        #: the jobs of each level in list order (none yet)
+        self._lists = LevelLists(self._next_t.size, 0)
         self._n_listed = 0
         #: the holders (not saving) at the last decide, to tell in wake whether the
         #: re-pack changed them
@@ -132,8 +121,7 @@ class TiresiasPolicy:
         """First decision of a run: no job is placed, promoted or holds GPUs yet."""
         n = view.job_submit.size
         self.prepare(None, None)
-        self._lv = [0] * n
-        self._place = [np.nan] * n
+        self._lists = LevelLists(self._next_t.size, n)
         self._base = np.zeros(n if self.starve > 0 else 0)
         self._seen = view.running
         self._no_saves = not np.count_nonzero(view.job_save_s)  # then none is ever SAVING
@@ -153,68 +141,6 @@ class TiresiasPolicy:
         """The jobs holding GPUs that are not saving, ascending."""
         run = view.running
         return run if self._no_saves else run[view.job_status[run] != SAVING]
-
-    # --- the lists ---------------------------------------------------------------------
-
-    def _join(self, j: int, k: int, place: float) -> None:
-        """Job ``j`` joins list ``k`` at ``place`` (behind the front, by place then index)."""
-        self._lv[j] = k
-        p = self._place
-        p[j] = place
-        lst = self._lists[k]
-        if not lst or (place, j) > (p[lst[-1]], lst[-1]):
-            lst.append(j)  # the common case: the back
-        else:
-            lst.insert(bisect_right(lst, (place, j), self._n_front[k], key=lambda i: (p[i], i)), j)
-
-    def _leave(self, j: int) -> None:
-        """Job ``j`` leaves its list."""
-        k = self._lv[j]
-        lst = self._lists[k]
-        i = lst.index(j)
-        del lst[i]
-        if i < self._n_front[k]:
-            self._n_front[k] -= 1
-            self._at_front.discard(j)
-
-    def _to_front(self, held: set[int]) -> None:
-        """The holders of the last re-pack go to the front of their lists, in list order.
-
-        The holders that led the lists already keep their order and stay ahead; the jobs
-        that started since follow them (in list order), and the jobs that stopped holding
-        lead the jobs behind. The holders then take places below every place so far.
-        """
-        came, left = held - self._at_front, self._at_front - held
-        if not (came or left):
-            return  # the same holders lead the lists, in the same order, as they would
-        n_front, block = self._n_front, []
-        came_to: list[list[int]] = [[] for _ in self._lists]
-        left_from: list[set[int]] = [set() for _ in self._lists]
-        for j in came:
-            came_to[self._lv[j]].append(j)
-        for j in left:
-            left_from[self._lv[j]].add(j)
-        for k, lst in enumerate(self._lists):
-            n, new, gone = n_front[k], came_to[k], left_from[k]
-            front = lst[:n].tolist()
-            if new or gone:
-                out = [j for j in front if j in gone]
-                if out:
-                    front = [j for j in front if j not in gone]
-                if new:
-                    at = sorted(lst.index(j, n) for j in new)  # their order in the list
-                    new = [lst[i] for i in at]
-                    for i in reversed(at):
-                        del lst[i]
-                    front += new
-                lst[:] = array("i", front + out) + lst[n:]
-                n_front[k] = len(front)
-            block += front
-        self._at_front = held
-        self._front -= len(block)
-        p, f = self._place, self._front
-        for i, j in enumerate(block):
-            p[j] = f + i
 
     def _crossed(self, holding: np.ndarray, held: set[int], now: float) -> list[int]:
         """The holders whose level may have grown since the last look (a superset)."""
@@ -273,17 +199,17 @@ class TiresiasPolicy:
         return view.queued.size > 0
 
     def decide(self, view, now: float) -> Decision:
-        if len(self._place) != view.job_submit.size:  # first decision of a run
+        if self._lists.n_jobs != view.job_submit.size:  # first decision of a run
             self._begin(view)
         for j in view.finished.tolist():
-            self._leave(j)
+            self._lists.leave(j)
         self._n_listed -= view.finished.size
         t0 = float(view.job_submit[0])
         # arrivals join the back of their level (of no service: level 0)
         new = view.arrived
         if new.size:
             for j, s in zip(new.tolist(), (view.job_submit[new] - t0).tolist(), strict=True):
-                self._join(j, self._level0, s)
+                self._lists.join(j, self._level0, s)
             self._n_listed += new.size
         holding = self._held = self._holding(view)
         if not self._waiting(view, holding):
@@ -292,7 +218,7 @@ class TiresiasPolicy:
                 self._enter(view)
             return Decision()  # nothing waits: the re-pack would keep every holder
         held = set(holding.tolist())
-        self._to_front(held)
+        self._lists.to_front(held)
         if self.starve > 0:
             if not self._no_saves:  # (else no job entered the queue since the wake)
                 self._enter(view)
@@ -302,24 +228,21 @@ class TiresiasPolicy:
                 back = float(np.nextafter(now - t0, np.inf))  # behind the arrivals so far
                 for j in starving:
                     self._base[j] = view.job_attained[j]  # its service restarts: level 0
-                    self._leave(j)
-                    self._join(j, 0, back)
+                    self._lists.leave(j)
+                    self._lists.join(j, 0, back)
         # holders that crossed T_k since the last re-pack join the back of level k + 1
         # at the decision point of the crossing, t_x = now - (a_j - T_k) / g_j
         att, base, gpus, slot = view.job_attained, self._base, view.job_n_gpus, view.slot_s
         for j in self._crossed(holding, held, now):
             a = float(att[j]) - float(base[j]) if base.size else float(att[j])
             k = bisect_right(self._edge_list, a)
-            if k > self._lv[j]:
+            if k > self._lists.level[j]:
                 cross = now - (a - self._thr_list[k - 1]) / int(gpus[j])
                 at = math.ceil((cross - 1e-9) / slot) * slot + 0.0
-                self._leave(j)
-                self._join(j, k, min(at, now) - t0)
+                self._lists.leave(j)
+                self._lists.join(j, k, min(at, now) - t0)
         # the lists, level by level: the order of (level, place, job index)
-        lists = array("i")
-        for lst in self._lists:
-            lists += lst
-        order = np.frombuffer(lists, dtype=np.intc)
+        order = self._lists.order()
         if not self._no_saves:
             order = order[view.job_status[order] != SAVING]
         return Decision(order=order, preemptive=True)

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-if TYPE_CHECKING:
-    import numpy as np
+import numpy as np
 
+if TYPE_CHECKING:
     from gpusched.core.state import KernelConfig, SimState, Timeline
 
 F = TypeVar("F", bound=Callable[..., Any])
