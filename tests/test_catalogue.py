@@ -39,7 +39,7 @@ def test_model_shape(cat, name):
         assert sum(s.fwd_s for s in c.stages) == pytest.approx(sum(b.fwd_s for b in m.blocks))
         assert max(c.replicas) <= m.batch_size
     assert (m.single_gpu is not None) == m.fits_one_gpu
-    # Table I parameter counts, within 15 % except XLNet-large (see docs/a-srpt-model.md)
+    # Table I parameter counts, within 15 % except XLNet-large (see docs/a-srpt.md)
     if name != "XLNet-large":
         assert m.params == pytest.approx(m.paper_params, rel=0.15)
 

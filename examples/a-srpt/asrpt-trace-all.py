@@ -1,4 +1,4 @@
-"""The "where A-SRPT's waiting and slowdowns come from" table of docs/a-srpt-results-2026-11-22.md.
+"""The "where A-SRPT's waiting and slowdowns come from" table of docs/a-srpt-results.md.
 
 Usage (from the folder holding wl/): python examples/a-srpt/asrpt-trace-all.py [WL_DIR]
 

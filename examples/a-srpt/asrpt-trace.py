@@ -5,7 +5,7 @@ Usage: python examples/a-srpt/asrpt-trace.py TRACE CLUSTER [tau] [predictor]
 It swaps the policy's decide() for a copy of policies/a_srpt.py's that also records, per
 job, when it left the virtual single machine (line 2), how it was started (lines 8-23) and
 its placement slowdown, then prints where the waiting and the slow running come from
-(docs/a-srpt-results-2026-11-22.md). The copy must stay in step with the policy: the script replays
+(docs/a-srpt-results.md). The copy must stay in step with the policy: the script replays
 the same run without the instrumentation and exits with an error if the total JCT differs.
 """
 import sys

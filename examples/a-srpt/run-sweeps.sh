@@ -3,7 +3,7 @@
 # wl). Usage: bash examples/a-srpt/run-sweeps.sh [OUT]. The first five are the paper's figures
 # (docs/a-srpt-results.md, 5 workload seeds: about 1.5 h on 2 busy cores, --workers 2); load,
 # ablation, tau and tau-nic are the first re-run's extra analyses
-# (docs/a-srpt-results-2026-11-22.md; their specs list seeds 1-3).
+# (docs/a-srpt-results.md; their specs list seeds 1-3).
 # The tuning sweeps that chose tau (tau-tune*.toml) read wl-tune/: see docs/a-srpt.md choice 2.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -1,6 +1,6 @@
 """Spread penalty alpha_max / alpha_min of every catalogue configuration under each reading.
 
-Usage: python examples/a-srpt/spread-penalties.py            # Markdown table (docs/a-srpt-model.md)
+Usage: python examples/a-srpt/spread-penalties.py            # Markdown table (docs/a-srpt.md)
        python examples/a-srpt/spread-penalties.py --table2   # VGG19 2x2x2 / GPT-175B vs Table II
 
 alpha_min: the fewest servers, Heavy-Edge, eq. (7) (gpusched.jobmodels.heavy_edge.

@@ -49,7 +49,7 @@ The defaults of ``nic_gbps`` and ``intra_gbyte_s`` are the A-SRPT paper's
 evaluation settings (10 Gbps NIC, 300 GB/s NVLink of V100 servers).
 ``allreduce_reading`` and ``batch_reading`` choose how the A-SRPT performance model reads
 the paper's eq. (6) and batch size (:class:`gpusched.jobmodels.reading.Reading`,
-``docs/a-srpt-model.md``); they matter only for pipeline jobs (a ``config`` column).
+``docs/a-srpt.md``); they matter only for pipeline jobs (a ``config`` column).
 
 Every mistake raises :class:`~gpusched.errors.ClusterError` with a one-line
 message naming the file, the key path (``servers[2].gpus``, 0-based) and what

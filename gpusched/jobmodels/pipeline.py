@@ -19,7 +19,7 @@ Units: seconds, bytes; NIC bandwidth in Gbit/s, intra-server bandwidth in GByte/
 Two places where the text admits more than one reading are explicit options, a
 :class:`Reading` carried by every :class:`PipelineSpec` (so that the ideal time, Heavy-Edge's
 graph, a placement's time and :math:`\\alpha^{max}` of one job all use the same reading; see
-``docs/a-srpt-model.md``):
+``docs/a-srpt.md``):
 
 * ``batch``: what a replica computes. ``"split"`` (default): one iteration is one mini-batch
   of the model's batch size, and "the processing of a single mini-batch by a stage is

@@ -5,7 +5,7 @@ Learning Workload Scheduling in GPU Clusters" (A-SRPT), IEEE INFOCOM 2025, arXiv
 Eq. (6)'s first case is garbled in the text and eq. (4) does not say whether Table I's batch
 size is split over a stage's replicas; :class:`Reading` names the choice, a cluster file sets
 it (``allreduce_reading``, ``batch_reading``) and :mod:`gpusched.jobmodels.pipeline` applies
-it. See ``docs/a-srpt-model.md``.
+it. See ``docs/a-srpt.md``.
 """
 
 from __future__ import annotations
