@@ -57,6 +57,7 @@ Ambiguities and the choices made (also in ``docs/a-srpt.md``):
 from __future__ import annotations
 
 from collections import deque
+from typing import Annotated
 
 import numpy as np
 
@@ -64,7 +65,7 @@ from gpusched.algorithms.pipeline_placer import Placer
 from gpusched.algorithms.predict import fit, prediction_report
 from gpusched.algorithms.predicted import check_predictor
 from gpusched.algorithms.virtual_srpt import VirtualSRPT
-from gpusched.core.policy import Decision, Note, Start
+from gpusched.core.policy import Decision, Note, Range, Start
 from gpusched.core.state import QUEUED
 from gpusched.jobmodels.pipeline_jobs import PipelineJobs
 
@@ -80,17 +81,11 @@ class ASRPTPolicy:
     def __init__(
         self,
         *,
-        tau: float = 256.0,
-        comm_heavy: float = 1.5,
+        tau: Annotated[float, Range(0, 1e9)] = 256.0,
+        comm_heavy: Annotated[float, Range(1, 1e6)] = 1.5,
         predictor: str = "forest",
         rng: np.random.Generator | None = None,
     ) -> None:
-        from gpusched.errors import ParamError
-
-        if not tau >= 0:
-            raise ParamError(f"policy '{self.name}': tau must be >= 0, got {tau}")
-        if not comm_heavy >= 1:
-            raise ParamError(f"policy '{self.name}': comm_heavy must be >= 1, got {comm_heavy}")
         self.tau = float(tau)
         self.comm_heavy = float(comm_heavy)
         self.predictor = check_predictor(self.name, predictor)

@@ -11,8 +11,11 @@ there applies here.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 
+from gpusched.core.policy import Range
 from gpusched.core.registry import sibling_policy
 
 _ASRPT = sibling_policy(__file__, "a_srpt.py")
@@ -27,8 +30,8 @@ class ASRPTPerfectPolicy(_ASRPT):  # type: ignore[misc, valid-type]
     def __init__(
         self,
         *,
-        tau: float = 256.0,
-        comm_heavy: float = 1.5,
+        tau: Annotated[float, Range(0, 1e9)] = 256.0,
+        comm_heavy: Annotated[float, Range(1, 1e6)] = 1.5,
         rng: np.random.Generator | None = None,
     ) -> None:
         super().__init__(tau=tau, comm_heavy=comm_heavy, predictor="oracle", rng=rng)

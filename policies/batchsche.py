@@ -30,13 +30,14 @@ sentences:
 from __future__ import annotations
 
 import heapq
+from typing import Annotated
 
 import numpy as np
 
 from gpusched.algorithms.edge_cloud import assign_ps, holding_after
-from gpusched.core.policy import Decision, Dispatch, Start
+from gpusched.core.policy import Decision, Dispatch, Range, Start
 from gpusched.core.state import FINISHED, QUEUED
-from gpusched.errors import ParamError, PolicyError
+from gpusched.errors import PolicyError
 
 
 class BatchSchePolicy:
@@ -49,9 +50,12 @@ class BatchSchePolicy:
     runs_tasks = True
     needs_tasks = True
 
-    def __init__(self, *, cloud_price: float = 0.5, rng: np.random.Generator | None = None):
-        if not (np.isfinite(cloud_price) and cloud_price > 0):
-            raise ParamError(f"policy 'batchsche': cloud_price must be > 0, got {cloud_price}")
+    def __init__(
+        self,
+        *,
+        cloud_price: Annotated[float, Range(0, 1e6, lo_open=True)] = 0.5,
+        rng: np.random.Generator | None = None,
+    ):
         self.cloud_price = float(cloud_price)
         self._rng = rng if rng is not None else np.random.default_rng(0)
         self.prepare(None, None)

@@ -45,12 +45,13 @@ can depend on the machine's speed.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 
 from gpusched.algorithms.dorm_milp import ps_count, solve_counts
 from gpusched.algorithms.ps_place import round_robin
-from gpusched.core.policy import Allocate, Decision
-from gpusched.errors import ParamError
+from gpusched.core.policy import Allocate, Decision, Range
 from gpusched.jobmodels.ps import params_of
 
 
@@ -66,12 +67,12 @@ class DormPolicy:
     def __init__(
         self,
         *,
-        fairness: float = 0.1,
-        max_adjust: int = 2,
-        period: float = 0.0,
-        time_limit: float = 10.0,
-        node_limit: int = 5000,
-        mip_gap: float = 1e-3,
+        fairness: Annotated[float, Range(0, 1)] = 0.1,
+        max_adjust: Annotated[int, Range(0, 10_000)] = 2,
+        period: Annotated[float, Range(0, 1e9)] = 0.0,
+        time_limit: Annotated[float, Range(0, 86_400, lo_open=True)] = 10.0,
+        node_limit: Annotated[int, Range(1, 1e9)] = 5000,
+        mip_gap: Annotated[float, Range(0, 1)] = 1e-3,
     ) -> None:
         """
         Parameters
@@ -92,17 +93,6 @@ class DormPolicy:
             HiGHS relative MIP gap (>= 0): the answer's objective is within this fraction
             of the optimum.
         """
-        checks = [
-            (0.0 <= fairness <= 1.0, f"fairness must be in [0, 1], got {fairness}"),
-            (max_adjust >= 0, f"max_adjust must be >= 0, got {max_adjust}"),
-            (period >= 0.0, f"period must be >= 0 s, got {period}"),
-            (time_limit > 0.0, f"time_limit must be > 0 s, got {time_limit}"),
-            (node_limit >= 1, f"node_limit must be >= 1, got {node_limit}"),
-            (mip_gap >= 0.0, f"mip_gap must be >= 0, got {mip_gap}"),
-        ]
-        for ok, what in checks:
-            if not ok:  # NaN fails every comparison
-                raise ParamError(f"policy '{self.name}': {what}")
         self.fairness = fairness
         self.max_adjust = max_adjust
         self.period = period

@@ -13,10 +13,12 @@ so jobs still running at the horizon are reported unfinished.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 
 from gpusched.algorithms.ps_place import ps_for, round_robin
-from gpusched.core.policy import Allocate, Decision
+from gpusched.core.policy import Allocate, Decision, Range
 from gpusched.jobmodels.ps import params_of
 
 
@@ -29,9 +31,12 @@ class FIFOPSPolicy:
     work_conserving = False
     places_roles = True
 
-    def __init__(self, *, workers: int = 0, rng: np.random.Generator | None = None) -> None:
-        if workers < 0:
-            raise ValueError("workers must be >= 0 (0: drawn from 1-30 per job)")
+    def __init__(
+        self,
+        *,
+        workers: Annotated[int, Range(0, 10_000)] = 0,
+        rng: np.random.Generator | None = None,
+    ) -> None:
         self.workers = workers
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self._cursor = 0

@@ -82,12 +82,12 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 import numpy as np
 
 from gpusched.algorithms.bayesopt import BayesOpt
-from gpusched.core.policy import Decision, Note, Preempt, Start
+from gpusched.core.policy import Decision, Note, Preempt, Range, Start
 from gpusched.core.state import LOADING, RUNNING
 
 _EPS = 1e-9  # s, as the engine's tolerance on times
@@ -115,26 +115,14 @@ class LazerPolicy:
     def __init__(
         self,
         *,
-        max_defer: float = 100.0,
-        bootstrap: int = 10,
-        min_updates: int = 100,
-        ei_stop: float = 0.1,
-        starts: int = 5,
-        window: float = 3600.0,
+        max_defer: Annotated[float, Range(0, 86_400)] = 100.0,
+        bootstrap: Annotated[int, Range(1, 1000)] = 10,
+        min_updates: Annotated[int, Range(0, 1e6)] = 100,
+        ei_stop: Annotated[float, Range(0, 1e3)] = 0.1,
+        starts: Annotated[int, Range(1, 100)] = 5,
+        window: Annotated[float, Range(0, 1e9, lo_open=True)] = 3600.0,
         rng: np.random.Generator | None = None,
     ) -> None:
-        from gpusched.errors import ParamError
-
-        def need(ok: bool, what: str, value: object) -> None:
-            if not ok:
-                raise ParamError(f"policy '{self.name}': {what}, got {value}")
-
-        need(math.isfinite(max_defer) and max_defer >= 0, "max_defer must be >= 0 s", max_defer)
-        need(bootstrap >= 1, "bootstrap must be >= 1", bootstrap)
-        need(min_updates >= 0, "min_updates must be >= 0", min_updates)
-        need(math.isfinite(ei_stop) and ei_stop >= 0, "ei_stop must be >= 0", ei_stop)
-        need(starts >= 1, "starts must be >= 1", starts)
-        need(math.isfinite(window) and window > 0, "window must be > 0 s", window)
         self.max_defer = float(max_defer)
         self.window = float(window)
         rng = rng if rng is not None else np.random.default_rng(0)

@@ -45,12 +45,13 @@ machines (``split``), as the paper's Sec. V runs OASiS.
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import numpy as np
 
 from gpusched.algorithms import primal_dual as pd
 from gpusched.core.ledger import capacities
-from gpusched.core.policy import Allocate, Decision, Reject
+from gpusched.core.policy import Allocate, Decision, Range, Reject
 from gpusched.core.state import FINISHED
 from gpusched.jobmodels.ps import PSJob, params_of
 
@@ -68,18 +69,12 @@ class PDORSPolicy:
     def __init__(
         self,
         *,
-        g_delta: float = 1.0,
-        rounds: int = 10,
-        granularity: int = 0,
-        max_failures: int = 5000,
+        g_delta: Annotated[float, Range(0, 1e6, lo_open=True)] = 1.0,
+        rounds: Annotated[int, Range(1, 1e6)] = 10,
+        granularity: Annotated[int, Range(0, 100_000)] = 0,
+        max_failures: Annotated[int, Range(1, 1e9)] = 5000,
         rng: np.random.Generator | None = None,
     ) -> None:
-        if not g_delta > 0:
-            raise ValueError("g_delta must be > 0")
-        if rounds < 1 or max_failures < 1:
-            raise ValueError("rounds and max_failures must be >= 1")
-        if granularity < 0:
-            raise ValueError("granularity must be >= 1 (or 0: twice the horizon in slots)")
         self.g_delta = g_delta
         self.rounds = rounds
         self.granularity = granularity

@@ -44,7 +44,7 @@ through this parameter. ``-p xi_table=FILE`` does the same with a per-model-pair
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -59,7 +59,7 @@ from gpusched.algorithms.share import (
     sjf_order,
     worth_sharing,
 )
-from gpusched.core.policy import Decision, Start
+from gpusched.core.policy import Decision, Range, Start
 from gpusched.core.state import QUEUED
 from gpusched.errors import ParamError
 
@@ -73,7 +73,11 @@ class SJFBSBFPolicy:
     work_conserving = False
 
     def __init__(
-        self, *, xi: float = 0.0, xi_table: str = "", rng: np.random.Generator | None = None
+        self,
+        *,
+        xi: Annotated[float, Range(0, 100)] = 0.0,
+        xi_table: str = "",
+        rng: np.random.Generator | None = None,
     ) -> None:
         """
         Parameters
@@ -85,7 +89,7 @@ class SJFBSBFPolicy:
             A TOML file with a ratio per model pair (the format of the bundled table);
             empty for the bundled one.
         """
-        if xi != 0.0 and not (np.isfinite(xi) and xi >= 1.0):
+        if 0.0 < xi < 1.0:  # (its range, [0, 100], is checked with every parameter's)
             raise ParamError(f"policy '{self.name}': xi must be 0 (the model's) or >= 1, got {xi}")
         if xi and xi_table:
             raise ParamError(f"policy '{self.name}': give xi or xi_table, not both")

@@ -23,10 +23,11 @@ point after it; ties in remaining time go to the earlier submission, as in ``srt
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import numpy as np
 
-from gpusched.core.policy import KEY_SRTF, Decision, Fused
+from gpusched.core.policy import KEY_SRTF, Decision, Fused, Range
 from gpusched.core.state import SAVING
 
 
@@ -38,14 +39,12 @@ class SRTFPeriodicPolicy:
     needs_predictor = False
     work_conserving = False  # between cycles GPUs may stay idle while jobs wait
 
-    def __init__(self, *, interval: float = 360.0, rng: np.random.Generator | None = None):
-        from gpusched.errors import ParamError
-
-        if not (math.isfinite(interval) and interval > 0):
-            raise ParamError(
-                f"policy 'srtf-periodic': interval must be a positive number of seconds, "
-                f"got {interval}"
-            )
+    def __init__(
+        self,
+        *,
+        interval: Annotated[float, Range(0, 1e9, lo_open=True)] = 360.0,
+        rng: np.random.Generator | None = None,
+    ):
         self.interval = float(interval)
         self._next: float | None = None  # time of the next cycle, s
 

@@ -41,11 +41,12 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from heapq import heappop, heappush
+from typing import Annotated
 
 import numpy as np
 
 from gpusched.algorithms.level_lists import LevelLists
-from gpusched.core.policy import KEY_LAS, Decision, Fused, parse_levels
+from gpusched.core.policy import KEY_LAS, Decision, Fused, Range, parse_levels
 from gpusched.core.state import QUEUED, SAVING
 
 
@@ -67,7 +68,7 @@ class TiresiasPolicy:
         self,
         *,
         thresholds: str = "3250,7200",
-        starve: float = 0.0,
+        starve: Annotated[float, Range(0, 1e6)] = 0.0,
         rng: np.random.Generator | None = None,
     ) -> None:
         from gpusched.errors import ParamError
@@ -75,8 +76,6 @@ class TiresiasPolicy:
         levels = parse_levels("tiresias", thresholds, "GPU-seconds")
         if len(levels) > 100:  # the kernel keeps levels in int8
             raise ParamError(f"policy 'tiresias': at most 100 thresholds, got {len(levels)}")
-        if starve < 0:
-            raise ParamError(f"policy 'tiresias': starve must be >= 0, got {starve}")
         self.thresholds = np.array(levels)
         # the level edges with the kernel's 1e-6 GPU-s tolerance (see _level), and the
         # next threshold of each level (inf for the last)

@@ -51,9 +51,11 @@ __all__ = [
     "Note",
     "Policy",
     "Preempt",
+    "Range",
     "Reject",
     "Start",
     "call_policy",
+    "check_params",
     "parse_levels",
     "parse_params",
     "policy_params",
@@ -311,11 +313,50 @@ def parse_levels(policy: str, text: str, unit: str) -> tuple[float, ...]:
         raise ParamError(
             f"policy '{policy}': thresholds must be comma-separated {unit}, got '{text}'"
         ) from None
-    if any(b <= a for a, b in zip(levels, levels[1:], strict=False)) or any(t <= 0 for t in levels):
+    if not all(0 < t < float("inf") for t in levels) or any(
+        b <= a for a, b in zip(levels, levels[1:], strict=False)
+    ):
         raise ParamError(
-            f"policy '{policy}': thresholds must be positive and increasing, got '{text}'"
+            f"policy '{policy}': thresholds must be finite, positive and increasing, got '{text}'"
         )
     return levels
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """The values a numeric policy parameter may take, declared beside it.
+
+    A policy declares it in the parameter's annotation,
+    ``starve: Annotated[float, Range(0, 1e6)] = 0.0``; :func:`check_params` (called by
+    ``-p`` parsing and by :func:`gpusched.core.registry.make_policy`) refuses a value
+    outside it (NaN included) with one line naming the policy, the parameter and the range.
+    Every numeric parameter of a built-in policy declares one (a test checks it).
+
+    Attributes
+    ----------
+    lo, hi
+        The bounds, in the parameter's unit.
+    lo_open, hi_open
+        Exclude the bound (``Range(0, 1e6, lo_open=True)``: 0 < x <= 1e6).
+    """
+
+    lo: float
+    hi: float
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def __contains__(self, x: object) -> bool:
+        if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating):
+            return False
+        v = float(x) if not isinstance(x, int | np.integer) else x
+        above = v > self.lo if self.lo_open else v >= self.lo
+        below = v < self.hi if self.hi_open else v <= self.hi
+        return bool(above and below)  # NaN: False
+
+    def __str__(self) -> str:
+        return (
+            f"{'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}{')' if self.hi_open else ']'}"
+        )
 
 
 def policy_params(cls: type[Any]) -> dict[str, tuple[type, Any]]:
@@ -323,17 +364,46 @@ def policy_params(cls: type[Any]) -> dict[str, tuple[type, Any]]:
 
     They are the keyword-only arguments of ``__init__`` other than ``rng``.
     """
+    return {k: (tp, default) for k, (tp, default, _) in _declared(cls).items()}
+
+
+def param_ranges(cls: type[Any]) -> dict[str, Range]:
+    """The declared :class:`Range` of each parameter that has one."""
+    return {k: r for k, (_, _, r) in _declared(cls).items() if r is not None}
+
+
+def _declared(cls: type[Any]) -> dict[str, tuple[type, Any, Range | None]]:
     sig = inspect.signature(cls.__init__)
-    hints = typing.get_type_hints(cls.__init__)
-    out: dict[str, tuple[type, Any]] = {}
+    hints = typing.get_type_hints(cls.__init__, include_extras=True)
+    out: dict[str, tuple[type, Any, Range | None]] = {}
     for name, p in sig.parameters.items():
         if p.kind is not inspect.Parameter.KEYWORD_ONLY or name == "rng":
             continue
-        tp = hints.get(name, type(p.default))
+        tp: Any = hints.get(name, type(p.default))
+        rng: Range | None = None
+        if typing.get_origin(tp) is typing.Annotated:
+            rng = next((m for m in tp.__metadata__ if isinstance(m, Range)), None)
+            tp = tp.__origin__
         if tp not in _SCALARS:
             tp = str
-        out[name] = (tp, p.default)
+        out[name] = (tp, p.default, rng)
     return out
+
+
+def check_params(cls: type[Any], params: dict[str, Any]) -> None:
+    """Refuse a parameter value outside its declared :class:`Range`.
+
+    Raises
+    ------
+    ParamError
+        Naming the policy, the parameter, its range and the value given.
+    """
+    ranges = param_ranges(cls)
+    name = getattr(cls, "name", cls.__name__)
+    for key, value in params.items():
+        r = ranges.get(key)
+        if r is not None and value not in r:
+            raise ParamError(f"policy '{name}': {key} must be a number in {r}, got {value!r}")
 
 
 _INT = re.compile(r"[+-]?[0-9]+")
@@ -401,4 +471,5 @@ def parse_params(cls: type, pairs: list[str] | dict[str, str]) -> dict[str, Any]
             hint = did_you_mean(key, declared)
             raise ParamError(f"policy '{name}' has no parameter '{key}'{hint} (it takes: {known})")
         out[key] = _convert(name, key, value, declared[key][0])
+    check_params(cls, out)
     return out

@@ -176,8 +176,9 @@ def make_policy(cls: type[Any], params: dict[str, Any], seed: int) -> Any:
     """Instantiate a policy class with validated parameters and its own RNG."""
     import numpy as np
 
-    from gpusched.core.policy import call_policy
+    from gpusched.core.policy import call_policy, check_params
 
+    check_params(cls, params)
     kwargs = dict(params)
     if "rng" in inspect.signature(cls.__init__).parameters:
         kwargs["rng"] = np.random.default_rng(seed)
