@@ -290,7 +290,7 @@ def test_deterministic():
 @pytest.mark.parametrize(
     ("params", "msg"),
     [
-        ({"fairness": 1.5}, "fairness must be in"),
+        ({"fairness": 1.5}, r"fairness must be a number in \[0, 1\]"),
         ({"max_adjust": -1}, "max_adjust must be"),
         ({"period": -1.0}, "period must be"),
         ({"time_limit": 0.0}, "time_limit must be"),

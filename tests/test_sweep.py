@@ -577,7 +577,7 @@ def tiny_csv() -> Path:
         (BASE + "[params.fifo]\nnope = [1]", ["[params.fifo] nope = 1", "no parameter 'nope'"]),
         (
             'traces = ["tiny"]\npolicies = ["tiresias"]\n[params.tiresias]\nstarve = [0.0, -1.0]',
-            ["[params.tiresias] starve=-1.0", "starve must be a number in [0, 1e+06], got -1.0"],
+            ["[params.tiresias] starve = -1.0", "starve must be a number in [0, 1e+06], got -1.0"],
         ),
         (
             'traces = ["tiny"]\npolicies = ["a-srpt"]\n[params.a-srpt]\ntau = ["nan"]',
