@@ -82,7 +82,7 @@ class TaskDispatch(Mechanism):
         if action.config is not None:
             raise self._fail(j, now, "gives a config, but tasks take none")
         self.book.before_start(j, w, now)
-        self.k.start_on(st, j, np.asarray([w], dtype=np.int32), now)
+        self.k.start_on(j, np.asarray([w], dtype=np.int32), now)
         self.book.after_start(j)
 
     def _apply_dispatch(self, action: Dispatch, now: float) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 from gpusched.core.checks import check_invariants
 from gpusched.core.dispatch import TaskDispatch
 from gpusched.core.events import EventLog, new_log
-from gpusched.core.jit import KERNEL_MODULE, SWITCH, Kernels, compiled, is_cached
+from gpusched.core.jit import KERNEL_MODULE, SWITCH, Kernels, compiled, is_cached, state_handle
 from gpusched.core.jobs import JobTable
 from gpusched.core.ledger import RESOURCES, Ledger
 from gpusched.core.lifecycle import GangLifecycle
@@ -235,8 +235,8 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         self._started_buf = np.zeros(max(len(jobs), 1), dtype=np.int32)
         self._tl_buf = new_timeline(0)  # the python path's chunk being filled
         self._notice = notice
-        #: the kernels this run calls (see _Kernels); interpreted until use_compiled
-        self.k: Any = Kernels()
+        #: the kernels this run calls, bound to its state (see Kernels); interpreted until use_compiled
+        self.k: Any = Kernels(self.state)
         #: "auto" while the run may still move to the compiled kernels (see _maybe_compile)
         from gpusched.core import warmup  # (it imports this module)
 
@@ -299,10 +299,10 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         if self.finished:
             return np.inf
         if st.sim_f[F_NOW] == -np.inf:
-            return float(self.k.first_decision_time(st, self.cfg))
+            return float(self.k.first_decision_time(self.cfg))
         if st.sim_i[I_N_FINISHED] + st.sim_i[I_N_REJECTED] == len(self.jobs):
             return np.inf
-        e = self.k.next_event_time(st, self.cfg)
+        e = self.k.next_event_time(self.cfg)
         return np.inf if e == np.inf else float(self.k.decision_time(e, self.slot_s, self.now))
 
     def step(self, n: int = 1) -> bool:
@@ -333,9 +333,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
 
         with notice() if notice is not None else nullcontext():
             warm_up(self.mode)  # no-op when loaded (and in the warm-up's own engines)
-            self.k.use_compiled(
-                self.state, self.cfg, self._tl_buf, self._done_buf, self.mode == "python"
-            )
+            self.k.use_compiled(self.cfg, self._tl_buf, self._done_buf, self.mode == "python")
         self._auto = False
 
     def _maybe_compile(self, spent: float) -> None:
@@ -363,7 +361,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
     def _compiled_cached(self) -> bool:
         """Are this path's compiled kernels in Numba's cache (or loaded)?"""
         module = compiled(KERNEL_MODULE)
-        st, cfg = self.state, self.cfg
+        st, cfg = state_handle(self.state), self.cfg
         if self.mode == "fused":
             return is_cached(module.run_fused, (st, cfg, new_timeline(1), 1))
         return is_cached(module.step, (st, cfg, self._done_buf))
@@ -390,7 +388,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         while n > 0 and not self.finished:
             size = min(n, _CHUNK)
             buf = new_timeline(size)
-            rows, code = self.k.run_fused(st, self.cfg, buf, size)
+            rows, code = self.k.run_fused(self.cfg, buf, size)
             if self.events is not None:
                 self.events.ensure_room(st)
             self._tl.append(Timeline(*(b[:rows] for b in buf)))
@@ -417,7 +415,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         events = self.events
         if events is not None:
             events.ensure_room(st)
-        code, n_done, n_arrived = self.k.step(st, self.cfg, self._done_buf)
+        code, n_done, n_arrived = self.k.step(self.cfg, self._done_buf)
         if events is not None:
             events.ensure_room(st)
         if self.ledger is not None:
@@ -470,7 +468,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
                 self._tl.append(self._tl_buf)
             self._tl_buf = new_timeline(_CHUNK)
             self._tl_rows = 0
-        self.k.record(st, self.cfg, self._tl_rows, self._tl_buf)
+        self.k.record(self.cfg, self._tl_rows, self._tl_buf)
         self._tl_rows += 1
         if self.ledger is not None:
             why = self.ledger.check()
@@ -553,7 +551,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
                 started = True
             elif isinstance(action, Preempt):
                 if started:  # the job may have started in this decision: queue it once
-                    self.k.compact_queue(st, 0)
+                    self.k.compact_queue(0)
                     started = False
                 self._apply_preempt(action, now)
             elif isinstance(action, Dispatch):
@@ -562,7 +560,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
                 self._apply_host_ps(action, now)
             elif isinstance(action, Allocate):
                 if started:  # it may pause a job started in this decision
-                    self.k.compact_queue(st, 0)
+                    self.k.compact_queue(0)
                 self._apply_allocate(action, now)
                 started = True
             elif isinstance(action, Reject):
@@ -572,7 +570,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             if log is not None and reason:
                 log.reason(st, since, now, int(action.job), reason)
         if decision.actions:
-            self.k.compact_queue(st, 0)  # once: drop the jobs the Starts took out of the queue
+            self.k.compact_queue(0)  # once: drop the jobs the Starts took out of the queue
         if decision.order is not None and self.ledger is not None:
             raise self._fail(
                 None, now, "gives an order, but jobs placed by roles are started with Allocate"
@@ -599,7 +597,6 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
 
     def _apply_order(self, given: Any, blocking: bool, preemptive: bool, now: float) -> None:
         """Fill the GPUs greedily in the order ``given`` (Decision.order), after checking it."""
-        st = self.state
         order = given
         if not (  # the common case: already what the kernel takes
             type(order) is np.ndarray
@@ -614,7 +611,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             if order.ndim != 1 or (order.size and order.dtype.kind not in "iu"):
                 raise self._fail(None, now, "order must be a 1-D array of job indices")
             order = np.ascontiguousarray(order, dtype=np.int32)
-        problem, at = self.k.check_order(st, order)
+        problem, at = self.k.check_order(order)
         if problem == 1:
             raise self._fail(None, now, f"unknown job index {int(order[at])} in order")
         if problem == 2:
@@ -624,7 +621,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             raise self._status_problem(j, now, (QUEUED, RUNNING, LOADING, SAVING)) or (
                 self._fail(j, now, "bad")
             )
-        self.k.fill_order(st, self.cfg, order, bool(blocking), bool(preemptive))
+        self.k.fill_order(self.cfg, order, bool(blocking), bool(preemptive))
 
     def _set_wake(self, w: float, now: float) -> None:
         if not w > now:
@@ -664,7 +661,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
     def sync(self) -> None:
         """Bring every running job's accounting (remaining, executed, attained) up to now."""
         if np.isfinite(self.now):
-            self.k.sync_all(self.state)
+            self.k.sync_all()
 
     def snapshot(self) -> Snapshot:
         """Copies of the state a viewer draws."""

@@ -24,6 +24,7 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -78,10 +79,30 @@ def jit(options: dict[str, Any]) -> Callable[[F], F]:
             return fn
         from numba import njit
 
+        from gpusched.core import stateref
+
         _quiet_blas_probe()
-        return njit(**options)(fn)  # type: ignore[no-any-return]
+        dispatcher = njit(**options)(fn)
+        if stateref.JIT:  # callees compiled for their arguments' plain types
+            dispatcher.__class__ = stateref.PlainArgsDispatcher
+        return dispatcher  # type: ignore[no-any-return]
 
     return decorate
+
+
+def _same(st: Any) -> Any:
+    return st
+
+
+def by_ref(module: str) -> Callable[[Any], Any]:
+    """What kernel module ``module`` calls as ``ref(st)`` in its entry points before handing
+    the state to its inner functions: in compiled code a pointer to the state tuple (see
+    :mod:`gpusched.core.stateref`), in the interpreted twin (or without the JIT) the tuple."""
+    if module.endswith(SUFFIX):
+        return _same
+    from gpusched.core import stateref
+
+    return stateref.ref if stateref.JIT else _same  # type: ignore[return-value]
 
 
 def interpreted(name: str) -> ModuleType:
@@ -179,19 +200,23 @@ def _quiet_blas_probe() -> None:
 
 
 class Kernels:
-    """The kernels one run calls: the interpreted twin's plain functions or the compiled ones.
+    """The kernels one run calls, bound to its state: the interpreted twin's plain functions
+    or the compiled ones.
 
-    :meth:`use_interpreted` takes the plain functions of :mod:`gpusched.core.kernel`'s
-    interpreted twin (see :mod:`gpusched.core.jit`); nothing imports Numba. :meth:`use_compiled`
-    takes its Numba dispatchers, and binds the ones the Python path calls to their compiled
-    entry points for this run: the dispatcher types every argument at every call, which for
-    the state tuple's ~60 arrays costs 13-27 us a call, several calls per decision point,
-    against about 1.5 us for the compiled entry point itself. The engine knows the types
-    (the state, its config and timeline are fixed for the run; jobs are ``int``, times
-    ``float``, GPU lists ``int32``), so it asks the dispatcher once for the entry point of
-    those types (loading or compiling it as a call would) and calls that. Every call below
-    must pass exactly these types (``compact_queue`` its second argument explicitly).
-    Without the JIT (``NUMBA_DISABLE_JIT=1``) the plain functions are used.
+    Each kernel that takes the state is called without it (``k.step(cfg, done)`` for
+    ``kernel.step(st, cfg, done)``): :meth:`use_interpreted` binds the plain functions of
+    :mod:`gpusched.core.kernel`'s interpreted twin to the state tuple (see
+    :mod:`gpusched.core.jit`; nothing imports Numba). :meth:`use_compiled` binds the Numba
+    dispatchers to a :class:`~gpusched.core.stateref.StateHandle` of the state (one object
+    to convert per call instead of the tuple's ~60 arrays), and the ones the Python path
+    calls to their compiled entry points for this run: the dispatcher types every argument
+    at every call, several calls per decision point, against about a microsecond for the
+    compiled entry point itself. The engine knows the types (the state, its config and
+    timeline are fixed for the run; jobs are ``int``, times ``float``, GPU lists
+    ``int32``), so it asks the dispatcher once for the entry point of those types (loading
+    or compiling it as a call would) and calls that. Every call below must pass exactly
+    these types (``compact_queue`` its argument explicitly). Without the JIT
+    (``NUMBA_DISABLE_JIT=1``) the plain functions are used.
     """
 
     #: kernels the Python path calls (bound when compiled)
@@ -201,56 +226,70 @@ class Kernels:
     ).split()
     #: kernels called a few times per run (left to the dispatcher)
     OTHERS = ("run_fused", "first_decision_time", "next_event_time", "decision_time", "sync_all")
+    #: the one kernel that takes no state
+    STATELESS = ("decision_time",)
 
-    def __init__(self) -> None:
+    def __init__(self, state: SimState) -> None:
+        self.state = state
         self.compiled = False
         self.use_interpreted()
 
     def use_interpreted(self) -> None:
         """Call the plain Python functions of the kernel's interpreted twin."""
-        module = interpreted(KERNEL_MODULE)
-        for name in self.PYTHON_PATH + list(self.OTHERS):
-            setattr(self, name, getattr(module, name))
+        self._bind(interpreted(KERNEL_MODULE), self.state)
         self.compiled = False
 
-    def use_compiled(
-        self, st: SimState, cfg: KernelConfig, tl: Timeline, done: np.ndarray, python: bool
-    ) -> None:
+    def _bind(self, module: ModuleType, st: Any) -> None:
+        for name in self.PYTHON_PATH + list(self.OTHERS):
+            fn = getattr(module, name)
+            setattr(self, name, fn if name in self.STATELESS else partial(fn, st))
+
+    def use_compiled(self, cfg: KernelConfig, tl: Timeline, done: np.ndarray, python: bool) -> None:
         """Call the compiled kernels (loaded from Numba's cache, or compiled), the Python
         path's (if ``python``) bound to these types."""
         import numba
         from numba import types
 
         module = compiled(KERNEL_MODULE)
+        if not hasattr(module.run_fused, "compile"):  # NUMBA_DISABLE_JIT: plain functions
+            self._bind(module, self.state)
+            self.compiled = True
+            return
+        handle = state_handle(self.state)
         typeof: Callable[[Any], Any] = numba.typeof
-        S, C = typeof(st), typeof(cfg)
+        S, C = handle.numba_type, typeof(cfg)
         i, f, b = types.int64, types.float64, types.boolean
         gpus = typeof(np.empty(0, np.int32))
         if not python:  # loaded now, without Numba's slower way of a first call
             load_cached(module.run_fused, (S, C, typeof(tl), i))
         load_cached(module.sync_all, (S,))
-        for name in self.OTHERS:
-            setattr(self, name, getattr(module, name))
+        self._bind(module, handle)
         self.compiled = True
         if not python:
             return
 
         def bind(name: str, *sig: Any) -> None:
             fn = getattr(module, name)
-            if not hasattr(fn, "compile"):  # NUMBA_DISABLE_JIT
-                setattr(self, name, fn)
-                return
-            load_cached(fn, sig)
-            setattr(self, name, fn.compile(sig))  # the entry point loaded, or compiled now
+            load_cached(fn, (S, *sig))
+            # the entry point loaded, or compiled now
+            setattr(self, name, partial(fn.compile((S, *sig)), handle))
 
-        bind("step", S, C, typeof(done))
-        bind("record", S, C, i, typeof(tl))
-        bind("compact_queue", S, i)
-        bind("start_on", S, i, gpus, f)
-        bind("start_job", S, i, f)
-        bind("place_consolidated", S, i, b)
-        bind("preempt", S, i, f)
-        bind("set_rate", S, i, f)
-        bind("fill_order", S, C, gpus, b, b)
-        bind("check_order", S, gpus)
-        bind("started_at", S, f, gpus)
+        bind("step", C, typeof(done))
+        bind("record", C, i, typeof(tl))
+        bind("compact_queue", i)
+        bind("start_on", i, gpus, f)
+        bind("start_job", i, f)
+        bind("place_consolidated", i, b)
+        bind("preempt", i, f)
+        bind("set_rate", i, f)
+        bind("fill_order", C, gpus, b, b)
+        bind("check_order", gpus)
+        bind("started_at", f, gpus)
+
+
+def state_handle(st: SimState) -> Any:
+    """What compiled entry points take for the state ``st`` (imports Numba): a
+    :class:`~gpusched.core.stateref.StateHandle`, or ``st`` itself without the JIT."""
+    from gpusched.core import stateref
+
+    return stateref.StateHandle(st) if stateref.JIT else st

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusched.core.jit import jit
+from gpusched.core.jit import by_ref, jit
 from gpusched.core.state import (
     DONE,
     E_TIME,
@@ -89,6 +89,10 @@ _JIT = {"cache": True, "nogil": True, "_nrt": False}
 #: time per function; without them, compiling every kernel on a first run took 48 s
 #: instead of 91 s (each entry point Python calls is a thin function at the end).
 _INNER = {**_JIT, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+#: ``ref(st)``: the entry points (``_JIT``) hand the inner functions the state by reference
+#: (compiled: a pointer to the tuple in the entry's frame; interpreted: the tuple itself),
+#: see :mod:`gpusched.core.stateref`
+ref = by_ref(__name__)
 
 
 # --- small bookkeeping helpers ---------------------------------------------------------
@@ -349,8 +353,9 @@ def _end_time(st, j, begin):
 
 
 @jit(_JIT)
-def set_rate(st, j, rate):
+def set_rate(state, j, rate):
     """Change holder ``j``'s solo progress rate from now on (performance models)."""
+    st = ref(state)
     now = st.sim_f[F_NOW]
     _sync(st, j, now)  # at the old rate
     st.job_solo_rate[j] = rate
@@ -438,8 +443,9 @@ def _start_job(st, j, now):
 
 
 @jit(_JIT)
-def start_on(st, j, gpus, now):
+def start_on(state, j, gpus, now):
     """Start queued job ``j`` on the given GPUs (validated by the caller); False if full."""
+    st = ref(state)
     for k in range(gpus.shape[0]):
         if not _assign(st, j, k, gpus[k]):
             _release_at(st, j, now)
@@ -949,7 +955,7 @@ def fill(st, cfg, c, m, blocking, preemptive):
                 break
     # the queue keeps only jobs still QUEUED
     if started > 0 or preemptive:
-        _compact_queue(st)
+        _compact_queue(st, 0)
     return started
 
 
@@ -1000,8 +1006,9 @@ def started_at(st, t, out):
 
 
 @jit(_JIT)
-def fill_order(st, cfg, order, blocking, preemptive):
+def fill_order(state, cfg, order, blocking, preemptive):
     """Priority fill with an order computed in Python (see :func:`fill`)."""
+    st = ref(state)
     m = order.shape[0]
     for i in range(m):
         st.cand[i] = order[i]
@@ -1145,13 +1152,14 @@ def _record(st, cfg, k, tl):
 
 
 @jit(_JIT)
-def run_fused(st, cfg, tl, max_steps):
+def run_fused(state, cfg, tl, max_steps):
     """Run a built-in priority policy (``cfg.key``) for up to ``max_steps`` decisions.
 
     Returns ``(rows, code)``: timeline rows written to ``tl`` (a
     :class:`~gpusched.core.state.Timeline`) from index 0, and a return code (LIMIT: call
     again to continue).
     """
+    st = ref(state)
     dummy = st.cand[:0]  # no completions wanted; kernels allocate nothing (see _JIT)
     rows = 0
     limit = min(max_steps, tl.time_s.shape[0])
@@ -1178,7 +1186,7 @@ def run_fused(st, cfg, tl, max_steps):
 @jit(_JIT)
 def compact_queue(st, n_sorted):
     """Python's entry to :func:`_compact_queue`."""
-    return _compact_queue(st, n_sorted)
+    return _compact_queue(ref(st), n_sorted)
 
 
 @jit(_JIT)
@@ -1190,46 +1198,46 @@ def decision_time(e, slot_s, now):
 @jit(_JIT)
 def first_decision_time(st, cfg):
     """Python's entry to :func:`_first_decision_time`."""
-    return _first_decision_time(st, cfg)
+    return _first_decision_time(ref(st), cfg)
 
 
 @jit(_JIT)
 def next_event_time(st, cfg):
     """Python's entry to :func:`_next_event_time`."""
-    return _next_event_time(st, cfg)
+    return _next_event_time(ref(st), cfg)
 
 
 @jit(_JIT)
 def place_consolidated(st, j, allow_spread):
     """Python's entry to :func:`_place_consolidated`."""
-    return _place_consolidated(st, j, allow_spread)
+    return _place_consolidated(ref(st), j, allow_spread)
 
 
 @jit(_JIT)
 def preempt(st, j, now):
     """Python's entry to :func:`_preempt`."""
-    return _preempt(st, j, now)
+    return _preempt(ref(st), j, now)
 
 
 @jit(_JIT)
 def record(st, cfg, k, tl):
     """Python's entry to :func:`_record`."""
-    return _record(st, cfg, k, tl)
+    return _record(ref(st), cfg, k, tl)
 
 
 @jit(_JIT)
 def start_job(st, j, now):
     """Python's entry to :func:`_start_job`."""
-    return _start_job(st, j, now)
+    return _start_job(ref(st), j, now)
 
 
 @jit(_JIT)
 def step(st, cfg, out_done):
     """Python's entry to :func:`_step`."""
-    return _step(st, cfg, out_done)
+    return _step(ref(st), cfg, out_done)
 
 
 @jit(_JIT)
 def sync_all(st):
     """Python's entry to :func:`_sync_all`."""
-    return _sync_all(st)
+    return _sync_all(ref(st))
