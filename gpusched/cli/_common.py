@@ -126,7 +126,7 @@ def compile_notice(delay_s: float = 1.0) -> Iterator[None]:
     timer = threading.Timer(
         delay_s,
         lambda: print(
-            "compiling simulation kernels, first run only (up to a minute)...",
+            "compiling simulation kernels, first run only (several seconds)...",
             file=sys.stderr,
             flush=True,
         ),
@@ -139,18 +139,20 @@ def compile_notice(delay_s: float = 1.0) -> Iterator[None]:
         timer.cancel()
 
 
-#: s; an interpreted run at least this long suggests ``gpusched warm-up``
-WARM_UP_HINT_S = 2.0
-
-
 def suggest_warm_up(result: Any) -> None:
-    """After a run that went on the interpreted kernels only because Numba's cache is
-    empty (a small run does not wait a minute for a compile), say how to compile them."""
-    if result.extra.get("uncompiled") and result.wall_s >= WARM_UP_HINT_S:
+    """After a run that went on the interpreted kernels because Numba's cache lacked the
+    compiled ones, say what became of their compile in the background."""
+    state = result.extra.get("background_compile")
+    if state == "running":
         typer.echo(
-            "note: this run used the interpreted kernels (not compiled yet); "
-            "'gpusched warm-up' compiles them once (about a minute) and makes runs like "
-            "this several times faster",
+            "note: the simulation kernels are compiling in the background (once per install); "
+            "later runs will load them",
+            err=True,
+        )
+    elif state is False:
+        typer.echo(
+            "note: compiling the simulation kernels failed, so runs stay on their interpreted "
+            "copy; 'gpusched warm-up' compiles them in the foreground and shows the error",
             err=True,
         )
 

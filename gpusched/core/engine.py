@@ -243,9 +243,13 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         self._auto = kernels == "auto" and not warmup.loaded(self.mode)
         self._interp_s = 0.0  # s spent on the interpreted kernels
         self._cold: bool | None = None  # compiled kernels missing from Numba's cache?
+        #: the compile this run waits for while it goes on interpreted (see _maybe_compile)
+        self.compiling: Any = None
         if self._auto and len(jobs) > SWITCH.max_jobs:
             self._cold = not self._compiled_cached()
             self._auto = self._cold
+            if self._cold:
+                self._compile_in_background()
         if kernels == "compiled" or (kernels == "auto" and not self._auto):
             self._use_compiled(notice if self._cold is not False else None)
         #: the configuration each started job carries (Start.config), for its lifetime
@@ -339,8 +343,20 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
     def _maybe_compile(self, spent: float) -> None:
         """Move to the compiled kernels when the rest of the run would take longer
         interpreted than loading them (see :class:`gpusched.core.jit.Switch`); ``spent`` is
-        the CPU time of the last step."""
+        the CPU time of the last step. When they are not in Numba's cache yet, they are
+        compiled in another process while the run goes on, and the run moves once that
+        process is done (see :mod:`gpusched.core.background`)."""
         self._interp_s += spent
+        if self.compiling is not None:
+            ready = self.compiling.poll()
+            if ready is None:
+                return  # still compiling: go on interpreted
+            if ready:
+                self._cold = False
+                self._use_compiled(None)  # from the cache now
+            else:
+                self._auto = False  # the compile failed: end the run interpreted
+            return
         if self._interp_s < SWITCH.min_s:
             return
         st = self.state
@@ -354,9 +370,21 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             return
         if self._cold is None:
             self._cold = not self._compiled_cached()
-        if self._cold and left <= SWITCH.compile_s:
+        if self._cold:
+            self._compile_in_background()
             return
-        self._use_compiled(self._notice if self._cold else None)
+        self._use_compiled(None)
+
+    def _background_state(self) -> bool | str | None:
+        if self.compiling is None:
+            return None
+        ready = self.compiling.poll()
+        return "running" if ready is None else ready
+
+    def _compile_in_background(self) -> None:
+        from gpusched.core import background
+
+        self.compiling = background.start(self.mode)
 
     def _compiled_cached(self) -> bool:
         """Are this path's compiled kernels in Numba's cache (or loaded)?"""
@@ -751,6 +779,9 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
                 "kernels": self.kernels,  # the ones that ended the run
                 # ran interpreted because Numba's cache lacks the compiled kernels
                 "uncompiled": self.kernels == "interpreted" and self._cold is True,
+                # compiled in the background during the run: None (not), True (done, in
+                # the cache), False (failed) or "running" (still, after the run)
+                "background_compile": self._background_state(),
                 **extra,
             },
         )

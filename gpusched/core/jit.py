@@ -8,11 +8,12 @@ Numba import, no compilation, the same statements on the same arrays. Both twins
 write a :class:`~gpusched.core.state.SimState` alike, so a run may start on one and go on with
 the other.
 
-Why both. Importing Numba and loading the cached kernels costs about a second in every
-process, and compiling them on the first run after an install much longer; a small run
-is over in the interpreter before that. :class:`~gpusched.core.engine.Engine` starts on the
-interpreted twin and moves to the compiled one when the run turns out to be long
-(:data:`SWITCH`).
+Why both. Importing Numba and loading the cached kernels costs about 0.2 s of CPU in every
+process, and compiling them on the first run after an install several seconds; a small
+run is over in the interpreter before that. :class:`~gpusched.core.engine.Engine` starts on
+the interpreted twin and moves to the compiled one when the run turns out to be long
+(:data:`SWITCH`); on a first run, once another process has compiled them
+(:mod:`gpusched.core.background`).
 
 ``NUMBA_DISABLE_JIT=1`` still works as Numba documents it: the "compiled" twin then holds
 the plain functions too.
@@ -54,15 +55,15 @@ class Switch:
     (tiresias with ``starve`` on philly-2000 projected under a second left for 3.5 s);
     moving at the latest once ``t`` reaches ``load_s`` bounds any run at about twice the
     cost of the better choice, whatever the projection said (the rent-or-buy rule).
-    When the compiled kernels are not in the cache yet (a first run), compiling them takes
-    tens of seconds, so the run stays interpreted unless the projection leaves more than
-    ``compile_s``. A run of more than ``max_jobs`` jobs (interpreted, 0.2-2 ms each)
-    starts on the compiled kernels when they are in the cache.
+    A run of more than ``max_jobs`` jobs (interpreted, 0.2-2 ms each) starts on the
+    compiled kernels when they are in the cache. When they are not (a first run), the
+    run starts compiling them in another process at the moment it would have moved on,
+    goes on interpreted meanwhile, and moves on once they are in the cache
+    (:mod:`gpusched.core.background`).
     """
 
     min_s: float = 0.05
     load_s: float = 0.2
-    compile_s: float = 20.0
     max_jobs: int = 5000
     chunk: int = 128  #: decision points per call while interpreted (fused path)
 
@@ -85,6 +86,8 @@ def jit(options: dict[str, Any]) -> Callable[[F], F]:
         dispatcher = njit(**options)(fn)
         if stateref.JIT:  # callees compiled for their arguments' plain types
             dispatcher.__class__ = stateref.PlainArgsDispatcher
+            if options.get("cache"):
+                dispatcher.enable_caching()  # keyed by stateref.VERSION too
         return dispatcher  # type: ignore[no-any-return]
 
     return decorate

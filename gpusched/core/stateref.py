@@ -13,11 +13,13 @@ The interpreted twin of the kernels uses the tuple itself (see
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, config, types
+from numba.core.caching import FunctionCache
 from numba.core.datamodel import models
 from numba.core.datamodel.registry import default_manager
 from numba.core.extending import (
@@ -43,12 +45,18 @@ class StateRef(types.Type):  # type: ignore[misc]
 
     def __init__(self, tuple_type: Any) -> None:
         self.tuple_type = tuple_type
-        digest = hashlib.sha1(str(tuple_type).encode()).hexdigest()[:16]
-        super().__init__(name=f"StateRef({digest})")  # short: it is in every symbol name
+        # the key (hashed and compared at every turn of type inference) and the name (in
+        # every symbol name) are short: a digest of the tuple's type, not the type itself
+        self.digest = _digest(tuple_type)
+        super().__init__(name=f"StateRef({self.digest[:16]})")
 
     @property
     def key(self) -> Any:
-        return self.tuple_type
+        return self.__dict__.get("digest") or _digest(self.tuple_type)
+
+
+def _digest(tuple_type: Any) -> str:
+    return hashlib.sha1(str(tuple_type).encode()).hexdigest()
 
 
 @register_model(StateRef)
@@ -174,13 +182,27 @@ def ref(typingctx: Any, st: Any) -> Any:
     return StateRef(st)(st), codegen
 
 
+#: this module's source: compiled kernels depend on it (the layout it reads, the types it
+#: passes), so it is part of their key in Numba's cache, beside the kernel's own source
+VERSION = hashlib.sha1(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+class _Cache(FunctionCache):  # type: ignore[misc]
+    def _index_key(self, sig: Any, codegen: Any) -> Any:
+        return (*super()._index_key(sig, codegen), VERSION)
+
+
 class PlainArgsDispatcher(CPUDispatcher):
     """Numba's dispatcher, except that a kernel function calling another one compiles the
     callee for the plain types of its arguments: Numba would compile one version per
     constant passed (``_log(st, EV_FINISH, j, t, 0)`` and ``_log(st, EV_START, ...)`` as
     two functions) and per integer width (a job index read from an int32 array, or
     counted in int64), which more than doubled some kernels' compile time for nothing.
-    Signed integers are passed as int64 (every value fits)."""
+    Signed integers are passed as int64 (every value fits). Its cache entries are also
+    keyed by :data:`VERSION`."""
+
+    def enable_caching(self) -> None:
+        self._cache = _Cache(self.py_func)
 
     def get_call_template(self, args: Any, kws: Any) -> Any:
         args = tuple(_plain(a) for a in args)
