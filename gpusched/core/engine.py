@@ -252,6 +252,8 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
                 self._compile_in_background()
         if kernels == "compiled" or (kernels == "auto" and not self._auto):
             self._use_compiled(notice if self._cold is not False else None)
+        else:
+            self.k.use_interpreted()
         #: the configuration each started job carries (Start.config), for its lifetime
         self._config: dict[int, Any] = {}
         self.view = View(

@@ -82,12 +82,12 @@ def jit(options: dict[str, Any]) -> Callable[[F], F]:
 
         from gpusched.core import stateref
 
-        _quiet_blas_probe()
-        dispatcher = njit(**options)(fn)
-        if stateref.JIT:  # callees compiled for their arguments' plain types
-            dispatcher.__class__ = stateref.PlainArgsDispatcher
-            if options.get("cache"):
-                dispatcher.enable_caching()  # keyed by stateref.VERSION too
+        if not stateref.JIT:
+            return njit(**options)(fn)  # type: ignore[no-any-return]
+        dispatcher = njit(**{k: v for k, v in options.items() if k != "cache"})(fn)
+        dispatcher.__class__ = stateref.PlainArgsDispatcher  # callees for plain types
+        if options.get("cache"):
+            dispatcher.enable_caching()  # keyed by stateref.VERSION too
         return dispatcher  # type: ignore[no-any-return]
 
     return decorate
@@ -178,7 +178,7 @@ def load_cached(dispatcher: Any, sig: tuple[Any, ...]) -> bool:
 _blas_checked = False
 
 
-def _quiet_blas_probe() -> None:
+def quiet_blas_probe() -> None:
     """Keep Numba from importing SciPy's linear algebra only to probe for BLAS.
 
     When Numba first builds its CPU target it imports ``numba.np.arraymath``, which
@@ -187,7 +187,9 @@ def _quiet_blas_probe() -> None:
     module is imported with ``scipy.linalg`` hidden: Numba then records that BLAS is
     missing, which only affects jitted code calling ``np.dot`` (it falls back to a loop)
     or ``np.linalg`` (none here). A process that already imported ``scipy.linalg`` keeps
-    Numba's normal probe.
+    Numba's normal probe. Called before a kernel compiles (see
+    :class:`gpusched.core.stateref.PlainArgsDispatcher`), not when cached kernels are
+    loaded: they need none of it (6 MB and 30 ms).
     """
     global _blas_checked
     if _blas_checked:
@@ -234,8 +236,7 @@ class Kernels:
 
     def __init__(self, state: SimState) -> None:
         self.state = state
-        self.compiled = False
-        self.use_interpreted()
+        self.compiled = False  # (nothing bound until use_interpreted or use_compiled)
 
     def use_interpreted(self) -> None:
         """Call the plain Python functions of the kernel's interpreted twin."""
@@ -288,6 +289,23 @@ class Kernels:
         bind("fill_order", C, gpus, b, b)
         bind("check_order", gpus)
         bind("started_at", f, gpus)
+
+    def load_peek(self, cfg: KernelConfig) -> bool:
+        """Load the compiled kernels that only ``Engine.peek`` calls (the TUI) from Numba's
+        cache, without the typing context a first call builds; False if one is missing."""
+        import numba
+        from numba import types
+
+        module = compiled(KERNEL_MODULE)
+        if not hasattr(module.run_fused, "compile"):
+            return True
+        typeof: Callable[[Any], Any] = numba.typeof
+        S, C, f = state_handle(self.state).numba_type, typeof(cfg), types.float64
+        return (
+            load_cached(module.first_decision_time, (S, C))
+            and load_cached(module.next_event_time, (S, C))
+            and load_cached(module.decision_time, (f, f, f))
+        )
 
 
 def state_handle(st: SimState) -> Any:

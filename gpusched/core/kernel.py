@@ -432,7 +432,8 @@ def _start_job(st, j, now):
     else:
         st.job_status[j] = RUNNING
         st.job_phase_end[j] = now  # training begins at once
-    if np.isnan(st.job_first_start[j]):
+    first = st.job_first_start[j]
+    if first != first:  # NaN: never started (x != x, not np.isnan: the interpreted twin)
         st.job_first_start[j] = now
     st.job_last_start[j] = now
     st.job_seg_start[j] = now
@@ -647,7 +648,7 @@ def _next_event_time(st, cfg):
         # queue the re-pack would change nothing, so it is not an event
         for i in range(n):
             c = st.run_cross[i]
-            if np.isnan(c) or c <= now + EPS:
+            if c != c or c <= now + EPS:  # NaN: not computed yet
                 c = _crossing(st, st.run[i], now, cfg.thresholds)
                 st.run_cross[i] = c
             e = min(e, c)
@@ -774,7 +775,8 @@ def _las_place(st, cfg, j, now):
     att -= st.job_base_att[j]  # service since its last promotion (starvation)
     lvl = las_level(att, cfg.thresholds)
     t0 = st.job_submit[0]
-    if np.isnan(st.job_seq[j]):
+    seq = st.job_seq[j]
+    if seq != seq:  # NaN: in no list yet
         st.job_level[j] = lvl
         st.job_seq[j] = st.job_submit[j] - t0
     elif lvl > st.job_level[j]:

@@ -204,6 +204,16 @@ class PlainArgsDispatcher(CPUDispatcher):
     def enable_caching(self) -> None:
         self._cache = _Cache(self.py_func)
 
+    def compile(self, sig: Any) -> Any:
+        from numba.core import sigutils
+
+        from gpusched.core.jit import quiet_blas_probe
+
+        args, _ = sigutils.normalize_signature(sig)
+        if self.overloads.get(tuple(args)) is None:
+            quiet_blas_probe()  # before Numba builds its typing and target registries
+        return super().compile(sig)
+
     def get_call_template(self, args: Any, kws: Any) -> Any:
         args = tuple(_plain(a) for a in args)
         kws = {k: _plain(v) for k, v in kws.items()}

@@ -94,9 +94,10 @@ def warm_up(mode: str = "python", compiling: Callable[[str], None] | None = None
 
 def _run(mode: str) -> None:
     eng = _warm_up_engine(mode, "compiled")
-    eng.peek()  # (the TUI asks when the next decision point is: three small kernels)
-    eng.step()
-    eng.peek()
+    if not eng.k.load_peek(eng.cfg):  # compile the three small kernels the TUI's peek calls
+        eng.peek()
+        eng.step()
+        eng.peek()
     eng.run()
 
 
