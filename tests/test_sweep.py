@@ -837,18 +837,18 @@ def test_run_cell_refuses_inputs_that_changed(
 
     # changed while the cell ran: nothing is published
     trace.write_bytes(original)
-    real_replay = run_mod.replay
+    real_run_into = run_mod.run_into
 
     def replay_then_edit(*args, **kwargs):
-        result = real_replay(*args, **kwargs)
+        result = real_run_into(*args, **kwargs)
         trace.write_bytes(original + b"j9,100,1,5\n")
         return result
 
-    monkeypatch.setattr(run_mod, "replay", replay_then_edit)
+    monkeypatch.setattr(run_mod, "run_into", replay_then_edit)
     res = run_cell(cell, key, str(out))
     assert res["error"].endswith("changed while the cell ran; run the sweep again")
     assert {p.name for p in folder.iterdir()} == {"error.txt"}
-    monkeypatch.setattr(run_mod, "replay", real_replay)
+    monkeypatch.setattr(run_mod, "run_into", real_run_into)
     trace.write_bytes(original)
 
     # a worker with another gpusched version

@@ -91,7 +91,7 @@ def compare_over_seeds(
     _print_header(trace, result, options)
     _print_intervals(result)
     if out is not None:
-        typer.echo(f"comparison in {out}/compare.csv, runs in {out}/<policy>/seed-<s>/")
+        typer.echo(f"comparison in {out}/comparison.csv, runs in {out}/<policy>/seed-<s>/")
     return True
 
 

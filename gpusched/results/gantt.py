@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import GpuschedError, show_name
-from gpusched.results.explain import Run, stints
+from gpusched.io.runfolder import MANIFEST
+from gpusched.results.explain import Run, manifest_servers, stints
 from gpusched.results.units import fmt_s
 
 __all__ = ["MAX_ROWS", "Gantt", "gantt", "gantt_figure", "gantt_text"]
@@ -51,14 +52,14 @@ class Gantt:
 
 
 def _cluster_gpus(run: Run) -> np.ndarray:
-    """The server of each GPU from the run's manifest."""
-    servers = run.manifest.get("cluster", {}).get("servers")
-    if not servers:
+    """The server of each GPU from the run's manifest (checked by
+    :func:`~gpusched.results.explain.manifest_servers`)."""
+    per = manifest_servers(run.manifest, run.folder / MANIFEST)
+    if not per:
         raise GpuschedError(
-            f"{show_name(run.folder / 'manifest.json')}: no cluster servers recorded; "
+            f"{show_name(run.folder / MANIFEST)}: no cluster servers recorded; "
             "is this a gpusched run folder?"
         )
-    per = [int(s.get("gpus", 0)) for s in servers for _ in range(int(s.get("count", 1)))]
     return np.repeat(np.arange(len(per), dtype=np.int64), per)
 
 

@@ -388,8 +388,15 @@ def summarize(res: RunResult) -> dict[str, Any]:
     return out
 
 
-def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()) -> dict[str, Any]:
-    """What produced a run: trace hash, cluster, policy and parameters, seed, versions.
+def manifest(
+    res: RunResult,
+    trace_path: str | None,
+    notes: tuple[str, ...] = (),
+    tables: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """What produced a run: trace hash, cluster, policy and parameters, seed, versions, and
+    (``tables``) each table's file name with its row count and SHA-256
+    (:func:`gpusched.io.runfolder.table_record`), which readers check.
 
     Not which form of the kernels ran (interpreted or compiled, chosen by timing): both give
     the same schedule bit for bit, and the same run must leave the same manifest."""
@@ -398,7 +405,7 @@ def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()
     sha = None
     if trace_path and Path(trace_path).is_file():
         sha = trace_sha256(trace_path)
-    return {
+    out = {
         "trace": trace_path,
         "trace_sha256": sha,
         "n_dropped_oversized": res.jobs.n_dropped,
@@ -418,28 +425,45 @@ def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()
             "numba": version("numba"),
         },
     }
+    if tables is not None:
+        out["tables"] = tables
+    return out
 
 
 def write_results(
     res: RunResult, out: str | Path, trace_path: str | None = None, fmt: str = "csv"
 ) -> dict[str, Any]:
-    """Write jobs, timeline, summary.json and manifest.json into ``out`` (and tasks,
-    events when the run has them); return the summary.
+    """Write jobs, timeline, summary.json and manifest.json into the new folder ``out``
+    (and tasks, events when the run has them); return the summary.
 
-    The tables are ``jobs.csv`` and so on with ``fmt="csv"``, ``jobs.parquet`` and so on
-    with ``fmt="parquet"`` (:mod:`gpusched.io.tables`).
+    ``out`` is a fresh folder (a transaction's staging folder,
+    :class:`gpusched.io.runfolder.FolderTransaction`): every file is created exclusively,
+    never through an existing file or link. The tables are ``jobs.csv`` and so on with
+    ``fmt="csv"``, ``jobs.parquet`` and so on with ``fmt="parquet"``
+    (:mod:`gpusched.io.tables`); manifest.json, written last, records each one's rows
+    and SHA-256.
     """
+    from gpusched.io.runfolder import create_exclusive, table_record
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_table(out / table_name("jobs", fmt), job_records(res), fmt)
+    tables: dict[str, dict[str, Any]] = {}
+
+    def put(stem: str, columns: Any) -> None:
+        name = table_name(stem, fmt)
+        write_table(out / name, columns, fmt, exclusive=True)
+        first = next(iter(columns.values()), ())
+        tables[name] = table_record(out / name, len(first))
+
+    put("jobs", job_records(res))
     if "tasks" in res.extra:
-        write_table(out / table_name("tasks", fmt), task_records(res), fmt)
-    write_table(out / table_name("timeline", fmt), res.timeline, fmt)
+        put("tasks", task_records(res))
+    put("timeline", res.timeline)
     if "events" in res.extra:
-        write_table(out / table_name("events", fmt), res.extra["events"], fmt)
+        put("events", res.extra["events"])
     summary = summarize(res)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "manifest.json").write_text(
-        json.dumps(manifest(res, trace_path), indent=2, default=str) + "\n"
-    )
+    with create_exclusive(out / "summary.json", text=True) as fh:
+        fh.write(json.dumps(summary, indent=2) + "\n")
+    with create_exclusive(out / "manifest.json", text=True) as fh:
+        fh.write(json.dumps(manifest(res, trace_path, tables=tables), indent=2, default=str) + "\n")
     return summary

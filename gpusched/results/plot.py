@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpusched.errors import GpuschedError, show_name
-from gpusched.io.tables import find_table, has_table
+from gpusched.errors import GpuschedError, field_error, show_name
+from gpusched.io.runfolder import open_run
+from gpusched.io.tables import has_table
 from gpusched.results.sweep_plot import Panel, SweepPlot, arrange, csv_rows, read_table
 
 if TYPE_CHECKING:
@@ -114,8 +115,8 @@ def _number(text: str, path: Path, line: int, column: str, allow_empty: bool) ->
     except ValueError:
         value = math.nan
     if not math.isfinite(value):  # NaN would also crash plotext
-        raise GpuschedError(
-            f"{show_name(path)}:{line}: column '{column}' expects a number, got {text!r}"
+        raise field_error(
+            path, line, column, "a number" + (", or empty" if allow_empty else ""), text
         )
     return value
 
@@ -151,26 +152,10 @@ class _Run:
 
 def _n_gpus(manifest: dict[str, Any], path: Path) -> int | None:
     """GPUs in the run's cluster (None when the manifest has no cluster)."""
-    where = show_name(path)
-    cluster = manifest.get("cluster")
-    if cluster is None:
-        return None
-    servers = cluster.get("servers") if isinstance(cluster, dict) else None
-    if not isinstance(servers, list) or not servers:
-        raise GpuschedError(
-            f"{where}: field 'cluster.servers' expected a list of servers with 'count' and 'gpus'"
-        )
-    total = 0
-    for i, server in enumerate(servers):
-        for key in ("count", "gpus"):
-            value = server.get(key) if isinstance(server, dict) else None
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise GpuschedError(
-                    f"{where}: field 'cluster.servers[{i}].{key}' expected a whole number "
-                    f">= 0, got {value!r}"
-                )
-        total += server["count"] * server["gpus"]
-    return total or None
+    from gpusched.results.explain import manifest_servers
+
+    servers = manifest_servers(manifest, path)
+    return (sum(servers) or None) if servers is not None else None
 
 
 def _run_fields(manifest: dict[str, Any], path: Path) -> dict[str, str]:
@@ -193,20 +178,28 @@ def _run_fields(manifest: dict[str, Any], path: Path) -> dict[str, str]:
 
 
 def _load_run(folder: Path) -> _Run:
-    for name in RUN_FILES:
-        stem = name.split(".")[0]
-        path = find_table(folder, stem) if stem in _RUN_TABLES else folder / name
-        if not path.is_file():
+    """A run folder's tables, each checked against its manifest (:func:`open_run`)."""
+    for name in ("manifest.json", "summary.json"):
+        if not (folder / name).is_file():
             extra = " (without it the run did not finish)" if name == "summary.json" else ""
-            raise GpuschedError(f"{folder / name}: not found{extra}; {_RUN_FOLDER}")
-    jobs = _read_columns(find_table(folder, "jobs"), ["jct"], "the per-job table of a run", True)
+            raise GpuschedError(f"{show_name(folder / name)}: not found{extra}; {_RUN_FOLDER}")
+    manifest = _read_json(folder / "manifest.json", "the manifest of a run")
+    rf = open_run(folder)
+    tables = {}
+    for stem in _RUN_TABLES:
+        path = rf.table(stem, required=False)
+        if path is None:
+            raise GpuschedError(f"{show_name(folder / (stem + '.csv'))}: not found; {_RUN_FOLDER}")
+        tables[stem] = path
+    jobs = _read_columns(tables["jobs"], ["jct"], "the per-job table of a run", True)
+    rf.check_rows(tables["jobs"], len(jobs["jct"]))
     tl = _read_columns(
-        find_table(folder, "timeline"),
+        tables["timeline"],
         ["time_s", "busy_gpus", "queued"],
         "the timeline of a run",
     )
+    rf.check_rows(tables["timeline"], len(tl["time_s"]))
     _read_json(folder / "summary.json", "the summary of a run")
-    manifest = _read_json(folder / "manifest.json", "the manifest of a run")
     return _Run(
         label=folder.name,
         fields=_run_fields(manifest, folder / "manifest.json"),
