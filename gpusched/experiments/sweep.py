@@ -100,6 +100,8 @@ CELL_FILE = "cell.json"
 ERROR_FILE = "error.txt"
 #: the output folder's lock: pid, host, start time of the sweep writing it
 LOCK_FILE = ".lock"
+#: the files of a finished cell whose SHA-256 its cell.json records
+_HASHED = ("summary.json", "manifest.json")
 #: the files ``replay --out`` writes; a finished cell has every one
 OUTPUT_FILES = ("jobs.csv", "timeline.csv", "manifest.json", "summary.json")
 
@@ -968,7 +970,8 @@ def cell_status(out: str | Path, cell: Cell, key: CellKey) -> CellStatus:
 
     A cell is done when ``cells/<id>/cell.json`` is readable, holds the cell's current
     key, and lists every file of :func:`output_files`, each present with the size it
-    had when the cell finished, and summary.json with the same SHA-256.
+    had when the cell finished, and summary.json and manifest.json (which records each
+    table's hash) with the same SHA-256.
     """
     folder = cell_dir(out, cell)
     try:
@@ -1003,6 +1006,10 @@ def cell_status(out: str | Path, cell: Cell, key: CellKey) -> CellStatus:
             return CellStatus("todo", f"incomplete: {name} is missing")
         if actual != size:
             return CellStatus("todo", f"incomplete: {name} has {actual} bytes, not {size}")
+    for name in _HASHED[1:]:
+        raw = _read_bytes(folder / name)
+        if raw is None or hashlib.sha256(raw).hexdigest() != files[name].get("sha256"):
+            return CellStatus("todo", f"incomplete: {name} differs from the recorded one")
     raw = _read_bytes(folder / "summary.json")
     summary = _loads_dict(raw)
     if raw is None or hashlib.sha256(raw).hexdigest() != files["summary.json"].get("sha256"):
@@ -1044,13 +1051,15 @@ def _swap_in(folder: Path, dest: Path, out: Path) -> None:
 
 def _file_table(folder: Path) -> dict[str, dict[str, Any]]:
     """``{name: {"bytes": size}}`` of the files in ``folder``, with the ``"sha256"`` of
-    summary.json (what :func:`cell_status` checks)."""
+    summary.json and manifest.json (what :func:`cell_status` checks; the manifest in turn
+    records every table's hash)."""
     table: dict[str, dict[str, Any]] = {}
     for p in sorted(folder.iterdir()):
         if p.is_file():
             table[p.name] = {"bytes": p.stat().st_size}
-    if "summary.json" in table:
-        table["summary.json"]["sha256"] = _sha256_file(folder / "summary.json")
+    for name in _HASHED:
+        if name in table:
+            table[name]["sha256"] = _sha256_file(folder / name)
     return table
 
 
