@@ -109,6 +109,24 @@ def user_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def check_written_trace(trace: Any, what: str) -> None:
+    """Refuse to write a trace that gpusched could not read back (e.g. a load so small that
+    arrivals run past the largest time a trace may hold), in one line."""
+    from gpusched.errors import GpuschedError, TraceError
+    from gpusched.io.trace import validate_trace
+
+    try:
+        validate_trace(trace)
+    except TraceError as exc:
+        import re
+
+        first = re.sub(r"^.*?:\d+: ", "", exc.errors[0], count=1)
+        more = f" (and {len(exc.errors) - 1:,} more)" if len(exc.errors) > 1 else ""
+        raise GpuschedError(
+            f"{what} with these options makes a trace gpusched cannot read: {first}{more}"
+        ) from None
+
+
 def _debug_trace(exc: BaseException) -> None:
     if not DEBUG:
         return
