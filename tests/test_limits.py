@@ -46,7 +46,7 @@ def test_presets_state_their_largest_size_before_drawing(tmp_path, name, cap, mo
     monkeypatch.setitem(workloads.WORKLOADS, name, lambda *a, **k: pytest.fail("drew"))
     line = one_line_error(
         invoke("workload", name, "--jobs", cap + 1, "-o", tmp_path / "w.csv"),
-        f"at most {cap:,} for {name}",
+        f"{name} takes --jobs from 1 to {cap:,}",
         "memory",
     )
     assert f"got {cap + 1:,}" in line

@@ -276,10 +276,9 @@ def build_workload(name: str, seed: int, jobs: int | None = None, **options: Any
     _check_name(name)
     if seed < 0:
         raise GpuschedError(f"--seed must be a whole number >= 0, got {seed}")
-    if jobs is not None and not 1 <= jobs <= MAX_JOBS.get(name, jobs):
-        most = f" and at most {MAX_JOBS[name]:,} for {name}" if name in MAX_JOBS else ""
+    if jobs is not None and name in MAX_JOBS and not 1 <= jobs <= MAX_JOBS[name]:
         why = " (a limit of memory: up to 2 KB per job)" if jobs > 1 else ""
-        raise GpuschedError(f"--jobs must be at least 1{most}, got {jobs:,}{why}")
+        raise GpuschedError(f"{name} takes --jobs from 1 to {MAX_JOBS[name]:,}, got {jobs:,}{why}")
     given = {k: v for k, v in options.items() if v is not None}
     try:
         return WORKLOADS[name](seed, jobs, **given)
