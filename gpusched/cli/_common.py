@@ -16,7 +16,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from gpusched.errors import GpuschedError, show_name
+from gpusched.errors import GpuschedError, show_name, show_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -206,7 +206,7 @@ def print_run_header(result: Any, summary: dict[str, Any], *, engine: bool = Tru
         f"{summary['n_jobs']} jobs, slot {result.slot_s:g} s{mode}"
     )
     for note in result.jobs.notes:
-        typer.echo(f"note: {note}")
+        typer.echo(f"note: {show_text(note)}")
     if result.stopped_at is not None:
         typer.echo(
             f"note: stopped early at t={result.stopped_at:,.6g} s: "
@@ -276,7 +276,9 @@ def print_table(rows: list[dict[str, Any]], first: str) -> None:
             shown.index(("avg_wait_s", "avg wait s")) + 1, ("avg_slowdown_s", "avg slow s")
         )
     head = [first] + [label for _, label in shown]
-    body = [[str(r[first])] + [fmt(r.get(k), k) for k, _ in shown] for r in rows]
+    # labels come from the user (policy specs, a policy file's name): never raw control
+    # characters on the terminal (errors.show_text)
+    body = [[show_text(r[first])] + [show_text(fmt(r.get(k), k)) for k, _ in shown] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
     line = "  ".join(
         h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths, strict=True))

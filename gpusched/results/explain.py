@@ -386,7 +386,12 @@ _OTHER = {
 
 
 def job_story(run: Run, job: str) -> list[str]:
-    """``job``'s life in plain sentences, one per line."""
+    """``job``'s life in plain sentences, one per line (control characters of job ids,
+    the policy's reasons and names shown escaped: :func:`gpusched.errors.show_text`)."""
+    return [show_text(line) for line in _story(run, job)]
+
+
+def _story(run: Run, job: str) -> list[str]:
     row = run.row(job)
     gpus = row.get("gpus", "")
     head = f"job {job}"
@@ -509,9 +514,11 @@ def _chunk_lines(run: Run, job: str, most: int = 40) -> list[str]:
 
 
 def worst(run: Run, n: int) -> list[str]:
-    """The ``n`` jobs that lost the most time (waiting + slowdown), one line each."""
+    """The ``n`` jobs that lost the most time (waiting + slowdown), one line each (job ids
+    shown escaped: :func:`gpusched.errors.show_text`)."""
     rows = []
     cols = run.jobs
+    ids = [show_text(x) for x in cols["job_id"]]
     for i in range(len(cols["job_id"])):
         wait = _f(cols["wait_s"][i])
         slow = _f(cols["slowdown_s"][i]) if "slowdown_s" in cols else 0.0
@@ -522,7 +529,7 @@ def worst(run: Run, n: int) -> list[str]:
         rows.append((lost, i, wait, slow, over))
     rows.sort(key=lambda r: (-r[0], r[1]))
     out = []
-    width = max((len(cols["job_id"][r[1]]) for r in rows[:n]), default=3)
+    width = max((len(ids[r[1]]) for r in rows[:n]), default=3)
     for lost, i, wait, slow, over in rows[:n]:
         jct = _f(cols["jct"][i])
         pre = int(cols["preemptions"][i]) if "preemptions" in cols else 0
@@ -532,7 +539,7 @@ def worst(run: Run, n: int) -> list[str]:
         if pre:
             why += f"; preempted {pre}x"
         out.append(
-            f"{cols['job_id'][i]:<{width}}  JCT {fmt_s(jct):>7}  wait {fmt_s(wait):>7}  "
+            f"{ids[i]:<{width}}  JCT {fmt_s(jct):>7}  wait {fmt_s(wait):>7}  "
             f"slowdown {fmt_s(slow):>7}  {why}"
         )
     return out

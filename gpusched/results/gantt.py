@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.errors import GpuschedError, show_name
+from gpusched.errors import GpuschedError, show_name, show_text
 from gpusched.io.runfolder import MANIFEST
 from gpusched.results.explain import Run, manifest_servers, stints
 from gpusched.results.units import fmt_s
@@ -198,8 +198,8 @@ def gantt_text(run: Run, width: int = 100) -> str:
     edges = np.linspace(0.0, end, n_bins + 1)
     lab_w = max(len(x) for x in labels)
     lines = [
-        f"{run.manifest.get('policy', '')} on {run.folder}: 0 to {fmt_s(end)}, "
-        f"{fmt_s(end / n_bins)} per column"
+        f"{show_text(run.manifest.get('policy', ''))} on {show_name(run.folder)}: 0 to "
+        f"{fmt_s(end)}, {fmt_s(end / n_bins)} per column"
     ]
     if len(labels) < g.n_gpus:
         grid = busy_grid(g, row_of, size, edges)
@@ -229,7 +229,7 @@ def gantt_text(run: Run, width: int = 100) -> str:
             cells[r, k] = "#"
     for r, lab in enumerate(labels):
         lines.append(f"{lab:>{lab_w}} |{''.join(cells[r])}|")
-    key = [f"{_LETTERS[j % len(_LETTERS)]}={g.jobs[j]}" for j in list(seen)[:40]]
+    key = [f"{_LETTERS[j % len(_LETTERS)]}={show_text(g.jobs[j])}" for j in list(seen)[:40]]
     lines.append("key: " + "  ".join(key) + ("  ..." if len(seen) > 40 else ""))
     lines.append("':' loading  '~' saving  '#' shared  (letters repeat every 62 jobs)")
     return "\n".join(lines) + "\n"
@@ -275,7 +275,7 @@ def gantt_figure(run: Run) -> Any:
         ax.set_ylabel("GPU")
         ax.set_title("colour: job; hatched: loading (//) and saving (xx)", fontsize=9)
     ax.set_xlabel(f"simulated time ({unit})")
-    fig.suptitle(f"{run.manifest.get('policy', '')}: {run.folder.name}")
+    fig.suptitle(f"{show_text(run.manifest.get('policy', ''))}: {show_text(run.folder.name)}")
     return fig
 
 

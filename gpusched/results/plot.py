@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpusched.errors import GpuschedError, field_error, show_name
+from gpusched.errors import GpuschedError, field_error, show_name, show_text
 from gpusched.io.runfolder import open_run
 from gpusched.io.tables import has_table
 from gpusched.results.sweep_plot import Panel, SweepPlot, arrange, csv_rows, read_table
@@ -169,12 +169,13 @@ def _run_fields(manifest: dict[str, Any], path: Path) -> dict[str, str]:
     cluster = manifest.get("cluster")
     name = (cluster.get("cluster") or {}).get("name") if isinstance(cluster, dict) else None
     seed = manifest.get("seed")
-    return {
+    fields = {
         "policy": " ".join([policy] + [f"{k}={v}" for k, v in (params or {}).items()]),
         "cluster": str(name or ""),
         "trace": Path(str(trace)).name.split(".")[0] if trace else "",
         "seed": "" if seed is None else f"seed={seed}",
     }
+    return {k: show_text(v) for k, v in fields.items()}  # labels and keys on the terminal
 
 
 def _load_run(folder: Path) -> _Run:
@@ -201,7 +202,7 @@ def _load_run(folder: Path) -> _Run:
     rf.check_rows(tables["timeline"], len(tl["time_s"]))
     _read_json(folder / "summary.json", "the summary of a run")
     return _Run(
-        label=folder.name,
+        label=show_text(folder.name),
         fields=_run_fields(manifest, folder / "manifest.json"),
         jct=np.sort(jobs["jct"][~np.isnan(jobs["jct"])]),
         time_s=tl["time_s"],
