@@ -81,12 +81,16 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     -------
     str
         `` (did you mean 'x'?)`` when a choice is close to ``word`` (difflib ratio at
-        least 0.6), else an empty string.
+        least 0.6, letter case ignored: ``SJF`` finds ``sjf``), else an empty string.
     """
     import difflib  # only on the error path
 
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    options = list(choices)
+    folded = {c.casefold(): c for c in reversed(options)}  # the first of equal foldings
+    if word.casefold() in folded:  # only the case differs: -P SJF for sjf
+        return f" (did you mean '{folded[word.casefold()]}'?)"
+    close = difflib.get_close_matches(word.casefold(), list(folded), n=1, cutoff=0.6)
+    return f" (did you mean '{folded[close[0]]}'?)" if close else ""
 
 
 def show_name(name: object) -> str:

@@ -50,6 +50,10 @@ def explain_cmd(
             return
         typer.echo("")
     n = 10 if worst is None else worst
-    typer.echo(f"the {n} jobs that lost the most time (waiting + slowdown) in {show_name(run)}:")
-    for line in worst_jobs(data, n):
+    lines = worst_jobs(data, n)
+    # as many as there are: --worst 30 of a run of 10 finished jobs lists 10
+    what = f"the {len(lines)} jobs" if len(lines) != 1 else "the job"
+    some = f" ({n} asked; only {len(lines)} have a JCT)" if len(lines) < n else ""
+    typer.echo(f"{what} that lost the most time (waiting + slowdown) in {show_name(run)}{some}:")
+    for line in lines:
         typer.echo("  " + line)

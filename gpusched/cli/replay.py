@@ -328,6 +328,7 @@ def compare_cmd(
             progress=lambda text: setattr(bar, "label", text),
             first_result=header,
             fmt=fmt,
+            job_progress=bar,  # each run's jobs done: no minutes of silence
         )
     finally:
         bar.close()

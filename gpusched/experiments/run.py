@@ -6,6 +6,7 @@ The CLI commands are thin wrappers over these (weasel's ``project_pull_cli`` ->
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -146,7 +147,6 @@ def build_engine(
     from gpusched.core.registry import load_policy_class, make_policy
     from gpusched.core.tasks import has_workers, worker_layout
     from gpusched.io.cluster import load_cluster
-    from gpusched.io.trace import read_trace
 
     check_run_options(slot_s=slot_s, seed=seed, until_s=until_s, mode=mode)
     for flag, value in (("--load-s", load_s), ("--save-s", save_s)):
@@ -158,7 +158,7 @@ def build_engine(
     pol = make_policy(cls, kwargs, seed)
     spec_cluster = load_cluster(cluster)
     path = resolve_trace(trace)
-    jobs = prepare_jobs(read_trace(path), spec_cluster, drop_oversized=drop_oversized)
+    jobs = prepare_jobs(_read_for(path, spec_cluster), spec_cluster, drop_oversized=drop_oversized)
     if len(jobs):
         # slot boundaries k * slot must stay exact floats over the whole run: an upper
         # bound of the horizon is the last arrival plus every job run back to back
@@ -177,6 +177,9 @@ def build_engine(
     if until_s is None and math.isfinite(horizon_s):
         until_s = horizon_s
     load, save = phase_times(jobs, load_s, save_s)
+    notes = _phase_notes(jobs, load_s, save_s) + tuple(getattr(perf, "notes", ()))
+    if notes:  # printed above the results and kept in the manifest
+        jobs = dataclasses.replace(jobs, notes=tuple(jobs.notes) + notes)
     tasks = jobmodel.tasks(jobs, spec_cluster)  # e.g. data chunks (edge-cloud eq. 1)
     layout = None
     if tasks is not None or has_workers(spec_cluster):
@@ -217,6 +220,65 @@ def build_engine(
         events=events,
     )
     return engine, path
+
+
+def _read_for(path: Path, cluster: Any) -> Any:
+    """Read the trace at ``path``; a trace without a duration column on an edge-cloud
+    cluster is told that its jobs need a ``chunks`` column (its rows give chunks instead)."""
+    from gpusched.core.tasks import has_workers
+    from gpusched.errors import TraceError
+    from gpusched.io.trace import TASK_COLUMN, read_trace
+
+    try:
+        return read_trace(path)
+    except TraceError as exc:
+        first = exc.errors[0]
+        if not (has_workers(cluster) and "missing required column 'duration'" in first):
+            raise
+        raise TraceError(
+            f"{first.split('; the header has')[0]}: cluster '{cluster.name}' runs jobs made of "
+            f"data chunks, whose rows give '{TASK_COLUMN}' instead, and this trace has no "
+            f"'{TASK_COLUMN}' column (traces/README.md lists the columns)"
+        ) from None
+
+
+def _phase_notes(jobs: Any, load_s: float, save_s: float) -> tuple[str, ...]:
+    """Say which wins when ``--load-s``/``--save-s`` are given and the trace (or the job
+    models' catalogue) gives some jobs their own times: per job, those win."""
+    import numpy as np
+
+    n = len(jobs)
+    if not n or (load_s == 0 and save_s == 0):
+        return ()
+    from gpusched.core import jobmodel
+
+    models = jobmodel.overheads(jobs)
+    out = []
+    for k, (flag, column, value) in enumerate(
+        (("--load-s", "load_s", load_s), ("--save-s", "save_s", save_s))
+    ):
+        if value == 0:
+            continue
+        given = np.asarray(getattr(jobs, column, ()), dtype=np.float64)
+        in_trace = ~np.isnan(given) if given.shape == (n,) else np.zeros(n, dtype=bool)
+        by_model = ~in_trace & ~np.isnan(models[k])
+        own = int(in_trace.sum()) + int(by_model.sum())
+        if not own:
+            continue
+        whose = " and ".join(
+            what
+            for what, m in (
+                (f"the trace's {column} column", in_trace),
+                ("the model catalogue", by_model),
+            )
+            if m.any()
+        )
+        rest = "none" if own == n else f"the other {n - own:,}"
+        out.append(
+            f"{whose} gives {own:,} of {n:,} jobs their own {column}, which wins over "
+            f"{flag} {value:g}: it applies to {rest}"
+        )
+    return tuple(out)
 
 
 def phase_times(jobs: Any, load_s: float, save_s: float) -> tuple[np.ndarray, np.ndarray]:
@@ -352,6 +414,7 @@ def compare(
     progress: Callable[[str], None] | None = None,
     first_result: Callable[[Any, dict[str, Any]], Any] | None = None,
     fmt: str = "csv",
+    job_progress: Callable[[float, int, int], None] | None = None,
     **kwargs: Any,
 ) -> list[dict[str, Any]]:
     """Replay one trace under several policy specs; write comparison.csv to ``out``.
@@ -364,7 +427,9 @@ def compare(
     ``first_result(result, summary)`` is called after the first run (the CLI prints
     the trace and cluster line from it). Runs of jobs made of data chunks get a
     ``jct_rate`` when ``srtf`` is among the policies (:func:`_jct_rates`). ``fmt`` is
-    the format of the runs' tables (see :func:`replay`). ``out`` is written as one
+    the format of the runs' tables (see :func:`replay`). ``job_progress`` is each run's
+    ``progress`` (simulated time, jobs finished, jobs): a long comparison shows how far
+    it got, not minutes of silence. ``out`` is written as one
     transaction (:class:`~gpusched.io.runfolder.FolderTransaction`): it appears, whole,
     when every run is done.
     """
@@ -372,6 +437,8 @@ def compare(
 
     check_format(fmt)
     labels = [_policy_label(text, kwargs.get("params")) for text in policies]
+    if job_progress is not None:
+        kwargs = {**kwargs, "progress": job_progress}
     if out is None:
         return _compare_runs(trace, policies, labels, None, progress, first_result, fmt, kwargs)
     tx = FolderTransaction(out, force=force)

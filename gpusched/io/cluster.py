@@ -630,9 +630,11 @@ def resolve_cluster(name_or_path: str | Path) -> Path:
         is_path = True  # "." or a folder or device that is no bundled name: report what it is
     if not is_path:
         if control_char(text) or _stat(candidate) is None:
-            names = ", ".join(_bundled_names()) or "(none)"
+            known = _bundled_names()
+            names = ", ".join(known) or "(none)"
             raise ClusterError(
-                f"unknown cluster {text!r}: expected a .toml path or a bundled name ({names})"
+                f"unknown cluster {text!r}{did_you_mean(text, known)}: expected a .toml path "
+                f"or a bundled name ({names})"
             )
         path, st = candidate, _stat(candidate)
     where = show_name(path)

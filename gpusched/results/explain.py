@@ -34,7 +34,7 @@ from gpusched.errors import (
 from gpusched.io.cluster import MAX_GPUS
 from gpusched.io.runfolder import MANIFEST, open_run
 from gpusched.io.tables import is_parquet, parquet_rows
-from gpusched.results.units import fmt_s, fmt_t
+from gpusched.results.units import fmt_s, fmt_slot, fmt_slots, fmt_t
 
 __all__ = ["Run", "Stint", "job_story", "read_run", "stints", "worst"]
 
@@ -65,6 +65,20 @@ class Run:
     tasks: dict[str, list[str]] | None = None  #: tasks.csv (jobs made of data chunks)
     files: dict[str, Path] = field(default_factory=dict)  #: the file read for each table
     n_gpus: int | None = None  #: GPUs (workers) of the run's cluster, from its manifest
+
+    @property
+    def in_slots(self) -> bool:
+        """The family counts time in slots (PD-ORS's jobs placed by roles, the edge-cloud
+        paper's jobs of chunks: one slot is one simulated second; its trace is in slots)."""
+        return "status" in self.jobs or "chunks" in self.jobs or self.tasks is not None
+
+    def t(self, t: float) -> str:
+        """A time of the run in its family's unit (``1,234 s`` or ``slot 89``)."""
+        return fmt_slot(t) if self.in_slots else fmt_t(t)
+
+    def d(self, x: float | None) -> str:
+        """A duration in its family's unit (``12m05s`` or ``89 slots``)."""
+        return fmt_slots(x) if self.in_slots else fmt_s(x)
 
     def file(self, stem: str) -> Path:
         """The file table ``stem`` was read from (``jobs.csv`` or ``jobs.parquet``)."""
@@ -398,12 +412,12 @@ def _story(run: Run, job: str) -> list[str]:
     if gpus and gpus != "0":
         head += f" ({gpus} GPU{'s' if gpus != '1' else ''}"
         dur = _f(row.get("duration", ""))
-        head += f", {fmt_s(dur)} of work alone)" if math.isfinite(dur) else ")"
+        head += f", {run.d(dur)} of work alone)" if math.isfinite(dur) else ")"
     if run.manifest.get("policy"):
         head += f" under {run.manifest['policy']}"
     lines = [head + ":"]
     submit = _f(row["submit"])
-    lines.append(f"  {fmt_t(submit):>12}  arrived")
+    lines.append(f"  {run.t(submit):>12}  arrived")
     if run.events is None:
         lines.append(
             "  (no events.csv in this run folder: run replay with --events for the job's "
@@ -416,7 +430,7 @@ def _story(run: Run, job: str) -> list[str]:
     jct = _f(row["jct"])
     if math.isfinite(jct):
         parts = [
-            f"{name} {fmt_s(_f(row[col]))}"
+            f"{name} {run.d(_f(row[col]))}"
             for name, col in (
                 ("wait", "wait_s"),
                 ("load", "load_s"),
@@ -425,18 +439,32 @@ def _story(run: Run, job: str) -> list[str]:
             )  # fmt: skip
             if col in row and row[col]
         ]
-        lines.append(f"  JCT {fmt_s(jct)} = " + " + ".join(parts))
+        lines.append(f"  JCT {run.d(jct)} = " + " + ".join(parts))
         slow = _f(row.get("slowdown_s", ""))
         if math.isfinite(slow) and slow > 0:
-            lines.append(f"  of its training, {fmt_s(slow)} was slowdown (slower than alone)")
+            lines.append(f"  of its training, {run.d(slow)} was slowdown (slower than alone)")
     else:
-        rejected = run.events is not None and any(
-            e == "reject" and j == job
-            for e, j in zip(run.events["event"], run.events["job_id"], strict=True)
-        )
-        status = row.get("status") or ("rejected" if rejected else "unfinished")
-        lines.append(f"  no JCT: {status} when the run ended")
+        lines.append("  no JCT: " + _no_jct(run, job, row))
     return lines
+
+
+def _no_jct(run: Run, job: str, row: dict[str, str]) -> str:
+    """Why a job has no JCT: rejected (when, and the policy's reason) or unfinished."""
+    reject = None
+    if run.events is not None:
+        cols = [run.events[c] for c in ("time_s", "event", "job_id", "detail")]
+        reject = next(
+            ((float(t), d) for t, e, j, d in zip(*cols, strict=True) if e == "reject" and j == job),
+            None,
+        )
+    if reject is not None:
+        why = f": {reject[1]}" if reject[1] else " (the policy gave no reason)"
+        return f"rejected by the policy at {run.t(reject[0])}{why}"
+    if row.get("status") == "rejected":
+        return "rejected by the policy (replay with --events for when and why)"
+    stop = run.manifest.get("stopped_at_s")
+    when = f" at {run.t(float(stop))}" if isinstance(stop, int | float) else ""
+    return f"unfinished when the run ended{when}"
 
 
 def _history(run: Run, job: str, submit: float) -> list[str]:
@@ -445,7 +473,7 @@ def _history(run: Run, job: str, submit: float) -> list[str]:
     timed: list[tuple[float, str]] = []  # (time, text); sorted stably by time
 
     def say(t: float, text: str, *why: str) -> None:
-        timed.append((t, f"  {fmt_t(t):>12}  {text}"))
+        timed.append((t, f"  {run.t(t):>12}  {text}"))
         timed.extend((t, f"  {'':>12}  {w}") for w in why)
 
     queued_since = submit
@@ -454,21 +482,21 @@ def _history(run: Run, job: str, submit: float) -> list[str]:
         plural = "s" if len(s.gpus) > 1 else ""
         where = f" on GPU{plural} {format_gpus(s.gpus)}" if s.gpus else ""
         whys = [f"why: {w[9:]}" for w in s.reasons if w.startswith("started: ")]
-        say(s.start, f"started{where} after waiting {fmt_s(s.start - queued_since)}", *whys)
+        say(s.start, f"started{where} after waiting {run.d(s.start - queued_since)}", *whys)
         if s.loaded is not None:
-            say(s.loaded, f"loaded ({fmt_s(s.loaded - s.start)})")
+            say(s.loaded, f"loaded ({run.d(s.loaded - s.start)})")
         if s.preempt is not None:
             trained = s.preempt - (s.loaded if s.loaded is not None else s.start)
             what = {
                 "futile": "before it trained anything (futile: its load was wasted)",
-                "saving": f"after training {fmt_s(trained)}; saving until {fmt_t(s.end)}",
-            }.get(s.how, f"after training {fmt_s(trained)}")
+                "saving": f"after training {run.d(trained)}; saving until {run.t(s.end)}",
+            }.get(s.how, f"after training {run.d(trained)}")
             whys = [f"why: {w[11:]}" for w in s.reasons if w.startswith("preempted: ")]
             if times is None:
                 times = [float(x) for x in run.events["time_s"]]
             t, who = takers(run.events, s, times)
             if who:
-                whys.append(f"its GPUs went to {', '.join(who)} at {fmt_t(t)}")
+                whys.append(f"its GPUs went to {', '.join(who)} at {run.t(t)}")
             say(s.preempt, f"preempted {what}", *whys)
             queued_since = s.end
         elif s.how == "finish":
@@ -502,7 +530,7 @@ def _chunk_lines(run: Run, job: str, most: int = 40) -> list[str]:
         tid = tk["job_id"][i]
         tier = "cloud" if tk.get("cloud", ["0"] * len(tk["job"]))[i] in ("1", "True") else "edge"
         runs = ", ".join(
-            f"{fmt_t(s.start)} to {fmt_t(s.end)}"
+            f"{run.t(s.start)} to {run.t(s.end)}"
             + (" (preempted; postponed on its worker)" if s.preempt is not None else "")
             for s in by_task.get(tid, [])
         )
@@ -530,6 +558,7 @@ def worst(run: Run, n: int) -> list[str]:
     rows.sort(key=lambda r: (-r[0], r[1]))
     out = []
     width = max((len(ids[r[1]]) for r in rows[:n]), default=3)
+    col = 12 if run.in_slots else 7  # "124.36 slots" or "12m05s"
     for lost, i, wait, slow, over in rows[:n]:
         jct = _f(cols["jct"][i])
         pre = int(cols["preemptions"][i]) if "preemptions" in cols else 0
@@ -539,7 +568,7 @@ def worst(run: Run, n: int) -> list[str]:
         if pre:
             why += f"; preempted {pre}x"
         out.append(
-            f"{ids[i]:<{width}}  JCT {fmt_s(jct):>7}  wait {fmt_s(wait):>7}  "
-            f"slowdown {fmt_s(slow):>7}  {why}"
+            f"{ids[i]:<{width}}  JCT {run.d(jct):>{col}}  wait {run.d(wait):>{col}}  "
+            f"slowdown {run.d(slow):>{col}}  {why}"
         )
     return out

@@ -32,7 +32,9 @@ empty in jobs.csv.
 Runs of jobs placed by roles (parameter-server jobs on multi-resource machines) add
 ``n_admitted`` (jobs that ran), ``n_rejected`` (refused by the policy: neither finished
 nor unfinished) and ``utilization_<resource>`` (resource-time held / (capacity x
-makespan)) for each resource of the ledger; jobs.csv gains ``status``. A job model adds
+makespan)) for each resource of the ledger but the GPUs, whose figure is
+``gpu_utilization`` itself (GPU-time held on the ledger: one figure per resource,
+the same in every table, plot and screen); jobs.csv gains ``status``. A job model adds
 its own keys through its ``summary`` hook (:func:`gpusched.core.jobmodel.summaries`), e.g.
 the PD-ORS family's ``total_utility``.
 A policy adds its own through an optional ``summary()`` method (after the others, replacing
@@ -260,8 +262,12 @@ def _role_records(res: RunResult) -> dict[str, np.ndarray]:
     return {"status": names[res.state.job_status]}
 
 
-def _role_summary(res: RunResult, makespan: float) -> dict[str, Any]:
-    """Admission and per-resource utilisation of a run of jobs placed by roles."""
+def _role_summary(res: RunResult, makespan: float, gpu_util: float) -> dict[str, Any]:
+    """Admission and per-resource utilisation of a run of jobs placed by roles.
+
+    One figure per resource: the GPUs' is ``gpu_utilization`` (GPU-time held on the ledger
+    over G x makespan, replacing the index-based figure ``gpu_util``, 0 for jobs that hold
+    no GPU indices), the others' ``utilization_<resource>``."""
     led = res.extra.get("ledger")
     if led is None:
         return {}
@@ -271,7 +277,9 @@ def _role_summary(res: RunResult, makespan: float) -> dict[str, Any]:
         "n_rejected": int((st.job_status == REJECTED).sum()),
     }
     for name, held, cap in zip(led["resources"], led["held_s"], led["capacity"], strict=True):
-        out[f"utilization_{name}"] = held / (cap * makespan) if cap > 0 and makespan > 0 else 0.0
+        value = held / (cap * makespan) if cap > 0 and makespan > 0 else 0.0
+        out["gpu_utilization" if name == "gpus" else f"utilization_{name}"] = value
+    out.setdefault("gpu_utilization", gpu_util)
     return out
 
 
@@ -379,7 +387,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
         "sched_delay_ms_avg": _mean(delays * 1e3) if delays is not None else None,
         "sched_delay_ms_p95": _pct(delays * 1e3, 95) if delays is not None else None,
         "wall_s": res.wall_s,
-        **_role_summary(res, makespan),
+        **_role_summary(res, makespan, util),
         **jobmodel.summaries(res),
         **_task_summary(res),
     }

@@ -148,14 +148,25 @@ class _Run:
     queued: np.ndarray
     busy: np.ndarray
     n_gpus: int | None
+    #: what the run's rows are: "gpus" (gang jobs), "roles" (GPUs held on the resource
+    #: ledger) or "chunks" (jobs of data chunks: the queue counts chunks, the busy units
+    #: are the edge workers)
+    kind: str = "gpus"
 
 
-def _n_gpus(manifest: dict[str, Any], path: Path) -> int | None:
-    """GPUs in the run's cluster (None when the manifest has no cluster)."""
+def _n_gpus(manifest: dict[str, Any], path: Path, edge_only: bool = False) -> int | None:
+    """GPUs (workers) in the run's cluster (None when the manifest has no cluster);
+    ``edge_only``: of its edge servers (``tier = "edge"``)."""
     from gpusched.results.explain import manifest_servers
 
     servers = manifest_servers(manifest, path)
-    return (sum(servers) or None) if servers is not None else None
+    if servers is None:
+        return None
+    if edge_only:
+        groups = manifest["cluster"]["servers"]
+        edge = [g.get("tier") == "edge" for g in groups for _ in range(int(g["count"]))]
+        return sum(n for n, e in zip(servers, edge, strict=True) if e) or None
+    return sum(servers) or None
 
 
 def _run_fields(manifest: dict[str, Any], path: Path) -> dict[str, str]:
@@ -194,9 +205,15 @@ def _load_run(folder: Path) -> _Run:
         tables[stem] = path
     jobs = _read_columns(tables["jobs"], ["jct"], "the per-job table of a run", True)
     rf.check_rows(tables["jobs"], len(jobs["jct"]))
+    # one utilisation figure per family, summary.json's gpu_utilization over time: jobs
+    # placed by roles hold GPUs on the ledger (held_gpus), not GPU indices; jobs of chunks
+    # count the edge workers busy (busy_edge), not the cloud's
+    header = _header(tables["timeline"])
+    kind = "roles" if "held_gpus" in header else "chunks" if "busy_edge" in header else "gpus"
+    busy = {"roles": "held_gpus", "chunks": "busy_edge"}.get(kind, "busy_gpus")
     tl = _read_columns(
         tables["timeline"],
-        ["time_s", "busy_gpus", "queued"],
+        ["time_s", busy, "queued"],
         "the timeline of a run",
     )
     rf.check_rows(tables["timeline"], len(tl["time_s"]))
@@ -207,9 +224,24 @@ def _load_run(folder: Path) -> _Run:
         jct=np.sort(jobs["jct"][~np.isnan(jobs["jct"])]),
         time_s=tl["time_s"],
         queued=tl["queued"],
-        busy=tl["busy_gpus"],
-        n_gpus=_n_gpus(manifest, folder / "manifest.json"),
+        busy=tl[busy],
+        n_gpus=_n_gpus(manifest, folder / "manifest.json", edge_only=kind == "chunks"),
+        kind=kind,
     )
+
+
+def _header(path: Path) -> list[str]:
+    """The column names of a run table (CSV or Parquet); empty if it cannot be read (the
+    reading that follows says why)."""
+    try:
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(path).names)
+        with path.open(newline="", encoding="utf-8") as fh:
+            return next(csv.reader(fh), [])
+    except (OSError, ValueError, csv.Error):
+        return []
 
 
 def _is_run(folder: Path) -> bool:
@@ -374,13 +406,17 @@ def _run_charts(runs: Sequence[_Run], n_points: int) -> list[_Chart]:
     all_jct = np.concatenate([r.jct for r in runs]) if runs else np.empty(0)
     logx = bool(all_jct.size and all_jct.min() > 0 and all_jct.max() / all_jct.min() > 100)
     with_gpus = all(r.n_gpus for r in runs)
+    kinds = {r.kind for r in runs}
+    chunks = kinds == {"chunks"}
+    queued = "queued chunks" if chunks else "queued jobs" if "chunks" not in kinds else "queued"
+    what = "edge workers" if chunks else "GPUs"
     return [
         _Chart("JCT CDF", "JCT (s)", "fraction of jobs", cdf, step=True, logx=logx),
-        _Chart("Queue length", f"time ({unit})", "queued jobs", queue, step=True),
+        _Chart("Queue length", f"time ({unit})", queued, queue, step=True),
         _Chart(
-            "GPU utilisation" if with_gpus else "Busy GPUs",
+            ("Edge utilisation" if chunks else "GPU utilisation") if with_gpus else f"Busy {what}",
             f"time ({unit})",
-            "busy GPUs / GPUs" if with_gpus else "busy GPUs",
+            f"busy {what} / {what}" if with_gpus else f"busy {what}",
             util,
             step=True,
         ),

@@ -86,7 +86,7 @@ class GpuschedApp(App[dict[str, Any] | None]):
     TITLE = "gpusched"
 
     BINDINGS = [
-        Binding("space", "toggle_pause", "pause/resume"),
+        Binding("space", "toggle_pause", "pause"),
         Binding("n", "step", "step"),
         Binding("plus,equals_sign", "faster", "faster", key_display="+"),
         Binding("minus", "slower", "slower", key_display="-"),
@@ -188,7 +188,9 @@ class GpuschedApp(App[dict[str, Any] | None]):
         yield EventFeed(self.jobs, chunks=self.tasks is not None, id="feed").data_bind(
             GpuschedApp.frame
         )
-        yield Footer()
+        # the palette (ctrl+p) stays, unlisted: at 80 columns its entry pushed help and quit
+        # off the footer
+        yield Footer(show_command_palette=False)
 
     def cluster_view(self) -> ClusterView | ResourceView | WorkerView:
         """The cluster view: GPUs, the resources of a run of jobs placed by roles, or the

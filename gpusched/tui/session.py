@@ -756,8 +756,14 @@ class Driver:
         avg: float | None = None
         p95: float | None = None
         if done.any():
-            finish = np.maximum.reduceat(st.job_finish, info.first[:-1][done])
-            jct = finish - self._submit[done]
+            # each job's last chunk: reduce over every job's chunks, then keep the finished
+            # jobs (reducing from the finished jobs' first chunks alone ran each range on
+            # into the next job's chunks, unfinished ones (NaN) included: JCT read "-")
+            starts = info.first[:-1]
+            nonempty = chunks > 0
+            finish = np.full(n_jobs, np.nan)
+            finish[nonempty] = np.maximum.reduceat(st.job_finish, starts[nonempty])
+            jct = finish[done] - self._submit[done]
             avg, p95 = float(jct.mean()), float(np.percentile(jct, 95))
         # the jobs of the waiting chunks, in the order of their first chunk in the queue
         if order.size:

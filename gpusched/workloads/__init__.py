@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpusched.errors import GpuschedError
+from gpusched.errors import GpuschedError, did_you_mean, show_value
 from gpusched.io.trace import Trace
 
 #: the most jobs a preset draws with ``--jobs``: each needs about 0.4-2 KB of memory while
@@ -264,7 +264,10 @@ CLUSTERED: dict[str, str] = {"edge-cloud-testbed": "testbed", "edge-cloud-sim": 
 
 def _check_name(name: str) -> None:
     if name not in WORKLOADS:
-        raise GpuschedError(f"unknown workload '{name}' (known: {', '.join(sorted(WORKLOADS))})")
+        raise GpuschedError(
+            f"unknown workload {show_value(name)}{did_you_mean(name, WORKLOADS)} "
+            f"(known: {', '.join(sorted(WORKLOADS))})"
+        )
 
 
 def build_workload(name: str, seed: int, jobs: int | None = None, **options: Any) -> Trace:
