@@ -277,3 +277,12 @@ def test_sweep_cells_record_their_tables(tmp_path):
     assert set(manifest["tables"]) == {"jobs.csv", "timeline.csv"}
     r = invoke("explain", cell, "--worst", "1")
     assert r.exit_code == 0, r.output
+
+
+def test_out_dot_names_the_current_folder(tmp_path, monkeypatch):
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert invoke("replay", "tiny", "-o", ".").exit_code == 0
+    assert (tmp_path / "here" / "manifest.json").is_file()
+    one_line_error(invoke("replay", "tiny", "-o", "."), "already holds results")

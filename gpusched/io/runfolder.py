@@ -374,6 +374,8 @@ class FolderTransaction:
         if not text.strip():
             raise GpuschedError(f"{option} must name a folder, got an empty string")
         self.target = Path(target)
+        if self.target.name in ("", ".", ".."):  # "." or "a/..": the folder it names
+            self.target = Path(os.path.abspath(self.target))
         self.force = force
         self.option = option
         self.staging = Path()
