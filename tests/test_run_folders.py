@@ -279,10 +279,12 @@ def test_sweep_cells_record_their_tables(tmp_path):
     assert r.exit_code == 0, r.output
 
 
-def test_out_dot_names_the_current_folder(tmp_path, monkeypatch):
+def test_out_never_replaces_the_current_folder(tmp_path, monkeypatch):
+    """A results folder is replaced whole: never the folder a shell stands in."""
     here = tmp_path / "here"
     here.mkdir()
     monkeypatch.chdir(here)
-    assert invoke("replay", "tiny", "-o", ".").exit_code == 0
-    assert (tmp_path / "here" / "manifest.json").is_file()
-    one_line_error(invoke("replay", "tiny", "-o", "."), "already holds results")
+    for out in (".", "..", "sub/.."):
+        one_line_error(invoke("replay", "tiny", "-o", out), "is the current folder (or holds it)")
+    assert list(here.iterdir()) == []
+    assert invoke("replay", "tiny", "-o", "sub/run").exit_code == 0

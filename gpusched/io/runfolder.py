@@ -391,6 +391,13 @@ class FolderTransaction:
             one holding results without ``force``.
         """
         where = f"{self.option} {show_name(self.target)}"
+        here = Path.cwd()
+        full = Path(os.path.abspath(self.target))
+        if full == here or full in here.parents:
+            raise GpuschedError(
+                f"{where} is the current folder (or holds it): a results folder is replaced "
+                "whole, so give a new folder's name (e.g. --out runs/a)"
+            )
         if self.target.is_symlink():
             raise GpuschedError(
                 f"{where} is a symbolic link; give the folder it points to, or a new name "
