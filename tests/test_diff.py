@@ -205,3 +205,24 @@ def test_runs_of_different_traces_are_refused_by_their_manifests(tmp_path):
     (tmp_path / "c" / "jobs.csv").write_text(HEAD)
     r = invoke("diff", tmp_path / "a", tmp_path / "c" / "jobs.csv")
     assert r.exit_code == 2 and "differs from the table manifest.json records" in r.output
+
+
+def test_the_per_job_csv_is_written_whole_and_never_through_a_link(pair, tmp_path, monkeypatch):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    link = tmp_path / "out.csv"
+    link.symlink_to(victim)
+    assert invoke("diff", *pair, "-o", link).exit_code == 0
+    assert victim.read_text() == "precious\n" and not link.is_symlink()
+    assert link.read_text().startswith("job_id,submit,outcome")
+    import gpusched.results.diff as diff_mod
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device", str(tmp_path / "x"))
+
+    monkeypatch.setattr(diff_mod, "_cell", full)
+    before = link.read_text()
+    r = invoke("diff", *pair, "-o", link)
+    assert r.exit_code == 2 and "no space left" in r.output
+    assert link.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import GpuschedError, field_error, show_name, show_text, show_value
-from gpusched.io.runfolder import MANIFEST, RunFolder, open_run
+from gpusched.io.runfolder import MANIFEST, RunFolder, create_exclusive, open_run
 from gpusched.io.tables import is_parquet, parquet_rows
 
 __all__ = [
@@ -293,11 +294,20 @@ def write_diff_csv(path: str | Path, diff: RunDiff) -> None:
         columns["slowdown_a"] = a.slowdown_s
         columns["slowdown_b"] = b.slowdown_s
     names = list(columns)
-    with Path(path).open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(names)
-        for i in range(len(a.job_id)):
-            w.writerow([_cell(columns[k][i]) for k in names])
+    # written beside the target and renamed over it when complete: a full disk or an
+    # interruption leaves no partial table, and a link named like the target is replaced,
+    # never written through
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with create_exclusive(tmp, text=True) as fh:
+            w = csv.writer(fh)
+            w.writerow(names)
+            for i in range(len(a.job_id)):
+                w.writerow([_cell(columns[k][i]) for k in names])
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _cell(value: Any) -> Any:
