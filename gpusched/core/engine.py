@@ -676,8 +676,20 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
     def timeline(self) -> dict[str, np.ndarray]:
         """The timeline so far: time (s), busy GPUs, queued jobs, jobs holding GPUs,
         GPUs held by loading and by saving jobs, and GPUs holding two or more jobs."""
+        if len(self._tl) > 1:  # one chunk from now on, joined a column at a time (memory)
+            parts: list[list[Any]] = [list(c) for c in self._tl]
+            self._tl = []
+            cols = []
+            for k in range(len(Timeline._fields)):
+                cols.append(np.concatenate([p[k] for p in parts]))
+                for p in parts:
+                    p[k] = None
+            self._tl = [Timeline(*cols)]
         chunks = self._tl + [Timeline(*(b[: self._tl_rows] for b in self._tl_buf))]
-        tl = {k: np.concatenate([getattr(c, k) for c in chunks]) for k in Timeline._fields}
+        if self._tl_rows == 0 and len(chunks) == 2:
+            tl = chunks[0]._asdict()  # (the arrays themselves: the caller must not write them)
+        else:
+            tl = {k: np.concatenate([getattr(c, k) for c in chunks]) for k in Timeline._fields}
         if self.ledger is not None:  # resources held by role jobs, per resource
             held = np.asarray(self._ledger_rows).reshape(-1, len(RESOURCES))
             for r, name in enumerate(RESOURCES):
