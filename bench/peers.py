@@ -10,9 +10,11 @@ the research simulators", for the commits and their set-up)::
         --gavel ~/src/gavel --gavel-python ~/venvs/gavel/bin/python
 
 For each workload it makes a seeded synthetic trace with ``gpusched trace synth`` on the
-cluster of that size, converts it to each named peer's input format (below), then runs
-``--pairs`` pairs per peer and policy, each a whole peer process followed at once by the
-matching whole ``gpusched replay ... -o DIR`` process. Each process is measured from the
+cluster of that size, converts it to each named peer's input format (below), runs each
+side once untimed (so both start with their byte code, and gpusched with its compiled
+kernels, cached, and the files in the page cache), then runs ``--pairs`` pairs per peer and
+policy, each a whole peer process followed at once by the matching whole
+``gpusched replay TRACE -c CLUSTER -P POLICY -o DIR`` process. Each process is measured from the
 outside (:func:`os.wait4`): wall time, CPU time (user + system, its children included)
 and maximum resident memory, with the machine's load average before it. The table gives
 each pair's ratio (peer / gpusched) and their median; ``--json FILE`` keeps every run.
