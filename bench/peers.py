@@ -38,7 +38,8 @@ What each conversion keeps and changes (the workload is the same otherwise):
   durations rounded to whole seconds (it reads integers); every job is given the model
   ``resnet50`` (its models only size parameter servers, which these placements ignore).
 - Lucid (``simulation/simulator.py``): its "Pollux" trace format, one virtual cluster of
-  all the servers; whole seconds (it steps one simulated second at a time). Its start-up
+  all the servers; whole seconds (it steps one simulated second at a time). Its
+  consolidated placement knows 8-GPU servers only, so 32 x 4 GPUs (10k) run as 16 x 8. Its start-up
   reads estimator files named after the experiment (``./estimator/lgb/<name>_lgb.csv``,
   a training log in the trace folder) that only its own QSSF and Lucid policies use, so it
   runs in a scratch folder holding empty ones and a link to its ``data/colocate_info.csv``.
@@ -310,7 +311,11 @@ def main(argv: list[str] | None = None) -> int:
                     cmd += [f"--schedule={name}", f"--log_path={run_dir / 'log'}"]
                     cwd = checkout / "simulator"
                 elif peer == "lucid":
-                    cwd = to_lucid(jobs, servers, checkout, base / peer)
+                    # its consolidated placement knows 8-GPU servers only: as many GPUs in all
+                    nodes, per_node = (servers * gpus // 8, 8) if gpus != 8 else (servers, gpus)
+                    if gpus != 8:
+                        notes["lucid"] = f"{servers} x {gpus} GPUs run as {nodes} x 8"
+                    cwd = to_lucid(jobs, nodes, checkout, base / peer)
                     cmd = [a.lucid_python, str(checkout / "simulation" / "simulator.py")]
                     cmd += [
                         "-e",
@@ -321,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                         str(base / peer / "trace"),
                     ]
                     cmd += ["-l", str(run_dir / "log"), "-s", name, "-p", "consolidate"]
-                    cmd += ["--num_gpus_per_node", str(gpus), "-j", "1"]
+                    cmd += ["--num_gpus_per_node", str(per_node), "-j", "1"]
                 else:
                     gtrace, capped = to_gavel(jobs, checkout, base / peer)
                     if capped:
