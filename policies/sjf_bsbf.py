@@ -66,6 +66,8 @@ from gpusched.algorithms.share import (
     best_sub_batches,
     consolidated,
     first_of_each_shape,
+    gpus_of_pairs,
+    gpus_on_one_server,
     plan_sjf_bsbf,
     sjf_order,
     worth_sharing,
@@ -344,106 +346,25 @@ class SJFBSBFPolicy:
         partners, solo_b, mem_b, n_own = run
         n_free = int(np.count_nonzero(free))
         sensitive = self.placement == "aware" and bool(times.sensitive[times.shape_of[j]])
+        gpus = None
         if ok.any() and (sensitive or n_own[ok].sum() + n_free >= g):
             configs = [view.job_config.get(b) for b in partners[ok].tolist()]
             share, k, t = best_sub_batches(  # line 11, at ideal prices
                 times, j, partners[ok], configs, solo_b[ok], mem_b[ok]
             )
-            if not sensitive:
-                return self._gather(j, g, free, one, holder, partners[ok], share, k, t)
-            start = self._one_server(view, j, g, free, one, holder, partners[ok], share, k, t)
-            if start is not None:
-                return start
-        if not sensitive:
+            pairs = (partners[ok], share, k, t)
+            if sensitive:  # lines 14-17 on one server
+                gpus = gpus_on_one_server(g, free, one, holder, view.gpu_server, pairs)
+            else:  # lines 14-17
+                gpus = gpus_of_pairs(g, free, one, holder, pairs)
+        if gpus is None and sensitive:
+            # across servers: Alg. 2 again at the cross-server prices, every partner
+            configs = [view.job_config.get(b) for b in partners.tolist()]
+            share, k, t = best_sub_batches(times, j, partners, configs, solo_b, mem_b, spread=True)
+            gpus = gpus_of_pairs(g, free, one, holder, (partners, share, k, t))
+        if gpus is None:
             return None
-        # across servers: Alg. 2 again at the cross-server prices, every partner
-        configs = [view.job_config.get(b) for b in partners.tolist()]
-        share, k, t = best_sub_batches(times, j, partners, configs, solo_b, mem_b, spread=True)
-        if not share.any() or n_own[share].sum() + n_free < g:
-            return None
-        return self._gather(j, g, free, one, holder, partners, share, k, t)
-
-    def _gather(
-        self,
-        j: int,
-        g: int,
-        free: np.ndarray,
-        one: np.ndarray,
-        holder: np.ndarray,
-        partners: np.ndarray,
-        share: np.ndarray,
-        k: np.ndarray,
-        t: np.ndarray,
-    ) -> Start | None:
-        """Lines 12-17: the GPUs of the partners Alg. 2 chose (``share``, sub-batch index
-        ``k``, pair JCT ``t``), best pairs first, then free GPUs, wherever they are."""
-        times = self.times
-        assert times is not None
-        keep = np.flatnonzero(share)  # line 12
-        if keep.size == 0:
-            return None
-        keep = keep[np.lexsort((partners[keep], t[keep]))]  # line 14: by the pair's JCT
-        subs = times.profile(j)[0]
-        gpus: list[int] = []
-        chosen: list[Any] = []
-        for i in keep.tolist():  # lines 15-17
-            on_b = np.flatnonzero(one & (holder == partners[i]))
-            gpus += on_b[: g - len(gpus)].tolist()
-            chosen.append(subs[int(k[i])])
-            if len(gpus) == g:
-                break
-        if len(gpus) < g:  # free GPUs last
-            gpus += np.flatnonzero(free)[: g - len(gpus)].tolist()
-        if len(gpus) < g:
-            return None
-        return self._start(j, gpus, chosen)
-
-    def _one_server(
-        self,
-        view: Any,
-        j: int,
-        g: int,
-        free: np.ndarray,
-        one: np.ndarray,
-        holder: np.ndarray,
-        partners: np.ndarray,
-        share: np.ndarray,
-        k: np.ndarray,
-        t: np.ndarray,
-    ) -> Start | None:
-        """Lines 14-17 on one server (reading 5): the partners Alg. 2 chose, best pairs
-        first, add their GPUs to their servers' tallies; the first server whose tally plus
-        its free GPUs holds the gang (the lowest if several at once) takes the partners'
-        GPUs there, then its free ones."""
-        times = self.times
-        assert times is not None
-        keep = np.flatnonzero(share)
-        keep = keep[np.lexsort((partners[keep], t[keep]))]  # line 14
-        server = np.asarray(view.gpu_server)
-        tally = np.bincount(server[free], minlength=int(server.max()) + 1)
-        walked = 0
-        reached = np.zeros(0, dtype=np.int64)
-        while reached.size == 0:
-            if walked == keep.size:
-                return None
-            on_b = one & (holder == partners[keep[walked]])
-            tally += np.bincount(server[on_b], minlength=tally.size)
-            reached = np.flatnonzero(tally >= g)
-            walked += 1
-        on = server == reached[0]
-        subs = times.profile(j)[0]
-        gpus: list[int] = []
-        chosen: list[Any] = []
-        for i in keep[:walked].tolist():
-            got = np.flatnonzero(one & on & (holder == partners[i]))[: g - len(gpus)]
-            if got.size:
-                gpus += got.tolist()
-                chosen.append(subs[int(k[i])])
-        gpus += np.flatnonzero(free & on)[: g - len(gpus)].tolist()
-        return self._start(j, gpus, chosen)
-
-    @staticmethod
-    def _start(j: int, gpus: list[int], chosen: list[Any]) -> Start:
-        """Start ``j`` on ``gpus`` at the smallest sub-batch its partners need (reading 1)."""
-        sized = [s for s in chosen if s is not None]
-        return Start(j, np.asarray(sorted(gpus), dtype=np.int64), min(sized) if sized else None)
+        idx, chosen = gpus
+        sized = [s for s in (times.profile(j)[0][c] for c in chosen) if s is not None]
+        # the smallest sub-batch the partners need (reading 1)
+        return Start(j, idx, min(sized) if sized else None)

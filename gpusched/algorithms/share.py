@@ -61,6 +61,8 @@ __all__ = [
     "consolidated",
     "first_enough",
     "first_of_each_shape",
+    "gpus_of_pairs",
+    "gpus_on_one_server",
     "pair_jct",
     "plan_sjf_bsbf",
     "sjf_order",
@@ -439,6 +441,94 @@ def consolidated(free: np.ndarray, gpu_server: np.ndarray, g: int) -> np.ndarray
         if len(chosen) == g:
             break
     return np.asarray(chosen, dtype=np.int64)
+
+
+def gpus_of_pairs(
+    g: int,
+    free: np.ndarray,
+    one: np.ndarray,
+    holder: np.ndarray,
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, list[int]] | None:
+    """Alg. 1 lines 12-17 (numpy): the GPUs alone with the partners Alg. 2 chose, best
+    pairs first, then ``free`` GPUs, wherever they are.
+
+    Parameters
+    ----------
+    g
+        GPUs the job needs.
+    free, one
+        Masks of the GPUs holding no job and one job.
+    holder
+        The job in each GPU's first slot.
+    pairs
+        ``(partners, share, k, t)`` as :func:`best_sub_batches` gives them for these
+        partners: whether to share, the sub-batch index and the pair's average JCT.
+
+    Returns
+    -------
+    tuple or None
+        ``(gpus ascending, the sub-batch index of each partner whose GPUs were taken)``,
+        or None when the GPUs are too few.
+    """
+    partners, share, k, t = pairs
+    keep = np.flatnonzero(share)  # line 12
+    if keep.size == 0:
+        return None
+    keep = keep[np.lexsort((partners[keep], t[keep]))]  # line 14: by the pair's JCT
+    gpus: list[int] = []
+    chosen: list[int] = []
+    for i in keep.tolist():  # lines 15-17
+        on_b = np.flatnonzero(one & (holder == partners[i]))
+        gpus += on_b[: g - len(gpus)].tolist()
+        chosen.append(int(k[i]))
+        if len(gpus) == g:
+            break
+    if len(gpus) < g:  # free GPUs last
+        gpus += np.flatnonzero(free)[: g - len(gpus)].tolist()
+    if len(gpus) < g:
+        return None
+    return np.asarray(sorted(gpus), dtype=np.int64), chosen
+
+
+def gpus_on_one_server(
+    g: int,
+    free: np.ndarray,
+    one: np.ndarray,
+    holder: np.ndarray,
+    gpu_server: np.ndarray,
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, list[int]] | None:
+    """Alg. 1 lines 14-17 on one server (numpy; reading 5): the partners Alg. 2 chose,
+    best pairs first, add their GPUs to their servers' tallies; the first server whose
+    tally plus its free GPUs holds ``g`` (the lowest if several at once) takes the
+    partners' GPUs there, then its free ones. Arguments and result as
+    :func:`gpus_of_pairs` (``gpu_server``: each GPU's server); None when no server holds
+    the gang."""
+    partners, share, k, t = pairs
+    keep = np.flatnonzero(share)
+    keep = keep[np.lexsort((partners[keep], t[keep]))]  # line 14
+    server = np.asarray(gpu_server)
+    tally = np.bincount(server[free], minlength=int(server.max()) + 1)
+    walked = 0
+    reached = np.zeros(0, dtype=np.int64)
+    while reached.size == 0:
+        if walked == keep.size:
+            return None
+        on_b = one & (holder == partners[keep[walked]])
+        tally += np.bincount(server[on_b], minlength=tally.size)
+        reached = np.flatnonzero(tally >= g)
+        walked += 1
+    on = server == reached[0]
+    gpus: list[int] = []
+    chosen: list[int] = []
+    for i in keep[:walked].tolist():
+        got = np.flatnonzero(one & on & (holder == partners[i]))[: g - len(gpus)]
+        if got.size:
+            gpus += got.tolist()
+            chosen.append(int(k[i]))
+    gpus += np.flatnonzero(free & on)[: g - len(gpus)].tolist()
+    return np.asarray(sorted(gpus), dtype=np.int64), chosen
 
 
 class JobTimes:
