@@ -125,8 +125,9 @@ def _ablation(
                 runs = [
                     fig for (e, vv, pp, _), fig in by_seed.items() if (e, vv, pp) == (exp, v, p)
                 ]
-                if not runs:
-                    cells.append("=")
+                if not runs:  # not run: "=" the defaults' (if they ran it), "-" neither
+                    ran = any(k[:3] == (exp, "defaults", p) for k in by_seed)
+                    cells.append("=" if ran and v != "defaults" else "-")
                     continue
                 jct = mean(r["jct_all"] for r in runs)
                 wait = mean(r["wait_all"] for r in runs)

@@ -60,6 +60,13 @@ for s in $SEEDS; do
   for x in 1.0 1.25 1.5 1.75 2.0; do XI+=(-P "sjf-ffs:xi=$x" -P "sjf-bsbf:xi=$x"); done
   run "xi__defaults-s${s}" "$OUT/wl/n240-s$s.csv" sjf-bsbf-16x4 "${XI[@]}"
   run "xi__memory-unbounded-s${s}" "$OUT/wl/n240-s$s.csv" "$HERE/sjf-bsbf-16x4-nomem.toml" "${XI[@]}"
+  # not in the paper: 8-GPU servers, where gangs of 2-8 GPUs have one server as their ideal
+  # placement, so pricing Theorem 1 at the placement matters (cause 1)
+  w="$OUT/wl/n2000-64x8-s$s.csv"
+  gpusched workload sjf-bsbf --jobs 2000 --seed "$s" -c sjf-bsbf-64x8 -o "$w" >/dev/null
+  run "n2000-64x8__defaults-s${s}" "$w" sjf-bsbf-64x8 -P sjf -P tiresias "${SHARE[@]}"
+  run "n2000-64x8__placement-ideal-s${s}" "$w" sjf-bsbf-64x8 \
+    -P sjf-ffs:placement=ideal -P sjf-bsbf:placement=ideal
   # Table II: the physical experiment, 30 jobs on the 4 x 4 testbed, with the ablation
   w="$OUT/wl/testbed-s$s.csv"
   w0="$OUT/wl/testbed-norestart-s$s.csv"
