@@ -59,7 +59,7 @@ def main(root: str) -> None:
                 f"| {policy} | {len(runs)} | {_fmt(col('total_utility'))} "
                 f"| {mean(col('n_finished')):.1f} | {mean(col('n_rejected')):.1f} "
                 f"| {mean(col('n_unfinished')):.1f} | {_fmt(col('median_training_slots'))} "
-                f"| {mean(col('avg_jct_s')):.2f} | {mean(col('avg_wait_s')):.2f} | {mean(col('utilization_gpus')):.2f} "
+                f"| {mean(col('avg_jct_s')):.2f} | {mean(col('avg_wait_s')):.2f} | {mean(col('gpu_utilization')):.2f} "
                 f"| {mean(col('utilization_cpus')):.2f} | {mean(col('wall_s')):.1f} |"
             )
 

@@ -54,7 +54,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusched.core.ledger import RESOURCES
-from gpusched.errors import GpuschedError
+from gpusched.errors import GpuschedError, did_you_mean
 from gpusched.io.trace import MAX_TIME_S, Trace
 from gpusched.workloads.sjf_bsbf import WINDOW_S, load_pool
 
@@ -77,8 +77,9 @@ DEFAULT_JOBS = 50
 DEFAULT_HORIZON = 20
 """Horizon T by default, slots: T = 20, as Figs. 6-8."""
 
-MAX_JOBS = 10_000_000
-"""Most jobs with alternating arrivals (philly arrivals: the 4,000 bundled jobs)."""
+MAX_JOBS = 2_000_000
+"""Most jobs with alternating arrivals (philly arrivals: the 4,000 bundled jobs); each takes
+about 2 KB of memory while drawn and written (10 million ended in a MemoryError)."""
 
 MAX_HORIZON = int(MAX_TIME_S)
 """Longest horizon, slots: the trace's largest time."""
@@ -157,7 +158,10 @@ _REALS = (
 def _check(n: int, horizon: int, arrivals: str) -> None:
     """Refuse bad options with one line naming the option and what it takes."""
     if arrivals not in ARRIVALS:
-        raise GpuschedError(f"--arrivals must be {' or '.join(ARRIVALS)}, got {arrivals!r}")
+        raise GpuschedError(
+            f"--arrivals must be {' or '.join(ARRIVALS)}, got {arrivals!r}"
+            f"{did_you_mean(str(arrivals), ARRIVALS)}"
+        )
     if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer):
         raise GpuschedError(f"--horizon must be a whole number of slots, got {horizon!r}")
     if not 1 <= horizon <= MAX_HORIZON:
