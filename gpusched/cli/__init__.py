@@ -78,9 +78,10 @@ def workload_cmd(
         float | None,
         typer.Option(
             "--load",
-            help="a-srpt, lazer-earth|saturn|uranus (full size): rescale arrivals to this"
+            help="a-srpt, lazer-earth|saturn|uranus (full size): scale the arrival rate to this"
             " offered load on the --cluster. a-srpt: default 4 (contended, like the paper's"
-            " runs); 0 keeps the source's own arrival times",
+            " runs); 0 keeps the source's own arrival times. lazer-*: default Table 1's rate"
+            " (the paper's); the 10-minute bins of --arrivals helios are kept",
         ),
     ] = None,
     cluster: Annotated[
@@ -110,7 +111,25 @@ def workload_cmd(
         typer.Option(
             "--arrivals",
             help="pd-ors: 'alternating' (default; even slots weigh 2/3, odd 1/3) or 'philly'"
-            " (the bundled Philly sample's arrival times scaled onto the horizon)",
+            " (the bundled Philly sample's arrival times scaled onto the horizon)."
+            " lazer-earth|saturn|uranus: 'helios' (default; Helios Venus's 10-minute"
+            " submission counts at Table 1's rate) or 'poisson'",
+        ),
+    ] = None,
+    sizes: Annotated[
+        str | None,
+        typer.Option(
+            "--sizes",
+            help="lazer-earth|saturn|uranus: 'copula' (default; GPU counts paired with"
+            " durations so the GPU-time per job is the Helios summary's) or 'independent'",
+        ),
+    ] = None,
+    overheads: Annotated[
+        str | None,
+        typer.Option(
+            "--overheads",
+            help="lazer-*: load and save time per job: 'paper' (default; 113 s and 8 s, the"
+            " paper's Sec. 3.2) or 'checkpoint' (the model catalogue's checkpoint times)",
         ),
     ] = None,
     cluster_out: Annotated[
@@ -157,6 +176,8 @@ def workload_cmd(
         cluster=cluster,
         horizon=horizon,
         arrivals=arrivals,
+        sizes=sizes,
+        overheads=overheads,
     )
     write_trace(trace, output)
     note = f": {trace.source}" if name in NOTED else ""
