@@ -303,6 +303,8 @@ KEY_FIFO = 0  #: submission order
 KEY_SJF = 1  #: total work (duration), shortest first
 KEY_SRTF = 2  #: remaining work, shortest first
 KEY_LAS = 3  #: discretized least-attained-service (Tiresias 2D-LAS): level, then place in its list
+KEY_LAZER = 4  #: Lazer's Alg. 1-2 (policies/lazer.py): preemption on arrival, deferred
+FLAG_LOADING_IN_RQ = 1  #: KEY_LAZER: a loading job may be preempted (KernelConfig.flags)
 
 # --- what the kernel's loops return (see gpusched.core.kernel) ---------------------------
 EPS = 1e-9  #: s; tolerance for float comparisons of times
