@@ -459,6 +459,7 @@ class BayesOpt:
         self._n_tuned = 0  # outcomes at the last re-estimation of the hyperparameters
         self._fan: _Fantasies | None = None  # of the current fit, made on first use
         self._fan_normals = np.empty((0, self.fantasies))  # the draws behind it
+        self._exploit_args: tuple[np.ndarray, ...] | None = None  # of the current fit
         self._exploiting = False
         #: outcomes reported after acquisition ended (not used: the GP is frozen)
         self.n_dropped = 0
@@ -474,6 +475,7 @@ class BayesOpt:
             raise ValueError(f"grid must lie within [{self.lo}, {self.hi}]")
         self.grid = xs
         self._u_grid = (xs - self.lo) / (self.hi - self.lo)
+        self._exploit_args = None
 
     @property
     def stage(self) -> str:
@@ -611,21 +613,27 @@ class BayesOpt:
 
     def exploit(self, c: Any) -> float:
         """Eq. 3: the grid value of X of highest :math:`P(f = 0)` in context ``c`` (the
-        smallest on ties), with the pruning of the module docstring."""
-        from scipy.linalg import solve_triangular
-        from scipy.special import ndtr
+        smallest on ties), with the pruning of the module docstring
+        (:func:`gpusched.algorithms.gp_grid.argmax_prob_zero`)."""
+        from gpusched.algorithms.gp_grid import argmax_prob_zero
 
+        ctx = self._context(c)
         self._refit()
         gp = self.gp
-        line = self._line(self._context(c))
-        e = gp.grid_factor(self._u_grid) * line.rest_factor  # k(x_g, Z), (m, n)
-        d = -(e @ gp.alpha) - gp.y_mean / gp.y_std  # -mu, standardised
-        floor, top = math.sqrt(gp.noise), math.sqrt(gp.amplitude + gp.noise)
-        hi_s = np.where(d >= 0, floor, top)  # the s of the upper bound of Phi(d / s)
-        lo_s = np.where(d >= 0, top, floor)
-        best = float(ndtr(d / lo_s).max())
-        cand = np.flatnonzero(ndtr(d / hi_s) >= best)  # only these can be the argmax
-        v = solve_triangular(gp.chol, e[cand].T, lower=True, check_finite=False)
-        var = np.maximum(gp.amplitude - np.einsum("nm,nm->m", v, v), 0.0)
-        p = ndtr(d[cand] / np.sqrt(var + gp.noise))
-        return float(self.grid[cand[int(np.argmax(p))]])
+        if self._exploit_args is None or self._exploit_args[0] is not gp.alpha:
+            self._exploit_args = (
+                gp.alpha,
+                np.ascontiguousarray(gp.grid_factor(self._u_grid)),
+                np.ascontiguousarray(gp.z[:, 1:]),
+                1.0 / gp.length_scale[1:],
+                np.ascontiguousarray(gp.chol),
+                np.einsum("ij,ij->i", gp.chol, gp.chol),  # diagonal of K + noise
+                np.empty(3 * self.grid.size + 4 * gp.alpha.size),
+            )
+        alpha, grid_k, z_rest, inv_ls, chol, kdiag, scratch = self._exploit_args
+        cz = (ctx - self._c_lo) / self._c_span
+        offset = gp.y_mean / gp.y_std
+        g = argmax_prob_zero(
+            grid_k, z_rest, inv_ls, cz, gp.amplitude, gp.noise, alpha, chol, kdiag, offset, scratch
+        )
+        return float(self.grid[g])
