@@ -50,6 +50,11 @@ Where the paper is silent or ambiguous, and what we chose:
    in remaining duration: the later-submitted job is preempted first, the earlier one
    leaves WQ first.
 9. Alg. 2 counts GPUs, not servers: a cluster without ``allow_spread`` is refused.
+
+The module runs past 200 lines because Alg. 1 has three event handlers (arrival, deferral
+end, completion) and a start that waits for saves, each a few lines of its own, and because
+the nine readings above are stated here; the predictor's support lives in
+:mod:`gpusched.algorithms.deferral` and :mod:`gpusched.algorithms.bayesopt`.
 """
 
 from __future__ import annotations
@@ -106,6 +111,7 @@ class LazerPolicy:
         self._outcomes = Outcomes()
         self._grid_set = False
         self.xs: list[float] = []  # every X predicted, s
+        self.n_samples = 0  # of them, bootstrap and acquisition (the rest exploit)
         self.n_deferred = 0  # deferrals so far (X > 0)
 
     def fused(self) -> Fused:
@@ -142,6 +148,7 @@ class LazerPolicy:
     def summary(self) -> dict:
         """summary.json's ``lazer``: the predictor's stage and the deferrals it chose."""
         bo, xs = self.predictor, np.asarray(self.xs)
+        late = xs[self.n_samples :]  # exploitation
         return {
             "lazer": {
                 "stage": getattr(bo, "stage", "none"),
@@ -149,6 +156,9 @@ class LazerPolicy:
                 "predictions": int(xs.size),
                 "deferrals": self.n_deferred,
                 "mean_x_s": float(xs.mean()) if xs.size else 0.0,
+                "exploit_predictions": int(late.size),
+                "exploit_mean_x_s": float(late.mean()) if late.size else 0.0,
+                "exploit_deferred_share": float((late > 0).mean()) if late.size else 0.0,
             }
         }
 
@@ -254,6 +264,7 @@ class LazerPolicy:
         x = s.x if s.x >= 0.5 * view.slot_s else 0.0  # choice 7
         if s.stage != "exploitation":  # observe bootstrap and acquisition samples
             self._outcomes.add(Sample(s.x, c, now, p, load, t_new))
+            self.n_samples += 1
         self.xs.append(x)
         self.n_deferred += x > 0.0
         return x
