@@ -523,7 +523,7 @@ class BayesOpt:
             if not (self.n_updates >= self.min_updates and ei < self.ei_stop * (self.hi - self.lo)):
                 return Suggestion(x, stage, ei)
             self._exploiting = True
-        return Suggestion(self.exploit(ctx), "exploitation", math.nan)
+        return Suggestion(self._exploit(ctx), "exploitation", math.nan)
 
     # --- the surrogate ---------------------------------------------------------------
 
@@ -615,25 +615,39 @@ class BayesOpt:
         """Eq. 3: the grid value of X of highest :math:`P(f = 0)` in context ``c`` (the
         smallest on ties), with the pruning of the module docstring
         (:func:`gpusched.algorithms.gp_grid.argmax_prob_zero`)."""
+        return self._exploit(self._context(c))
+
+    def _exploit(self, ctx: np.ndarray) -> float:
         from gpusched.algorithms.gp_grid import argmax_prob_zero
 
-        ctx = self._context(c)
         self._refit()
         gp = self.gp
         if self._exploit_args is None or self._exploit_args[0] is not gp.alpha:
             self._exploit_args = (
                 gp.alpha,
-                np.ascontiguousarray(gp.grid_factor(self._u_grid)),
+                np.ascontiguousarray(gp.grid_factor(self._u_grid).T),
                 np.ascontiguousarray(gp.z[:, 1:]),
                 1.0 / gp.length_scale[1:],
                 np.ascontiguousarray(gp.chol),
+                np.ascontiguousarray(gp.chol.T),
                 np.einsum("ij,ij->i", gp.chol, gp.chol),  # diagonal of K + noise
-                np.empty(3 * self.grid.size + 4 * gp.alpha.size),
+                np.empty(5 * self.grid.size + 4 * gp.alpha.size),
             )
-        alpha, grid_k, z_rest, inv_ls, chol, kdiag, scratch = self._exploit_args
+        alpha, grid_kt, z_rest, inv_ls, chol, chol_t, kdiag, scratch = self._exploit_args
         cz = (ctx - self._c_lo) / self._c_span
         offset = gp.y_mean / gp.y_std
         g = argmax_prob_zero(
-            grid_k, z_rest, inv_ls, cz, gp.amplitude, gp.noise, alpha, chol, kdiag, offset, scratch
+            grid_kt,
+            z_rest,
+            inv_ls,
+            cz,
+            gp.amplitude,
+            gp.noise,
+            alpha,
+            chol,
+            chol_t,
+            kdiag,
+            offset,
+            scratch,
         )
         return float(self.grid[g])

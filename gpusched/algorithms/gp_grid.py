@@ -13,7 +13,8 @@ a triangular solve, so it is computed only where it can matter. For any vector w
 :math:`q_g \\ge 2 w^T k_g - q_h`, tight near h. A lower bound on q bounds P from above where
 :math:`d < 0` (where :math:`d \\ge 0`, :math:`q \\le a` does). Points are computed exactly in
 order of their upper bound, each tightening the others', until no point left can beat the
-best value found (less a margin of 1e-9 for rounding). Same inputs, same bits.
+best value found (less a relative margin of 1e-9 for rounding). P is compared through
+the argument of :math:`\\Phi`, which it increases with. Same inputs, same bits.
 """
 
 from __future__ import annotations
@@ -27,14 +28,8 @@ __all__ = ["argmax_prob_zero"]
 
 
 @njit(cache=True, nogil=True)
-def _phi(x: float) -> float:
-    """Standard normal CDF."""
-    return 0.5 * math.erfc(-x / math.sqrt(2.0))
-
-
-@njit(cache=True, nogil=True)
 def argmax_prob_zero(
-    grid_k: np.ndarray,
+    grid_kt: np.ndarray,
     z_rest: np.ndarray,
     inv_ls_rest: np.ndarray,
     cz: np.ndarray,
@@ -42,16 +37,18 @@ def argmax_prob_zero(
     noise: float,
     alpha: np.ndarray,
     chol: np.ndarray,
+    chol_t: np.ndarray,
     kdiag: np.ndarray,
     offset: float,
     scratch: np.ndarray,
 ) -> int:
-    """Index of the grid point of highest :math:`\\Phi(d / s)` (the lowest index on ties).
+    """Index of the grid point of highest :math:`\\Phi(d / s)`, found as the highest
+    :math:`d / s` (:math:`\\Phi` increases), the lowest index on ties.
 
     Parameters
     ----------
-    grid_k
-        (m, n): the first input's kernel factor between grid point g and training point i.
+    grid_kt
+        (n, m): the first input's kernel factor between training point i and grid point g.
     z_rest, inv_ls_rest
         (n, d) training inputs other than the first, and their inverse length scales (d,).
     cz
@@ -60,15 +57,15 @@ def argmax_prob_zero(
         Signal variance a and noise variance (standardised).
     alpha
         (n,) :math:`(K + \\sigma_n^2 I)^{-1} y` (standardised y).
-    chol, kdiag
-        (n, n) lower Cholesky factor L of :math:`K + \\sigma_n^2 I`, and that matrix's
-        diagonal (n,).
+    chol, chol_t, kdiag
+        (n, n) lower Cholesky factor L of :math:`K + \\sigma_n^2 I`, its transpose (both
+        C-ordered: every inner loop below runs along a row), and the matrix's diagonal.
     offset
         :math:`d = -\\mu - \\text{offset}` (``y_mean / y_std``: the target 0 standardised).
     scratch
-        (4 m + 4 n,) float64 work space.
+        (4 n + 5 m,) float64 work space.
     """
-    m, n = grid_k.shape
+    n, m = grid_kt.shape
     dims = z_rest.shape[1]
     r = scratch[:n]  # amplitude times the context's kernel factor, per training point
     y = scratch[n : 2 * n]
@@ -77,60 +74,71 @@ def argmax_prob_zero(
     d = scratch[4 * n : 4 * n + m]
     qlo = scratch[4 * n + m : 4 * n + 2 * m]  # lower bounds of q
     done = scratch[4 * n + 2 * m : 4 * n + 3 * m]
+    s = scratch[4 * n + 3 * m : 4 * n + 4 * m]
+    upper = scratch[4 * n + 4 * m : 4 * n + 5 * m]
     for i in range(n):
         t2 = 0.0
         for c in range(dims):
             t = (z_rest[i, c] - cz[c]) * inv_ls_rest[c]
             t2 += t * t
         r[i] = amplitude * math.exp(-0.5 * t2)
-    floor = math.sqrt(noise)
     for g in range(m):
-        mu = 0.0
-        lo = 0.0
-        for i in range(n):
-            kg = grid_k[g, i] * r[i]
-            mu += kg * alpha[i]
-            lo = max(lo, kg * kg / kdiag[i])
-        d[g] = -mu - offset
-        qlo[g] = lo
+        d[g] = 0.0
+        qlo[g] = 0.0
         done[g] = 0.0
+    for i in range(n):  # mu_g = sum_i k_gi alpha_i; q_g >= k_gi^2 / K_ii
+        ra = r[i] * alpha[i]
+        rr = r[i] * r[i] / kdiag[i]
+        for g in range(m):
+            e = grid_kt[i, g]
+            d[g] += e * ra
+            qlo[g] = max(qlo[g], e * e * rr)
+    for g in range(m):
+        d[g] = -d[g] - offset
+    floor = math.sqrt(noise)
     best_g = -1
-    best = -1.0
+    best = -np.inf
     while True:
         g = -1  # the point left of highest upper bound (lowest index on ties)
-        top = -1.0
+        top = -np.inf
         for h in range(m):
-            if done[h] != 0.0:
-                continue
-            if d[h] >= 0.0:
-                u = _phi(d[h] / floor)
-            else:
-                u = _phi(d[h] / math.sqrt(noise + max(amplitude - qlo[h], 0.0)))
-            if u > top:
-                g, top = h, u
-        if g < 0 or top < best - 1e-9:
+            if done[h] == 0.0:
+                if d[h] >= 0.0:  # the argument of Phi: Phi increases with it
+                    upper[h] = d[h] / floor
+                else:
+                    upper[h] = d[h] / math.sqrt(noise + max(amplitude - qlo[h], 0.0))
+                if upper[h] > top:
+                    g, top = h, upper[h]
+        if g < 0 or top < best - 1e-9 * (1.0 + abs(best)):
             break
         done[g] = 1.0
-        q = 0.0  # forward solve L y = k_g
+        for i in range(n):  # k_g
+            k[i] = grid_kt[i, g] * r[i]
+        for c in range(n):  # forward solve L y = k, by columns (rows of L^T)
+            y[c] = k[c] / chol[c, c]
+            yc = y[c]
+            for i in range(c + 1, n):
+                k[i] -= chol_t[c, i] * yc
+        q = 0.0
         for i in range(n):
-            k[i] = grid_k[g, i] * r[i]
-            acc = k[i]
-            for c in range(i):
-                acc -= chol[i, c] * y[c]
-            y[i] = acc / chol[i, i]
             q += y[i] * y[i]
-        p = _phi(d[g] / math.sqrt(max(amplitude - q, 0.0) + noise))
+        p = d[g] / math.sqrt(max(amplitude - q, 0.0) + noise)  # Phi(p) = P(f = 0)
         if p > best or (p == best and g < best_g):
             best, best_g = p, g
-        for i in range(n - 1, -1, -1):  # back solve L^T w = y: w = (K + noise)^-1 k_g
-            acc = y[i]
-            for c in range(i + 1, n):
-                acc -= chol[c, i] * w[c]
-            w[i] = acc / chol[i, i]
-        for h in range(m):  # q_h >= 2 w . k_h - q
+        for i in range(n):  # back solve L^T w = y, by columns of L^T (rows of L)
+            w[i] = y[i]
+        for c in range(n - 1, -1, -1):
+            w[c] = w[c] / chol[c, c]
+            wc = w[c]
+            for i in range(c):
+                w[i] -= chol[c, i] * wc
+        for h in range(m):
+            s[h] = 0.0
+        for i in range(n):  # s_h = w . k_h, then q_h >= 2 s_h - q
+            wr = w[i] * r[i]
+            for h in range(m):
+                s[h] += grid_kt[i, h] * wr
+        for h in range(m):
             if done[h] == 0.0:
-                s = 0.0
-                for i in range(n):
-                    s += w[i] * grid_k[h, i] * r[i]
-                qlo[h] = max(qlo[h], 2.0 * s - q)
+                qlo[h] = max(qlo[h], 2.0 * s[h] - q)
     return best_g
