@@ -67,7 +67,18 @@ def group(rows: list[dict[str, str]]) -> dict[tuple[str, str, str], list[dict[st
 
 
 def val(rows: list[dict[str, str]], key: str, scale: float = 1.0) -> list[float]:
-    return [float(r[key]) / scale for r in rows if r[key] != ""]
+    return [float(r[key]) / scale for r in rows if r.get(key, "") not in ("", None)]
+
+
+def x_text(rows: list[dict[str, str]], label: str) -> str:
+    """Lazer's deferrals: exploitation's mean X (s) and share deferred, else every X's mean."""
+    if not label.startswith("lazer") or "X = 0" in label:
+        return ""
+    n_exploit = val(rows, "exploit_predictions")
+    if n_exploit and min(n_exploit) > 0:
+        return f"{mean(val(rows, 'exploit_mean_x_s')):.1f} ({mean(val(rows, 'exploit_deferred_share')):.0%})"
+    mx = val(rows, "mean_x_s")
+    return f"no exploitation; all: {mean(mx):.1f}" if mx else ""
 
 
 def fmt(x: float) -> str:
@@ -111,9 +122,7 @@ def table2(rows: list[dict[str, str]]) -> None:
             got = data.get((c, "", p), [])
             if not got:
                 continue
-            xs = val(got, "exploit_mean_x_s")
-            share = val(got, "exploit_deferred_share")
-            x = f"{mean(xs):.1f} ({mean(share):.0%})" if xs and p.startswith("lazer") and "X = 0" not in p else ""
+            x = x_text(got, p)
             delay = val(got, "sched_delay_ms")
             print(
                 f"| {c} | {p} | {mean(val(got, 'avg_jct_s', 60)):,.1f} | {mean(val(got, 'avg_wait_s', 60)):,.1f} | "
@@ -138,9 +147,7 @@ def ablation(rows: list[dict[str, str]], defaults: list[dict[str, str]]) -> None
                 got = data.get((c, v, p), [])
                 if not got:
                     continue
-                xs = val(got, "exploit_mean_x_s")
-                share = val(got, "exploit_deferred_share")
-                x = f"{mean(xs):.1f} ({mean(share):.0%})" if xs and "X = 0" not in p else ""
+                x = x_text(got, p)
                 a, b = val(got, "p50_jct_s", 60), val(got, "p95_jct_s", 60)
                 print(
                     f"| {c} | {label} | {p} | {fmt(mean(a))} ({fmt(min(a))}-{fmt(max(a))}) | {fmt(mean(b))} | "

@@ -16,7 +16,8 @@ ends; cells already in OUT.csv are skipped, so an interrupted grid resumes. The 
 * ``p50/p95_futile_all_s`` over every job, and ``p50/p95_futile_hit_s`` over the jobs with
   some futile time (``jobs_hit``): the paper's Table 2 gives Lazer a P50 of 0.1-0.2 min,
   which cannot be a median over every job when most never lose a load;
-* Lazer's ``predictions``, ``deferrals``, ``exploit_mean_x_s`` and
+* Lazer's ``predictions``, ``deferrals``, ``mean_x_s`` (over every prediction) and, over
+  those of the exploitation stage, ``exploit_predictions``, ``exploit_mean_x_s`` and
   ``exploit_deferred_share`` (policy summary);
 * ``sched_delay_ms`` (the Python path's mean time per decision; empty when the kernel
   decided), ``wall_s`` (simulation) and ``cpu_s`` (the whole replay, reading included).
@@ -64,6 +65,8 @@ COLUMNS = [
     "sched_delay_ms",
     "wall_s",
     "cpu_s",
+    "mean_x_s",
+    "exploit_predictions",
 ]
 
 
@@ -111,6 +114,8 @@ def measure(cell, summary: dict, result) -> dict:
         "exploit_deferred_share": lz.get("exploit_deferred_share", ""),
         "sched_delay_ms": f"{1e3 * float(np.mean(delay)):.4f}" if delay is not None and len(delay) else "",
         "wall_s": f"{result.wall_s:.2f}",
+        "mean_x_s": lz.get("mean_x_s", ""),
+        "exploit_predictions": lz.get("exploit_predictions", ""),
     }
 
 
