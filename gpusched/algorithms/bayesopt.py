@@ -459,7 +459,7 @@ class BayesOpt:
         self._n_tuned = 0  # outcomes at the last re-estimation of the hyperparameters
         self._fan: _Fantasies | None = None  # of the current fit, made on first use
         self._fan_normals = np.empty((0, self.fantasies))  # the draws behind it
-        self._exploit_args: tuple[np.ndarray, ...] | None = None  # of the current fit
+        self._exploit_args: tuple[Any, ...] | None = None  # of the current fit
         self._exploiting = False
         #: outcomes reported after acquisition ended (not used: the GP is frozen)
         self.n_dropped = 0
@@ -618,36 +618,27 @@ class BayesOpt:
         return self._exploit(self._context(c))
 
     def _exploit(self, ctx: np.ndarray) -> float:
-        from gpusched.algorithms.gp_grid import argmax_prob_zero
+        from gpusched.algorithms.gp_grid import argmax_prob_zero, bound
 
         self._refit()
         gp = self.gp
         if self._exploit_args is None or self._exploit_args[0] is not gp.alpha:
-            self._exploit_args = (
-                gp.alpha,
+            args = (
                 np.ascontiguousarray(gp.grid_factor(self._u_grid).T),
                 np.ascontiguousarray(gp.z[:, 1:]),
                 1.0 / gp.length_scale[1:],
+                self._c_lo.copy(),  # cz's place: the context, scaled (written per call)
+                float(gp.amplitude),
+                float(gp.noise),
+                gp.alpha,
                 np.ascontiguousarray(gp.chol),
                 np.ascontiguousarray(gp.chol.T),
                 np.einsum("ij,ij->i", gp.chol, gp.chol),  # diagonal of K + noise
+                float(gp.y_mean / gp.y_std),
                 np.empty(5 * self.grid.size + 4 * gp.alpha.size),
             )
-        alpha, grid_kt, z_rest, inv_ls, chol, chol_t, kdiag, scratch = self._exploit_args
-        cz = (ctx - self._c_lo) / self._c_span
-        offset = gp.y_mean / gp.y_std
-        g = argmax_prob_zero(
-            grid_kt,
-            z_rest,
-            inv_ls,
-            cz,
-            gp.amplitude,
-            gp.noise,
-            alpha,
-            chol,
-            chol_t,
-            kdiag,
-            offset,
-            scratch,
-        )
+            self._exploit_args = (gp.alpha, args, bound(argmax_prob_zero, args))
+        _, args, fn = self._exploit_args
+        np.divide(ctx - self._c_lo, self._c_span, out=args[3])
+        g = fn(*args)
         return float(self.grid[g])

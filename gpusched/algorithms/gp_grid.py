@@ -20,11 +20,24 @@ the argument of :math:`\\Phi`, which it increases with. Same inputs, same bits.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numba import njit
 
-__all__ = ["argmax_prob_zero"]
+__all__ = ["argmax_prob_zero", "bound"]
+
+
+def bound(fn: Any, args: tuple[Any, ...]) -> Any:
+    """``fn`` compiled for the types of ``args``, called without Numba's per-call typing of
+    every argument (a few microseconds each; exploitation calls it ~10^5 times a run).
+    Every later call must pass the same types. Without the JIT, ``fn`` itself."""
+    if not hasattr(fn, "compile"):  # NUMBA_DISABLE_JIT
+        return fn
+    import numba
+
+    typeof: Any = numba.typeof
+    return fn.compile(tuple(typeof(a) for a in args))
 
 
 @njit(cache=True, nogil=True)
