@@ -80,9 +80,10 @@ def workload_cmd(
         float | None,
         typer.Option(
             "--load",
-            help="a-srpt, lazer-earth|saturn|uranus (full size): rescale arrivals to this"
+            help="a-srpt, lazer-earth|saturn|uranus (full size): scale the arrival rate to this"
             " offered load on the --cluster. a-srpt: default 4 (contended, like the paper's"
-            " runs); 0 keeps the source's own arrival times",
+            " runs); 0 keeps the source's own arrival times. lazer-*: default Table 1's rate"
+            " (the paper's); the 10-minute bins of --arrivals helios are kept",
         ),
     ] = None,
     cluster: Annotated[
@@ -112,7 +113,25 @@ def workload_cmd(
         typer.Option(
             "--arrivals",
             help="pd-ors: 'alternating' (default; even slots weigh 2/3, odd 1/3) or 'philly'"
-            " (the bundled Philly sample's arrival times scaled onto the horizon)",
+            " (the bundled Philly sample's arrival times scaled onto the horizon)."
+            " lazer-earth|saturn|uranus: 'helios' (default; Helios Venus's 10-minute"
+            " submission counts at Table 1's rate) or 'poisson'",
+        ),
+    ] = None,
+    sizes: Annotated[
+        str | None,
+        typer.Option(
+            "--sizes",
+            help="lazer-earth|saturn|uranus: 'copula' (default; GPU counts paired with"
+            " durations so the GPU-time per job is the Helios summary's) or 'independent'",
+        ),
+    ] = None,
+    overheads: Annotated[
+        str | None,
+        typer.Option(
+            "--overheads",
+            help="lazer-*: load and save time per job: 'paper' (default; 113 s and 8 s, the"
+            " paper's Sec. 3.2) or 'checkpoint' (the model catalogue's checkpoint times)",
         ),
     ] = None,
     cluster_out: Annotated[
@@ -177,6 +196,8 @@ def workload_cmd(
         arrivals=arrivals,
         restart_s=restart_s,
         gpu_counts=gpu_counts,
+        sizes=sizes,
+        overheads=overheads,
     )
     _common.check_written_trace(trace, f"workload {name}")
     write_trace(trace, output)
