@@ -99,9 +99,10 @@ def workload_cmd(
         float | None,
         typer.Option(
             "--load",
-            help="a-srpt, lazer-earth|saturn|uranus (full size): rescale arrivals to this"
+            help="a-srpt, lazer-earth|saturn|uranus (full size): scale the arrival rate to this"
             " offered load on the --cluster. a-srpt: default 4 (contended, like the paper's"
-            " runs); 0 keeps the source's own arrival times",
+            " runs); 0 keeps the source's own arrival times. lazer-*: default Table 1's rate"
+            " (the paper's); the 10-minute bins of --arrivals helios are kept",
         ),
     ] = None,
     cluster: Annotated[
@@ -131,7 +132,25 @@ def workload_cmd(
         typer.Option(
             "--arrivals",
             help="pd-ors: 'alternating' (default; even slots weigh 2/3, odd 1/3) or 'philly'"
-            " (the bundled Philly sample's arrival times scaled onto the horizon)",
+            " (the bundled Philly sample's arrival times scaled onto the horizon)."
+            " lazer-earth|saturn|uranus: 'helios' (default; Helios Venus's 10-minute"
+            " submission counts at Table 1's rate) or 'poisson'",
+        ),
+    ] = None,
+    sizes: Annotated[
+        str | None,
+        typer.Option(
+            "--sizes",
+            help="lazer-earth|saturn|uranus: 'copula' (default; GPU counts paired with"
+            " durations so the GPU-time per job is the Helios summary's) or 'independent'",
+        ),
+    ] = None,
+    overheads: Annotated[
+        str | None,
+        typer.Option(
+            "--overheads",
+            help="lazer-*: load and save time per job: 'paper' (default; 113 s and 8 s, the"
+            " paper's Sec. 3.2) or 'checkpoint' (the model catalogue's checkpoint times)",
         ),
     ] = None,
     cluster_out: Annotated[
@@ -147,6 +166,22 @@ def workload_cmd(
         typer.Option(
             "--servers",
             help="edge-cloud-sim: edge servers of the cluster --cluster-out writes (default 100)",
+        ),
+    ] = None,
+    restart_s: Annotated[
+        float | None,
+        typer.Option(
+            "--restart-s",
+            help="sjf-bsbf, sjf-bsbf-testbed: seconds every start costs, written as load_s"
+            " (default 30, the Pollux simulator's; 0: no load_s/save_s columns)",
+        ),
+    ] = None,
+    gpu_counts: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu-counts",
+            help="sjf-bsbf: 'pollux' (default; Pollux's starting configurations) or 'philly'"
+            " (the Philly jobs' own GPU counts, Pollux's workloads-realistic; an ablation)",
         ),
     ] = None,
 ) -> None:
@@ -178,6 +213,10 @@ def workload_cmd(
         cluster=cluster,
         horizon=horizon,
         arrivals=arrivals,
+        restart_s=restart_s,
+        gpu_counts=gpu_counts,
+        sizes=sizes,
+        overheads=overheads,
     )
     _common.check_written_trace(trace, f"workload {name}")
     write_trace(trace, output)
