@@ -145,7 +145,7 @@ def is_cached(dispatcher: Any, args: tuple[Any, ...]) -> bool:
     return load_cached(dispatcher, tuple(typeof(a) for a in args))
 
 
-def load_cached(dispatcher: Any, sig: tuple[Any, ...]) -> bool:
+def load_cached(dispatcher: Any, sig: tuple[Any, ...], fast: bool = True) -> bool:
     """Load ``dispatcher``'s compiled version for the argument types ``sig`` from Numba's
     on-disk cache, as its first call would; False if it is not there (nothing compiled).
 
@@ -154,6 +154,9 @@ def load_cached(dispatcher: Any, sig: tuple[Any, ...]) -> bool:
     not need; a compilation later in the process builds it as usual. This does what
     ``Dispatcher.compile`` does on a cache hit, without that step. It uses Numba's cache
     object, which Numba does not document: if that fails, Numba's own loading is used.
+    ``fast=False`` uses Numba's own loading: it also sets up what compiled code that
+    allocates arrays needs (Numba's runtime); the kernels allocate nothing (see
+    :mod:`gpusched.core.kernel`), the families' helpers do.
     """
     if not hasattr(dispatcher, "compile"):
         return True
@@ -163,9 +166,13 @@ def load_cached(dispatcher: Any, sig: tuple[Any, ...]) -> bool:
         if dispatcher.overloads.get(tuple(sig)) is not None:
             return True
         ctx = dispatcher.targetctx
-        try:
-            cres = dispatcher._cache._load_overload(sig, ctx)
-        except Exception:  # noqa: BLE001 - an undocumented API: fall back to Numba's way
+        cres = None
+        if fast:
+            try:
+                cres = dispatcher._cache._load_overload(sig, ctx)
+            except Exception:  # noqa: BLE001 - an undocumented API: fall back to Numba's way
+                fast = False
+        if not fast:
             cres = dispatcher._cache.load_overload(sig, ctx)
         if cres is None:
             return False
