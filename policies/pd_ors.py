@@ -96,9 +96,9 @@ class PDORSPolicy:
         max_failures: Annotated[int, Range(1, 1e9)] = 5000,
         all_counts: bool = True,
         bottom: str = "eq14",
-        mu: Annotated[float, Range(0, 1e300)] = 0.0,
-        L: Annotated[float, Range(0, 1e300)] = 0.0,
-        opt: Annotated[float, Range(0, 1e300)] = 0.0,
+        mu: Annotated[float, Range(0, 1e12)] = 0.0,
+        L: Annotated[float, Range(0, 1e6)] = 0.0,
+        opt: Annotated[float, Range(0, 1e12)] = 0.0,
         rng: np.random.Generator | None = None,
     ) -> None:
         if bottom not in pd.BOTTOMS:
