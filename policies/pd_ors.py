@@ -44,7 +44,8 @@ a pause where the schedule leaves a slot empty). Readings where the paper is sil
   0) also plans each job on the grids 2, 4, ..., 2^K times finer and keeps the best
   (primal_dual's readings 12-13; it doubles the planning time per level);
   ``all_counts=false`` restores the former search that stopped at the first unit count
-  without a schedule (for the ablation; primal_dual's reading 9);
+  without a schedule, and ``draws=shared`` the former draws from one stream shared by
+  all jobs in call order (both for the ablation; primal_dual's readings 9 and 12);
 * prices: ``bottom=eq14`` (default) takes L from eq. 14 over the trace's jobs with
   ``1/mu`` as large as eq. 14's inequality allows; ``mu`` > 0 sets mu; ``L`` > 0 sets L
   itself; ``bottom=lemma8`` takes ``L = opt / (2 T sum_h sum_r C_h^r)``, the largest L
@@ -95,6 +96,7 @@ class PDORSPolicy:
         refine: Annotated[int, Range(0, 6)] = 0,
         max_failures: Annotated[int, Range(1, 1e9)] = 5000,
         all_counts: bool = True,
+        draws: str = "slot",
         bottom: str = "eq14",
         mu: Annotated[float, Range(0, 1e12)] = 0.0,
         L: Annotated[float, Range(0, 1e6)] = 0.0,
@@ -105,6 +107,8 @@ class PDORSPolicy:
             raise ParamError(
                 f"policy '{self.name}': bottom must be {' or '.join(pd.BOTTOMS)}, got {bottom!r}"
             )
+        if draws not in ("slot", "shared"):
+            raise ParamError(f"policy '{self.name}': draws must be slot or shared, got {draws!r}")
         if bottom == "lemma8" and not opt > 0:
             raise ParamError(
                 f"policy '{self.name}': bottom=lemma8 needs opt > 0 (a lower bound of the "
@@ -116,6 +120,7 @@ class PDORSPolicy:
         self.refine = refine
         self.max_failures = max_failures
         self.all_counts = all_counts
+        self.draws = draws
         self.bottom, self.mu, self.L, self.opt = bottom, mu, L, opt
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self.seed = int(self.rng.integers(2**62))  # the rounding draws' seed (with job, slot)
@@ -170,6 +175,7 @@ class PDORSPolicy:
                     split=self.workers_on,
                     all_counts=self.all_counts,
                     positive=True,  # only a positive payoff is admitted (line 3)
+                    shared=self.rng if self.draws == "shared" else None,
                 )
             if sched is not None and sched.payoff > 0:  # line 3
                 self.prices.commit(self.jobs[j], sched)

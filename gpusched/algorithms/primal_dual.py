@@ -1052,11 +1052,12 @@ class _Rows:
         max_failures: int,
         seed: Sequence[int],
         all_counts: bool,
+        shared: np.random.Generator | None,
     ) -> None:
         self.job, self.p, self.free, self.first_slot = job, p, free, first_slot
         self.fine, self.split = fine, split
         self.g_delta, self.rounds, self.max_failures = g_delta, rounds, max_failures
-        self.seed, self.all_counts = list(seed), all_counts
+        self.seed, self.all_counts, self.shared = list(seed), all_counts, shared
         self.cost: dict[int, np.ndarray] = {}
         self.limit: dict[int, int] = {}
         self.slots: dict[int, _Slot] = {}
@@ -1100,6 +1101,8 @@ class _Rows:
             key = [*self.seed, self.job.arrival + t, int(num[i]), int(den[i])]
 
             def rng(key: list[int] = key) -> np.random.Generator:
+                if self.shared is not None:
+                    return self.shared  # one stream in call order (the former draws)
                 return np.random.default_rng(key)  # reading 12
 
             got = _theta(
@@ -1194,6 +1197,7 @@ def plan(
     split: np.ndarray | None = None,
     all_counts: bool = True,
     positive: bool = False,
+    shared: np.random.Generator | None = None,
 ) -> Schedule | None:
     """Alg. 2 and Alg. 3: the schedule of ``job`` maximising ``utility - cost`` at ``prices``.
 
@@ -1215,6 +1219,10 @@ def plan(
     seed
         Seeds the rounding draws, with the slot and the workload (reading 12); give the job
         a key of its own (e.g. ``(policy seed, job index)``).
+    shared
+        Draw every rounding from this one generator instead, in the order theta is
+        computed (the former draws: a plan then depends on the draws made before it; for
+        the ablation).
     all_counts
         Try every unit count below the monotone limit (reading 9); False stops at the
         first count without a schedule (the former search, for the ablation).
@@ -1270,6 +1278,7 @@ def plan(
         max_failures=max_failures,
         seed=key,
         all_counts=all_counts,
+        shared=shared,
     )
     util = np.asarray(job.utility(slots), dtype=np.float64)
     best: tuple[int, int, float, list[np.ndarray]] | None = None
