@@ -181,7 +181,16 @@ class PDORSPolicy:
                 self.prices.commit(self.jobs[j], sched)
                 self.plans[j] = sched
             else:  # line 4
-                actions.append(Reject(j))
+                if t >= self.horizon:
+                    why = f"arrived in slot {t}, at or after the horizon T = {self.horizon}"
+                elif sched is None:
+                    why = "no schedule completes it within the horizon"
+                else:
+                    why = (
+                        f"payoff {sched.payoff:.3g} <= 0: its utility does not cover the "
+                        "resources' prices (Alg. 1, line 4)"
+                    )
+                actions.append(Reject(j, reason=why))
         led = view.ledger
         for j, sched in list(self.plans.items()):
             if view.job_status[j] == FINISHED:  # done, maybe before its last planned slot

@@ -159,7 +159,7 @@ def test_allocate_start_resize_pause_finish_exactly():
     assert s["n_admitted"] == 1 and s["n_rejected"] == 0
     # resources held: 4 workers (1 GPU each) for 2 s, 2 for 1 s... GPU-s = 4*2 + 4*1 + 4*(want-5)
     gpu_s = 4 * 2 + 4 * 1 + 4 * (want - 5.0)
-    assert s["utilization_gpus"] == pytest.approx(gpu_s / (16 * want))
+    assert s["gpu_utilization"] == pytest.approx(gpu_s / (16 * want))
     assert s["total_utility"] == pytest.approx(10 / (1 + math.exp(0.5 * (want - 10))))
 
 

@@ -222,7 +222,7 @@ def test_same_seed_same_trace_and_same_jobs_under_either_arrivals():
         (("--links", "10g"), "--links must be c5n or legacy, got '10g'"),
         (("--horizon", 0), "--horizon must be 1 to"),
         (("--horizon", -5), "got -5"),
-        (("--jobs", 0), "pd-ors needs 1 to 10000000 jobs, got 0"),
+        (("--jobs", 0), "pd-ors takes --jobs from 1 to 2,000,000, got 0"),
         (("--arrivals", "philly", "--jobs", 4001), "at most 4000 jobs, got 4001"),
         (("--load", 1), "does not take load"),
         (("--cluster", "pd-ors-100"), "does not take cluster"),

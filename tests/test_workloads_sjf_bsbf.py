@@ -149,7 +149,10 @@ def test_cli_writes_a_trace_read_trace_reads(tmp_path):
         (("sjf-bsbf", "--jobs", 240, "--load", 0.5), "--jobs 240 and --load 0.5 disagree"),
         (("sjf-bsbf", "--load", 0.501), "whole number of jobs"),
         (("sjf-bsbf", "--load", 0), "--load must be > 0"),
-        (("sjf-bsbf", "--jobs", 0), "needs 1 to 10000000 jobs"),
+        (
+            ("sjf-bsbf", "--jobs", 0),
+            "sjf-bsbf takes --jobs from 1 to 5,000,000, got 0",
+        ),
         (("sjf-bsbf", "--cluster", "testbed-4x4"), "imagenet has no Pollux configuration"),
         (("sjf-bsbf", "--single-gpu-fraction", 0.5), "does not take single_gpu_fraction"),
         (("sjf-bsbf-testbed", "--jobs", 5), "sjf-bsbf-testbed has 30 jobs"),

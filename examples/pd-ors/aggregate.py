@@ -97,7 +97,8 @@ def main(root_arg: str) -> None:
 
             admitted = [r.get("n_admitted") for r in runs]
             adm = f"{mean(col('n_admitted')):.1f}" if None not in admitted else "-"
-            util = " / ".join(f"{mean(col(f'utilization_{r}')):.2f}" for r in RESOURCES)
+            keys = ["gpu_utilization" if r == "gpus" else f"utilization_{r}" for r in RESOURCES]
+            util = " / ".join(f"{mean(col(k)):.2f}" for k in keys)
             print(
                 f"| {policy} | {len(runs)} | {_fmt(col('total_utility'))} "
                 f"| {mean(col('n_finished')):.1f} | {adm} | {mean(col('n_rejected')):.1f} "

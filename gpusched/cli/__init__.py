@@ -67,7 +67,9 @@ def workload_cmd(
             "--jobs",
             "-n",
             help="Number of jobs, where the preset takes one (a-srpt: default 20,000, or all of"
-            " --source)",
+            " --source). At least 1; at most 10,000,000 for synth-default, 3,000,000 for"
+            " a-srpt, 5,000,000 for sjf-bsbf, 2,000,000 for pd-ors (memory: up to 2 KB per"
+            " job), the full size for lazer-*, 4,000 for edge-cloud-*, 30 for sjf-bsbf-testbed",
         ),
     ] = None,
     single_gpu_fraction: Annotated[
@@ -168,6 +170,7 @@ def workload_cmd(
         arrivals=arrivals,
         links=links,
     )
+    _common.check_written_trace(trace, f"workload {name}")
     write_trace(trace, output)
     note = f": {trace.source}" if name in NOTED else ""
     typer.echo(f"wrote {len(trace)} jobs to {output}{note}")

@@ -435,6 +435,9 @@ class SharingPerf:
         A ``batch_size`` that is not a positive integer (naming the trace and the job).
     """
 
+    #: notes for the run's header and manifest (e.g. jobs without a batch_size)
+    notes: tuple[str, ...] = ()
+
     def __init__(self, jobs: Any, cluster: Any, xi: np.ndarray | None = None) -> None:
         self._profiles = load_profiles()
         n = len(jobs)
@@ -470,6 +473,7 @@ class SharingPerf:
         out = np.ones(len(jobs), dtype=np.int64)
         col = jobs.extra.get("batch_size") if isinstance(jobs.extra, dict) else None
         errors: list[str] = []
+        missing = 0  # rows of a sharing model without a batch: they take the default
         parsed: dict[str, int | None] = {}  # a trace has few distinct batch fields
         defaults = [self._profiles[m].batch_size for m in MODELS]
         rows = np.flatnonzero(self.kind < PLAIN)
@@ -489,8 +493,16 @@ class SharingPerf:
                     )
                     continue
             out[j] = default if got is None else got
+            missing += got is None
         if errors:
             raise TraceError(errors)
+        if missing:  # said, not silent: the batch changes speed and memory (eq. 3-7)
+            where = "has no batch_size column" if col is None else "leaves batch_size empty"
+            self.notes = (
+                f"{show_name(jobs.source)} {where} for {missing:,} job(s) of the six sharing "
+                "models: each runs at its model's default per-GPU batch (the catalogue's; "
+                "gpusched workload sjf-bsbf writes one per job)",
+            )
         return out
 
     def _solo_batches(self, jobs: Any) -> np.ndarray:

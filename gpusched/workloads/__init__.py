@@ -7,12 +7,26 @@ says what it reproduces and from which source. Paper issues add their presets.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpusched.errors import GpuschedError
+from gpusched.errors import GpuschedError, did_you_mean, show_value
 from gpusched.io.trace import Trace
+
+#: the most jobs a preset draws with ``--jobs``: each needs about 0.4-2 KB of memory while
+#: it is drawn and written (pd-ors the most), so these keep a workload to about 4 GB; the
+#: presets not named take at most their source's jobs (lazer-*: the full Helios-like
+#: counts; edge-cloud-*: 4,000; sjf-bsbf-testbed: 30), checked by the preset
+MAX_JOBS = {
+    "synth-default": 10_000_000,
+    "a-srpt": 3_000_000,
+    "sjf-bsbf": 5_000_000,
+    "pd-ors": 2_000_000,
+}
+#: the largest ``--load`` a-srpt takes (beyond it every job arrives at once)
+MAX_LOAD = 1e6
 
 
 def _synth_default(seed: int, jobs: int | None = None) -> Trace:
@@ -20,7 +34,8 @@ def _synth_default(seed: int, jobs: int | None = None) -> Trace:
     from gpusched.io.cluster import load_cluster
     from gpusched.workloads.synth import synth_trace
 
-    return synth_trace(jobs or 500, seed, load=0.8, n_gpus_cluster=load_cluster("default").n_gpus)
+    n = 500 if jobs is None else jobs
+    return synth_trace(n, seed, load=0.8, n_gpus_cluster=load_cluster("default").n_gpus)
 
 
 def _a_srpt(
@@ -40,9 +55,10 @@ def _a_srpt(
     if jobs is None and options.get("path") is None:
         jobs = DEFAULT_JOBS
     load = options.pop("load", DEFAULT_LOAD)
-    if not load >= 0:
+    if not (math.isfinite(load) and 0 <= load <= MAX_LOAD):
         raise GpuschedError(
-            f"--load must be > 0, or 0 for the source's own arrival times, got {load:g}"
+            f"--load must be > 0 (at most {MAX_LOAD:g}), or 0 for the source's own arrival "
+            f"times, got {load:g}"
         )
     if load != 0:
         options["load"] = load
@@ -252,7 +268,10 @@ CLUSTERED: dict[str, str] = {"edge-cloud-testbed": "testbed", "edge-cloud-sim": 
 
 def _check_name(name: str) -> None:
     if name not in WORKLOADS:
-        raise GpuschedError(f"unknown workload '{name}' (known: {', '.join(sorted(WORKLOADS))})")
+        raise GpuschedError(
+            f"unknown workload {show_value(name)}{did_you_mean(name, WORKLOADS)} "
+            f"(known: {', '.join(sorted(WORKLOADS))})"
+        )
 
 
 def build_workload(name: str, seed: int, jobs: int | None = None, **options: Any) -> Trace:
@@ -264,6 +283,9 @@ def build_workload(name: str, seed: int, jobs: int | None = None, **options: Any
     _check_name(name)
     if seed < 0:
         raise GpuschedError(f"--seed must be a whole number >= 0, got {seed}")
+    if jobs is not None and name in MAX_JOBS and not 1 <= jobs <= MAX_JOBS[name]:
+        why = " (a limit of memory: up to 2 KB per job)" if jobs > 1 else ""
+        raise GpuschedError(f"{name} takes --jobs from 1 to {MAX_JOBS[name]:,}, got {jobs:,}{why}")
     given = {k: v for k, v in options.items() if v is not None}
     try:
         return WORKLOADS[name](seed, jobs, **given)

@@ -71,7 +71,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.core.ledger import RESOURCES
-from gpusched.errors import GpuschedError
+from gpusched.errors import GpuschedError, did_you_mean
 from gpusched.io.trace import MAX_TIME_S, Trace
 from gpusched.workloads.sjf_bsbf import WINDOW_S, load_pool
 
@@ -100,8 +100,9 @@ DEFAULT_JOBS = 50
 DEFAULT_HORIZON = 20
 """Horizon T by default, slots: T = 20, as Figs. 6-8."""
 
-MAX_JOBS = 10_000_000
-"""Most jobs with alternating arrivals (philly arrivals: the 4,000 bundled jobs)."""
+MAX_JOBS = 2_000_000
+"""Most jobs with alternating arrivals (philly arrivals: the 4,000 bundled jobs); each takes
+about 2 KB of memory while drawn and written (10 million ended in a MemoryError)."""
 
 MAX_HORIZON = int(MAX_TIME_S)
 """Longest horizon, slots: the trace's largest time."""
@@ -199,7 +200,10 @@ def _check(n: int, horizon: int, arrivals: str, links: str = "c5n") -> None:
     if links not in LINKS:
         raise GpuschedError(f"--links must be {' or '.join(LINKS)}, got {links!r}")
     if arrivals not in ARRIVALS:
-        raise GpuschedError(f"--arrivals must be {' or '.join(ARRIVALS)}, got {arrivals!r}")
+        raise GpuschedError(
+            f"--arrivals must be {' or '.join(ARRIVALS)}, got {arrivals!r}"
+            f"{did_you_mean(str(arrivals), ARRIVALS)}"
+        )
     if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer):
         raise GpuschedError(f"--horizon must be a whole number of slots, got {horizon!r}")
     if not 1 <= horizon <= MAX_HORIZON:

@@ -47,7 +47,7 @@ __all__ = [
 DATA = Path(__file__).resolve().parent.parent / "data" / "philly_busiest_8h.csv.gz"
 
 BASE_JOBS = 240
-MAX_JOBS = 10_000_000  #: beyond the bundled sample, jobs are drawn once a day (see _daily)
+MAX_JOBS = 5_000_000  #: beyond the bundled sample, jobs are drawn once a day (see _daily); about 1 KB of memory each
 """Jobs of the baseline workload (Sec. VI-A); ``load`` L means ``BASE_JOBS * L`` jobs."""
 
 WINDOW_S = 8 * 3600
