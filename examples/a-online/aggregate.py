@@ -54,11 +54,7 @@ def main(out: Path) -> None:
                 mean = sum(vals) / len(vals)
                 cells.append(
                     fmt.format(mean)
-                    + (
-                        f" [{fmt.format(min(vals))}, {fmt.format(max(vals))}]"
-                        if len(vals) > 1
-                        else ""
-                    )
+                    + (f" [{fmt.format(min(vals))}, {fmt.format(max(vals))}]" if len(vals) > 1 else "")
                 )
             print(f"| {pol} | " + " | ".join(cells) + " |")
 

@@ -31,15 +31,8 @@ for family, cluster in runs:
     acc = [0.0] * 7
     for seed in (1, 2, 3):
         out = subprocess.run(
-            [
-                sys.executable,
-                str(HERE / "asrpt-trace.py"),
-                f"{WL}/{family}-s{seed}.csv",
-                str(cluster),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
+            [sys.executable, str(HERE / "asrpt-trace.py"), f"{WL}/{family}-s{seed}.csv", str(cluster)],
+            capture_output=True, text=True, check=True,
         ).stdout
         w = re.search(r"waiting: total ([\d.]+); held in A~1 \(submit->release\) ([\d.]+)", out)
         d = re.search(r"others pending meanwhile ([\d.]+).*job-s pending ([\d.]+)", out)

@@ -7,7 +7,6 @@ One line per a-srpt cell (forest predictor, policy seed 0): the share of jobs th
 run's slowdown (time lost to running slower than at ideal placement) those jobs carry,
 and the run's slowdown and waiting as shares of its total JCT. See
 docs/a-srpt-results.md, "Why A-SRPT loses with the forest"."""
-
 import csv
 import glob
 import json

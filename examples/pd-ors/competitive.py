@@ -90,7 +90,10 @@ def main() -> None:
         done = st.job_status == FINISHED
         last = np.ceil(st.job_finish - 1e-9) - 1  # the job's last slot
         alg = float(
-            sum(PSJob.of(p, j, int(arrival[j])).utility(int(last[j])) for j in np.flatnonzero(done))
+            sum(
+                PSJob.of(p, j, int(arrival[j])).utility(int(last[j]))
+                for j in np.flatnonzero(done)
+            )
         )
         jobs = [PSJob.of(p, j, int(arrival[j])) for j in range(len(res.jobs))]
         t0 = time.perf_counter()

@@ -31,16 +31,10 @@ def _figures(run: Path) -> dict[str, float]:
         jobs = list(csv.DictReader(f))
     summary = json.loads((run / "summary.json").read_text())
     out: dict[str, float] = {}
-    for part, keep in (
-        ("all", lambda g: True),
-        ("large", lambda g: g > 4),
-        ("small", lambda g: g <= 4),
-    ):
+    for part, keep in (("all", lambda g: True), ("large", lambda g: g > 4), ("small", lambda g: g <= 4)):
         rows = [j for j in jobs if keep(int(j["gpus"])) and j["jct"]]
         out[f"jct_{part}"] = mean(float(j["jct"]) for j in rows) / 3600 if rows else float("nan")
-        out[f"wait_{part}"] = (
-            mean(float(j["wait_s"]) for j in rows) / 3600 if rows else float("nan")
-        )
+        out[f"wait_{part}"] = mean(float(j["wait_s"]) for j in rows) / 3600 if rows else float("nan")
     out["util"] = summary["gpu_utilization"]
     out["shared_h"] = summary["shared_gpu_s"] / 3600
     out["makespan_h"] = summary["makespan_s"] / 3600
@@ -60,10 +54,8 @@ def main(root: str) -> None:
     cols = ("jct_all", "jct_large", "jct_small", "wait_all", "wait_large", "wait_small")
     for exp in experiments:
         print(f"\n### {exp}\n")
-        print(
-            "| policy | seeds | avg JCT all (h) [range] | large | small | avg queuing all (h) "
-            "| large | small | GPU util | shared GPU-h | makespan (h) |"
-        )
+        print("| policy | seeds | avg JCT all (h) [range] | large | small | avg queuing all (h) "
+              "| large | small | GPU util | shared GPU-h | makespan (h) |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         for (e, policy), runs in data.items():
             if e != exp:
@@ -72,11 +64,8 @@ def main(root: str) -> None:
             lo = min(r["jct_all"] for r in runs)
             hi = max(r["jct_all"] for r in runs)
             cells = [f"{m['jct_all']:.2f} [{lo:.2f}-{hi:.2f}]"] + [f"{m[c]:.2f}" for c in cols[1:]]
-            print(
-                f"| {policy} | {len(runs)} | "
-                + " | ".join(cells)
-                + f" | {m['util']:.3f} | {m['shared_h']:.1f} | {m['makespan_h']:.1f} |"
-            )
+            print(f"| {policy} | {len(runs)} | " + " | ".join(cells)
+                  + f" | {m['util']:.3f} | {m['shared_h']:.1f} | {m['makespan_h']:.1f} |")
 
 
 if __name__ == "__main__":
