@@ -325,7 +325,9 @@ def test_share_rows_add_up_to_each_jobs_shared_time(tmp_path):
 
     w, out = tmp_path / "w.csv", tmp_path / "r"
     assert (
-        runner.invoke(app, ["workload", "sjf-bsbf-testbed", "--seed", "1", "-o", str(w)]).exit_code
+        runner.invoke(
+            app, ["workload", "sjf-bsbf-testbed", "--seed", "1", "--restart-s", "0", "-o", str(w)]
+        ).exit_code
         == 0
     )
     r = runner.invoke(

@@ -139,6 +139,22 @@ def workload_cmd(
             help="edge-cloud-sim: edge servers of the cluster --cluster-out writes (default 100)",
         ),
     ] = None,
+    restart_s: Annotated[
+        float | None,
+        typer.Option(
+            "--restart-s",
+            help="sjf-bsbf, sjf-bsbf-testbed: seconds every start costs, written as load_s"
+            " (default 30, the Pollux simulator's; 0: no load_s/save_s columns)",
+        ),
+    ] = None,
+    gpu_counts: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu-counts",
+            help="sjf-bsbf: 'pollux' (default; Pollux's starting configurations) or 'philly'"
+            " (the Philly jobs' own GPU counts, Pollux's workloads-realistic; an ablation)",
+        ),
+    ] = None,
 ) -> None:
     """Build a paper's evaluation workload reproducibly.
 
@@ -169,6 +185,8 @@ def workload_cmd(
         horizon=horizon,
         arrivals=arrivals,
         links=links,
+        restart_s=restart_s,
+        gpu_counts=gpu_counts,
     )
     _common.check_written_trace(trace, f"workload {name}")
     write_trace(trace, output)

@@ -155,7 +155,12 @@ def _lazer_philly(
 
 
 def _sjf_bsbf(
-    seed: int, jobs: int | None = None, cluster: str | None = None, load: float | None = None
+    seed: int,
+    jobs: int | None = None,
+    cluster: str | None = None,
+    load: float | None = None,
+    restart_s: float | None = None,
+    gpu_counts: str | None = None,
 ) -> Trace:
     """SJF-BSBF paper (Sec. VI-A): 240 Philly busiest-period jobs with Pollux's six tasks.
 
@@ -166,27 +171,34 @@ def _sjf_bsbf(
     (Sec. VI-C: 0.5x-2x is 120-480 jobs); ``jobs`` with ``load`` must agree. GPU counts
     are capped at ``cluster``'s largest job, default sjf-bsbf-16x4 (64 GPUs). Beyond the
     4,000 bundled jobs the busy window repeats once a day, 240 jobs per 64 GPUs of
-    ``cluster`` each day (for speed runs).
+    ``cluster`` each day (for speed runs). Every start costs ``restart_s`` (default 30 s,
+    Pollux's simulator; 0 for none), written as ``load_s``. ``gpu_counts`` "philly" sizes
+    jobs by their Philly GPU counts (Pollux's workloads-realistic; an ablation).
     """
-    from gpusched.workloads.sjf_bsbf import sjf_bsbf_workload
+    from gpusched.workloads.sjf_bsbf import RESTART_S, sjf_bsbf_workload
 
-    if cluster is None:
-        return sjf_bsbf_workload(seed, jobs, load=load)
-    cap, total = _cluster_gpus(cluster)
-    return sjf_bsbf_workload(seed, jobs, load=load, max_gpus=cap, n_gpus_cluster=total)
+    options: dict[str, Any] = {
+        "load": load,
+        "restart_s": RESTART_S if restart_s is None else restart_s,
+        "gpu_counts": gpu_counts or "pollux",
+    }
+    if cluster is not None:
+        options["max_gpus"], options["n_gpus_cluster"] = _cluster_gpus(cluster)
+    return sjf_bsbf_workload(seed, jobs, **options)
 
 
-def _sjf_bsbf_testbed(seed: int, jobs: int | None = None) -> Trace:
+def _sjf_bsbf_testbed(seed: int, jobs: int | None = None, restart_s: float | None = None) -> Trace:
     """SJF-BSBF paper (Sec. VI-A): the 30-job physical-testbed workload for testbed-4x4.
 
     20 jobs with <= 8 GPUs and 10 with 12 or 16, iterations 100..5000, drawn as sjf-bsbf
-    and scaled down (:func:`gpusched.workloads.sjf_bsbf.sjf_bsbf_testbed_workload`).
+    and scaled down (:func:`gpusched.workloads.sjf_bsbf.sjf_bsbf_testbed_workload`); every
+    start costs ``restart_s`` (default 30 s, as sjf-bsbf).
     """
-    from gpusched.workloads.sjf_bsbf import sjf_bsbf_testbed_workload
+    from gpusched.workloads.sjf_bsbf import RESTART_S, sjf_bsbf_testbed_workload
 
     if jobs is not None and jobs != 30:
         raise GpuschedError(f"sjf-bsbf-testbed has 30 jobs (20 + 10), got --jobs {jobs}")
-    return sjf_bsbf_testbed_workload(seed)
+    return sjf_bsbf_testbed_workload(seed, RESTART_S if restart_s is None else restart_s)
 
 
 def _pd_ors(
