@@ -153,6 +153,15 @@ def workload_cmd(
             " paper's Sec. 3.2) or 'checkpoint' (the model catalogue's checkpoint times)",
         ),
     ] = None,
+    links: Annotated[
+        str | None,
+        typer.Option(
+            "--links",
+            help="pd-ors: worker-PS link rates, 'c5n' (default; the paper's C5n network, 100"
+            " Gbit/s, over a slot of 145 s from Goyal et al.'s time per sample) or 'legacy'"
+            " (gpusched's former rates: 10 Gbit/s, a slot read as one hour)",
+        ),
+    ] = None,
     cluster_out: Annotated[
         Path | None,
         typer.Option(
@@ -213,6 +222,7 @@ def workload_cmd(
         cluster=cluster,
         horizon=horizon,
         arrivals=arrivals,
+        links=links,
         restart_s=restart_s,
         gpu_counts=gpu_counts,
         sizes=sizes,
@@ -224,6 +234,16 @@ def workload_cmd(
     typer.echo(f"wrote {len(trace)} jobs to {output}{note}")
     if name == "a-srpt":
         _say_offered_load(trace, cluster or "a-srpt-250x8")
+    if name == "pd-ors":
+        import numpy as np
+
+        from gpusched.workloads.pd_ors import finishable
+
+        alone, _ = finishable(trace, np.zeros((1, 4)))
+        typer.echo(
+            f"note: {alone} of {len(trace)} jobs can finish by the horizon at all (alone, F"
+            " workers on one machine: eq. 13's fastest schedule); no policy finishes more"
+        )
     if cluster_out is not None and cluster_text is not None:
         cluster_out.write_text(cluster_text, encoding="utf-8")
         typer.echo(f"wrote cluster to {cluster_out}")

@@ -242,6 +242,7 @@ def _pd_ors(
     jobs: int | None = None,
     horizon: int | None = None,
     arrivals: str | None = None,
+    links: str | None = None,
 ) -> Trace:
     """PD-ORS paper (Sec. V): parameter-server jobs (num_gpus 0) with sigmoid utilities.
 
@@ -250,7 +251,9 @@ def _pd_ors(
     10/55/35 % (:mod:`gpusched.workloads.pd_ors`). ``arrivals`` "alternating" (default)
     weighs even slots 2/3 and odd slots 1/3; "philly" scales the bundled Philly sample's
     arrival times onto the horizon (the paper's Google-trace snippet is not bundled).
-    For the pd-ors-100 and pd-ors-30 clusters.
+    ``links`` "c5n" (default: the C5n network [34] over a slot of 145 s from Goyal et
+    al. [22]) or "legacy" (gpusched's former, uncited rates). For the pd-ors-100 and
+    pd-ors-30 clusters.
     """
     from gpusched.workloads.pd_ors import DEFAULT_HORIZON, pd_ors_workload
 
@@ -259,6 +262,7 @@ def _pd_ors(
         jobs,
         horizon=DEFAULT_HORIZON if horizon is None else horizon,
         arrivals=arrivals or "alternating",
+        links=links or "c5n",
     )
 
 
