@@ -177,8 +177,24 @@ def test_accuracy_by_hand():
         "mae_iterations": 10.0,
         "n_evaluated": 4,
         "n_unseen_group_rule": 1,
+        "within_10pct_seen": 0.5,
+        "mae_iterations_seen": 10.0,
+        "mae_log_seen": pytest.approx((np.log(5 / 1e-9) - np.log(0.95) - np.log(0.7)) / 4),
+        "n_seen": 4,
     }
-    assert accuracy(np.empty(0), np.empty(0))["within_10pct"] is None
+    # job 1's group unseen: the seen jobs are 0, 2, 3 (errors 0, 5, 30; 2 of 3 within 10 %)
+    got = accuracy(
+        np.array([10.0, 0.0, 95.0, 70.0]),
+        np.array([10.0, 5.0, 100.0, 100.0]),
+        np.array([False, True, False, False]),
+        np.array([False, True, False, False]),
+    )
+    assert got["within_10pct"] == 0.5 and got["n_seen"] == 3
+    assert got["within_10pct_seen"] == pytest.approx(2 / 3)
+    assert got["mae_iterations_seen"] == pytest.approx(35 / 3)
+    assert got["mae_log_seen"] == pytest.approx((0 - np.log(0.95) - np.log(0.7)) / 3)
+    empty = accuracy(np.empty(0), np.empty(0))
+    assert empty["within_10pct"] is None and empty["within_10pct_seen"] is None
 
 
 def test_report_by_hand_on_a_tiny_trace():
@@ -234,7 +250,8 @@ def test_summary_reports_the_predictor_of_predictor_policies_only(tmp_path):
     pred = summary["prediction"]
     assert pred["predictor"] == "forest" and pred["n_history"] == 48
     assert pred["n_evaluated"] == 12 and set(pred) >= {"forest", "mean", "median", "oracle"}
-    assert pred["oracle"] == accuracy(np.ones(12), np.ones(12))
+    assert pred["oracle"]["within_10pct"] == 1.0 and pred["oracle"]["mae_iterations"] == 0.0
+    assert 0 <= pred["unseen_share"] <= 1
     again, _ = replay(str(w), "spjf", cluster="a-srpt-250x8")
     assert again["prediction"] == pred  # same seed, same predictions
     fifo, _ = replay(str(w), "fifo", cluster="a-srpt-250x8")
