@@ -128,9 +128,7 @@ class PredictedOrderPolicy:
         """Read job models and train the predictor on the history's finished jobs."""
         self.pj = PipelineJobs(jobs, cluster)
         self.jobs = jobs
-        self.fit = fit(
-            self.predictor, jobs, self.seed, encoding=self.encoding, unseen=self.unseen
-        )
+        self.fit = fit(self.predictor, jobs, self.seed, encoding=self.encoding, unseen=self.unseen)
         key = self.fit.iterations * self.pj.alpha_min  # n~_i a~_i^min
         self.key = key * self.pj.n_gpus if self.by_workload else key
 

@@ -279,7 +279,13 @@ def a_srpt_workload(
     extra = {c: v for c, v in w.extra.items() if c != "submit_datetime"}
     if groups == "recurring" and "group" not in extra:
         dur, extra, note = _recur(
-            seed, submit, gpus, np.asarray(dur, np.float64), extra, group_spread, tight_share,
+            seed,
+            submit,
+            gpus,
+            np.asarray(dur, np.float64),
+            extra,
+            group_spread,
+            tight_share,
             tight_spread,
         )
         how += f", {note}"

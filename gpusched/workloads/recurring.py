@@ -150,7 +150,9 @@ def check_recurrence(
             f"{_MAX_SPREAD:g}, got {loose:g}"
         )
     if not 0 <= share <= 1:
-        raise GpuschedError(f"--tight-groups (share of tight groups) must be in [0, 1], got {share:g}")
+        raise GpuschedError(
+            f"--tight-groups (share of tight groups) must be in [0, 1], got {share:g}"
+        )
     if not 0 <= tight < loose:
         raise GpuschedError(
             f"--tight-spread (sd of log-duration in a tight group) must be >= 0 and below "
@@ -181,7 +183,8 @@ def task_size_pmf(cap: int) -> np.ndarray:
         keep = k <= top
         q[k[keep]] += w[keep]
         prev_s, prev_f = s, f
-    return q / q.sum()
+    out: np.ndarray = q / q.sum()
+    return out
 
 
 def draw_group_sizes(m: int, rng: np.random.Generator) -> np.ndarray:
