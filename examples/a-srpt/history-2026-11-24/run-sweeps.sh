@@ -14,8 +14,8 @@ for s in fig6-jobs fig7-single-gpu fig8-nic fig9-predictors fig7-single-gpu-load
   gpusched sweep "$HERE/$s.toml" -o "$OUT/$s" --workers 2
   echo "$s rc=$? wall=$(( $(date +%s) - start )) s" | tee -a "$OUT/walltimes.txt"
 done
-python "$HERE/aggregate.py" "$OUT/fig8-nic/results.csv" cluster > "$OUT/fig8-nic.md"
-python "$HERE/aggregate.py" "$OUT/tau-nic/results.csv" cluster > "$OUT/tau-nic.md"
+python "$HERE/../aggregate.py" "$OUT/fig8-nic/results.csv" cluster > "$OUT/fig8-nic.md"
+python "$HERE/../aggregate.py" "$OUT/tau-nic/results.csv" cluster > "$OUT/tau-nic.md"
 for s in fig6-jobs fig7-single-gpu fig7-single-gpu-load1 fig9-predictors load ablation tau; do
-  python "$HERE/aggregate.py" "$OUT/$s/results.csv" > "$OUT/$s.md"
+  python "$HERE/../aggregate.py" "$OUT/$s/results.csv" > "$OUT/$s.md"
 done
