@@ -402,11 +402,11 @@ def test_workload_a_srpt_states_its_offered_load_and_warns_when_idle(tmp_path):
     assert "on a-srpt-250x8 (2,000 GPUs)" in r.output and "without the top 1 % of jobs" in r.output
     assert "warning: the jobs' demand inside the arrival window is 0." in r.output
     assert "--load" in r.output
-    # by default the workload is contended (issue 32): 20,000 jobs, body load 2.5, D > 1
+    # by default the workload is contended (issue 32): 20,000 jobs, body load 3, D > 1
     r = runner.invoke(app, ["workload", "a-srpt", "--seed", "1", "-o", str(out)])
     assert r.exit_code == 0, r.output
     assert "wrote 20000 jobs" in r.output
-    assert "on a-srpt-250x8 (2,000 GPUs), 2.50 without the top 1 % of jobs" in r.output
+    assert "on a-srpt-250x8 (2,000 GPUs), 3.00 without the top 1 % of jobs" in r.output
     assert "warning" not in r.output and "groups: 6" in r.output
     r = runner.invoke(app, ["workload", "a-srpt", "--load", "-1", "-o", str(out)])
     assert r.exit_code == 2 and "--load must be > 0" in r.output

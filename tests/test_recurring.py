@@ -11,7 +11,7 @@ import pytest
 
 from gpusched.errors import GpuschedError
 from gpusched.io.trace import Trace, write_trace
-from gpusched.workloads.a_srpt import a_srpt_workload
+from gpusched.workloads.a_srpt import DEFAULT_LOAD, a_srpt_workload
 from gpusched.workloads.recurring import (
     SIGMA_LOOSE,
     SIGMA_TIGHT,
@@ -215,7 +215,7 @@ def test_default_workload_demands_more_than_the_cluster_inside_its_window():
 
     w = build_workload("a-srpt", 11)
     assert len(w) == 20_000
-    assert offered_load(w, 2000, exclude_top=0.01) == pytest.approx(2.5, rel=1e-3)
+    assert offered_load(w, 2000, exclude_top=0.01) == pytest.approx(DEFAULT_LOAD, rel=1e-3)
     assert demand_load(w, 2000) >= 1.1
     assert demand_load(w.take(~top_jobs(w.num_gpus * w.duration, 0.01)), 2000) >= 1.0
 

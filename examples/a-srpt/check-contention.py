@@ -4,7 +4,7 @@ Usage (from any scratch folder; writes its traces to ./contention/):
     python examples/a-srpt/check-contention.py 101 102 103 [--load L] [--jobs N]
 
 For each seed: `gpusched workload a-srpt` with every default (20,000 jobs, recurring groups,
-load 2.5 without the top 1 % of jobs, on a-srpt-250x8), then the same file with the top 1 %
+load 3 without the top 1 % of jobs, on a-srpt-250x8), then the same file with the top 1 %
 of jobs by GPU-seconds deleted (arrival times kept). Both are replayed on a-srpt-250x8 under
 the paper's five baselines. The test passes when every baseline's average wait is at least
 1,000 s on both. One row per (seed, variant): offered load over the arrival window with and

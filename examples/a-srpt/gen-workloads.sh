@@ -8,7 +8,7 @@
 #   mkdir syn && cd syn && GROUPS=synthesised bash .../gen-workloads.sh wl    # the old groups
 # The CSVs are deterministic in the seed and are not committed; each takes a second or two.
 #
-# Every file is made on the cluster it is replayed on (-c), at the default load: 2.5 on the
+# Every file is made on the cluster it is replayed on (-c), at the default load: 3 on the
 # body basis (all jobs but the top 1 % by GPU-seconds; gpusched.workloads.a_srpt.DEFAULT_LOAD,
 # a documented choice: the paper does not state its load). Sizes: the paper's jobs per GPU
 # (Fig. 6: 37,500-150,000 jobs on 2,000 GPUs = 18.75-75 jobs per GPU) on a-srpt-32x8's 256

@@ -79,7 +79,7 @@ def workload_cmd(
         typer.Option(
             "--load",
             help="a-srpt, lazer-earth|saturn|uranus (full size): rescale arrivals to this"
-            " offered load on the --cluster. a-srpt: default 2.5 on --load-basis body"
+            " offered load on the --cluster. a-srpt: default 3 on --load-basis body"
             " (contended: the paper's baselines wait); 0 keeps the source's own arrival times",
         ),
     ] = None,
@@ -248,7 +248,7 @@ def _say_offered_load(trace: Any, cluster: str) -> None:
             f"warning: the jobs' demand inside the arrival window is {demand:.2f} of"
             f" {spec.name}'s GPU-time: even starting every job on arrival would not fill it"
             " before the last arrival, so few jobs wait and policies can hardly differ; give"
-            " more --jobs (default 20,000), a higher --load (default 2.5) or a smaller"
+            " more --jobs (default 20,000), a higher --load (default 3) or a smaller"
             " --cluster",
             err=True,
         )
