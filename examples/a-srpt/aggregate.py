@@ -1,8 +1,12 @@
 """Aggregate a gpusched sweep results.csv into markdown tables (mean over workload seeds).
 
 Usage (from the folder the sweep ran in, so that its trace paths resolve):
-    python examples/a-srpt/aggregate.py OUT/results.csv [trace|cluster]
+    python examples/a-srpt/aggregate.py OUT/results.csv [MORE/results.csv ...] [trace|cluster]
 (group settings by trace name without its -sN seed suffix, or by cluster for the NIC sweep).
+Rows of MORE results are added for the traces of the first file, where it has no run of the
+same cluster, policy and parameters:
+Fig. 9 takes its baselines from Fig. 6's runs of the same files, Fig. 8 its 10 Gbps cells
+from Fig. 7's 0 % runs (cluster a-srpt-32x8, 10 Gbps).
 
 Tables: the workloads' loads (offered load over the arrival window with and without the top
 1 % of jobs by GPU-seconds, and the demand inside the window, on the cluster replayed); total
@@ -22,15 +26,19 @@ from gpusched.results.stats import t_interval
 from gpusched.workloads.synth import demand_load, offered_load
 
 HERE = Path(__file__).resolve().parent
-path, by = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "trace")
+args = sys.argv[1:]
+by = args.pop() if args[-1] in ("trace", "cluster") else "trace"
+path, more = args[0], args[1:]
 rows = [r for r in csv.DictReader(open(path)) if r["status"] == "ok"]
 BASE = ["spjf", "spwf", "wcs-duration", "wcs-workload", "wcs-subtime"]
 
 
 def setting(r):
     if by == "cluster":
-        return re.sub(r"\.toml$", "", Path(r["cluster"]).name).replace("a-srpt-250x8-", "").replace(
-            "a-srpt-32x8-", "")
+        name = re.sub(r"\.toml$", "", Path(r["cluster"]).name)
+        if name == "a-srpt-32x8":
+            return "nic10"  # Fig. 7's cluster: 10 Gbps
+        return name.replace("a-srpt-250x8-", "").replace("a-srpt-32x8-", "")
     return re.sub(r"^.*/|-s\d+\.csv$", "", r["trace"])
 
 
@@ -42,6 +50,11 @@ def seed(r):
     return re.search(r"-s(\d+)\.csv$", r["trace"]).group(1)
 
 
+traces = {r["trace"] for r in rows}
+have = {(r["trace"], r["cluster"], r["policy"], r["params"]) for r in rows}
+for extra in more:
+    rows += [r for r in csv.DictReader(open(extra)) if r["status"] == "ok" and r["trace"] in traces
+             and (r["trace"], r["cluster"], r["policy"], r["params"]) not in have]
 data = defaultdict(dict)  # (setting, label) -> seed -> row
 order_s, order_p = [], []
 for r in rows:
@@ -51,7 +64,7 @@ for r in rows:
     if p not in order_p:
         order_p.append(p)
     data[(s, p)][seed(r)] = r
-bad = [r for r in csv.DictReader(open(path)) if r["status"] != "ok"]
+bad = [r for f in [path, *more] for r in csv.DictReader(open(f)) if r["status"] != "ok"]
 if bad:
     print(f"FAILED cells: {len(bad)}")
 unf = sum(int(r["n_unfinished"]) for r in rows)
