@@ -244,8 +244,8 @@ def test_default_workload_demands_more_than_the_cluster_inside_its_window():
         (["--tight-spread", "-1"], "below --group-spread 0.33, got -1"),
         (["--tight-spread", "inf"], "below --group-spread 0.33, got inf"),
         (["--load-basis", "x"], "--load-basis must be one of body, all, got 'x'"),
-        (["--load", "nan"], "--load must be > 0 and <= 1e6"),
-        (["--load", "1e300"], "--load must be > 0 and <= 1e6"),
+        (["--load", "nan"], "--load must be > 0 (at most 1e+06)"),
+        (["--load", "1e300"], "--load must be > 0 (at most 1e+06)"),
     ],
 )
 def test_bad_options_give_one_line_errors(tmp_path, args, message):
