@@ -939,7 +939,14 @@ class _Validator:
             raise self.fail(
                 "servers", f"{len(servers):,} groups; at most {MAX_SERVERS:,} servers are allowed"
             )
-        return tuple(self.group(entry, f"servers[{i}]") for i, entry in enumerate(servers))
+        groups = tuple(self.group(entry, f"servers[{i}]") for i, entry in enumerate(servers))
+        clouds = [i for i, g in enumerate(groups) if g.unbounded]
+        if len(clouds) > 1:  # the engine has one unbounded cloud: a second would be ignored
+            raise self.fail(
+                f"servers[{clouds[1]}].unbounded",
+                f"a cluster has at most one unbounded cloud (servers[{clouds[0]}] is one already)",
+            )
+        return groups
 
     def group(self, entry: object, where: str) -> ServerGroup:
         if not isinstance(entry, dict):
