@@ -275,6 +275,7 @@ class TaskBook:
                 f"worker of type {show_value(str(names[t]))} (it has: "
                 f"{', '.join(layout.types) or 'none'})"
             )
+        self._check_rates(tasks)
         n = self.parent.shape[0]
         self.bound = np.full(n, -1, dtype=np.int32)
         self.ready = np.full(n, np.nan)
@@ -293,6 +294,20 @@ class TaskBook:
         self._one = np.zeros(s, dtype=np.int64)
         self._touched: set[int] = set()
         self.view = TaskView(self)
+
+    def _check_rates(self, tasks: Any) -> None:
+        """Every job's rate at zeta 0 and 1 is finite and > 0, or a TraceError names its
+        row: policies divide by it (a job model's trace checks should catch it first)."""
+        for p in range(self.n_parents):
+            for zeta in (0, 1):
+                r = float(self.rate(p, zeta))
+                if not (np.isfinite(r) and r > 0):
+                    src = show_name(tasks.parents.source or "<trace>")
+                    line = int(tasks.parents.row[p]) + 2
+                    raise TraceError(
+                        f"{src}:{line}: job '{self.job_id[p]}': its values give its chunks a "
+                        f"rate of {r!r} at zeta = {zeta}; expected a finite number > 0"
+                    )
 
     # --- checks ----------------------------------------------------------------------
 
