@@ -283,6 +283,46 @@ def test_no_migration_after_a_preemption(tmp_path):
         engine.step()
 
 
+def test_a_bounded_cloud_needs_a_ps_slot_per_worker(tmp_path):
+    toml = cluster_toml([(0, {"a": 1}, 1)], None) + (
+        '\n[[servers]]\ncount = 1\ngpus = 0\ngpu_type = "c"\ntier = "cloud"\n'
+        "delay_s = 5\nworkers = { a = 2 }\nps = 1\n"
+    )
+    trace, cluster = write_case(tmp_path, [job("x", 0, 1, "a", 5)], toml)
+    with pytest.raises(ClusterError, match="bounded cloud server has 2 workers but 1 PS"):
+        replay(trace, "a-online", cluster=cluster)
+
+
+@pytest.mark.parametrize("policy", ["a-online", "a-online-e"])
+def test_a_online_never_moves_a_chunk(policy):
+    """A_online's preemption postpones a chunk on its worker (Sec. V-C); only a policy that
+    declares ``migrates`` may move one, and A_online does not."""
+    assert getattr(load_policy_class(policy), "migrates", False) is False
+
+
+def test_a_policy_that_migrates_may_move_a_preempted_chunk_and_ships_it_again(tmp_path):
+    """As test_no_migration_after_a_preemption, by a policy that declares ``migrates``:
+    x/0 trains on worker 0 (server delay 0) 0-3, is preempted and restarts on worker 2
+    (the other server, delay 4): it ships again 3-7 (a load phase) and trains its last 2 s
+    7-9."""
+    toml = cluster_toml([(0, {"a": 2}, 2), (4, {"a": 1}, 1)], None)
+    actions = [Start(0, np.asarray([0])), HostPS(0, 0)]
+    engine = engine_for(tmp_path, [job("x", 0, 1, "a", 5)], toml, actions)
+    engine.policy.migrates = True
+    engine.book.migrates = True
+    engine.policy.wake = 3.0
+    engine.step()
+    engine.policy.actions = [Preempt(0), Start(0, np.asarray([2]))]
+    engine.step()
+    res = engine.run()
+    info = res.extra["tasks"]
+    assert res.state.job_finish.tolist() == [9.0]
+    assert info["worker"].tolist() == [2]
+    assert info["n_migrations"].tolist() == [1] and info["migrate_s"].tolist() == [4.0]
+    assert info["transfer_s"].tolist() == [4.0]  # 0 to server 0, then 4 to server 1
+    assert res.state.job_load_spent_s.tolist() == [4.0]
+
+
 def test_an_edge_without_a_cloud_needs_a_ps_slot_per_worker(tmp_path):
     trace, cluster = write_case(
         tmp_path, [job("x", 0, 1, "a", 5)], cluster_toml([(0, {"a": 2}, 1)], None)
@@ -326,6 +366,9 @@ def test_a_bad_chunk_value_names_file_line_and_column(tmp_path):
         ("workers = { a = -1 }", "workers.a"),
         ("ps = -2", "ps"),
         ('unbounded = "yes"', "unbounded"),
+        ('ship = "fast"', r"servers\[0\]\.ship: expected one of 'parallel', 'serial'"),
+        ('ps = "unbounded"', '"unbounded" is for a bounded cloud'),
+        ('ps = "lots"\nworkers = { a = 1 }', r"servers\[0\]\.ps"),
     ],
 )
 def test_bad_edge_cloud_cluster_keys(tmp_path, extra, message):

@@ -1,8 +1,10 @@
 """Jobs made of tasks on typed workers in tiers: the engine's side of the task book.
 
 DESIGN.md, "Tasks, typed workers and tiers" (the edge-cloud family): a task runs on one
-worker of its job's type, is bound to it once placed (no migration), is ready only after its
-data has shipped there, and every job with a task on a worker holds one parameter server.
+worker of its job's type, is bound to it once placed (no migration, unless the policy
+declares ``migrates = True``: then a placed task holding no worker may start on another
+worker of its type, its data shipping again), is ready only after its data has shipped
+there, and every job with a task on a worker holds one parameter server.
 The rules are :class:`~gpusched.core.tasks.TaskBook`'s; here the engine checks a policy's
 Start of a task, :class:`~gpusched.core.policy.Dispatch` and
 :class:`~gpusched.core.policy.HostPS` and applies them.
@@ -49,6 +51,7 @@ class TaskDispatch(Mechanism):
             "jobs made of tasks (--load-s/--save-s must be 0; shipping a chunk's data is the load)"
         )
         self.book = TaskBook(tasks, layout, self.state, self.k)
+        self.book.migrates = bool(getattr(self.policy, "migrates", False))
         self.view.tasks = self.book.view
 
     def _task_worker(self, j: int, value: Any, now: float) -> int:
