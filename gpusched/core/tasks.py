@@ -239,6 +239,8 @@ class TaskView:
     n_migrations
         Per task: times it was placed on another worker after its first placement
         (policies that declare ``migrates = True``).
+    n_hold
+        Per job: its tasks holding a worker now (before the decision's actions apply).
     """
 
     def __init__(self, book: TaskBook) -> None:
@@ -269,6 +271,7 @@ class TaskView:
         self.ps_server = _ro(book.ps_server)
         self.gang = _ro(book.gang)
         self.n_migrations = _ro(book.n_migrations)
+        self.n_hold = _ro(book.n_hold)
 
     def cloud_worker(self, task: int) -> int:
         """The cloud worker reserved for ``task`` (-1 without a cloud)."""
