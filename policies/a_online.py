@@ -21,9 +21,10 @@ The method names follow the paper's algorithms:
   with γ_j = n_jsw / (E_j D_j B_j) the average processing rate (HAPRF's key), A the
   chunks pending on the worker and p̂ their remaining processing time; in the cloud only
   the first and third terms (no queue, no preemption), with zeta_j = 1 for the first
-  chunk. :class:`_Queue` evaluates the same sums from prefix sums over a worker's queue
-  (a binary search per worker instead of a walk over its chunks); ``calculate_q`` stays as
-  the readable reference, and a test checks that both give the same schedules;
+  chunk. :meth:`AOnlinePolicy.q_many` evaluates the same sums for all of a job's candidate
+  workers at once, over arrays of their chunks (:class:`_Rows`), instead of a walk over
+  each worker's queue; ``calculate_q`` stays as the readable reference, and tests check
+  that both give the same schedules;
 * :meth:`AOnlinePolicy.run_workers` is the schedule Alg. 4 (UPDATEVARIABLES) writes: each
   edge worker trains its ready chunks in highest-average-processing-rate-first order; a
   chunk of higher γ preempts a running one of lower γ, which is postponed on the same
@@ -58,7 +59,6 @@ are not computed. Choices where the paper is silent or ambiguous:
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 
@@ -80,44 +80,52 @@ def _tie(x: float) -> float:
     return math.ldexp(round(m * 4294967296.0), e - 32)
 
 
-class _Queue:
-    """One worker's unfinished chunks in HAPRF order, and eq. 5's sums over them.
+class _Rows:
+    """Every worker's unfinished chunks, one row per worker (in no order), for eq. 5.
 
-    ``chunks`` and ``keys`` ((1 / γ, chunk), ascending) are kept in order. The prefix sums
-    of the chunks' times left (at their rates) and of 1 / D_j' are rebuilt on the first
-    query after the queue or its running chunk changed; the running chunk's time left is
-    read live at each query (it is the only one that trains).
+    ``ids[r, :n[r]]`` are the chunks placed on the worker of row ``r = of[w]`` (the edge's
+    and a bounded cloud's workers; an unbounded cloud's have none) and not finished; a
+    chunk's slot is ``slot[t]``. HAPRF's order (key, then chunk) is applied where it
+    matters: the next chunk a worker takes (a heap per worker of its ready chunks,
+    :meth:`AOnlinePolicy.run_workers`) and the reference walk
+    (:meth:`AOnlinePolicy.calculate_q`); eq. 5's sums do not depend on it, so
+    :meth:`AOnlinePolicy.q_many` evaluates them for all of a job's candidate workers at
+    once over these rows.
     """
 
-    __slots__ = ("chunks", "keys", "ready", "work", "pre_p", "pre_inv", "p_at", "holder", "at")
+    __slots__ = ("ids", "n", "of", "slot")
 
-    def __init__(self) -> None:
-        self.chunks: list[int] = []
-        self.keys: list[tuple[float, int]] = []
-        self.ready = False
-        self.holder = -1  # the running chunk when the sums were built
-        self.at = -1  # its position in the queue
+    def __init__(self, workers: np.ndarray, n_workers: int, n_tasks: int) -> None:
+        self.of = np.full(n_workers, -1, dtype=np.int64)
+        self.of[workers] = np.arange(workers.shape[0])
+        self.ids = np.full((workers.shape[0], 8), -1, dtype=np.int64)
+        self.n = np.zeros(workers.shape[0], dtype=np.int64)
+        self.slot = np.full(n_tasks, -1, dtype=np.int64)
 
-    def insert(self, key: tuple[float, int], t: int) -> None:
-        at = bisect.bisect_right(self.keys, key)
-        self.keys.insert(at, key)
-        self.chunks.insert(at, t)
-        self.ready = False
+    def row(self, w: int) -> np.ndarray:
+        r = self.of[w]
+        return self.ids[r, : self.n[r]]
 
-    def remove(self, t: int) -> None:
-        i = self.chunks.index(t)
-        del self.chunks[i], self.keys[i]
-        self.ready = False
+    def insert(self, w: int, t: int) -> None:
+        w = int(self.of[w])
+        k = int(self.n[w])
+        if k == self.ids.shape[1]:  # full: twice the room for every worker
+            more = np.full_like(self.ids, -1)
+            self.ids = np.concatenate([self.ids, more], axis=1)
+        self.ids[w, k] = t
+        self.slot[t] = k
+        self.n[w] = k + 1
 
-    def build(self, p_at: np.ndarray, inv_d: np.ndarray, holder: int) -> None:
-        """Prefix sums: ``p_at`` and ``inv_d`` per queued chunk, in queue order."""
-        self.work = np.asarray([k for k, _ in self.keys])
-        self.p_at = p_at
-        self.pre_p = np.concatenate(([0.0], np.cumsum(p_at)))
-        self.pre_inv = np.concatenate(([0.0], np.cumsum(inv_d)))
-        self.holder = holder
-        self.at = self.chunks.index(holder) if holder >= 0 else -1
-        self.ready = True
+    def remove(self, w: int, t: int) -> None:
+        w = int(self.of[w])
+        k = int(self.slot[t])
+        last = int(self.n[w]) - 1
+        moved = int(self.ids[w, last])
+        self.ids[w, k] = moved
+        self.slot[moved] = k
+        self.ids[w, last] = -1
+        self.slot[t] = -1
+        self.n[w] = last
 
 
 class AOnlinePolicy:
@@ -131,7 +139,7 @@ class AOnlinePolicy:
     needs_tasks = True
     #: A_online-E: the edge only (no cloud candidate in A_greedy)
     edge_only = False
-    #: eq. 5 from prefix sums (:class:`_Queue`); False: the readable walk, calculate_q
+    #: eq. 5 over all candidates at once (q_many); False: the readable walk, calculate_q
     fast = True
 
     def __init__(self, *, rng: np.random.Generator | None = None) -> None:
@@ -140,10 +148,11 @@ class AOnlinePolicy:
 
     def prepare(self, jobs, cluster) -> None:
         """Start of a run: every worker's queue is empty."""
-        #: worker (edge or bounded cloud) -> its unfinished chunks in HAPRF order
-        self.queues: dict[int, _Queue] = {}
+        #: per worker (edge or bounded cloud): its unfinished chunks
+        self.rows: _Rows | None = None
         self.dirty: set[int] = set()
-        self.due: list[tuple[float, int]] = []  # (ready time, worker or -1 - task in the cloud)
+        #: (ready time, worker or -1 for an unbounded cloud's, chunk)
+        self.due: list[tuple[float, int, int]] = []
         self.work_of: np.ndarray | None = None  # per job, D_j x its chunk time on the edge
         self.ready_at: np.ndarray | None = None  # per chunk, when its data is on its worker
         self.wholly: np.ndarray | None = None  # per job: every chunk in the cloud (zeta_j = 1)
@@ -159,6 +168,12 @@ class AOnlinePolicy:
         self.rate0 = np.array([tv.rate(j, 0) for j in range(n_jobs)], dtype=np.float64)
         self.rate1 = np.array([tv.rate(j, 1) for j in range(n_jobs)], dtype=np.float64)
         self.in_cloud = np.asarray(tv.server_cloud)[np.asarray(tv.worker_server)]
+        self.w_delay = np.asarray(tv.server_delay)[np.asarray(tv.worker_server)]
+        self.parent = np.asarray(tv.parent, dtype=np.int64)
+        fixed = np.concatenate([np.asarray(tv.edge_workers), np.asarray(tv.cloud_workers)])
+        self.rows = _Rows(fixed.astype(np.int64), self.in_cloud.shape[0], tv.parent.shape[0])
+        #: per worker: its ready chunks holding no worker, as a heap of (key, chunk)
+        self.ready_heap: dict[int, list[tuple[float, int]]] = {}
 
     def workers_of(self, view, kind: int) -> tuple[list[int], list[int]]:
         """The edge workers and the bounded cloud's workers of a type (in index order)."""
@@ -184,10 +199,18 @@ class AOnlinePolicy:
         rate = self.rate1[k] if self.wholly[k] else self.rate0[k]
         return float(view.job_remaining[t]) / float(rate)
 
+    def queue_of(self, w: int) -> list[int]:
+        """Worker ``w``'s unfinished chunks in HAPRF order (key, then chunk)."""
+        assert self.rows is not None and self.work_of is not None
+        ids = self.rows.row(w)
+        keys = self.work_of[self.parent[ids]]
+        return [int(t) for t in ids[np.lexsort((ids, keys))]]
+
     def calculate_q(self, view, j: int, w: int, p: float, work: float) -> float:
         """Eq. 5 for a chunk of job ``j`` (chunk time ``p``, HAPRF key ``work``) on worker
-        ``w``, walking its queue (the reference for :meth:`fast_q`). On a bounded cloud's
-        worker the running chunk is waited for whatever its γ (no preemption there)."""
+        ``w``, walking its queue in HAPRF order (the reference for :meth:`q_many`). On a
+        bounded cloud's worker the running chunk is waited for whatever its γ (no
+        preemption there)."""
         tv = view.tasks
         d = float(tv.first[j + 1] - tv.first[j])
         delay = float(tv.server_delay[tv.worker_server[w]])
@@ -195,8 +218,7 @@ class AOnlinePolicy:
         no_preempt = bool(self.in_cloud[w])
         wait = 0.0
         behind = 0.0
-        q = self.queues.get(w)
-        for t in q.chunks if q is not None else ():
+        for t in self.queue_of(w):
             k = int(tv.parent[t])
             if self.work_of[k] <= work or (no_preempt and t == holder):  # it trains first
                 wait += self._p_left(view, t)
@@ -204,35 +226,32 @@ class AOnlinePolicy:
                 behind += 1.0 / float(tv.first[k + 1] - tv.first[k])
         return (delay + wait + p) / d + p * behind
 
-    def fast_q(self, view, j: int, w: int, p: float, work: float) -> float:
-        """Eq. 5 as :meth:`calculate_q`, from the prefix sums of the worker's queue."""
-        tv = view.tasks
-        d = float(tv.first[j + 1] - tv.first[j])
-        delay = float(tv.server_delay[tv.worker_server[w]])
-        q = self.queues.get(w)
-        if q is None or not q.chunks:
-            return (delay + p) / d
-        holder = int(view.gpu_job[w, 0]) if view.gpu_n_jobs[w] else -1
-        if not q.ready or q.holder != holder:
-            idx = np.asarray(q.chunks, dtype=np.int64)
-            par = tv.parent[idx]
-            rate = np.where(self.wholly[par], self.rate1[par], self.rate0[par])
-            q.build(
-                np.asarray(view.job_remaining[idx], dtype=np.float64) / rate,
-                self.inv_d[par],
-                holder,
-            )
-        n = int(np.searchsorted(q.work, work, side="right"))  # γ' >= γ_j: ahead
-        wait = float(q.pre_p[n])
-        behind = float(q.pre_inv[-1] - q.pre_inv[n])
-        if holder >= 0:  # its time left is read now (it trains)
-            live = self._p_left(view, holder)
-            if q.at < n:
-                wait += live - float(q.p_at[q.at])
-            elif self.in_cloud[w]:  # no preemption in the cloud: waited for
-                wait += live
-                behind -= float(self.inv_d[int(tv.parent[holder])])
-        return (delay + wait + p) / d + p * behind
+    def q_many(self, view, j: int, ws: list[int], p: float, work: float) -> np.ndarray:
+        """Eq. 5 as :meth:`calculate_q` on every worker of ``ws`` at once."""
+        assert self.rows is not None and self.work_of is not None and self.wholly is not None
+        w = np.asarray(ws, dtype=np.int64)
+        d = float(self.inv_d[j])
+        r = self.rows.of[w]
+        n = self.rows.n[r]
+        width = int(n.max()) if n.size else 0
+        if width == 0:
+            out0: np.ndarray = (self.w_delay[w] + p) * d
+            return out0
+        ids = self.rows.ids[r, :width]
+        valid = ids >= 0
+        t = np.where(valid, ids, 0)
+        par = self.parent[t]
+        rate = np.where(self.wholly[par], self.rate1[par], self.rate0[par])
+        left = np.asarray(view.job_remaining, dtype=np.float64)[t] / rate
+        ahead = valid & (self.work_of[par] <= work)
+        held = np.asarray(view.gpu_job[w, 0])  # (-1: idle)
+        cloud = self.in_cloud[w]
+        if cloud.any():  # no preemption in the cloud: its running chunk is waited for
+            ahead |= valid & cloud[:, None] & (ids == held[:, None])
+        wait = np.where(ahead, left, 0.0).sum(axis=1)
+        behind = np.where(valid & ~ahead, self.inv_d[par], 0.0).sum(axis=1)
+        out: np.ndarray = (self.w_delay[w] + wait + p) * d + p * behind
+        return out
 
     # --- Alg. 2 ----------------------------------------------------------------------------
 
@@ -253,15 +272,21 @@ class AOnlinePolicy:
         p_cloud = self.chunk_time(view, j, 1)
         work = d_j * p_edge  # 1 / γ_j: HAPRF serves the least first
         self.work_of[j] = work
-        q_of = self.fast_q if self.fast else self.calculate_q
         in_cloud = self.in_cloud
+
+        def q_of(ws: list[int], p: float) -> dict[int, float]:
+            if self.fast:
+                return dict(zip(ws, self.q_many(view, j, ws, p, work).tolist(), strict=True))
+            return {w: self.calculate_q(view, j, w, p, work) for w in ws}
+
         # lines 3-8: Q of the first chunk on every candidate; a heap of (Q, cloud, worker)
         # for the least (edge first, then lowest index on ties), stale entries skipped
-        q = {w: q_of(view, j, w, p_edge, work) for w in edge}
+        q = q_of(edge, p_edge)
         wholly = True  # every chunk of j placed so far is in the cloud (zeta_j = 1)
         self.wholly[j] = True
-        q.update((w, q_of(view, j, w, p_cloud, work)) for w in clouds)
-        heap = [(_tie(v), bool(in_cloud[w]), w) for w, v in q.items()]
+        q.update(q_of(clouds, p_cloud))
+        tq = {w: _tie(v) for w, v in q.items()}
+        heap = [(tq[w], bool(in_cloud[w]), w) for w in q]
         heapq.heapify(heap)
         q_cloud = np.inf
         if own_cloud:
@@ -272,7 +297,7 @@ class AOnlinePolicy:
         sent: dict[int, int] = {}  # chunks of j shipped to each server by this decision
         for d in range(d_j):
             t = lo + d
-            while heap and heap[0][0] != _tie(q[heap[0][2]]):
+            while heap and heap[0][0] != tq[heap[0][2]]:
                 heapq.heappop(heap)  # stale
             best_q, cloud, best = heap[0] if heap else (np.inf, True, -1)  # line 11
             if best < 0 or _tie(q_cloud) < best_q:  # lines 12-16: this and later chunks
@@ -281,33 +306,32 @@ class AOnlinePolicy:
                 arrive = tv.ship_times(j, cloud_server, now, hi - t)
                 for i, u in enumerate(range(t, hi)):
                     actions.append(Dispatch(u, tv.cloud_worker(u)))
-                    heapq.heappush(self.due, (float(arrive[i]), -1 - u))
+                    heapq.heappush(self.due, (float(arrive[i]), -1, u))
                 break
             if not cloud and wholly:  # lines 17-20: no longer wholly in the cloud
                 wholly = False
                 self.wholly[j] = False
                 if own_cloud:
                     q_cloud = (delay_c + p_edge) / d_j
-                for w in clouds:  # a bounded cloud's workers: Q again at zeta_j = 0
-                    q[w] = q_of(view, j, w, p_edge, work)
-                    heapq.heappush(heap, (_tie(q[w]), True, w))
+                for w, v in q_of(clouds, p_edge).items():  # a bounded cloud: at zeta_j = 0
+                    q[w] = v
+                    tq[w] = _tie(v)
+                    heapq.heappush(heap, (tq[w], True, w))
             actions.append(Dispatch(t, best))
-            queue = self.queues.get(best)
-            if queue is None:
-                queue = self.queues[best] = _Queue()
-            queue.insert((work, t), t)
+            self.rows.insert(best, t)
             self.dirty.add(best)
             server = int(tv.worker_server[best])
             k = sent.get(server, 0)
             sent[server] = k + 1
             ready = float(tv.ship_times(j, server, now, k + 1)[-1])
             self.ready_at[t] = ready
-            heapq.heappush(self.due, (ready, best))
+            heapq.heappush(self.due, (ready, best, t))
             # lines 21-22: the chunk just queued is ahead of j's next one (equal γ), so Q
             # grows by p / D_j (the reference path recomputes it)
             p = p_cloud if cloud and wholly else p_edge
-            q[best] = q[best] + p / d_j if self.fast else q_of(view, j, best, p, work)
-            heapq.heappush(heap, (_tie(q[best]), cloud, best))
+            q[best] = q[best] + p / d_j if self.fast else self.calculate_q(view, j, best, p, work)
+            tq[best] = _tie(q[best])
+            heapq.heappush(heap, (tq[best], cloud, best))
         if wholly and clouds:
             self.to_cloud.add(j)  # wholly on the bounded cloud's workers: its PS goes there
         return actions
@@ -322,34 +346,33 @@ class AOnlinePolicy:
         actions: list = []
         started: list[int] = []
         preempted: list[int] = []
+        work_of = self.work_of
+        parent = self.parent
+        heaps = self.ready_heap
         while self.due and self.due[0][0] <= now + 1e-9:
-            _, who = heapq.heappop(self.due)
-            if who >= 0:
-                self.dirty.add(who)
-            elif status[-1 - who] == QUEUED:
-                u = -1 - who
+            _, w, u = heapq.heappop(self.due)
+            if w >= 0:  # its data is on its worker: the worker may take it now
+                heapq.heappush(heaps.setdefault(w, []), (float(work_of[parent[u]]), u))
+                self.dirty.add(w)
+            elif status[u] == QUEUED:
                 actions.append(Start(u, np.asarray([tv.cloud_worker(u)])))
                 started.append(u)
-        ready_at = self.ready_at
         for w in sorted(self.dirty):
-            q = self.queues.get(w)
-            chunks = q.chunks if q is not None else []
-            holder = int(view.gpu_job[w, 0])
-            best = -1
-            for t in chunks:
-                if ready_at[t] <= now + 1e-9:
-                    best = t
-                    break
-            if best < 0 or best == holder:
+            heap = heaps.get(w)
+            if not heap:
                 continue
+            key, best = heap[0]  # HAPRF: the least key (highest average rate), then first
+            holder = int(view.gpu_job[w, 0])
             if holder >= 0:
                 if self.in_cloud[w]:
                     continue  # the cloud does not preempt (Sec. III)
-                mine = self.work_of[int(tv.parent[best])]
-                if mine >= self.work_of[int(tv.parent[holder])]:
-                    continue  # equal γ: the running chunk keeps its worker
+                held = float(work_of[parent[holder]])
+                if key >= held:
+                    continue  # the running chunk comes first, or equal γ: it keeps its worker
                 actions.append(Preempt(holder))  # postponed on the same worker
                 preempted.append(holder)
+                heapq.heappush(heap, (held, holder))
+            heapq.heappop(heap)
             actions.append(Start(best, np.asarray([w])))
             started.append(best)
         self.dirty.clear()
@@ -361,11 +384,12 @@ class AOnlinePolicy:
         tv = view.tasks
         if self.work_of is None:
             self._setup(view)
+        rows = self.rows
+        assert rows is not None
         for t in view.finished.tolist():  # a chunk finished: its worker picks the next
-            w = int(tv.bound[t])
-            q = self.queues.get(w)
-            if q is not None:
-                q.remove(t)
+            if rows.slot[t] >= 0:
+                w = int(tv.bound[t])
+                rows.remove(w, t)
                 self.dirty.add(w)
         actions: list = []
         self.to_cloud: set[int] = set()  # jobs sent wholly to the cloud by this decision

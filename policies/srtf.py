@@ -38,6 +38,9 @@ class SRTFPolicy:
     needs_predictor = False
     work_conserving = True
     runs_tasks = True
+    #: chunk jobs: remaining time is static while a job waits and falls while it runs, so
+    #: a decision looks only at the worker types with events (JobLevel's static_keys)
+    static_keys = True
 
     def __init__(
         self,
@@ -81,6 +84,7 @@ class SRTFPolicy:
                     workers=self.workers,
                     migrate=self.migrate,
                     edge_only=self.edge_only,
+                    static_keys=self.static_keys,
                 )
             return self._gang.decide(view, now)
         holding = view.running[view.job_status[view.running] != SAVING]

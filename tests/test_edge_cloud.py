@@ -102,7 +102,7 @@ def run_case(tmp: Path, rows: list[dict], toml: str, policy: str):
 # --- eq. 5 by hand ---------------------------------------------------------------------
 
 
-def eq5_case(holder: int = -1, cloud: bool = False):
+def eq5_case(holder: int = -1, cloud: bool = False, queued: bool = True):
     """A policy and view for eq. 5 by hand: worker 0 (server delay 2) holds chunk 0 of job
     A (HAPRF key 8; 5 s of work left at rate 0.5: p̂ = 10) and chunk 1 of job B (key 100;
     D_B = 4) in its queue; job j (tasks 5-6, D_j = 2)."""
@@ -125,7 +125,19 @@ def eq5_case(holder: int = -1, cloud: bool = False):
     pol.rate0 = pol.rate1 = np.full(3, 0.5)
     pol.inv_d = np.array([1.0, 0.25, 0.5])
     pol.in_cloud = np.array([cloud])
+    pol.w_delay = np.array([2.0])
+    pol.parent = tv.parent
+    pol.rows = sys.modules[type(pol).__module__]._Rows(np.array([0]), 1, 7)
+    if queued:
+        pol.rows.insert(0, 2)  # (in no order: the sums do not need one)
+        pol.rows.insert(0, 0)
     return pol, view
+
+
+def q_on(pol, view, fast: bool) -> float:
+    if fast:
+        return float(pol.q_many(view, 2, [0], 6.0, 12.0)[0])
+    return pol.calculate_q(view, 2, 0, 6.0, 12.0)
 
 
 @pytest.mark.parametrize("fast", [False, True])
@@ -134,14 +146,9 @@ def test_q_of_eq5_by_hand(fast):
     (Δ + p̂_A + p) / D_j + p / D_B = (2 + 10 + 6) / 2 + 6 / 4 = 9 + 1.5 = 10.5; on an
     idle worker (Δ + p) / D_j = 4."""
     pol, view = eq5_case()
-    queue = sys.modules[type(pol).__module__]._Queue()
-    queue.insert((8.0, 0), 0)
-    queue.insert((100.0, 2), 2)
-    pol.queues = {0: queue}
-    q = pol.fast_q if fast else pol.calculate_q
-    assert q(view, 2, 0, 6.0, 12.0) == pytest.approx(10.5)
-    pol.queues = {}  # an idle worker: (Δ + p) / D_j
-    assert q(view, 2, 0, 6.0, 12.0) == pytest.approx(4.0)
+    assert q_on(pol, view, fast) == pytest.approx(10.5)
+    pol, view = eq5_case(queued=False)
+    assert q_on(pol, view, fast) == pytest.approx(4.0)
 
 
 @pytest.mark.parametrize("fast", [False, True])
@@ -151,12 +158,7 @@ def test_q_waits_for_a_running_chunk_only_in_the_cloud(fast, holder, cloud, expe
     (p̂ 18). On the edge j's chunk would preempt it: behind, Q = 10.5 as above. On a bounded
     cloud's worker nothing is preempted, so it is waited for: (2 + 10 + 18 + 6) / 2 = 18."""
     pol, view = eq5_case(holder=holder, cloud=cloud)
-    queue = sys.modules[type(pol).__module__]._Queue()
-    queue.insert((8.0, 0), 0)
-    queue.insert((100.0, 2), 2)
-    pol.queues = {0: queue}
-    q = pol.fast_q if fast else pol.calculate_q
-    assert q(view, 2, 0, 6.0, 12.0) == pytest.approx(expect)
+    assert q_on(pol, view, fast) == pytest.approx(expect)
 
 
 def test_greedy_prefers_the_worker_of_least_q(tmp_path):
@@ -580,7 +582,7 @@ def test_same_seed_same_schedule(tmp_path, policy):
     assert a == b
 
 
-# --- A_online's eq. 5 from prefix sums gives the reference walk's schedules -------------------
+# --- A_online's eq. 5 over all candidates at once gives the reference walk's schedules ------
 
 
 @st.composite
@@ -632,7 +634,7 @@ def exact_instances(draw):
 @pytest.mark.parametrize("policy", ["a-online", "a-online-e"])
 @settings(max_examples=60, deadline=None)
 @given(case=exact_instances())
-def test_eq5_from_prefix_sums_gives_the_reference_schedule(policy, case):
+def test_eq5_at_once_gives_the_reference_schedule(policy, case):
     toml, rows = case
     runs = []
     with tempfile.TemporaryDirectory() as d:
@@ -740,7 +742,7 @@ def test_batchsche_sends_a_job_to_the_unbounded_cloud_it_is_cheaper_there(tmp_pa
 
 
 @pytest.mark.parametrize("policy", ["a-online", "a-online-e"])
-def test_eq5_from_prefix_sums_on_the_bundled_testbed_trace(policy):
+def test_eq5_at_once_on_the_bundled_testbed_trace(policy):
     """The same on real values (ec-30 on the testbed): eq. 5's terms summed in another
     order differ in their last bits, and the tie rule (Q to 32 significant bits) keeps that
     from deciding."""
@@ -750,4 +752,25 @@ def test_eq5_from_prefix_sums_on_the_bundled_testbed_trace(policy):
         engine.policy.fast = fast
         res = engine.run()
         runs.append((res.state.job_finish.tolist(), res.extra["tasks"]["worker"].tolist()))
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("variant", ["srtf", "srtf:edge_only=false", "srtf:migrate=false"])
+@settings(max_examples=25, deadline=None)
+@given(case=instances())
+def test_srtf_deciding_only_types_with_events_gives_the_same_schedules(variant, case):
+    """JobLevel's static_keys (a decision looks only at the worker types something happened
+    to) is a speed-up: the schedules are those of re-deciding every type every time."""
+    edge, cloud, kind, rows = case
+    runs = []
+    with tempfile.TemporaryDirectory() as d:
+        trace, cluster = write_case(Path(d), rows, cluster_toml(edge, cloud, kind))
+        for static in (True, False):
+            name, _, params = variant.partition(":")
+            engine, _ = build_engine(
+                trace, name, cluster=cluster, params=[params] if params else None
+            )
+            engine.policy.static_keys = static
+            res = engine.run()
+            runs.append((res.state.job_finish.tolist(), res.extra["tasks"]["worker"].tolist()))
     assert runs[0] == runs[1]

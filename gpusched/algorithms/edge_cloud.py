@@ -109,6 +109,38 @@ def assign_ps(
     return out
 
 
+class _Free:
+    """Workers free for a decision's chosen jobs, in order of preference; taken once."""
+
+    __slots__ = ("_members", "at", "left", "order", "taken")
+
+    def __init__(self, order: list[int]) -> None:
+        self.order = order
+        self.taken: set[int] = set()
+        self.at = 0  # everything before this is taken
+        self.left = len(order)
+        self._members = set(order)
+
+    def has(self, w: int) -> bool:
+        return w in self._members and w not in self.taken
+
+    def take(self, w: int) -> None:
+        self.taken.add(w)
+        self.left -= 1
+
+    def first(self, avoid: int = -1) -> int:
+        """Take the first free worker other than ``avoid`` (-1: none left)."""
+        order, taken = self.order, self.taken
+        while self.at < len(order) and order[self.at] in taken:
+            self.at += 1
+        for i in range(self.at, len(order)):
+            w = order[i]
+            if w != avoid and w not in taken:
+                self.take(w)
+                return w
+        return -1
+
+
 #: ``workers`` rules of :class:`JobLevel`
 WORKER_RULES = ("chunks", "trace")
 
@@ -135,6 +167,12 @@ class JobLevel:
     clairvoyant
         The key reads :meth:`left` (the work left: a policy that knows durations); else
         the work is not tracked (a non-clairvoyant policy may not read it).
+    static_keys
+        The key of a job that holds no worker does not change, and a running job's only
+        falls (SRTF's remaining time): then the jobs of a worker type that nothing happened
+        to (no arrival, no chunk finished) keep their schedule, and a decision looks only at
+        the types something happened to (the same schedules, a decision's work in
+        proportion to its events).
     """
 
     def __init__(
@@ -146,6 +184,7 @@ class JobLevel:
         migrate: bool = True,
         edge_only: bool = True,
         clairvoyant: bool = True,
+        static_keys: bool = False,
     ) -> None:
         if workers not in WORKER_RULES:
             raise ValueError(f"workers must be one of {WORKER_RULES}, got {workers!r}")
@@ -155,6 +194,9 @@ class JobLevel:
         self.migrate = migrate
         self.edge_only = edge_only
         self.clairvoyant = clairvoyant
+        self.static_keys = static_keys
+        self.touched: set[int] = set()  # worker types with an arrival or a finished chunk
+        self.wake_types: dict[int, float] = {}  # type -> when a paused chunk's data is there
         self.ready = False
         self.wake = np.inf
         #: jobs with chunks left -> their chunks started and not finished
@@ -256,10 +298,12 @@ class JobLevel:
         tv = view.tasks
         for p in sorted({int(tv.parent[t]) for t in view.arrived.tolist()}):
             self._arrive(view, p)
+            self.touched.add(int(self.kind[p]))
         exe = view.job_executed
         done = []
         for t in view.finished.tolist():
             p = int(tv.parent[t])
+            self.touched.add(int(self.kind[p]))
             self.begun[p].discard(t)
             self.n_begun[p] -= 1
             self.exe_s[p] += float(exe[t])
@@ -304,14 +348,26 @@ class JobLevel:
         live = self.live
         if live.size == 0:
             return Decision()
-        order = live[np.argsort(self.key(view, live), kind="stable")]
         acts: list[Any] = []
         started: list[int] = []
         preempted: list[int] = []
+        if self.migrate and self.static_keys:  # only the types something happened to
+            due = [ty for ty, at in self.wake_types.items() if at <= now + 1e-9]
+            for ty in due:
+                del self.wake_types[ty]
+            touched = self.touched
+            touched.update(due)
+            mask = np.zeros(len(self.edge_of), dtype=bool)
+            mask[list(touched)] = True
+            touched.clear()
+            live = live[mask[self.kind[live]]]
+        else:
+            mask = np.ones(len(self.edge_of), dtype=bool)
+        order = live[np.argsort(self.key(view, live), kind="stable")] if live.size else live
         edge_jobs = order[~np.isin(order, list(self.cloud_jobs))] if self.cloud_jobs else order
         if self.migrate:
             chosen = self._fill_counts(edge_jobs)
-            self._assign_moving(view, now, chosen, acts, started, preempted)
+            self._assign_moving(view, now, chosen, acts, started, preempted, mask)
         else:
             self._fill_pinned(view, now, edge_jobs, acts, started, preempted)
         if not self.edge_only:
@@ -319,6 +375,11 @@ class JobLevel:
         acts += assign_ps(view, self.rng, started, preempted, self.cloud_jobs)
         wake, self.wake = self.wake, np.inf
         return Decision(actions=acts, wake_at=None if wake == np.inf else wake)
+
+    def _wait_for(self, ty: int, at: float) -> None:
+        """Decide again at ``at`` (a paused chunk of type ``ty`` gets its data then)."""
+        self.wake = min(self.wake, at)
+        self.wake_types[ty] = min(self.wake_types.get(ty, np.inf), at)
 
     def _to_cloud(self, p: int) -> bool:
         """Job ``p`` found no room on the edge: the cloud takes it if it started nothing."""
@@ -333,8 +394,10 @@ class JobLevel:
         kk = self.k_now(jobs)
         kinds = self.kind[jobs]
         chosen_pos: list[int] = []
-        for ty in np.unique(kinds).tolist():
-            pos = np.flatnonzero(kinds == ty)
+        by_kind = np.argsort(kinds, kind="stable")  # grouped by type, each in priority order
+        cuts = np.flatnonzero(np.diff(kinds[by_kind])) + 1
+        for pos in np.split(by_kind, cuts) if jobs.size else ():
+            ty = int(kinds[pos[0]])
             ks = kk[pos]
             cap = int(self.n_edge[ty])
             i = 0
@@ -362,25 +425,30 @@ class JobLevel:
         acts: list[Any],
         started: list[int],
         preempted: list[int],
+        types: np.ndarray,
     ) -> None:
         """Workers for the chosen jobs: running chunks stay; paused ones resume on their
-        worker if free, else move; new chunks take free workers (module doc)."""
+        worker if free, else move; new chunks take free workers (module doc). Only jobs of
+        ``types`` (a mask) are decided."""
         tv = view.tasks
         status = view.job_status
         parent = tv.parent
         holder = view.gpu_job[:, 0]
         keep = np.zeros(self.lo.shape[0], dtype=bool)
         keep[chosen] = True
-        free: dict[int, list[int]] = {}
+        free: dict[int, _Free] = {}
         for ty in sorted({int(self.kind[p]) for p in chosen}):
             ws = self.edge_of[ty]
             h = holder[ws]
             idle = ws[h < 0]
             busy = ws[h >= 0]
             gone = busy[~keep[parent[holder[busy]]]]
-            free[ty] = idle.tolist() + gone.tolist()
-        for t in view.running.tolist():  # jobs left out are paused whole (not in the cloud)
-            if not keep[parent[t]] and not self.in_cloud[tv.bound[t]]:
+            free[ty] = _Free(idle.tolist() + gone.tolist())
+        run = view.running
+        if run.size:  # jobs left out are paused whole (not in the cloud)
+            par = parent[run]
+            out = ~keep[par] & ~self.in_cloud[tv.bound[run]] & types[self.kind[par]]
+            for t in run[out].tolist():
                 self._preempt(view, t, acts, preempted)
         kk = self.k_now(np.asarray(chosen, dtype=np.int64)).tolist()
         ready = tv.ready
@@ -391,22 +459,19 @@ class JobLevel:
             for t in paused[:need]:
                 w = int(tv.bound[t])
                 here = ready[t] <= now + 1e-9  # (preempted while its data was shipping)
-                if here and w in mine:
-                    mine.remove(w)  # its data is there
+                if here and mine.has(w):
+                    mine.take(w)  # its data is there
                 else:
-                    other = [u for u in mine if u != w]
-                    if not other:  # its own worker is the only one left: wait for the data
-                        self.wake = min(self.wake, float(ready[t]))
+                    w = mine.first(avoid=w)  # it moves: its data ships again
+                    if w < 0:  # its own worker is the only one left: wait for the data
+                        self._wait_for(int(self.kind[p]), float(ready[t]))
                         continue
-                    mine.remove(other[0])  # it moves: its data ships again
-                    w = other[0]
                 self._start(view, t, w, acts, started)
                 need -= 1
-            need = min(need, len(mine))
-            for _ in range(need):
+            for _ in range(min(need, mine.left)):
                 if self.ptr[p] == self.hi[p]:
                     break
-                self._start(view, self._new_chunk(p), mine.pop(0), acts, started)
+                self._start(view, self._new_chunk(p), mine.first(), acts, started)
 
     def _fill_pinned(
         self,
@@ -431,7 +496,7 @@ class JobLevel:
                 float(ready[t]) for t in self.begun[p] if status[t] == QUEUED and ready[t] > now
             ]
             if shipping:  # preempted while its data was shipping: wait for it
-                self.wake = min(self.wake, min(shipping))
+                self._wait_for(int(self.kind[p]), min(shipping))
                 continue
             if taken[pinned].any():
                 if not self.edge_only:

@@ -51,6 +51,7 @@ class TaskDispatch(Mechanism):
             "jobs made of tasks (--load-s/--save-s must be 0; shipping a chunk's data is the load)"
         )
         self.book = TaskBook(tasks, layout, self.state, self.k)
+        self._one_worker = np.zeros(1, dtype=np.int32)  # start_on's GPU list (kept by none)
         self.book.migrates = bool(getattr(self.policy, "migrates", False))
         self.view.tasks = self.book.view
 
@@ -64,18 +65,22 @@ class TaskDispatch(Mechanism):
         """Start a task on its one worker (the rules of :mod:`gpusched.core.tasks`)."""
         assert self.book is not None
         st = self.state
-        j = self._check_job(action.job, now)
-        err = self._status_problem(j, now, (QUEUED,))
-        if err:
-            raise err
+        j = action.job
+        if type(j) is not int or not 0 <= j < st.job_status.shape[0]:
+            j = self._check_job(j, now)
+        if st.job_status[j] != QUEUED:
+            raise self._status_problem(j, now, (QUEUED,)) or self._fail(j, now, "not queued")
         gpus = action.gpus
-        try:
-            arr = np.asarray(gpus) if gpus is not None else None
-        except (ValueError, TypeError):
-            arr = None
-        if arr is None or arr.shape != (1,):
-            raise self._fail(j, now, f"a task starts on exactly one named worker, got {gpus!r}")
-        w = self._task_worker(j, arr[0].item() if arr.dtype != object else arr[0], now)
+        if type(gpus) is np.ndarray and gpus.shape == (1,) and gpus.dtype.kind in "iu":
+            w = int(gpus[0])  # the common case, checked in one go
+        else:
+            try:
+                arr = np.asarray(gpus) if gpus is not None else None
+            except (ValueError, TypeError):
+                arr = None
+            if arr is None or arr.shape != (1,):
+                raise self._fail(j, now, f"a task starts on exactly one named worker, got {gpus!r}")
+            w = self._task_worker(j, arr[0].item() if arr.dtype != object else arr[0], now)
         why = self.book.start_problem(j, w, now)
         if why:
             raise self._fail(j, now, why)
@@ -85,18 +90,24 @@ class TaskDispatch(Mechanism):
         if action.config is not None:
             raise self._fail(j, now, "gives a config, but tasks take none")
         self.book.before_start(j, w, now)
-        self.k.start_on(st, j, np.asarray([w], dtype=np.int32), now)
+        one = self._one_worker
+        one[0] = w
+        self.k.start_on(st, j, one, now)
         self.book.after_start(j)
 
     def _apply_dispatch(self, action: Dispatch, now: float) -> None:
         """Place a queued task on a worker without starting it."""
         if self.book is None:
             raise self._fail(None, now, "Dispatch is for jobs made of tasks; this run has none")
-        j = self._check_job(action.job, now)
-        err = self._status_problem(j, now, (QUEUED,))
-        if err:
-            raise err
-        w = self._task_worker(j, action.worker, now)
+        st = self.state
+        j = action.job
+        if type(j) is not int or not 0 <= j < st.job_status.shape[0]:
+            j = self._check_job(j, now)
+        if st.job_status[j] != QUEUED:
+            raise self._status_problem(j, now, (QUEUED,)) or self._fail(j, now, "not queued")
+        w = action.worker
+        if type(w) is not int:
+            w = self._task_worker(j, w, now)
         if self.book.bound[j] >= 0:
             raise self._fail(j, now, f"is placed already (on worker {int(self.book.bound[j])})")
         why = self.book.place_problem(j, w)
