@@ -51,6 +51,9 @@ class TiresiasLPolicy:
     work_conserving = True
     runs_tasks = True
     needs_tasks = True
+    #: a job's key changes only when it arrives, a chunk of its type finishes or it changes
+    #: level: a decision looks only at the worker types concerned (JobLevel's static_keys)
+    static_keys = True
 
     def __init__(
         self,
@@ -84,14 +87,17 @@ class TiresiasLPolicy:
         t1 = MEDIAN_CHUNK_SLOTS * float(np.median(gang.k_job))
         return np.asarray([t1, t1 * TIRESIAS_RATIO])
 
-    def _key(self, view, jobs: np.ndarray) -> np.ndarray:
+    def _level(self, view, jobs: np.ndarray) -> np.ndarray:
+        """Each job's queue level: #{k : a_j >= T_k}."""
         gang = self._gang
         assert gang is not None
         if self.thresholds is None:
             self.thresholds = self.auto_thresholds(gang)
-        level = np.searchsorted(self.thresholds - 1e-6, gang.attained(view, jobs), side="right")
+        return np.searchsorted(self.thresholds - 1e-6, gang.attained(view, jobs), side="right")
+
+    def _key(self, view, jobs: np.ndarray) -> np.ndarray:
         submit = np.asarray(view.job_submit)[view.tasks.first[jobs]]
-        return level * 1e15 + submit  # level first, then arrival (submit < 1e15 s)
+        return self._level(view, jobs) * 1e15 + submit  # level, then arrival (< 1e15 s)
 
     def decide(self, view, now: float) -> Decision:
         if self._gang is None:
@@ -102,5 +108,7 @@ class TiresiasLPolicy:
                 migrate=self.migrate,
                 edge_only=self.edge_only,
                 clairvoyant=False,
+                static_keys=self.static_keys,
+                levels=self._level,
             )
         return self._gang.decide(view, now)

@@ -755,21 +755,28 @@ def test_eq5_at_once_on_the_bundled_testbed_trace(policy):
     assert runs[0] == runs[1]
 
 
-@pytest.mark.parametrize("variant", ["srtf", "srtf:edge_only=false", "srtf:migrate=false"])
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("srtf", []),
+        ("srtf", ["edge_only=false"]),
+        ("srtf", ["migrate=false"]),
+        ("tiresias-l", ["thresholds=4,20"]),
+        ("tiresias-l", ["thresholds=2,6", "edge_only=false"]),
+    ],
+)
 @settings(max_examples=25, deadline=None)
 @given(case=instances())
-def test_srtf_deciding_only_types_with_events_gives_the_same_schedules(variant, case):
+def test_deciding_only_types_with_events_gives_the_same_schedules(name, params, case):
     """JobLevel's static_keys (a decision looks only at the worker types something happened
-    to) is a speed-up: the schedules are those of re-deciding every type every time."""
+    to: an arrival, a chunk finished, a job changing level) is a speed-up: the schedules
+    are those of re-deciding every type every time."""
     edge, cloud, kind, rows = case
     runs = []
     with tempfile.TemporaryDirectory() as d:
         trace, cluster = write_case(Path(d), rows, cluster_toml(edge, cloud, kind))
         for static in (True, False):
-            name, _, params = variant.partition(":")
-            engine, _ = build_engine(
-                trace, name, cluster=cluster, params=[params] if params else None
-            )
+            engine, _ = build_engine(trace, name, cluster=cluster, params=params)
             engine.policy.static_keys = static
             res = engine.run()
             runs.append((res.state.job_finish.tolist(), res.extra["tasks"]["worker"].tolist()))

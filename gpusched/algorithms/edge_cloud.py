@@ -173,6 +173,10 @@ class JobLevel:
         to (no arrival, no chunk finished) keep their schedule, and a decision looks only at
         the types something happened to (the same schedules, a decision's work in
         proportion to its events).
+    levels
+        ``levels(view, jobs) -> array``: for a key that changes only in steps while a job
+        runs (Tiresias-L's queue level), the step of each job; with ``static_keys``, a type
+        whose running jobs changed step is decided again too.
     """
 
     def __init__(
@@ -185,6 +189,7 @@ class JobLevel:
         edge_only: bool = True,
         clairvoyant: bool = True,
         static_keys: bool = False,
+        levels: Callable[[Any, np.ndarray], np.ndarray] | None = None,
     ) -> None:
         if workers not in WORKER_RULES:
             raise ValueError(f"workers must be one of {WORKER_RULES}, got {workers!r}")
@@ -195,6 +200,8 @@ class JobLevel:
         self.edge_only = edge_only
         self.clairvoyant = clairvoyant
         self.static_keys = static_keys
+        self.levels = levels
+        self._level: np.ndarray | None = None  # each job's step when last decided
         self.touched: set[int] = set()  # worker types with an arrival or a finished chunk
         self.wake_types: dict[int, float] = {}  # type -> when a paused chunk's data is there
         self.ready = False
@@ -357,6 +364,16 @@ class JobLevel:
                 del self.wake_types[ty]
             touched = self.touched
             touched.update(due)
+            if self.levels is not None:  # a running job stepped to another level
+                run = view.running
+                if run.size:
+                    jobs = np.unique(view.tasks.parent[run])
+                    now_level = self.levels(view, jobs)
+                    if self._level is None:
+                        self._level = np.zeros(self.lo.shape[0], dtype=np.int64)
+                    moved = jobs[now_level != self._level[jobs]]
+                    self._level[jobs] = now_level
+                    touched.update(self.kind[moved].tolist())
             mask = np.zeros(len(self.edge_of), dtype=bool)
             mask[list(touched)] = True
             touched.clear()

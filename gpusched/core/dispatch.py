@@ -52,6 +52,9 @@ class TaskDispatch(Mechanism):
         )
         self.book = TaskBook(tasks, layout, self.state, self.k)
         self._one_worker = np.zeros(1, dtype=np.int32)  # start_on's GPU list (kept by none)
+        #: tasks started in this decision, still in the kernel's queue (engine._drop_started)
+        self._deq = np.zeros(max(len(self.jobs), 1), dtype=np.int32)
+        self._n_deq = 0
         self.book.migrates = bool(getattr(self.policy, "migrates", False))
         self.view.tasks = self.book.view
 
@@ -94,6 +97,8 @@ class TaskDispatch(Mechanism):
         one[0] = w
         self.k.start_on(st, j, one, now)
         self.book.after_start(j)
+        self._deq[self._n_deq] = j  # out of the kernel's queue at the decision's end
+        self._n_deq += 1
 
     def _apply_dispatch(self, action: Dispatch, now: float) -> None:
         """Place a queued task on a worker without starting it."""
