@@ -169,6 +169,7 @@ class AOnlinePolicy:
         self.rate1 = np.array([tv.rate(j, 1) for j in range(n_jobs)], dtype=np.float64)
         self.in_cloud = np.asarray(tv.server_cloud)[np.asarray(tv.worker_server)]
         self.w_delay = np.asarray(tv.server_delay)[np.asarray(tv.worker_server)]
+        self.serial_w = np.asarray(tv.server_serial)[np.asarray(tv.worker_server)]
         self.parent = np.asarray(tv.parent, dtype=np.int64)
         fixed = np.concatenate([np.asarray(tv.edge_workers), np.asarray(tv.cloud_workers)])
         self.rows = _Rows(fixed.astype(np.int64), self.in_cloud.shape[0], tv.parent.shape[0])
@@ -293,7 +294,8 @@ class AOnlinePolicy:
             cloud_server = int(tv.worker_server[tv.cloud_worker(lo)])
             delay_c = float(tv.server_delay[cloud_server])
             q_cloud = (delay_c + p_cloud) / d_j  # Alg. 3 line 8, zeta_j = 1
-        actions: list = []
+        to_t: list[int] = []  # the chunks dispatched, and their workers (one action)
+        to_w: list[int] = []
         sent: dict[int, int] = {}  # chunks of j shipped to each server by this decision
         for d in range(d_j):
             t = lo + d
@@ -305,7 +307,8 @@ class AOnlinePolicy:
                     self.to_cloud.add(j)
                 arrive = tv.ship_times(j, cloud_server, now, hi - t)
                 for i, u in enumerate(range(t, hi)):
-                    actions.append(Dispatch(u, tv.cloud_worker(u)))
+                    to_t.append(u)
+                    to_w.append(tv.cloud_worker(u))
                     heapq.heappush(self.due, (float(arrive[i]), -1, u))
                 break
             if not cloud and wholly:  # lines 17-20: no longer wholly in the cloud
@@ -317,13 +320,17 @@ class AOnlinePolicy:
                     q[w] = v
                     tq[w] = _tie(v)
                     heapq.heappush(heap, (tq[w], True, w))
-            actions.append(Dispatch(t, best))
+            to_t.append(t)
+            to_w.append(best)
             self.rows.insert(best, t)
             self.dirty.add(best)
-            server = int(tv.worker_server[best])
-            k = sent.get(server, 0)
-            sent[server] = k + 1
-            ready = float(tv.ship_times(j, server, now, k + 1)[-1])
+            if self.serial_w[best]:  # one after another behind j's chunks shipped there
+                server = int(tv.worker_server[best])
+                k = sent.get(server, 0)
+                sent[server] = k + 1
+                ready = float(tv.ship_times(j, server, now, k + 1)[-1])
+            else:
+                ready = now + float(self.w_delay[best])
             self.ready_at[t] = ready
             heapq.heappush(self.due, (ready, best, t))
             # lines 21-22: the chunk just queued is ahead of j's next one (equal γ), so Q
@@ -334,7 +341,7 @@ class AOnlinePolicy:
             heapq.heappush(heap, (tq[best], cloud, best))
         if wholly and clouds:
             self.to_cloud.add(j)  # wholly on the bounded cloud's workers: its PS goes there
-        return actions
+        return [Dispatch(np.asarray(to_t, dtype=np.int64), np.asarray(to_w, dtype=np.int64))]
 
     # --- the schedule of Alg. 4 ---------------------------------------------------------
 

@@ -355,6 +355,10 @@ TWO_TYPES = cluster_toml([(3, {"a": 1, "b": 1}, 1)], 10)
         ([Start(0, np.asarray([0, 1]))], "exactly one named worker"),
         ([Start(0, None)], "exactly one named worker"),
         ([HostPS(5, 0)], "unknown job index"),
+        ([Dispatch(np.array([0, 1]), np.array([0, 1]))], "needs a worker of type 'a'"),
+        ([Dispatch(np.array([0, 0]), np.array([0, 0]))], "placed already"),
+        ([Dispatch(np.array([0, 1]), np.array([0]))], "two 1-D integer arrays of one length"),
+        ([Dispatch(np.array([0, 1]), np.array([3, 2]))], "its own cloud worker"),
     ],
 )
 def test_the_engine_refuses_what_breaks_a_rule(tmp_path, actions, message):
@@ -362,6 +366,28 @@ def test_the_engine_refuses_what_breaks_a_rule(tmp_path, actions, message):
     engine = engine_for(tmp_path, rows, TWO_TYPES, actions)
     with pytest.raises(PolicyError, match=message):
         engine.step()
+
+
+def test_dispatching_many_tasks_at_once_is_dispatching_them_one_by_one(tmp_path):
+    """Job x (3 chunks): chunk 0 to the cloud (its own worker, delay 10), then chunks 1 and
+    2 to the edge (delay 3): zeta goes 1 -> 0; ready times and transfers as one by one."""
+    rows = [job("x", 0, 3, "a", 5), job("y", 0, 1, "b", 5)]
+    states = []
+    for many in (False, True):
+        engine = engine_for(tmp_path, rows, TWO_TYPES, [])
+        ws = [2 + 0, 0, 0]  # workers: 0 a, 1 b (server 0), then the cloud's (2 + task)
+        acts = (
+            [Dispatch(np.arange(3), np.asarray(ws))]
+            if many
+            else [Dispatch(t, w) for t, w in enumerate(ws)]
+        )
+        engine.policy.actions = acts + [Dispatch(np.asarray([3]), np.asarray([1]))]
+        engine.step()
+        book = engine.book
+        states.append((book.bound.tolist(), book.ready.tolist(), book.transfer_s.tolist()))
+        assert book.zeta.tolist() == [0, 0]
+    assert states[0] == states[1]
+    assert states[1][1] == [10.0, 3.0, 3.0, 3.0]
 
 
 def test_no_migration_after_a_preemption(tmp_path):

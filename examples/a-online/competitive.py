@@ -62,7 +62,9 @@ def write_run_files(inst: dict, eps: float, folder: Path) -> tuple[str, str]:
             + ["batch_time", "update_time", "grad_mb", "bw_mbps"]
         )
         for j, (r, d, p) in enumerate(zip(inst["release"], inst["chunks"], inst["slots"])):
-            w.writerow([f"j{j}", int(r), 1, int(d), 1, 1, "a", repr(float(p) / (1 + eps)), 0, 0, 1000])
+            w.writerow(
+                [f"j{j}", int(r), 1, int(d), 1, 1, "a", repr(float(p) / (1 + eps)), 0, 0, 1000]
+            )
     cluster = folder / "c.toml"
     groups = [
         f'[[servers]]\ncount = 1\ngpus = 1\ngpu_type = "g"\ntier = "edge"\n'
@@ -150,8 +152,11 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=60.0)
     args = ap.parse_args()
     epsilons = [float(x) for x in args.eps.split(",")]
-    print("| jobs | seeds | " + " | ".join(f"ratio eps={e:g}" for e in epsilons)
-          + " | JCT ratio eps=0 | optimal | solver s |")
+    print(
+        "| jobs | seeds | "
+        + " | ".join(f"ratio eps={e:g}" for e in epsilons)
+        + " | JCT ratio eps=0 | optimal | solver s |"
+    )
     print("| --- " * (5 + len(epsilons)) + "|")
     for n in spans(args.jobs):
         ratios: dict[float, list[float]] = {e: [] for e in epsilons}
@@ -175,7 +180,8 @@ def main() -> None:
             return f"{np.mean(v):.3f} (max {np.max(v):.3f})"
 
         print(
-            f"| {n} | {len(seeds)} | " + " | ".join(cell(ratios[e]) for e in epsilons)
+            f"| {n} | {len(seeds)} | "
+            + " | ".join(cell(ratios[e]) for e in epsilons)
             + f" | {cell(jct)} | {status.count('optimal')}/{len(seeds)} | {secs:.1f} |"
         )
 

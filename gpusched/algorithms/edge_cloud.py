@@ -320,7 +320,8 @@ class JobLevel:
             for p in done:
                 del self.begun[p]
                 self.cloud_jobs.discard(p)
-            self.live = np.setdiff1d(self.live, np.asarray(done, dtype=np.int64))
+            gone = np.searchsorted(self.live, np.asarray(done, dtype=np.int64))
+            self.live = np.delete(self.live, gone)  # (live is sorted; done are in it)
 
     def _start(self, view: Any, t: int, w: int, acts: list[Any], started: list[int]) -> None:
         p = int(view.tasks.parent[t])
@@ -367,7 +368,8 @@ class JobLevel:
             if self.levels is not None:  # a running job stepped to another level
                 run = view.running
                 if run.size:
-                    jobs = np.unique(view.tasks.parent[run])
+                    n_jobs = self.lo.shape[0]
+                    jobs = np.flatnonzero(np.bincount(view.tasks.parent[run], minlength=n_jobs))
                     now_level = self.levels(view, jobs)
                     if self._level is None:
                         self._level = np.zeros(self.lo.shape[0], dtype=np.int64)

@@ -104,6 +104,9 @@ class TaskDispatch(Mechanism):
         """Place a queued task on a worker without starting it."""
         if self.book is None:
             raise self._fail(None, now, "Dispatch is for jobs made of tasks; this run has none")
+        if type(action.job) is np.ndarray:
+            self._apply_dispatch_many(action, now)
+            return
         st = self.state
         j = action.job
         if type(j) is not int or not 0 <= j < st.job_status.shape[0]:
@@ -122,6 +125,53 @@ class TaskDispatch(Mechanism):
         if self.events is not None:
             ready = float(self.book.ready[j])
             self.events.note(self.state, now, "dispatch", j, f"worker {w}, ready at {ready:.6g} s")
+
+    def _apply_dispatch_many(self, action: Dispatch, now: float) -> None:
+        """Dispatch of several tasks at once (arrays): checked and applied in one go, with
+        the rules and the messages of the one-task form (which reports the first bad one)."""
+        book = self.book
+        assert book is not None
+        jobs: Any = action.job
+        ws: Any = action.worker
+        ok = (
+            type(ws) is np.ndarray
+            and jobs.ndim == 1
+            and ws.shape == jobs.shape
+            and jobs.dtype.kind in "iu"
+            and ws.dtype.kind in "iu"
+        )
+        if ok and jobs.size:
+            lay = book.layout
+            n = self.state.job_status.shape[0]
+            ok = bool(
+                jobs.min() >= 0
+                and jobs.max() < n
+                and ws.min() >= 0
+                and ws.max() < lay.n_workers
+                and np.unique(jobs).size == jobs.size
+            )
+            ok = ok and bool((self.state.job_status[jobs] == QUEUED).all())
+            ok = ok and bool((book.bound[jobs] < 0).all()) and book.place_many_ok(jobs, ws)
+        if not ok:  # the one-task form names the first problem
+            if type(ws) is not np.ndarray or jobs.ndim != 1 or ws.shape != jobs.shape:
+                raise self._fail(
+                    None,
+                    now,
+                    f"Dispatch of several tasks needs two 1-D integer arrays of one length, "
+                    f"got {jobs!r} and {ws!r}",
+                )
+            for j, w in zip(jobs.tolist(), ws.tolist(), strict=True):
+                self._apply_dispatch(Dispatch(j, w), now)
+            raise self._fail(None, now, "Dispatch: a task named twice")  # (the one left)
+        if not jobs.size:
+            return
+        book.dispatch_many(jobs, ws, now)
+        if self.events is not None:
+            for j, w in zip(jobs.tolist(), ws.tolist(), strict=True):
+                ready = float(book.ready[j])
+                self.events.note(
+                    self.state, now, "dispatch", j, f"worker {w}, ready at {ready:.6g} s"
+                )
 
     def _apply_host_ps(self, action: HostPS, now: float) -> None:
         """Put a job's parameter server on a server."""

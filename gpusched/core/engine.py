@@ -535,6 +535,10 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         tasks = self.book is not None  # (started tasks leave the queue by dequeue)
         self._n_deq = 0
         for action in decision.actions:
+            kind = type(action)
+            if kind is Dispatch:  # the commonest action of task runs, which has no reason
+                self._apply_dispatch(action, now)  # type: ignore[arg-type]
+                continue
             reason = getattr(action, "reason", None)
             if reason is not None and not isinstance(reason, str):
                 raise self._fail(
@@ -542,6 +546,10 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
                 )
             if log is not None and reason:
                 since = log.logged(st)
+            if kind is Start and tasks and reason is None:
+                self._apply_task_start(action, now)  # type: ignore[arg-type]
+                started = True
+                continue
             if isinstance(action, Note):
                 j = self._check_job(action.job, now)
                 if log is not None and reason:

@@ -361,6 +361,7 @@ class TaskBook:
             np.full(self.n_parents, 1),
         )
         self._one = np.zeros(s, dtype=np.int64)
+        self._cloud_w: list[bool] = layout.server_cloud[layout.worker_server].tolist()
         self._touched: set[int] = set()
         self.view = TaskView(self)
 
@@ -381,8 +382,7 @@ class TaskBook:
     # --- checks ----------------------------------------------------------------------
 
     def in_cloud(self, w: int) -> bool:
-        lay = self.layout
-        return bool(lay.server_cloud[lay.worker_server[w]])
+        return self._cloud_w[w]
 
     def place_problem(self, t: int, w: int) -> str | None:
         """Why task ``t`` may not be placed on (or run on) worker ``w`` (None: it may)."""
@@ -405,6 +405,19 @@ class TaskBook:
                 "declares migrates = True may move it)"
             )
         return None
+
+    def place_many_ok(self, ts: np.ndarray, ws: np.ndarray) -> bool:
+        """Would :meth:`place_problem` find no problem with any pair (never-placed tasks)?"""
+        lay = self.layout
+        kind = lay.worker_type[ws]
+        if not ((kind == ANY_TYPE) | (kind == self.task_type[ts])).all():
+            return False
+        first = lay.cloud_first
+        if first >= 0:
+            own = (ws >= first) & (ws < first + lay.cloud_n)
+            if (own & (ws != first + ts)).any():
+                return False
+        return True
 
     def start_problem(self, t: int, w: int, now: float) -> str | None:
         """Why task ``t`` may not start on worker ``w`` now (None: it may)."""
@@ -456,17 +469,45 @@ class TaskBook:
         if self.zeta[p] == -1:
             self.zeta[p] = 1 if cloud else 0
         elif self.zeta[p] == 1 and not cloud:
-            self.zeta[p] = 0  # no longer wholly in the cloud: its running tasks slow down
-            st = self.st
-            lo, hi = int(self.first[p]), int(self.first[p + 1])
-            status = st.job_status[lo:hi]
-            for k in np.flatnonzero((status == RUNNING) | (status == LOADING)).tolist():
-                self.kernels.set_rate(st, lo + k, float(self.rate(p, 0)))
+            self._leave_cloud(p)
         return delay
+
+    def _leave_cloud(self, p: int) -> None:
+        """Job ``p`` is no longer wholly in the cloud: zeta_j = 0, its running tasks slow
+        down at once (eq. 1)."""
+        self.zeta[p] = 0
+        st = self.st
+        lo, hi = int(self.first[p]), int(self.first[p + 1])
+        status = st.job_status[lo:hi]
+        for k in np.flatnonzero((status == RUNNING) | (status == LOADING)).tolist():
+            self.kernels.set_rate(st, lo + k, float(self.rate(p, 0)))
 
     def dispatch(self, t: int, w: int, now: float) -> None:
         """Place queued task ``t`` on worker ``w`` without starting it (checked)."""
         self._bind(t, w, now)
+
+    def dispatch_many(self, ts: np.ndarray, ws: np.ndarray, now: float) -> None:
+        """:meth:`dispatch` of every pair at once (checked; none placed before): the same
+        ready times, transfers and zeta_j as one by one in this order."""
+        lay = self.layout
+        servers = lay.worker_server[ws]
+        serial = lay.server_serial
+        if serial is not None and serial[servers].any():
+            for t, w in zip(ts.tolist(), ws.tolist(), strict=True):
+                self._bind(t, w, now)
+            return
+        delay = lay.server_delay[servers]
+        self.bound[ts] = ws
+        self.ready[ts] = now + delay
+        self.transfer_s[ts] += delay
+        parents = self.parent[ts]
+        edge = ~lay.server_cloud[servers]
+        for p in np.unique(parents).tolist():  # zeta_j: as _bind, chunk after chunk
+            mine = parents == p
+            if self.zeta[p] == -1:
+                self.zeta[p] = 0 if edge[mine].any() else 1
+            elif self.zeta[p] == 1 and edge[mine].any():
+                self._leave_cloud(p)
 
     def before_start(self, t: int, w: int, now: float) -> None:
         """Make ready to start task ``t`` on worker ``w`` (checked): place it if it is not,
@@ -483,7 +524,7 @@ class TaskBook:
         p = int(self.parent[t])
         self.n_hold[p] += 1
         self._touched.add(p)
-        if self.in_cloud(int(self.bound[t])):
+        if self._cloud_w[self.bound[t]]:
             self.cloud_busy += 1
 
     def released(self, t: int, at: float, *, in_decision: bool = False) -> None:
