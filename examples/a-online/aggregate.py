@@ -57,14 +57,17 @@ def base_name(label: str) -> str:
     return label.partition(":")[0]
 
 
-def read(out: Path) -> dict[str, dict[str, list[dict[str, float]]]]:
-    """experiment -> policy (base name) -> one row per seed (numbers; the derived keys)."""
-    runs: dict[str, dict[str, list[dict[str, float]]]] = defaultdict(lambda: defaultdict(list))
+Row = dict[str, float]
+
+
+def read(out: Path) -> dict[str, dict[str, dict[str, Row]]]:
+    """experiment -> seed -> policy (base name) -> its comparison row (numbers)."""
+    runs: dict[str, dict[str, dict[str, Row]]] = defaultdict(dict)
     for comp in sorted(out.glob("*-s*/comparison.csv")):
-        exp = re.sub(r"-s\d+$", "", comp.parent.name)
+        exp, seed = comp.parent.name.rsplit("-s", 1)
         with comp.open() as fh:
             rows = list(csv.DictReader(fh))
-        base = next(r for r in rows if base_name(r["policy"]) == "srtf")
+        got: dict[str, Row] = {}
         for r in rows:
             num = {}
             for k, v in r.items():
@@ -72,13 +75,26 @@ def read(out: Path) -> dict[str, dict[str, list[dict[str, float]]]]:
                     num[k] = float(v)
                 except (TypeError, ValueError):
                     continue
-            num["jct_rate"] = float(r["total_jct_s"]) / float(base["total_jct_s"])
-            for key, col in (("comm_rate", "total_comm_s"), ("ship_rate", "total_transfer_s")):
-                b = float(base[col])
-                num[key] = float(r[col]) / b if b else float("nan")
             num["cloud"] = num.get("cloud_utilization", num.get("mean_busy_cloud", float("nan")))
-            runs[exp][base_name(r["policy"])].append(num)
+            got[base_name(r["policy"])] = num
+        runs[exp][seed] = got
     return runs
+
+
+def rates(got: dict[str, Row], base: dict[str, Row] | None = None) -> dict[str, Row]:
+    """Each policy's row with its JCT, communication and shipping rates over SRTF's (the
+    rows a variant did not run are the same seed's base comparison's)."""
+    rows = dict(base or {})
+    rows.update(got)
+    srtf = rows["srtf"]
+    out = {}
+    for pol, r in rows.items():
+        r = dict(r)
+        r["jct_rate"] = r["total_jct_s"] / srtf["total_jct_s"]
+        for key, col in (("comm_rate", "total_comm_s"), ("ship_rate", "total_transfer_s")):
+            r[key] = r[col] / srtf[col] if srtf[col] else float("nan")
+        out[pol] = r
+    return out
 
 
 def cell(vals: list[float], fmt: str) -> str:
@@ -96,25 +112,28 @@ def order(name: str) -> tuple[str, int]:
     return (m.group(1), int(m.group(2))) if m else (name, 0)
 
 
-def tables(runs: dict[str, dict[str, list[dict[str, float]]]]) -> None:
+def tables(runs: dict[str, dict[str, dict[str, Row]]]) -> None:
     for exp in sorted((e for e in runs if not e.startswith("abl-")), key=order):
-        seeds = len(next(iter(runs[exp].values())))
-        print(f"\n#### {exp} ({seeds} seeds: mean [min, max])\n")
-        bounded = any("cloud_utilization" in r for rows in runs[exp].values() for r in rows)
+        seeds = [rates(got) for got in runs[exp].values()]
+        print(f"\n#### {exp} ({len(seeds)} seeds: mean [min, max])\n")
+        bounded = any("cloud_utilization" in r for got in seeds for r in got.values())
         cloud = "cloud util" if bounded else "busy cloud workers"
         labels = [cloud if label == "CLOUD" else label for _, label, _ in KEYS]
         print("| policy | " + " | ".join(labels) + " |")
         print("| --- " * (len(KEYS) + 1) + "|")
         for pol in POLICIES:
-            rows = runs[exp].get(pol)
+            rows = [got[pol] for got in seeds if pol in got]
             if rows:
                 cells = [cell([r.get(k, float("nan")) for r in rows], fmt) for k, _, fmt in KEYS]
                 print(f"| {pol} | " + " | ".join(cells) + " |")
 
 
-def ablation(runs: dict[str, dict[str, list[dict[str, float]]]]) -> None:
+def ablation(runs: dict[str, dict[str, dict[str, Row]]]) -> None:
     for wl, title in (("tb30", "testbed, 30 jobs"), ("sim300", "simulator, 300 jobs")):
-        print(f"\n#### ablation: {title} (3 seeds: mean [min, max])\n")
+        base = runs.get(f"abl-{wl}-base", {})
+        if not base:
+            continue
+        print(f"\n#### ablation: {title} ({len(base)} seeds: mean [min, max])\n")
         head = " | ".join(f"{p} rate" for p in POLICIES)
         print(f"| variant | {head} | A_online edge util | makespan A_online / SRTF |")
         print("| --- " * (len(POLICIES) + 3) + "|")
@@ -122,16 +141,12 @@ def ablation(runs: dict[str, dict[str, list[dict[str, float]]]]) -> None:
             exp = f"abl-{wl}-{var}"
             if exp not in runs:
                 continue
-            got = runs[exp]
-            cells = [cell([r["jct_rate"] for r in got.get(p, [])], "{:.3f}") for p in POLICIES]
-            util = cell([r["gpu_utilization"] for r in got["a-online"]], "{:.2f}")
-            span = [
-                a["makespan_s"] / s["makespan_s"]
-                for a, s in zip(got["a-online"], got["srtf"], strict=True)
-            ]
-            print(
-                f"| {var}: {text} | " + " | ".join(cells) + f" | {util} | {cell(span, '{:.2f}')} |"
-            )
+            seeds = [rates(got, base.get(seed)) for seed, got in runs[exp].items()]
+            cells = [cell([g[p]["jct_rate"] for g in seeds if p in g], "{:.3f}") for p in POLICIES]
+            util = cell([g["a-online"]["gpu_utilization"] for g in seeds], "{:.2f}")
+            span = [g["a-online"]["makespan_s"] / g["srtf"]["makespan_s"] for g in seeds]
+            row = " | ".join(cells)
+            print(f"| {var}: {text} | {row} | {util} | {cell(span, '{:.2f}')} |")
 
 
 def n_edge(toml: Path) -> int:
@@ -163,9 +178,10 @@ def utilisation(out: Path, exp: str = "fig7-jobs300", width: float = 20.0, bins:
         subs += np.histogram(t, edges)[0] / len(folders)
         workers = n_edge(out / "wl" / f"sim100-s{seed}.toml")
         for pol in POLICIES:
-            tl = f / pol / "timeline.csv"
-            if not tl.exists():
+            found = [d for d in f.iterdir() if d.is_dir() and d.name.split("-", 1)[1] == pol]
+            if not found:
                 continue
+            tl = found[0] / "timeline.csv"
             with tl.open() as fh:
                 rows = list(csv.DictReader(fh))
             times = np.array([float(r["time_s"]) for r in rows])

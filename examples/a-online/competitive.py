@@ -5,6 +5,9 @@ Usage::
     python examples/a-online/competitive.py [--seeds 1-5] [--jobs 5,10,15,20,25]
         [--servers 5] [--eps 0,0.25,0.5] [--time-limit 60]
 
+``--jobs`` and ``--servers`` take lists: Fig. 12 is jobs at 5 servers, Fig. 13 servers at
+15 jobs (``--jobs 15 --servers 5,15,25,35,45``).
+
 Sec. V-C of the edge-cloud paper: "We simplify ILP (4) by setting zeta_j = 1, whose optimal
 objective is smaller than that of ILP (4). As a result, we can use the simplified problem
 to calculate an upper bound of our actual competitive ratio of A_online", on "a reduced
@@ -147,25 +150,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="1-5")
     ap.add_argument("--jobs", default="5,10,15,20,25")
-    ap.add_argument("--servers", type=int, default=5)
+    ap.add_argument("--servers", default="5")
     ap.add_argument("--eps", default="0,0.25,0.5")
     ap.add_argument("--time-limit", type=float, default=60.0)
     args = ap.parse_args()
     epsilons = [float(x) for x in args.eps.split(",")]
     print(
-        "| jobs | seeds | "
+        "| jobs | servers | seeds | "
         + " | ".join(f"ratio eps={e:g}" for e in epsilons)
         + " | JCT ratio eps=0 | optimal | solver s |"
     )
-    print("| --- " * (5 + len(epsilons)) + "|")
-    for n in spans(args.jobs):
+    print("| --- " * (6 + len(epsilons)) + "|")
+    for n, m in [(n, m) for n in spans(args.jobs) for m in spans(args.servers)]:
         ratios: dict[float, list[float]] = {e: [] for e in epsilons}
         jct: list[float] = []
         status: list[str] = []
         secs = 0.0
         seeds = spans(args.seeds)
         for s in seeds:
-            inst = instance(s, n, args.servers)
+            inst = instance(s, n, m)
             opt = exact(inst, args.time_limit)
             status.append(opt.status)
             secs += opt.runtime
@@ -180,7 +183,7 @@ def main() -> None:
             return f"{np.mean(v):.3f} (max {np.max(v):.3f})"
 
         print(
-            f"| {n} | {len(seeds)} | "
+            f"| {n} | {m} | {len(seeds)} | "
             + " | ".join(cell(ratios[e]) for e in epsilons)
             + f" | {cell(jct)} | {status.count('optimal')}/{len(seeds)} | {secs:.1f} |"
         )

@@ -19,18 +19,21 @@ for p in "${NAMES[@]}"; do ALL+=(-P "$p"); done
 mkdir -p "$OUT/wl"
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 
-# one compare: NAME TRACE CLUSTER [policy specs...] (the five by default)
+# one compare: NAME TRACE CLUSTER [policy specs...] (the five by default); a comparison
+# already complete is kept (FORCE=1 runs it again), so an interrupted run resumes
 run() {
   local name=$1 trace=$2 cluster=$3
   shift 3
   local specs=("${ALL[@]}")
   if (($#)); then specs=("$@"); fi
+  if [[ -f "$OUT/$name/comparison.csv" && -z "${FORCE:-}" ]]; then return; fi
   gpusched compare "$trace" -c "$cluster" "${specs[@]}" -o "$OUT/$name" --force >/dev/null
 }
 
-# the job-level baselines switched back, one cause at a time (the other three as default)
-variants() {  # OPTION: the five policies with srtf and tiresias-l given OPTION
-  echo -P a-online -P a-online-e -P "srtf:$1" -P "tiresias-l:$1" -P batchsche
+# the job-level baselines switched back, one cause at a time: only the policies a variant
+# changes run (aggregate.py takes the others from the same seed's base comparison)
+variants() {  # OPTION: srtf and tiresias-l given OPTION
+  echo -P "srtf:$1" -P "tiresias-l:$1"
 }
 OLD_BATCHSCHE="batchsche:batches=slot,price_ratio=1,cloud_price=0.5,workers=trace"
 OLD_JOBLEVEL="workers=trace,edge_only=false,migrate=false"
@@ -80,8 +83,7 @@ for s in $SEEDS; do
       run "abl-$wl-edgeonly-s$s" "$w/$wl-s$s.csv" "$cl" $(variants edge_only=false)
       # shellcheck disable=SC2046
       run "abl-$wl-migrate-s$s" "$w/$wl-s$s.csv" "$cl" $(variants migrate=false)
-      run "abl-$wl-batches-s$s" "$w/$wl-s$s.csv" "$cl" \
-        -P a-online -P a-online-e -P srtf -P tiresias-l -P "$OLD_BATCHSCHE"
+      run "abl-$wl-batches-s$s" "$w/$wl-s$s.csv" "$cl" -P "$OLD_BATCHSCHE"
       for f in 10 100; do
         if [[ $wl == tb30 ]]; then
           gpusched workload edge-cloud-testbed --seed "$s" --arrival-scale "$f" \
