@@ -149,6 +149,33 @@ def ablation(runs: dict[str, dict[str, dict[str, Row]]]) -> None:
             print(f"| {var}: {text} | {row} | {util} | {cell(span, '{:.2f}')} |")
 
 
+def sweeps(runs: dict[str, dict[str, dict[str, Row]]]) -> None:
+    """One table per sweep: a cell per policy and point, the seeds' mean JCT rate, average
+    wait (slots) and edge utilisation, so that no rate is read without the load behind it."""
+    for prefix, title in (
+        ("testbed-jobs", "Fig. 4: testbed, by jobs"),
+        ("fig7-jobs", "Fig. 7: simulator (100 servers), by jobs"),
+        ("fig8-servers", "Fig. 8: simulator (300 jobs), by edge servers"),
+    ):
+        points = sorted(
+            (e for e in runs if e.startswith(prefix)), key=lambda e: int(e[len(prefix) :])
+        )
+        if not points:
+            continue
+        print(f"\n#### {title}: JCT rate / avg wait / edge util (mean over seeds)\n")
+        print("| policy | " + " | ".join(p.removeprefix(prefix) for p in points) + " |")
+        print("| --- " * (len(points) + 1) + "|")
+        for pol in POLICIES:
+            cells = []
+            for p in points:
+                rows = [rates(got)[pol] for got in runs[p].values() if pol in got]
+                rate = np.mean([r["jct_rate"] for r in rows])
+                wait = np.mean([r["avg_wait_s"] for r in rows])
+                util = np.mean([r["gpu_utilization"] for r in rows])
+                cells.append(f"{rate:.3f} / {wait:,.0f} / {util:.2f}")
+            print(f"| {pol} | " + " | ".join(cells) + " |")
+
+
 def n_edge(toml: Path) -> int:
     doc = tomllib.loads(toml.read_text())
     return sum(
@@ -204,6 +231,7 @@ def utilisation(out: Path, exp: str = "fig7-jobs300", width: float = 20.0, bins:
 
 def main(out: Path) -> None:
     runs = read(out)
+    sweeps(runs)
     tables(runs)
     utilisation(out)
     ablation(runs)

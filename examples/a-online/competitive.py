@@ -64,7 +64,9 @@ def write_run_files(inst: dict, eps: float, folder: Path) -> tuple[str, str]:
             ["job_id", "submit_time", "num_gpus", "chunks", "batches", "epochs", "worker_type"]
             + ["batch_time", "update_time", "grad_mb", "bw_mbps"]
         )
-        for j, (r, d, p) in enumerate(zip(inst["release"], inst["chunks"], inst["slots"])):
+        for j, (r, d, p) in enumerate(
+            zip(inst["release"], inst["chunks"], inst["slots"], strict=True)
+        ):
             w.writerow(
                 [f"j{j}", int(r), 1, int(d), 1, 1, "a", repr(float(p) / (1 + eps)), 0, 0, 1000]
             )

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Every edge-cloud experiment of docs/a-online.md, then its tables.
-# Usage: bash examples/a-online/run.sh [OUT_DIR]   (default ./a-online-runs)
+# Usage: bash examples/a-online/run.sh [OUT_DIR]   (default runs/a-online)
 # Workloads and clusters are regenerated from their seeds (deterministic): nothing is committed.
 # SEEDS="1 2 3" by default; POLICIES overrides the policy list; TBJOBS, JOBS and SERVERS the
 # sweeps; PARTS the parts to run (testbed fig7 fig8 ablation; all by default).
 # Each workload's cluster is drawn from the same seed (--cluster-out): its delays vary by seed.
 set -euo pipefail
-OUT=${1:-a-online-runs}
+OUT=${1:-runs/a-online}
 SEEDS=${SEEDS:-"1 2 3"}
 TBJOBS=${TBJOBS:-"10 20 30 40 50"}
 JOBS=${JOBS:-"100 200 300 400 500"}
