@@ -22,7 +22,7 @@ The method names follow the paper's algorithms:
   chunks pending on the worker and p̂ their remaining processing time; in the cloud only
   the first and third terms (no queue, no preemption), with zeta_j = 1 for the first
   chunk. :meth:`AOnlinePolicy.q_many` evaluates the same sums for all of a job's candidate
-  workers at once, over arrays of their chunks (:class:`_Rows`), instead of a walk over
+  workers at once, over arrays of their chunks (:class:`~gpusched.algorithms.edge_cloud.ChunkRows`), instead of a walk over
   each worker's queue; ``calculate_q`` stays as the readable reference, and tests check
   that both give the same schedules;
 * :meth:`AOnlinePolicy.run_workers` is the schedule Alg. 4 (UPDATEVARIABLES) writes: each
@@ -55,77 +55,23 @@ are not computed. Choices where the paper is silent or ambiguous:
   each chunk is placed by least Q on its own there. An unbounded cloud follows the paper.
 
 ``a-online-e`` (:mod:`policies.a_online_e`) is the same without the cloud.
+
+Why this module is longer than ~200 lines: it holds Alg. 1-4 (A_ps is in
+:mod:`gpusched.algorithms.edge_cloud`, with the chunk rows ``q_many`` reads), and eq. 5
+twice: ``calculate_q``, the readable reference that follows Alg. 3 line by line, and
+``q_many``, the same sums over arrays that the runs use; the tests hold them equal.
 """
 
 from __future__ import annotations
 
 import heapq
-import math
 
 import numpy as np
 
-from gpusched.algorithms.edge_cloud import assign_ps
+from gpusched.algorithms.edge_cloud import ChunkRows, assign_ps, tie_q
 from gpusched.core.policy import Decision, Dispatch, Preempt, Start
 from gpusched.core.state import QUEUED
 from gpusched.errors import PolicyError
-
-
-def _tie(x: float) -> float:
-    """Q rounded to 32 significant bits, for comparisons: values equal but for the last
-    bits of float rounding (eq. 5's terms summed in another order) tie, and a tie goes to
-    the lower index."""
-    if x == 0.0 or not math.isfinite(x):
-        return x
-    m, e = math.frexp(x)
-    return math.ldexp(round(m * 4294967296.0), e - 32)
-
-
-class _Rows:
-    """Every worker's unfinished chunks, one row per worker (in no order), for eq. 5.
-
-    ``ids[r, :n[r]]`` are the chunks placed on the worker of row ``r = of[w]`` (the edge's
-    and a bounded cloud's workers; an unbounded cloud's have none) and not finished; a
-    chunk's slot is ``slot[t]``. HAPRF's order (key, then chunk) is applied where it
-    matters: the next chunk a worker takes (a heap per worker of its ready chunks,
-    :meth:`AOnlinePolicy.run_workers`) and the reference walk
-    (:meth:`AOnlinePolicy.calculate_q`); eq. 5's sums do not depend on it, so
-    :meth:`AOnlinePolicy.q_many` evaluates them for all of a job's candidate workers at
-    once over these rows.
-    """
-
-    __slots__ = ("ids", "n", "of", "slot")
-
-    def __init__(self, workers: np.ndarray, n_workers: int, n_tasks: int) -> None:
-        self.of = np.full(n_workers, -1, dtype=np.int64)
-        self.of[workers] = np.arange(workers.shape[0])
-        self.ids = np.full((workers.shape[0], 8), -1, dtype=np.int64)
-        self.n = np.zeros(workers.shape[0], dtype=np.int64)
-        self.slot = np.full(n_tasks, -1, dtype=np.int64)
-
-    def row(self, w: int) -> np.ndarray:
-        r = self.of[w]
-        return self.ids[r, : self.n[r]]
-
-    def insert(self, w: int, t: int) -> None:
-        w = int(self.of[w])
-        k = int(self.n[w])
-        if k == self.ids.shape[1]:  # full: twice the room for every worker
-            more = np.full_like(self.ids, -1)
-            self.ids = np.concatenate([self.ids, more], axis=1)
-        self.ids[w, k] = t
-        self.slot[t] = k
-        self.n[w] = k + 1
-
-    def remove(self, w: int, t: int) -> None:
-        w = int(self.of[w])
-        k = int(self.slot[t])
-        last = int(self.n[w]) - 1
-        moved = int(self.ids[w, last])
-        self.ids[w, k] = moved
-        self.slot[moved] = k
-        self.ids[w, last] = -1
-        self.slot[t] = -1
-        self.n[w] = last
 
 
 class AOnlinePolicy:
@@ -149,7 +95,7 @@ class AOnlinePolicy:
     def prepare(self, jobs, cluster) -> None:
         """Start of a run: every worker's queue is empty."""
         #: per worker (edge or bounded cloud): its unfinished chunks
-        self.rows: _Rows | None = None
+        self.rows: ChunkRows | None = None
         self.dirty: set[int] = set()
         #: (ready time, worker or -1 for an unbounded cloud's, chunk)
         self.due: list[tuple[float, int, int]] = []
@@ -172,7 +118,7 @@ class AOnlinePolicy:
         self.serial_w = np.asarray(tv.server_serial)[np.asarray(tv.worker_server)]
         self.parent = np.asarray(tv.parent, dtype=np.int64)
         fixed = np.concatenate([np.asarray(tv.edge_workers), np.asarray(tv.cloud_workers)])
-        self.rows = _Rows(fixed.astype(np.int64), self.in_cloud.shape[0], tv.parent.shape[0])
+        self.rows = ChunkRows(fixed.astype(np.int64), self.in_cloud.shape[0], tv.parent.shape[0])
         #: per worker: its ready chunks holding no worker, as a heap of (key, chunk)
         self.ready_heap: dict[int, list[tuple[float, int]]] = {}
 
@@ -286,7 +232,7 @@ class AOnlinePolicy:
         wholly = True  # every chunk of j placed so far is in the cloud (zeta_j = 1)
         self.wholly[j] = True
         q.update(q_of(clouds, p_cloud))
-        tq = {w: _tie(v) for w, v in q.items()}
+        tq = {w: tie_q(v) for w, v in q.items()}
         heap = [(tq[w], bool(in_cloud[w]), w) for w in q]
         heapq.heapify(heap)
         q_cloud = np.inf
@@ -302,7 +248,7 @@ class AOnlinePolicy:
             while heap and heap[0][0] != tq[heap[0][2]]:
                 heapq.heappop(heap)  # stale
             best_q, cloud, best = heap[0] if heap else (np.inf, True, -1)  # line 11
-            if best < 0 or _tie(q_cloud) < best_q:  # lines 12-16: this and later chunks
+            if best < 0 or tie_q(q_cloud) < best_q:  # lines 12-16: this and later chunks
                 if d == 0:
                     self.to_cloud.add(j)
                 arrive = tv.ship_times(j, cloud_server, now, hi - t)
@@ -318,7 +264,7 @@ class AOnlinePolicy:
                     q_cloud = (delay_c + p_edge) / d_j
                 for w, v in q_of(clouds, p_edge).items():  # a bounded cloud: at zeta_j = 0
                     q[w] = v
-                    tq[w] = _tie(v)
+                    tq[w] = tie_q(v)
                     heapq.heappush(heap, (tq[w], True, w))
             to_t.append(t)
             to_w.append(best)
@@ -337,7 +283,7 @@ class AOnlinePolicy:
             # grows by p / D_j (the reference path recomputes it)
             p = p_cloud if cloud and wholly else p_edge
             q[best] = q[best] + p / d_j if self.fast else self.calculate_q(view, j, best, p, work)
-            tq[best] = _tie(q[best])
+            tq[best] = tie_q(q[best])
             heapq.heappush(heap, (tq[best], cloud, best))
         if wholly and clouds:
             self.to_cloud.add(j)  # wholly on the bounded cloud's workers: its PS goes there

@@ -8,7 +8,6 @@ edge-cloud instances for every policy of the family.
 from __future__ import annotations
 
 import csv
-import sys
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpusched.algorithms.edge_cloud import ChunkRows
 from gpusched.core.policy import Decision, Dispatch, HostPS, Preempt, Start
 from gpusched.core.registry import load_policy_class
 from gpusched.core.state import FINISHED
@@ -127,7 +127,7 @@ def eq5_case(holder: int = -1, cloud: bool = False, queued: bool = True):
     pol.in_cloud = np.array([cloud])
     pol.w_delay = np.array([2.0])
     pol.parent = tv.parent
-    pol.rows = sys.modules[type(pol).__module__]._Rows(np.array([0]), 1, 7)
+    pol.rows = ChunkRows(np.array([0]), 1, 7)
     if queued:
         pol.rows.insert(0, 2)  # (in no order: the sums do not need one)
         pol.rows.insert(0, 0)

@@ -49,6 +49,7 @@ Distributed Machine Learning Jobs in Edge-Cloud Networks", IEEE JSAC, 2022.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -578,3 +579,60 @@ class JobLevel:
                 if not idle[ty]:
                     break
                 self._start(view, self._new_chunk(p), idle[ty].pop(0), acts, started)
+
+
+def tie_q(x: float) -> float:
+    """Q rounded to 32 significant bits, for comparisons: values equal but for the last
+    bits of float rounding (eq. 5's terms summed in another order) tie, and a tie goes to
+    the lower index."""
+    if x == 0.0 or not math.isfinite(x):
+        return x
+    m, e = math.frexp(x)
+    return math.ldexp(round(m * 4294967296.0), e - 32)
+
+
+class ChunkRows:
+    """Every worker's unfinished chunks, one row per worker (in no order), for eq. 5.
+
+    ``ids[r, :n[r]]`` are the chunks placed on the worker of row ``r = of[w]`` (the edge's
+    and a bounded cloud's workers; an unbounded cloud's have none) and not finished; a
+    chunk's slot is ``slot[t]``. HAPRF's order (key, then chunk) is applied where it
+    matters: the next chunk a worker takes (a heap per worker of its ready chunks) and
+    the reference walk of eq. 5 in :mod:`policies.a_online`; eq. 5's sums do not depend
+    on it, so the policy's ``q_many`` evaluates them for all of a job's candidate workers
+    at once over these rows.
+    """
+
+    __slots__ = ("ids", "n", "of", "slot")
+
+    def __init__(self, workers: np.ndarray, n_workers: int, n_tasks: int) -> None:
+        self.of = np.full(n_workers, -1, dtype=np.int64)
+        self.of[workers] = np.arange(workers.shape[0])
+        self.ids = np.full((workers.shape[0], 8), -1, dtype=np.int64)
+        self.n = np.zeros(workers.shape[0], dtype=np.int64)
+        self.slot = np.full(n_tasks, -1, dtype=np.int64)
+
+    def row(self, w: int) -> np.ndarray:
+        r = self.of[w]
+        return self.ids[r, : self.n[r]]
+
+    def insert(self, w: int, t: int) -> None:
+        w = int(self.of[w])
+        k = int(self.n[w])
+        if k == self.ids.shape[1]:  # full: twice the room for every worker
+            more = np.full_like(self.ids, -1)
+            self.ids = np.concatenate([self.ids, more], axis=1)
+        self.ids[w, k] = t
+        self.slot[t] = k
+        self.n[w] = k + 1
+
+    def remove(self, w: int, t: int) -> None:
+        w = int(self.of[w])
+        k = int(self.slot[t])
+        last = int(self.n[w]) - 1
+        moved = int(self.ids[w, last])
+        self.ids[w, k] = moved
+        self.slot[moved] = k
+        self.ids[w, last] = -1
+        self.slot[t] = -1
+        self.n[w] = last
