@@ -41,14 +41,17 @@ def _synth_default(seed: int, jobs: int | None = None) -> Trace:
 def _a_srpt(
     seed: int, jobs: int | None = None, cluster: str | None = None, **options: Any
 ) -> Trace:
-    """A-SRPT paper (Sec. V-A): consecutive Philly jobs annotated with Table I models and configurations.
+    """A-SRPT paper (Sec. V-A): consecutive Philly jobs in recurring groups, annotated with Table I models.
 
     ``cluster`` (a bundled name or TOML path) sets the GPUs that ``load`` refers to and the
     performance model's reading the iterations are derived under (its bandwidths are not
     used: iterations come from the catalogue's reference cluster).
-    ``load`` defaults to :data:`gpusched.workloads.a_srpt.DEFAULT_LOAD` and ``jobs`` (without
-    a ``path``) to :data:`~gpusched.workloads.a_srpt.DEFAULT_JOBS` (contended, like the
-    paper's runs); ``load=0`` keeps the source's own arrival times.
+    ``load`` defaults to :data:`gpusched.workloads.a_srpt.DEFAULT_LOAD` on the
+    ``load_basis`` (default ``body``: all jobs but the top 1 % by GPU-seconds) and ``jobs``
+    (without a ``path``) to :data:`~gpusched.workloads.a_srpt.DEFAULT_JOBS` (contended: the
+    baselines wait); ``load=0`` keeps the source's own arrival times. ``groups``
+    (``recurring`` by default, or ``synthesised``), ``group_spread``, ``tight_share`` and
+    ``tight_spread``: see :func:`gpusched.workloads.a_srpt.a_srpt_workload`.
     """
     from gpusched.workloads.a_srpt import DEFAULT_JOBS, DEFAULT_LOAD, a_srpt_workload
 
