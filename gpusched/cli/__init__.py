@@ -217,6 +217,30 @@ def workload_cmd(
             help="edge-cloud-sim: edge servers of the cluster --cluster-out writes (default 100)",
         ),
     ] = None,
+    cloud: Annotated[
+        str | None,
+        typer.Option(
+            "--cloud",
+            help="edge-cloud-testbed: the cloud --cluster-out writes, 'machine' (default: the"
+            " ninth machine, Sec. V-A) or 'unbounded' (the simulator's)",
+        ),
+    ] = None,
+    ship: Annotated[
+        str | None,
+        typer.Option(
+            "--ship",
+            help="edge-cloud-*: how a job's chunks travel to a server in the cluster"
+            " --cluster-out writes, 'parallel' (default, Alg. 3) or 'serial' (one after another)",
+        ),
+    ] = None,
+    arrival_scale: Annotated[
+        float | None,
+        typer.Option(
+            "--arrival-scale",
+            help="edge-cloud-*: stretch every arrival slot by this factor (default 1; the load"
+            " ablation of docs/a-online.md)",
+        ),
+    ] = None,
     restart_s: Annotated[
         float | None,
         typer.Option(
@@ -242,12 +266,15 @@ def workload_cmd(
     from gpusched.io.trace import write_trace
     from gpusched.workloads import NOTED, build_workload, workload_cluster
 
-    if servers is not None and cluster_out is None:
-        raise GpuschedError(
-            "--servers shapes the cluster that --cluster-out writes; give --cluster-out"
-        )
+    for flag, value in (("--servers", servers), ("--cloud", cloud), ("--ship", ship)):
+        if value is not None and cluster_out is None:
+            raise GpuschedError(
+                f"{flag} shapes the cluster that --cluster-out writes; give --cluster-out"
+            )
     # the cluster's options are checked before a workload is drawn
-    cluster_text = None if cluster_out is None else workload_cluster(name, seed, servers)
+    cluster_text = (
+        None if cluster_out is None else workload_cluster(name, seed, servers, cloud, ship)
+    )
     # a missing folder is made, and a bad one reported, before a full-size workload is drawn
     output.parent.mkdir(parents=True, exist_ok=True)
     if cluster_out is not None:
@@ -272,6 +299,7 @@ def workload_cmd(
         gpu_counts=gpu_counts,
         sizes=sizes,
         overheads=overheads,
+        arrival_scale=arrival_scale,
     )
     _common.check_written_trace(trace, f"workload {name}")
     write_trace(trace, output)

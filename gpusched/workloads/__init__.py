@@ -269,30 +269,41 @@ def _pd_ors(
     )
 
 
-def _edge_cloud_testbed(seed: int, jobs: int | None = None) -> Trace:
+def _edge_cloud_testbed(
+    seed: int, jobs: int | None = None, arrival_scale: float | None = None
+) -> Trace:
     """Edge-cloud paper (Sec. V-A): the 30-job testbed workload of data-chunk jobs.
 
     Bundled Philly jobs on 1-hour slots, worker type gpu or cpu, a Table II model each, E
     in [20, 60], m, G, q in the simulator's ranges and b = 1000 Mbit/s
     (:mod:`gpusched.workloads.edge_cloud`). ``jobs`` J (the sweep of Figs. 4-5) keeps the
-    8-slot window. For the edge-cloud-testbed cluster (``--cluster-out`` writes it).
+    8-slot window; ``arrival_scale`` F stretches the arrivals F times (the load ablation).
+    For the edge-cloud-testbed cluster (``--cluster-out`` writes it: 8 edge machines and
+    the ninth as the cloud).
     """
     from gpusched.workloads.edge_cloud import edge_cloud_testbed_workload
 
-    return edge_cloud_testbed_workload(seed, jobs)
+    return edge_cloud_testbed_workload(
+        seed, jobs, arrival_scale=1.0 if arrival_scale is None else arrival_scale
+    )
 
 
-def _edge_cloud_sim(seed: int, jobs: int | None = None) -> Trace:
+def _edge_cloud_sim(
+    seed: int, jobs: int | None = None, arrival_scale: float | None = None
+) -> Trace:
     """Edge-cloud paper (Sec. V-A): the simulator's workload of data-chunk jobs (300 by default).
 
     Bundled Philly arrivals scaled up so that J jobs span 8 J / 30 slots, 8 to 10 worker
     types t1..tK (K seeded), a Table II model each, E, m, G, q and b uniform in the paper's
-    ranges (:mod:`gpusched.workloads.edge_cloud`). For the edge-cloud-sim cluster, or one of
+    ranges (:mod:`gpusched.workloads.edge_cloud`); ``arrival_scale`` F stretches the
+    arrivals F times (the load ablation). For the edge-cloud-sim cluster, or one of
     ``--servers`` S written by ``--cluster-out``.
     """
     from gpusched.workloads.edge_cloud import edge_cloud_sim_workload
 
-    return edge_cloud_sim_workload(seed, jobs)
+    return edge_cloud_sim_workload(
+        seed, jobs, arrival_scale=1.0 if arrival_scale is None else arrival_scale
+    )
 
 
 WORKLOADS: dict[str, Callable[..., Trace]] = {
@@ -346,12 +357,19 @@ def build_workload(name: str, seed: int, jobs: int | None = None, **options: Any
         raise
 
 
-def workload_cluster(name: str, seed: int, servers: int | None = None) -> str:
+def workload_cluster(
+    name: str,
+    seed: int,
+    servers: int | None = None,
+    cloud: str | None = None,
+    ship: str | None = None,
+) -> str:
     """The TOML text of the cluster that matches workload ``name`` at ``seed``.
 
     Only the :data:`CLUSTERED` presets have one
     (:func:`gpusched.workloads.edge_cloud.edge_cloud_cluster`); ``servers`` (edge
-    servers) is for edge-cloud-sim only, default 100.
+    servers) is for edge-cloud-sim only, default 100; ``cloud`` (``machine`` or
+    ``unbounded``) and ``ship`` (``parallel`` or ``serial``) as that function takes them.
 
     Raises
     ------
@@ -374,5 +392,6 @@ def workload_cluster(name: str, seed: int, servers: int | None = None) -> str:
                 f"edge-cloud-testbed has {TESTBED_SERVERS} edge servers; --servers is for"
                 " edge-cloud-sim"
             )
-        return edge_cloud_cluster(TESTBED_SERVERS, seed, kind)
-    return edge_cloud_cluster(SIM_SERVERS if servers is None else servers, seed, kind)
+        return edge_cloud_cluster(TESTBED_SERVERS, seed, kind, cloud, ship or "parallel")
+    n = SIM_SERVERS if servers is None else servers
+    return edge_cloud_cluster(n, seed, kind, cloud, ship or "parallel")
