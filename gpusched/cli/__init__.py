@@ -80,7 +80,8 @@ def workload_cmd(
             "--load",
             help="a-srpt, lazer-earth|saturn|uranus (full size): rescale arrivals to this"
             " offered load on the --cluster. a-srpt: default 4 (contended, like the paper's"
-            " runs); 0 keeps the source's own arrival times",
+            " runs); 0 keeps the source's own arrival times. pollux: the set, 1 (default),"
+            " 0.5, 1.5, 2, or 0 (realistic configurations); --seed 1-8 picks the workload",
         ),
     ] = None,
     cluster: Annotated[
@@ -131,7 +132,7 @@ def workload_cmd(
 ) -> None:
     """Build a paper's evaluation workload reproducibly.
 
-    Presets: synth-default, a-srpt, lazer-earth, lazer-saturn, lazer-uranus, lazer-philly, sjf-bsbf, sjf-bsbf-testbed, pd-ors, edge-cloud-testbed, edge-cloud-sim.
+    Presets: synth-default, a-srpt, lazer-earth, lazer-saturn, lazer-uranus, lazer-philly, sjf-bsbf, sjf-bsbf-testbed, pollux, pd-ors, edge-cloud-testbed, edge-cloud-sim.
     """
     from gpusched.errors import GpuschedError
     from gpusched.io.trace import write_trace
