@@ -233,6 +233,7 @@ _OTHER = {
     "note": "policy's note",
     "dispatch": "placed",
     "allocate": "allocated",
+    "config": "configured",
 }
 
 
