@@ -798,8 +798,9 @@ def search_dp(pb: Problem) -> np.ndarray:
 
     The programme's best plan is optimal when it packs. When it does not, plans with one
     to a node's worth of GPUs fewer are tried too (fragmentation wastes some), each
-    dropping the option of a job that does not pack and planning again (a few times); the
-    best of the packed plans after a local search wins, searched once more with pair moves."""
+    dropping the option of a job that does not pack and planning again (up to 3 times with
+    all GPUs, once with fewer); the best of the packed plans after a local search wins,
+    searched once more with pair moves."""
     if pb.n_jobs == 0:
         return pb.base.copy()
     cost, gpus, nodes, k0 = _options(pb)
@@ -818,7 +819,8 @@ def search_dp(pb: Problem) -> np.ndarray:
     )
     for cut in range(per_node + 1):
         c = cost.copy()
-        for attempt in range(4):
+        tries = 4 if cut == 0 else 2
+        for attempt in range(tries):
             # the allowed options first in each row (the DP stops at the first not allowed)
             idx = np.argsort(c >= _INF, axis=1, kind="stable")
             got = _knapsack(
@@ -839,7 +841,7 @@ def search_dp(pb: Problem) -> np.ndarray:
                 # options (its count, one node or several, kept or not) and within the
                 # relaxed limits, so it is the optimum
                 return st
-            if bad < 0 or attempt == 3:
+            if bad < 0 or attempt == tries - 1:
                 # (still failing: the jobs placed so far, a feasible start)
                 st = _polish(st.copy(), *args, False)
                 f = float(fitness(pb, st))
@@ -1164,13 +1166,11 @@ class Speedups:
         """``(J, G + 1, 2)`` speedups of ``jobs`` (their agents in the same order)."""
         n = len(jobs)
         fair = -(-self.n_gpus // max(n, 1))
-        out = np.empty((n, self.n_gpus + 1, 2))
         k = np.arange(self.n_gpus + 1, dtype=np.float64)
+        out = np.repeat((k / fair)[None, :, None], n, axis=0).repeat(2, axis=2)
         for i, (j, a) in enumerate(zip(np.asarray(jobs).tolist(), agents, strict=True)):
-            if not a.profiled:
-                out[i] = (k / fair)[:, None]
-                continue
-            g = self.goodput(j, a)
-            base = g[fair, 0]
-            out[i] = g / base if base > 0 else 0.0
+            if a.profiled:  # (one that never ran: K / fair)
+                g = self.goodput(j, a)
+                base = g[fair, 0]
+                out[i] = g / base if base > 0 else 0.0
         return out
