@@ -135,37 +135,48 @@ def variants(data, exps: tuple[str, ...], title: str, base=("load1", "pollux")) 
                     f"{f['util']:.2f}", f"{f['wait_h']:.3f}", f"{f['restarts']:.1f}"]))
 
 
+SJF_ARMS = (
+    ("sjf", "pollux"),
+    ("sjfgp", "tiresias, goodput physics"),
+    ("sjfl30", "tiresias, --load-s 30"),
+)
+
+
 def sjf_bsbf(root: Path) -> None:
+    """Rows in docs/sjf-bsbf.md's format: Pollux, and the Tiresias arms that attribute its
+    difference (the goodput physics; the sharing physics with Pollux's 30 s restart)."""
     print("\n### SJF-BSBF Tables III and IV: Pollux on the sharing workloads (h)\n")
-    print(_row(["jobs", "seeds", "avg JCT all [range]", "large", "small", "queuing all", "large",
-                "small", "util", "restarts/job"]))
-    print(_row(["---"] * 10))
+    print(_row(["jobs", "policy", "seeds", "avg JCT all (h) [range]", "large", "small",
+                "avg queuing all (h)", "large", "small", "GPU util", "shared GPU-h",
+                "makespan (h)", "restarts/job"]))
+    print(_row(["---"] * 13))
     for n in (240, 480):
-        rows = []
-        for folder in sorted(root.glob(f"sjf-n{n}-s*")):
-            # large/small by the GPUs the trace asks for, as the paper splits them (Pollux's
-            # jobs.csv gives the elastic job's own count, not the request)
-            with open(root / "wl" / f"{folder.name}.csv", newline="") as f:
-                asked = {r["job_id"]: int(r["num_gpus"]) for r in csv.DictReader(f)}
-            for run in (p for p in folder.iterdir() if (p / "jobs.csv").exists()):
-                jobs = _jobs(run)
-                s = json.loads((run / "summary.json").read_text())
-                out = {"util": s["gpu_utilization"],
-                       "restarts": mean(int(j["preemptions"]) for j in jobs)}
-                for part, keep in (("all", lambda g: True), ("large", lambda g: g > 4),
-                                   ("small", lambda g: g <= 4)):
-                    sel = [j for j in jobs if keep(asked[j["job_id"]]) and j["jct"]]
-                    out[f"jct_{part}"] = mean(float(j["jct"]) for j in sel) / 3600
-                    out[f"wait_{part}"] = mean(float(j["wait_s"]) for j in sel) / 3600
-                rows.append(out)
-        if not rows:
-            continue
-        f = {k: mean(r[k] for r in rows) for k in rows[0]}
-        lo, hi = min(r["jct_all"] for r in rows), max(r["jct_all"] for r in rows)
-        print(_row([str(n), str(len(rows)), f"{f['jct_all']:.2f} [{lo:.2f}-{hi:.2f}]",
-                    f"{f['jct_large']:.2f}", f"{f['jct_small']:.2f}", f"{f['wait_all']:.2f}",
-                    f"{f['wait_large']:.2f}", f"{f['wait_small']:.2f}", f"{f['util']:.2f}",
-                    f"{f['restarts']:.1f}"]))
+        for prefix, name in SJF_ARMS:
+            rows = []
+            for folder in sorted(root.glob(f"{prefix}-n{n}-s*")):
+                # large/small by the GPUs the trace asks for, as the paper splits them
+                # (Pollux's jobs.csv gives the elastic job's own count, not the request)
+                with open(root / "wl" / f"{folder.name}.csv", newline="") as f:
+                    asked = {r["job_id"]: int(r["num_gpus"]) for r in csv.DictReader(f)}
+                for run in (p for p in folder.iterdir() if (p / "jobs.csv").exists()):
+                    jobs = _jobs(run)
+                    s = json.loads((run / "summary.json").read_text())
+                    out = {"util": s["gpu_utilization"], "makespan": s["makespan_s"] / 3600,
+                           "restarts": mean(int(j["preemptions"]) for j in jobs)}
+                    for part, keep in (("all", lambda g: True), ("large", lambda g: g > 4),
+                                       ("small", lambda g: g <= 4)):
+                        sel = [j for j in jobs if keep(asked[j["job_id"]]) and j["jct"]]
+                        out[f"jct_{part}"] = mean(float(j["jct"]) for j in sel) / 3600
+                        out[f"wait_{part}"] = mean(float(j["wait_s"]) for j in sel) / 3600
+                    rows.append(out)
+            if not rows:
+                continue
+            f = {k: mean(r[k] for r in rows) for k in rows[0]}
+            lo, hi = min(r["jct_all"] for r in rows), max(r["jct_all"] for r in rows)
+            print(_row([str(n), name, str(len(rows)), f"{f['jct_all']:.2f} [{lo:.2f}-{hi:.2f}]",
+                        f"{f['jct_large']:.2f}", f"{f['jct_small']:.2f}", f"{f['wait_all']:.2f}",
+                        f"{f['wait_large']:.2f}", f"{f['wait_small']:.2f}", f"{f['util']:.3f}",
+                        "0.0", f"{f['makespan']:.1f}", f"{f['restarts']:.1f}"]))
 
 
 def main(out: str) -> None:
@@ -175,7 +186,6 @@ def main(out: str) -> None:
     per_workload(data)
     per_app(root)
     variants(data, ("load1", "ablation", "ga"), "Ablations at load 1 (Pollux unless named)")
-    variants(data, ("realistic",), "Realistic configurations (load 0)")
     sjf_bsbf(root)
 
 
