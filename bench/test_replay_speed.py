@@ -7,6 +7,8 @@ round). Run: ``pytest bench/ --benchmark-only`` (add ``-k 1000000`` for the big 
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from bench.conftest import BENCH_CLUSTER, PHILLY, replay, synth_jobs
@@ -108,3 +110,42 @@ def test_event_log_cost(benchmark, policy, events):
     assert res.state.sim_i[3] == len(jobs)
     if events:
         benchmark.extra_info["events"] = len(res.extra["events"]["time_s"])
+
+
+@functools.cache
+def _lazer_earth(n_jobs: int):
+    """The first ``n_jobs`` of lazer-earth (seed 1, the paper's setting) on lazer-sim-512."""
+    import numpy as np
+
+    from gpusched.core.jobs import prepare_jobs
+    from gpusched.experiments.run import phase_times
+    from gpusched.io.cluster import load_cluster
+    from gpusched.workloads.lazer import lazer_helios_workload
+
+    cluster = load_cluster("lazer-sim-512")
+    trace = lazer_helios_workload("earth", 1).take(np.arange(n_jobs))
+    jobs = prepare_jobs(trace, cluster)
+    return jobs, cluster, phase_times(jobs, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("policy", ["srtf", "lazer", "lazer:max_defer=0"])
+def test_lazer_earth_50k(benchmark, policy):
+    """Lazer's rule in the kernel against srtf's, with 113 s loads and Helios-shaped arrivals:
+    the kernel asks the policy for X at every arrival that would preempt."""
+    from gpusched.core.engine import Engine
+    from gpusched.core.policy import parse_params
+    from gpusched.core.registry import load_policy_class, make_policy
+
+    jobs, cluster, (load, save) = _lazer_earth(50_000)
+    name, _, params = policy.partition(":")
+    cls = load_policy_class(name)
+
+    def run():
+        pol = make_policy(cls, parse_params(cls, [params] if params else []), 0)
+        eng = Engine(jobs, cluster, pol, load_s=load, save_s=save, kernels="compiled")
+        return eng.run(), pol
+
+    res, pol = benchmark.pedantic(run, rounds=1, warmup_rounds=1)
+    assert res.state.sim_i[3] == len(jobs)
+    benchmark.extra_info["decisions"] = res.extra["n_decisions"]
+    benchmark.extra_info["predictions"] = len(getattr(pol, "xs", []))

@@ -7,7 +7,9 @@ following lines, one ``file:line:`` each.
 
 :func:`show_name` and :func:`show_value` render a file name or a field value for a message:
 unchanged when printable, else escaped and quoted, so that a name holding a newline or a
-terminal escape sequence can neither split a one-line error nor drive the terminal.
+terminal escape sequence can neither split a one-line error nor drive the terminal;
+:func:`show_text` does the same, unquoted, for every other human-facing output (tables,
+``explain``, Gantt keys, ``diff``, the TUI).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ __all__ = [
     "TraceError",
     "control_char",
     "did_you_mean",
+    "field_error",
     "show_name",
+    "show_text",
     "show_value",
 ]
 
@@ -55,6 +59,14 @@ def _escape(text: str) -> str:
     return "".join(repr(ch)[1:-1] if control_char(ch) else ch for ch in text)
 
 
+def show_text(text: object) -> str:
+    """Render text for the terminal (a table cell, a line of ``explain``, a Gantt key):
+    unchanged when printable, else every :func:`control_char` written as a Python escape
+    (``\\n``, ``\\x1b``), unquoted, so that a job id holding a newline or a terminal
+    escape sequence can neither split a line nor drive the terminal."""
+    return _escape(str(text))
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A hint naming the choice closest to a mistyped word, for the end of a message.
 
@@ -69,12 +81,16 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     -------
     str
         `` (did you mean 'x'?)`` when a choice is close to ``word`` (difflib ratio at
-        least 0.6), else an empty string.
+        least 0.6, letter case ignored: ``SJF`` finds ``sjf``), else an empty string.
     """
     import difflib  # only on the error path
 
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    options = list(choices)
+    folded = {c.casefold(): c for c in reversed(options)}  # the first of equal foldings
+    if word.casefold() in folded:  # only the case differs: -P SJF for sjf
+        return f" (did you mean '{folded[word.casefold()]}'?)"
+    close = difflib.get_close_matches(word.casefold(), list(folded), n=1, cutoff=0.6)
+    return f" (did you mean '{folded[close[0]]}'?)" if close else ""
 
 
 def show_name(name: object) -> str:
@@ -121,6 +137,18 @@ def show_value(value: str, limit: int = 60) -> str:
 
 class GpuschedError(Exception):
     """Base class of every error the CLI reports as an ``error: ...`` message."""
+
+
+def field_error(path: object, line: int, column: str, expected: str, got: str) -> GpuschedError:
+    """The one-line error of a bad field in a table gpusched reads (a trace, a run's tables).
+
+    ``file:line: column 'name': expected <expected>, got '<value>'``, the file and value
+    shown by :func:`show_name` and :func:`show_value`.
+    """
+    return GpuschedError(
+        f"{show_name(path)}:{line}: column {show_value(column)}: expected {expected}, "
+        f"got {show_value(got)}"
+    )
 
 
 class TraceError(GpuschedError):

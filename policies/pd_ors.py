@@ -30,11 +30,28 @@ a pause where the schedule leaves a slot empty). Readings where the paper is sil
   a unit only if the job trains V / granularity samples in one slot, so a job that needs
   k slots at its fastest needs granularity >= k; the default (0) is twice the horizon in
   slots, so every job that can finish by the horizon can be scheduled, with room to
-  spread its units unevenly over the slots;
+  spread its units unevenly over the slots; past 200 slots it is
+  ``max(400, 2 ceil(k))`` for a job that needs k slots at its fastest (the DP's cost
+  grows with the square of the units, and a job that needs few slots gains nothing from
+  more units than slots);
 * ``g_delta`` (G_delta of eq. 29-30, default 1, the best value of Fig. 11), ``rounds``
   (S of Alg. 4) and ``max_failures`` (the 5,000 failed roundings after which the paper
-  discards the job's external option) are parameters; the rounding draws come from the
-  policy's seed, so runs are deterministic;
+  discards the job's external option) are parameters; the rounding draws are seeded by
+  the policy's seed, the job, the slot and the workload, so runs are deterministic and
+  one job's draws do not depend on what was planned before it;
+* the rounding draws of a (slot, workload) do not depend on the grid, so a grid that
+  divides the default one finer never lowers a job's planned payoff; ``refine=K`` (default
+  0) also plans each job on the grids 2, 4, ..., 2^K times finer and keeps the best
+  (primal_dual's readings 12-13; it doubles the planning time per level);
+  ``all_counts=false`` restores the former search that stopped at the first unit count
+  without a schedule, and ``draws=shared`` the former draws from one stream shared by
+  all jobs in call order (both for the ablation; primal_dual's readings 9 and 12);
+* prices: ``bottom=eq14`` (default) takes L from eq. 14 over the trace's jobs with
+  ``1/mu`` as large as eq. 14's inequality allows; ``mu`` > 0 sets mu; ``L`` > 0 sets L
+  itself; ``bottom=lemma8`` takes ``L = opt / (2 T sum_h sum_r C_h^r)``, the largest L
+  for which Lemma 8's ``D_0 <= OPT / 2`` holds, with ``opt`` a lower bound of the
+  optimum's utility from past data (e.g. the best total utility of an earlier run on
+  the same kind of workload); U is eq. 13's in every case;
 * slots are whole simulated seconds (1 slot = 1 s, :mod:`gpusched.jobmodels.ps`); a job
   arriving at time a is first scheduled in slot ceil(a).
 
@@ -53,7 +70,11 @@ from gpusched.algorithms import primal_dual as pd
 from gpusched.core.ledger import capacities
 from gpusched.core.policy import Allocate, Decision, Range, Reject
 from gpusched.core.state import FINISHED
+from gpusched.errors import ParamError
 from gpusched.jobmodels.ps import PSJob, params_of
+
+#: Most units of the default grid (past a horizon of 200 slots; see the docstring).
+MAX_DEFAULT_UNITS = 400
 
 
 class PDORSPolicy:
@@ -72,14 +93,37 @@ class PDORSPolicy:
         g_delta: Annotated[float, Range(0, 1e6, lo_open=True)] = 1.0,
         rounds: Annotated[int, Range(1, 1e6)] = 10,
         granularity: Annotated[int, Range(0, 100_000)] = 0,
+        refine: Annotated[int, Range(0, 6)] = 0,
         max_failures: Annotated[int, Range(1, 1e9)] = 5000,
+        all_counts: bool = True,
+        draws: str = "slot",
+        bottom: str = "eq14",
+        mu: Annotated[float, Range(0, 1e12)] = 0.0,
+        L: Annotated[float, Range(0, 1e6)] = 0.0,
+        opt: Annotated[float, Range(0, 1e12)] = 0.0,
         rng: np.random.Generator | None = None,
     ) -> None:
+        if bottom not in pd.BOTTOMS:
+            raise ParamError(
+                f"policy '{self.name}': bottom must be {' or '.join(pd.BOTTOMS)}, got {bottom!r}"
+            )
+        if draws not in ("slot", "shared"):
+            raise ParamError(f"policy '{self.name}': draws must be slot or shared, got {draws!r}")
+        if bottom == "lemma8" and not opt > 0:
+            raise ParamError(
+                f"policy '{self.name}': bottom=lemma8 needs opt > 0 (a lower bound of the "
+                "optimum's total utility, e.g. an earlier run's)"
+            )
         self.g_delta = g_delta
         self.rounds = rounds
         self.granularity = granularity
+        self.refine = refine
         self.max_failures = max_failures
+        self.all_counts = all_counts
+        self.draws = draws
+        self.bottom, self.mu, self.L, self.opt = bottom, mu, L, opt
         self.rng = rng if rng is not None else np.random.default_rng(0)
+        self.seed = int(self.rng.integers(2**62))  # the rounding draws' seed (with job, slot)
         self.plans: dict[int, pd.Schedule] = {}
 
     def prepare(self, jobs, cluster) -> None:
@@ -88,13 +132,24 @@ class PDORSPolicy:
         if not np.isfinite(horizon).any():
             raise ValueError("the trace gives no horizon (column 'horizon'); PD-ORS plans to it")
         self.horizon = int(math.floor(float(np.nanmax(horizon))))
-        self.units = self.granularity or 2 * self.horizon
         cap = capacities(cluster)
         self.workers_on = _halves(cap.shape[0]) if self.split else None
         arrivals = np.ceil(np.asarray(jobs.submit_s) - 1e-9).astype(int)
         self.jobs = [PSJob.of(self.params, j, int(a)) for j, a in enumerate(arrivals)]
-        U, L = pd.price_bounds(self.jobs, self.horizon, cap)
+        U, L = pd.price_bounds(
+            self.jobs, self.horizon, cap, bottom=self.bottom, mu=self.mu, opt=self.opt
+        )
+        if self.L > 0:
+            L = self.L
+            U = np.maximum(U, L)
         self.prices = pd.Prices(cap, self.horizon, U, L)
+
+    def units(self, job: PSJob) -> int:
+        """The job's grid: ``granularity``, or the default of the module docstring."""
+        if self.granularity:
+            return self.granularity
+        fastest = math.ceil(job.work * job.c_int / job.batch - 1e-9)  # slots at eq. 13's rate
+        return min(2 * self.horizon, max(MAX_DEFAULT_UNITS, 2 * fastest))
 
     def decide(self, view, now: float) -> Decision:
         if view.slot_s != 1.0:
@@ -111,18 +166,31 @@ class PDORSPolicy:
                     self.jobs[j],
                     self.prices,
                     horizon=self.horizon,
-                    granularity=self.units,
+                    granularity=self.units(self.jobs[j]),
+                    refine=self.refine,
                     g_delta=self.g_delta,
                     rounds=self.rounds,
                     max_failures=self.max_failures,
-                    rng=self.rng,
+                    seed=(self.seed, j),
                     split=self.workers_on,
+                    all_counts=self.all_counts,
+                    positive=True,  # only a positive payoff is admitted (line 3)
+                    shared=self.rng if self.draws == "shared" else None,
                 )
             if sched is not None and sched.payoff > 0:  # line 3
                 self.prices.commit(self.jobs[j], sched)
                 self.plans[j] = sched
             else:  # line 4
-                actions.append(Reject(j))
+                if t >= self.horizon:
+                    why = f"arrived in slot {t}, at or after the horizon T = {self.horizon}"
+                elif sched is None:
+                    why = "no schedule completes it within the horizon"
+                else:
+                    why = (
+                        f"payoff {sched.payoff:.3g} <= 0: its utility does not cover the "
+                        "resources' prices (Alg. 1, line 4)"
+                    )
+                actions.append(Reject(j, reason=why))
         led = view.ledger
         for j, sched in list(self.plans.items()):
             if view.job_status[j] == FINISHED:  # done, maybe before its last planned slot

@@ -35,11 +35,23 @@ Reading choices, besides those of :mod:`gpusched.algorithms.share`:
 4. L_k is the job's duration (its solo time at full batch), known in advance as for SJF;
    "size-based ... according to their used GPU numbers" in Sec. V-B 1 contradicts line 1,
    and line 1 wins.
+5. Theorem 1 prices each candidate at the GPUs it would get (``placement=aware``, the
+   default; reading 5 of :mod:`gpusched.algorithms.share`): a gang whose ideal placement
+   is one server first looks for a set on one server (lines 14-17 per server), then for
+   one across servers priced at the cross-server time (eq. 4), else it waits.
+   ``placement=ideal`` prices every candidate at the ideal placement (the former reading).
 
 ``-p xi=R`` injects one interference ratio R for every pair (the paper's Fig. 6b: "we
 artificially inject various values for all the jobs sharing the same GPUs"); it changes
 the run's physics as well as the policy's beliefs, and applies to every policy only
-through this parameter. ``-p xi_table=FILE`` does the same with a per-model-pair table.
+through this parameter. ``-p xi_table=FILE`` does the same with a per-model-pair table,
+and ``-p xi_model=gavel`` with the bundled table of ratios Gavel measured
+(:func:`gpusched.jobmodels.sharing.gavel_xi`).
+
+This module is longer than ~200 lines because it holds Alg. 1 twice: :meth:`decide` (one
+jitted call) and :meth:`decide_loop`, the same decision step by step in numpy, which is
+the readable version of the algorithm, the reference the tests hold the jitted plan to,
+and the loop sjf-ffs reuses with its own sharing step.
 """
 
 from __future__ import annotations
@@ -53,8 +65,9 @@ from gpusched.algorithms.share import (
     alone_holders,
     best_sub_batches,
     consolidated,
-    first_enough,
     first_of_each_shape,
+    gpus_of_pairs,
+    gpus_on_one_server,
     plan_sjf_bsbf,
     sjf_order,
     worth_sharing,
@@ -62,6 +75,10 @@ from gpusched.algorithms.share import (
 from gpusched.core.policy import Decision, Range, Start
 from gpusched.core.state import QUEUED
 from gpusched.errors import ParamError
+
+#: values of the ``placement`` parameter (reading 5) and of ``xi_model``
+PLACEMENTS = ("aware", "ideal")
+XI_MODELS = ("derived", "gavel")
 
 
 class SJFBSBFPolicy:
@@ -77,6 +94,8 @@ class SJFBSBFPolicy:
         *,
         xi: Annotated[float, Range(0, 100)] = 0.0,
         xi_table: str = "",
+        xi_model: str = "derived",
+        placement: str = "aware",
         rng: np.random.Generator | None = None,
     ) -> None:
         """
@@ -88,13 +107,35 @@ class SJFBSBFPolicy:
         xi_table
             A TOML file with a ratio per model pair (the format of the bundled table);
             empty for the bundled one.
+        xi_model
+            ``derived`` (default: the job model's table, derived from its time model) or
+            ``gavel`` (the pairs Gavel measured replace the derived ones where the models
+            match, :func:`gpusched.jobmodels.sharing.gavel_xi`).
+        placement
+            ``aware`` (default): Theorem 1 prices a candidate at the GPUs it would get
+            (one server or several, eq. 4); ``ideal``: at its ideal placement.
         """
+        where = f"policy '{self.name}'"
         if 0.0 < xi < 1.0:  # (its range, [0, 100], is checked with every parameter's)
-            raise ParamError(f"policy '{self.name}': xi must be 0 (the model's) or >= 1, got {xi}")
-        if xi and xi_table:
-            raise ParamError(f"policy '{self.name}': give xi or xi_table, not both")
+            raise ParamError(f"{where}: xi must be 0 (the model's) or >= 1, got {xi}")
+        if xi_model not in XI_MODELS:
+            raise ParamError(
+                f"{where}: xi_model must be one of {', '.join(XI_MODELS)}, got {xi_model!r}"
+            )
+        if placement not in PLACEMENTS:
+            raise ParamError(
+                f"{where}: placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}"
+            )
+        given = [n for n, v in (("xi", xi), ("xi_table", xi_table)) if v]
+        given += ["xi_model"] if xi_model != "derived" else []
+        if len(given) > 1:
+            raise ParamError(
+                f"{where}: give only one of xi, xi_table and xi_model (got {' and '.join(given)})"
+            )
         self.xi = float(xi)
         self.xi_table = xi_table
+        self.xi_model = xi_model
+        self.placement = placement
         self.times: JobTimes | None = None
         self._mem_run = np.empty(0)  # memory of each started job at its config, GB (nan: not yet)
 
@@ -102,13 +143,14 @@ class SJFBSBFPolicy:
         """The run's interference matrix: the model's, or the one this policy injects."""
         if self.xi:
             return np.full_like(base, self.xi)
-        if self.xi_table:
-            from gpusched.jobmodels.sharing import MODELS, load_xi_table
+        if self.xi_table or self.xi_model != "derived":
+            from gpusched.jobmodels.sharing import MODELS, gavel_xi, load_xi_table
 
-            table = load_xi_table(self.xi_table)
+            table = load_xi_table(self.xi_table) if self.xi_table else gavel_xi()
             if base.shape[0] <= len(MODELS):
+                what = "xi_table" if self.xi_table else f"xi_model={self.xi_model}"
                 raise ParamError(
-                    f"policy '{self.name}': xi_table sets ratios of the models "
+                    f"policy '{self.name}': {what} sets ratios of the models "
                     f"{', '.join(MODELS)}, and no job of this trace is one of them"
                 )
             out = base.copy()
@@ -137,8 +179,9 @@ class SJFBSBFPolicy:
             view.job_solo_rate,
         )
         gpu = (view.gpu_n_jobs, view.gpu_job, view.gpu_server)
+        aware = self.placement == "aware"
         while True:
-            starts, missing = plan_sjf_bsbf(times, q, job, gpu, self._mem_run, QUEUED)
+            starts, missing = plan_sjf_bsbf(times, q, job, gpu, self._mem_run, QUEUED, aware)
             if not missing:
                 break
             # jobs this policy did not start (it notes the memory of those it starts)
@@ -226,9 +269,9 @@ class SJFBSBFPolicy:
         (None: none does; ``refused`` then holds all their shapes).
 
         Only the first job of each shape not yet ``refused`` is evaluated (reading 3);
-        the shapes of those evaluated before the first that finds GPUs are refused. They
-        are evaluated together (:func:`worth_sharing`); the one that starts is placed by
-        :meth:`_place`, as Alg. 1 reads.
+        the shapes of those evaluated before the first that finds GPUs are refused. Alg. 2
+        at ideal-placement prices is evaluated for them together (:func:`worth_sharing`);
+        then each, in order, is placed by :meth:`_place` as Alg. 1 reads.
         """
         times = self.times
         assert times is not None
@@ -237,25 +280,21 @@ class SJFBSBFPolicy:
         if cand.size == 0:
             return None
         one = n_on == 1
-        n_free = room - int(np.count_nonzero(one))
         partners, solo_b, mem_b, n_own = self._partner_data(view, one, holder)
         if partners.size == 0:
             refused[shape[cand]] = True
             return None
         ok = worth_sharing(times, order[cand], partners, solo_b, mem_b)  # lines 11-12
-        tried = first_enough(ok, n_own, n_free, need[cand])  # lines 15-17
-        refused[shape[cand[:tried]]] = True
-        if tried == cand.size:
-            return None
-        at = int(cand[tried])
-        j = int(order[at])
         free = n_on == 0
-        kept = ok[tried]  # Alg. 2 keeps exactly these partners: only they are searched again
-        start = self._place(
-            view, j, int(need[at]), free, one, holder, partners[kept], solo_b[kept], mem_b[kept]
-        )
-        assert start is not None  # worth_sharing and the GPU count said so
-        return at + 1, start
+        for row, at in enumerate(cand.tolist()):
+            j, g = int(order[at]), int(need[at])
+            run = (partners, solo_b, mem_b, n_own)
+            start = self._place(view, j, g, free, one, holder, run, ok[row])
+            if start is not None:
+                refused[shape[cand[:row]]] = True
+                return at + 1, start
+        refused[shape[cand]] = True
+        return None
 
     @staticmethod
     def _candidates(
@@ -291,33 +330,41 @@ class SJFBSBFPolicy:
         free: np.ndarray,
         one: np.ndarray,
         holder: np.ndarray,
-        partners: np.ndarray,
-        solo_b: np.ndarray,
-        mem_b: np.ndarray,
+        run: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        ok: np.ndarray,
     ) -> Start | None:
-        """Lines 10-17: the GPUs of the running jobs worth sharing with, best pairs first."""
+        """Lines 10-17 for job ``j``: the GPUs of the running jobs worth sharing with, best
+        pairs first, or None (it waits).
+
+        ``run`` is ``(partners, their remaining solo times, their memory, their GPUs alone)``
+        and ``ok`` which of them Alg. 2 finds worth sharing with at ideal-placement prices.
+        With ``placement=aware`` and a gang whose ideal placement is one server, a set on
+        one server comes first, then one across servers priced there (reading 5).
+        """
         times = self.times
         assert times is not None
-        if partners.size == 0:
+        partners, solo_b, mem_b, n_own = run
+        n_free = int(np.count_nonzero(free))
+        sensitive = self.placement == "aware" and bool(times.sensitive[times.shape_of[j]])
+        gpus = None
+        if ok.any() and (sensitive or n_own[ok].sum() + n_free >= g):
+            configs = [view.job_config.get(b) for b in partners[ok].tolist()]
+            share, k, t = best_sub_batches(  # line 11, at ideal prices
+                times, j, partners[ok], configs, solo_b[ok], mem_b[ok]
+            )
+            pairs = (partners[ok], share, k, t)
+            if sensitive:  # lines 14-17 on one server
+                gpus = gpus_on_one_server(g, free, one, holder, view.gpu_server, pairs)
+            else:  # lines 14-17
+                gpus = gpus_of_pairs(g, free, one, holder, pairs)
+        if gpus is None and sensitive:
+            # across servers: Alg. 2 again at the cross-server prices, every partner
+            configs = [view.job_config.get(b) for b in partners.tolist()]
+            share, k, t = best_sub_batches(times, j, partners, configs, solo_b, mem_b, spread=True)
+            gpus = gpus_of_pairs(g, free, one, holder, (partners, share, k, t))
+        if gpus is None:
             return None
-        configs = [view.job_config.get(b) for b in partners.tolist()]
-        share, k, t = best_sub_batches(times, j, partners, configs, solo_b, mem_b)  # line 11
-        keep = np.flatnonzero(share)  # line 12
-        if keep.size == 0:
-            return None
-        keep = keep[np.lexsort((partners[keep], t[keep]))]  # line 14: by the pair's JCT
-        subs = times.profile(j)[0]
-        gpus: list[int] = []
-        chosen: list[Any] = []
-        for i in keep.tolist():  # lines 15-17
-            on_b = np.flatnonzero(one & (holder == partners[i]))
-            gpus += on_b[: g - len(gpus)].tolist()
-            chosen.append(subs[int(k[i])])
-            if len(gpus) == g:
-                break
-        if len(gpus) < g:  # free GPUs last
-            gpus += np.flatnonzero(free)[: g - len(gpus)].tolist()
-        if len(gpus) < g:
-            return None
-        sized = [s for s in chosen if s is not None]
-        return Start(j, np.asarray(sorted(gpus), dtype=np.int64), min(sized) if sized else None)
+        idx, chosen = gpus
+        sized = [s for s in (times.profile(j)[0][c] for c in chosen) if s is not None]
+        # the smallest sub-batch the partners need (reading 1)
+        return Start(j, idx, min(sized) if sized else None)

@@ -23,8 +23,9 @@ against it. The model, in short:
   (loading or training) first, the others after, both keeping their order.
 
 :func:`simulate_shared` (GPU sharing), :func:`simulate_roles` (parameter-server jobs placed
-by roles) and :func:`simulate_tasks` (jobs made of data chunks on typed workers) each
-state the model they re-implement in their docstrings.
+by roles), :func:`simulate_tasks` (jobs made of data chunks on typed workers) and
+:func:`simulate_lazer` (the Lazer paper's Alg. 1-2 with a given deferral) each state the
+model they re-implement in their docstrings.
 """
 
 from __future__ import annotations
@@ -716,6 +717,270 @@ def simulate_tasks(
         "ps_held_s": ps_held,
         "comm_s": sum(train[k] - work[k] for k in range(n)),
     }
+
+
+def simulate_lazer(
+    jobs: list[tuple[float, int, float]],
+    server_gpus: list[int],
+    slot: float,
+    deferral,
+    load: list[float] | None = None,
+    save: list[float] | None = None,
+    loading_in_rq: bool = True,
+) -> list[dict]:
+    """Lazer (Go et al., DAC'26, Alg. 1-2) with deferrals from ``deferral(job, t, p)``.
+
+    The lifecycle and the slotted clock are those of :func:`simulate`. The rule, from the
+    paper and the choices policies/lazer.py states:
+
+    * one decision point: (a) a job whose start waits for saves starts on its promised
+      GPUs once they are all idle, in the order promised; (b) if a job finished since the
+      last point, the waiting queue (queued jobs that did not arrive at this point, are
+      not deferred and do not wait for saves) by (remaining, index) starts first fit into
+      the free GPUs, placed as :func:`place` does, until none is left; (c) each arrival
+      in order: Alg. 2, then X = ``deferral(j, t, p)`` (p: the largest save of J_r, 0 for a
+      job that has not trained since its start; X below half a slot is 0), then preempt
+      J_r and start j (X = 0) or defer it until t + X; (d) each deferral due, in order of
+      (due time, creation): j and its J_r leave the deferred queues and Alg. 2 runs again,
+      without X;
+    * Alg. 2 for j: if the free GPUs fit it, it starts there at once; else the jobs that
+      hold GPUs and train (and, with ``loading_in_rq``, those loading), are not deferred
+      and were not started or preempted at this point, with more remaining work than j,
+      by (remaining, index) descending, until the free GPUs plus theirs fit j; none: j
+      waits;
+    * a start by preemption takes every free GPU, then the GPUs of J_r in that order,
+      each job's lowest-numbered first, up to j's gang; if a job of J_r saves, those GPUs
+      are promised to j, else j starts at once. GPUs a preemption frees at once are not
+      free for the rest of the point; "free" GPUs are idle and promised to no job.
+
+    Returns what :func:`simulate` returns.
+    """
+    n = len(jobs)
+    submit = [float(j[0]) for j in jobs]
+    gpus = [int(j[1]) for j in jobs]
+    remaining = [float(j[2]) for j in jobs]
+    load_s = [float(x) for x in load] if load is not None else [0.0] * n
+    save_s = [float(x) for x in save] if save is not None else [0.0] * n
+    server_of = [s for s, count in enumerate(server_gpus) for _ in range(count)]
+    phase: dict[int, str] = {}
+    phase_end: dict[int, float] = {}
+    last_start = [0.0] * n
+    enqueued = list(submit)
+    spent = {k: [0.0] * n for k in ("wait", "load", "train", "save", "futile")}
+    n_futile = [0] * n
+    first_start: list[float | None] = [None] * n
+    finish: list[float | None] = [None] * n
+    n_preempt = [0] * n
+    owner = [-1] * len(server_of)
+    held: dict[int, list[int]] = {}
+    queued: list[int] = []
+    dwq: set[int] = set()
+    drq: dict[int, int] = {}  # job -> the deferred arrival it is kept for
+    promised: dict[int, list[int]] = {}
+    timers: list[tuple[float, int, int]] = []  # (due, creation, job)
+    taken: set[int] = set()
+    blocked: set[int] = set()
+    created = [0]  # deferrals so far (the creation order of timers)
+    next_arrival = 0
+
+    def free(gpu: int) -> bool:
+        return (
+            owner[gpu] == -1 and gpu not in blocked and all(gpu not in g for g in promised.values())
+        )
+
+    def start_on(j: int, chosen: list[int], t: float) -> None:
+        for gpu in chosen:
+            owner[gpu] = j
+        held[j] = list(chosen)
+        queued.remove(j)
+        if first_start[j] is None:
+            first_start[j] = t
+        spent["wait"][j] += t - enqueued[j]
+        last_start[j] = t
+        phase[j] = "load" if load_s[j] > 0 else "run"
+        phase_end[j] = t + load_s[j]
+        taken.add(j)
+
+    def place_start(j: int, t: float) -> None:
+        idle: list[list[int]] = [[] for _ in server_gpus]
+        for gpu in range(len(owner)):
+            if free(gpu):
+                idle[server_of[gpu]].append(gpu)
+        start_on(j, place(idle, gpus[j]), t)
+
+    def requeue(j: int, t: float) -> None:
+        for gpu in held.pop(j):
+            owner[gpu] = -1
+        del phase[j], phase_end[j]
+        queued.append(j)
+        enqueued[j] = t
+
+    def trained(k: int, t: float) -> bool:
+        return phase[k] == "run" and t > phase_end[k] + EPS_T
+
+    def preempt(k: int, t: float) -> None:
+        n_preempt[k] += 1
+        if not trained(k, t):
+            if load_s[k] > 0:
+                n_futile[k] += 1
+                spent["futile"][k] += t - last_start[k]
+            requeue(k, t)
+        elif save_s[k] > 0:
+            phase[k] = "save"
+            phase_end[k] = t + save_s[k]
+        else:
+            requeue(k, t)
+
+    def orchestrate(j: int) -> list[int] | None:
+        idle = sum(free(gpu) for gpu in range(len(owner)))
+        if gpus[j] <= idle:
+            return []
+        cands = [
+            k
+            for k in held
+            if (phase[k] == "run" or (phase[k] == "load" and loading_in_rq))
+            and k not in drq
+            and k not in taken
+            and remaining[k] > remaining[j]
+        ]
+        cands.sort(key=lambda k: (-remaining[k], -k))
+        jr, avail = [], idle
+        for k in cands:
+            if avail >= gpus[j]:
+                break
+            jr.append(k)
+            avail += gpus[k]
+        return jr if avail >= gpus[j] else None
+
+    def preempt_and_start(j: int, jr: list[int], t: float) -> None:
+        chosen = [gpu for gpu in range(len(owner)) if free(gpu)]
+        for k in jr:
+            chosen += sorted(held[k])
+        chosen = sorted(chosen[: gpus[j]])
+        saves = any(trained(k, t) and save_s[k] > 0 for k in jr)
+        for k in jr:
+            blocked.update(g for g in held[k] if g not in chosen)
+            taken.add(k)
+            preempt(k, t)
+        if saves:
+            promised[j] = chosen
+        else:
+            start_on(j, chosen, t)
+
+    def decide(t: float, arrived: list[int], finished_any: bool) -> None:
+        for j, chosen in list(promised.items()):  # (a)
+            if all(owner[gpu] == -1 for gpu in chosen):
+                del promised[j]
+                start_on(j, chosen, t)
+        if finished_any:  # (b)
+            wq = [k for k in queued if k not in arrived and k not in dwq and k not in promised]
+            secured = sum(free(gpu) for gpu in range(len(owner)))
+            for k in sorted((k for k in wq if k not in taken), key=lambda k: (remaining[k], k)):
+                if secured == 0:
+                    break
+                if gpus[k] <= secured:
+                    place_start(k, t)
+                    secured -= gpus[k]
+        for j in arrived:  # (c)
+            jr = orchestrate(j)
+            if jr is None:
+                continue
+            if not jr:
+                place_start(j, t)
+                continue
+            p = max(save_s[k] if trained(k, t) else 0.0 for k in jr)
+            x = deferral(j, t, p)
+            x = x if x >= 0.5 * slot else 0.0
+            if x == 0.0:
+                preempt_and_start(j, jr, t)
+            else:
+                dwq.add(j)
+                for k in jr:
+                    drq[k] = j
+                created[0] += 1
+                timers.append((t + x, created[0], j))
+        timers.sort()
+        while timers and timers[0][0] <= t + EPS_T:  # (d)
+            _, _, j = timers.pop(0)
+            dwq.discard(j)
+            for k in [k for k, owner_j in drq.items() if owner_j == j]:
+                del drq[k]
+            jr = orchestrate(j)
+            if jr == []:
+                place_start(j, t)
+            elif jr:
+                preempt_and_start(j, jr, t)
+        taken.clear()
+        blocked.clear()
+
+    def advance(j: int, t0: float, t1: float) -> bool:
+        if phase[j] == "save":
+            spent["save"][j] += min(phase_end[j], t1) - t0
+            if phase_end[j] <= t1 + EPS_T:
+                requeue(j, phase_end[j])
+            return False
+        if phase[j] == "load":
+            spent["load"][j] += min(phase_end[j], t1) - t0
+            if phase_end[j] > t1 + EPS_T:
+                return False
+            phase[j] = "run"
+            t0 = phase_end[j]
+        dt = max(t1 - t0, 0.0)
+        if remaining[j] <= dt + EPS_T:
+            finish[j] = t0 + remaining[j]
+            spent["train"][j] += remaining[j]
+            remaining[j] = 0.0
+            for gpu in held.pop(j):
+                owner[gpu] = -1
+            del phase[j], phase_end[j]
+            return True
+        remaining[j] -= dt
+        spent["train"][j] += dt
+        return False
+
+    def next_event(t: float) -> float:
+        events = [
+            phase_end[j] if phase[j] == "save" else max(t, phase_end[j]) + remaining[j]
+            for j in held
+        ]
+        events += [due for due, _, _ in timers]
+        if next_arrival < n:
+            events.append(submit[next_arrival])
+        return min(events) if events else math.inf
+
+    t = math.ceil((submit[0] - EPS_T) / slot) * slot if n else 0.0
+    t_prev = t
+    done = 0
+    while done < n:
+        finished_any = False
+        for j in sorted(held):
+            if advance(j, t_prev, t):
+                done += 1
+                finished_any = True
+        arrived = []
+        while next_arrival < n and submit[next_arrival] <= t + EPS_T:
+            queued.append(next_arrival)
+            arrived.append(next_arrival)
+            next_arrival += 1
+        decide(t, arrived, finished_any)
+        if done == n:
+            break
+        e = next_event(t)
+        assert e < math.inf, "stuck: jobs wait but nothing can happen"
+        nxt = math.ceil((e - EPS_T) / slot) * slot
+        if nxt <= t:
+            nxt = (math.floor(t / slot + 0.5) + 1) * slot
+        t_prev, t = t, nxt
+    return [
+        {
+            "first_start": first_start[j],
+            "finish": finish[j],
+            "n_preempt": n_preempt[j],
+            "n_futile": n_futile[j],
+            **{k: v[j] for k, v in spent.items()},
+        }
+        for j in range(n)
+    ]
 
 
 def simulate_elastic(

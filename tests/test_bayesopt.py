@@ -1,4 +1,4 @@
-"""The Bayesian optimiser of gpusched.algorithms.bayesopt: LHS, EI, stopping rule, exploitation."""
+"""The Bayesian optimiser of gpusched.algorithms.bayesopt: LHS, noisy EI, stopping rule, eq. 3."""
 
 from __future__ import annotations
 
@@ -54,32 +54,101 @@ def _rbf(r):
     return np.exp(-0.5 * r * r)
 
 
-def test_ei_equals_its_closed_form_on_a_fixed_gp():
-    amp, ls, noise = 1.3, 0.4, 0.05
+def _fixed(amp=1.3, ls=0.4, noise=0.05, **kw):
     gp = GPSurrogate(2, optimize=False, amplitude=amp, length_scale=ls, noise=noise)
-    bo = BayesOpt(0.0, 100.0, 1, bootstrap=1, rng=np.random.default_rng(0), surrogate=gp)
-    xs, cs, fs = [10.0, 50.0, 90.0], [0.0, 1.0, 0.5], [3.0, 1.0, 4.0]
+    bo = BayesOpt(0.0, 100.0, 1, bootstrap=1, rng=np.random.default_rng(0), surrogate=gp, **kw)
+    xs, cs, fs = [10.0, 50.0, 90.0, 30.0], [0.0, 1.0, 0.5, 0.2], [3.0, 1.0, 4.0, 0.0]
     for x, c, f in zip(xs, cs, fs, strict=True):
         bo.observe(x, [c], f)
     # by hand: inputs (x / 100, c) (the contexts span [0, 1] already), f standardised
     z = np.column_stack([np.array(xs) / 100, cs])
     y = np.array(fs)
+    return bo, z, y
+
+
+def _by_hand(z, y, q, amp=1.3, ls=0.4, noise=0.05):
     yn = (y - y.mean()) / y.std()
     dist = np.linalg.norm((z[:, None, :] - z[None, :, :]) / ls, axis=-1)
-    k = amp * _rbf(dist) + (noise + 1e-10) * np.eye(3)
-    at = np.array([30.0, 70.0, 95.0])
-    q = np.column_stack([at / 100, np.full(3, 0.25)])
+    k = amp * _rbf(dist) + (noise + 1e-10) * np.eye(len(y))
     ks = amp * _rbf(np.linalg.norm((q[:, None, :] - z[None, :, :]) / ls, axis=-1))
     mu = ks @ np.linalg.solve(k, yn) * y.std() + y.mean()
     var = amp - np.einsum("ij,ji->i", ks, np.linalg.solve(k, ks.T))
-    sigma = np.sqrt(var) * y.std()
+    return mu, var * y.std() ** 2
+
+
+def test_posterior_and_prob_zero_equal_their_closed_form_on_a_fixed_gp():
+    bo, z, y = _fixed()
+    at = np.array([30.0, 70.0, 95.0])
+    q = np.column_stack([at / 100, np.full(3, 0.25)])
+    mu, var = _by_hand(z, y, q)
     got_mu, got_sigma = bo.posterior(at, [0.25])
-    assert np.allclose(got_mu, mu, rtol=1e-9) and np.allclose(got_sigma, sigma, rtol=1e-9)
-    best = y.min()
-    zz = (best - mu) / sigma
-    ei = (best - mu) * norm.cdf(zz) + sigma * norm.pdf(zz)
-    assert np.allclose(bo.ei(at, [0.25]), ei, rtol=1e-9)
-    assert (ei > 0).all()
+    assert np.allclose(got_mu, mu, rtol=1e-9) and np.allclose(got_sigma, np.sqrt(var), rtol=1e-9)
+    # eq. 3: P(f = 0) = P(f <= 0) for an observation of f, whose variance adds the noise
+    p = norm.cdf(-mu / np.sqrt(var + 0.05 * y.std() ** 2))
+    assert np.allclose(bo.prob_zero(at, [0.25]), p, rtol=1e-9)
+
+
+def test_noisy_ei_is_the_monte_carlo_average_over_fantasies():
+    """NEI(x) = E_s[EI under the GP conditioned on a latent sample y_s at the inputs,
+    incumbent min y_s], computed here by brute force from the same normal draws."""
+    bo, z, y = _fixed()
+    at = np.array([20.0, 60.0])
+    got = bo.noisy_ei(at, [0.4])
+    amp, ls, noise = 1.3, 0.4, 0.05
+    yn = (y - y.mean()) / y.std()
+    kf = amp * _rbf(np.linalg.norm((z[:, None, :] - z[None, :, :]) / ls, axis=-1))
+    kn = kf + (noise + 1e-10) * np.eye(4)
+    mean = kf @ np.linalg.solve(kn, yn)
+    cov = kf - kf @ np.linalg.solve(kn, kf)
+    eps = bo._fan_normals  # the draws the optimiser used
+    ys = mean[:, None] + np.linalg.cholesky(cov + 1e-8 * amp * np.eye(4)) @ eps
+    q = np.column_stack([at / 100, np.full(2, 0.4)])
+    ks = amp * _rbf(np.linalg.norm((q[:, None, :] - z[None, :, :]) / ls, axis=-1))
+    kfan = kf + 1e-4 * np.eye(4)
+    m = ks @ np.linalg.solve(kfan, ys)  # (2, S)
+    sd = np.sqrt(amp - np.einsum("ij,ji->i", ks, np.linalg.solve(kfan, ks.T)))[:, None]
+    best = ys.min(axis=0)
+    zz = (best - m) / sd
+    ei = ((best - m) * norm.cdf(zz) + sd * norm.pdf(zz)).mean(axis=1) * y.std()
+    assert np.allclose(got, ei, rtol=1e-7)
+    assert (got > 0).all() and eps.shape == (4, 20)
+
+
+def test_noisy_ei_tends_to_ei_of_the_posterior_minimum_without_noise():
+    """With (almost) no noise every fantasy interpolates the data: NEI = EI over min f."""
+    bo, z, y = _fixed(noise=1e-12)
+    at = np.array([20.0, 60.0, 80.0])
+    mu, sd = bo.posterior(at, [0.4])
+    # the fantasies' own noise (1e-4, standardised) makes the two differ slightly
+    assert np.allclose(
+        bo.noisy_ei(at, [0.4]), expected_improvement(mu, sd, y.min()), rtol=0.02, atol=1e-3
+    )
+
+
+def test_exploitation_is_the_grid_argmax_of_prob_zero_with_exact_pruning():
+    rng = np.random.default_rng(3)
+    for trial in range(20):
+        bo = BayesOpt(
+            0.0, 100.0, 2, rng=np.random.default_rng(trial), grid=np.arange(0.0, 101.0, 1.0)
+        )
+        for _ in range(40):
+            x, c = rng.uniform(0, 100), rng.random(2)
+            f = abs(x - (20 + 60 * c[0])) if rng.random() < 0.7 else x
+            bo.observe(x, c, f)
+        c = rng.random(2)
+        p = bo.prob_zero(bo.grid, c)  # brute force, every grid point (scipy)
+        x = bo.exploit(c)
+        assert p[bo.grid == x][0] == pytest.approx(p.max(), rel=1e-12, abs=1e-300)
+        assert x <= bo.grid[int(np.argmax(p >= p.max() * (1 - 1e-12)))] or p.max() == 0
+
+
+def test_outcomes_after_acquisition_are_dropped():
+    bo = _bo(bootstrap=2, min_updates=2, ei_stop=1e9)
+    _run(bo, 3)
+    assert bo.stage == "exploitation" and bo.n_updates == 2
+    x = bo.exploit((0.5,))
+    bo.observe(5.0, (0.5,), 100.0)
+    assert bo.n_updates == 2 and bo.n_dropped == 1 and bo.exploit((0.5,)) == x
 
 
 def test_posterior_agrees_with_scikit_learn_predict():
@@ -194,37 +263,3 @@ def test_bad_context_is_refused():
         bo.suggest([1.0, 2.0])
     with pytest.raises(ValueError, match="context"):
         bo.observe(1.0, [math.nan], 1.0)
-
-
-@pytest.mark.parametrize(("u0", "best"), [(0.9, 0.3), (0.05, 0.3), (0.5, 0.0), (0.5, 1.0)])
-def test_one_variable_lbfgsb_finds_the_bounded_minimum(u0, best):
-    from gpusched.algorithms.bayesopt import minimize_1d
-
-    calls = []
-
-    def fun(u):  # (u - best)^2 on [0, 1]; best 0 and 1 clip to the bound
-        calls.append(u)
-        return (u - best) ** 2 + 0.1 * (u - best) ** 4, 2 * (u - best) + 0.4 * (u - best) ** 3
-
-    u, f = minimize_1d(fun, u0)
-    assert u == pytest.approx(best, abs=1e-4)
-    assert all(0.0 <= x <= 1.0 for x in calls)
-    assert f == pytest.approx(fun(u)[0])
-
-
-def test_line_derivatives_match_finite_differences():
-    """The analytic slopes of the mean and of the latent std used by exploitation and EI."""
-    rng = np.random.default_rng(2)
-    gp = GPSurrogate(3)
-    gp.fit(rng.random((15, 3)), rng.random(15) * 20)
-    line = gp.along_first(np.array([0.3, 0.6]))
-    u, h = np.array([0.1, 0.45, 0.8]), 1e-6
-    mu, dmu, sd, dsd = line.mean_std(u)
-    mu_h, _, sd_h, _ = line.mean_std(u + h)
-    assert np.allclose(dmu, (mu_h - mu) / h, rtol=1e-4, atol=1e-6)
-    assert np.allclose(dsd, (sd_h - sd) / h, rtol=1e-4, atol=1e-6)
-    assert np.allclose(line.mean(u)[0], mu) and np.allclose(line.mean(u)[1], dmu)
-    full_mu, full_sd = gp.predict(np.column_stack([u, np.full(3, 0.3), np.full(3, 0.6)]))
-    assert np.allclose(mu, full_mu) and np.allclose(sd, full_sd)
-    i, values, slope = line.grid_min(u)
-    assert np.allclose(values, mu) and i == int(np.argmin(mu)) and slope == pytest.approx(dmu[i])

@@ -1,4 +1,4 @@
-"""``compare --seeds``: run folders, compare.csv, paired differences, {seed} traces, errors."""
+"""``compare --seeds``: run folders, comparison.csv, paired differences, {seed} traces, errors."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_folders_compare_csv_and_paired_differences(tmp_path, traces):
                 assert (out / p / f"seed-{s}" / name).is_file()
             manifest = json.loads((out / p / f"seed-{s}" / "manifest.json").read_text())
             assert manifest["seed"] == s and manifest["trace"].endswith(f"w-{s}.csv")
-    rows = list(csv.DictReader((out / "compare.csv").open()))
+    rows = list(csv.DictReader((out / "comparison.csv").open()))
     by = {(r["policy"], r["metric"]): r for r in rows}
     assert {r["policy"] for r in rows} == set(POLICIES)
     for metric in ("avg_jct_s", "total_jct_s", "makespan_s"):
@@ -141,7 +141,7 @@ def test_cli_table_marks_and_files(tmp_path, traces):
     assert r.exit_code == 2 and "already holds results" in r.output
     r = invoke(*again, "--force")
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in out.iterdir()) == ["compare-runs.csv", "compare.csv", "fifo"]
+    assert sorted(p.name for p in out.iterdir()) == ["compare-runs.csv", "comparison.csv", "fifo"]
     assert sorted(p.name for p in (out / "fifo").iterdir()) == ["seed-1", "seed-2"]
 
 

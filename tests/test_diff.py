@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from gpusched.cli import app
 from gpusched.results.diff import diff_runs, format_duration, read_run_jobs
+from tests.helpers import seal
 
 runner = CliRunner()
 HEAD = "job_id,submit,first_start,finish,jct,wait_s,gpus,duration,slowdown_s\n"
@@ -25,7 +26,7 @@ def run(folder: Path, rows: list[tuple[str, float, str, str, str]]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     lines = [f"{j},{t},,,{jct},{w},1,10,{s}\n" for j, t, jct, w, s in rows]
     (folder / "jobs.csv").write_text(HEAD + "".join(lines))
-    return folder
+    return seal(folder)
 
 
 @pytest.fixture
@@ -126,21 +127,24 @@ def test_other_traces_are_refused(pair, tmp_path, rows, message):
 def test_bad_files(tmp_path, pair):
     (tmp_path / "empty").mkdir()
     r = invoke("diff", tmp_path / "empty", pair[1])
-    assert r.exit_code == 2 and "RUN_A" in r.output and "no jobs.csv in this folder" in r.output
+    assert r.exit_code == 2 and "RUN_A" in r.output and "no manifest.json" in r.output
     r = invoke("diff", pair[0], tmp_path / "missing")
     assert r.exit_code == 2 and "RUN_B" in r.output and "no such run folder" in r.output
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "jobs.csv").write_text(HEAD + "j1,0,,,abc,0,1,10,0\n")
-    r = invoke("diff", bad, pair[1])
+    r = invoke("diff", seal(bad), pair[1])
     assert r.exit_code == 2
-    assert "jobs.csv, line 2, field 'jct': expected a number, got 'abc'" in r.output
+    assert "jobs.csv:2: column 'jct': expected a number of seconds, or empty, got 'abc'" in r.output
     (bad / "jobs.csv").write_text("job_id,submit\nj1,0\n")
-    r = invoke("diff", bad, pair[1])
+    r = invoke("diff", seal(bad), pair[1])
     assert r.exit_code == 2 and "no 'jct', 'wait_s' column" in r.output
     (bad / "jobs.csv").write_text(HEAD + "j1,0,,,1,0,1,10,0\nj1,1,,,1,0,1,10,0\n")
-    r = invoke("diff", bad, pair[1])
-    assert r.exit_code == 2 and "line 3, field 'job_id': job 'j1' appears twice" in r.output
+    r = invoke("diff", seal(bad), pair[1])
+    assert r.exit_code == 2
+    assert "jobs.csv:3: column 'job_id': expected each job once (it appears twice), got 'j1'" in (
+        r.output
+    )
     r = invoke("diff", *pair, "--top", "-1")
     assert r.exit_code == 2 and "--top must be an integer >= 0" in r.output
 
@@ -150,6 +154,7 @@ def test_runs_without_slowdown_compare(tmp_path):
     for name, jct in (("a", 5), ("b", 4)):
         (tmp_path / name).mkdir()
         (tmp_path / name / "jobs.csv").write_text(head + f"x,0,{jct},0\n")
+        seal(tmp_path / name)
     r = invoke("diff", tmp_path / "a", tmp_path / "b")
     assert r.exit_code == 0, r.output
     table = r.output.split("that gained most")[1].splitlines()
@@ -173,3 +178,51 @@ def test_runs_without_slowdown_compare(tmp_path):
 )
 def test_format_duration(seconds, text):
     assert format_duration(seconds) == text
+
+
+def test_runs_of_different_traces_are_refused_by_their_manifests(tmp_path):
+    """Every duration x10 keeps ids and submission times: only the manifests' trace hashes
+    tell the runs apart (issue 27: diff reported "+922.8 %" as if of the same trace)."""
+    from gpusched.io.resources import resolve_trace
+
+    rows = list(csv.DictReader(resolve_trace("tiny").open()))
+    slow = tmp_path / "slow.csv"
+    with slow.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows({**r, "duration": str(10 * float(r["duration"]))} for r in rows)
+    assert invoke("replay", "tiny", "-P", "fifo", "-o", tmp_path / "a").exit_code == 0
+    assert invoke("replay", slow, "-P", "fifo", "-o", tmp_path / "b").exit_code == 0
+    r = invoke("diff", tmp_path / "a", tmp_path / "b")
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert "are not runs of the same trace: their manifests record different traces" in r.output
+    # the same trace under another name is the same trace
+    same = tmp_path / "same.csv"
+    same.write_bytes(resolve_trace("tiny").read_bytes())
+    assert invoke("replay", same, "-P", "srtf", "-o", tmp_path / "c").exit_code == 0
+    assert invoke("diff", tmp_path / "a", tmp_path / "c").exit_code == 0
+    # a jobs.csv given itself is checked against the manifest beside it
+    (tmp_path / "c" / "jobs.csv").write_text(HEAD)
+    r = invoke("diff", tmp_path / "a", tmp_path / "c" / "jobs.csv")
+    assert r.exit_code == 2 and "differs from the table manifest.json records" in r.output
+
+
+def test_the_per_job_csv_is_written_whole_and_never_through_a_link(pair, tmp_path, monkeypatch):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    link = tmp_path / "out.csv"
+    link.symlink_to(victim)
+    assert invoke("diff", *pair, "-o", link).exit_code == 0
+    assert victim.read_text() == "precious\n" and not link.is_symlink()
+    assert link.read_text().startswith("job_id,submit,outcome")
+    import gpusched.results.diff as diff_mod
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device", str(tmp_path / "x"))
+
+    monkeypatch.setattr(diff_mod, "_cell", full)
+    before = link.read_text()
+    r = invoke("diff", *pair, "-o", link)
+    assert r.exit_code == 2 and "no space left" in r.output
+    assert link.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

@@ -19,7 +19,7 @@ from gpusched.errors import PolicyError
 from gpusched.io.cluster import ClusterSpec
 from gpusched.results.explain import job_story, read_run, stints, worst
 from gpusched.results.metrics import write_results
-from tests.helpers import GANG_POLICIES, make_trace
+from tests.helpers import GANG_POLICIES, make_trace, seal
 from tests.test_properties import phases, workloads
 
 runner = CliRunner()
@@ -310,7 +310,10 @@ def test_gantt_png_and_cli_errors(tmp_path):
     assert 800 <= width <= 2000 and 200 <= height <= 1500
     r = runner.invoke(app, ["plot", str(tmp_path), str(tmp_path), "--gantt"])
     assert r.exit_code == 2 and "--gantt draws one run folder" in r.output
-    (tmp_path / "events.csv").unlink()
+    (tmp_path / "events.csv").unlink()  # the manifest records it: the folder is incomplete
+    r = runner.invoke(app, ["plot", str(tmp_path), "--gantt"])
+    assert r.exit_code == 2 and "events.csv: missing" in r.output and "incomplete" in r.output
+    seal(tmp_path)  # a run without the event log
     r = runner.invoke(app, ["plot", str(tmp_path), "--gantt"])
     assert r.exit_code == 2 and "needs the event log" in r.output
 
@@ -322,7 +325,9 @@ def test_share_rows_add_up_to_each_jobs_shared_time(tmp_path):
 
     w, out = tmp_path / "w.csv", tmp_path / "r"
     assert (
-        runner.invoke(app, ["workload", "sjf-bsbf-testbed", "--seed", "1", "-o", str(w)]).exit_code
+        runner.invoke(
+            app, ["workload", "sjf-bsbf-testbed", "--seed", "1", "--restart-s", "0", "-o", str(w)]
+        ).exit_code
         == 0
     )
     r = runner.invoke(
@@ -369,21 +374,77 @@ def test_gantt_of_a_role_run_says_why_there_is_none(tmp_path):
     "name, text, needle",
     [
         ("events.csv", "time_s,event,job_id,gpus,detail\nsoon,start,j0,0,\n",
-         "events.csv: line 2: column 'time_s': expected a number, got 'soon'"),
+         "events.csv:2: column 'time_s': expected a number of seconds, got 'soon'"),
         ("events.csv", b"time_s,event\xff\n", "not a text (UTF-8) CSV file"),
-        ("events.csv", "time_s,event\n1,start\n", "line 1: missing column(s) job_id, gpus, detail"),
-        ("manifest.json", "{not json", "manifest.json: not a JSON manifest"),
+        ("events.csv", "time_s,event\n1,start\n", ":1: missing column(s) job_id, gpus, detail"),
+        ("manifest.json", "{not json", "manifest.json:1: not a JSON manifest"),
         ("jobs.csv", "job_id,submit,jct,wait_s\nj0,0,x,1\n",
-         "jobs.csv: line 2: column 'jct': expected a number, got 'x'"),
+         "jobs.csv:2: column 'jct': expected a number of seconds, or empty, got 'x'"),
+        ("events.csv", "time_s,event,job_id,gpus,detail\n0,start,j0,abc,\n",
+         "events.csv:2: column 'gpus': expected GPU indices 0 to 3 as ranges (e.g. '0-3 8'), "
+         "got 'abc'"),
+        ("events.csv", "time_s,event,job_id,gpus,detail\n0,start,j0,0-2000000000,\n",
+         "events.csv:2: column 'gpus': expected GPU indices 0 to 3"),
+        ("events.csv", "time_s,event,job_id,gpus,detail\n0,start,j0,3-1,\n",
+         "events.csv:2: column 'gpus': expected GPU indices"),
+        ("events.csv", "time_s,event,job_id,gpus,detail\n0,begin,j0,0,\n",
+         "events.csv:2: column 'event': expected one of arrive, start,"),
+        ("events.csv", "time_s,event,job_id,gpus,detail\n5,start,j0,0,\n1,finish,j0,,\n",
+         "events.csv:3: column 'time_s': expected a time >= the row before's (5.0), got '1'"),
+        ("jobs.csv", "job_id,submit,jct,wait_s,duration\nj0,0,1,1,abc\n",
+         "jobs.csv:2: column 'duration': expected a number of seconds, or empty, got 'abc'"),
+        ("jobs.csv", "job_id,submit,jct,wait_s,gpus\nj0,0,1,1,2.5\n",
+         "jobs.csv:2: column 'gpus': expected a whole number >= 0, got '2.5'"),
+        ("jobs.csv", "job_id,submit,jct,wait_s\nj0,0,1,1\nj0,1,1,1\n",
+         "jobs.csv:3: column 'job_id': expected each job once, got 'j0'"),
     ],
 )  # fmt: skip
 def test_explain_refuses_damaged_run_files_in_one_line(tmp_path, name, text, needle):
+    """Every field explain and plot --gantt parse is checked (here in a folder whose
+    manifest records the damaged tables, so that the checks of the fields are what is hit)."""
     _, folder = _reasons_run(tmp_path)
     path = folder / name
     if isinstance(text, bytes):
         path.write_bytes(text)
     else:
         path.write_text(text)
+    if name != "manifest.json":
+        seal(folder)
+    for args in (["explain", str(folder), "j0"], ["plot", str(folder), "--gantt"]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2, r.output
+        assert needle in r.output and "Traceback" not in r.output
+        assert len(r.output.strip().splitlines()) == 1, r.output
+
+
+@pytest.mark.parametrize("name", ["jobs.csv", "events.csv"])
+def test_a_table_cut_at_a_line_end_is_refused_by_every_reader(tmp_path, name):
+    """A table cut short at a line boundary parses as valid CSV: the manifest's record of
+    it (rows and SHA-256) is what tells it is incomplete (issue 27: explain printed a job
+    without its preemptions, plot --gantt a shorter run, diff a partial comparison)."""
+    _, folder = _reasons_run(tmp_path)
+    path = folder / name
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[: len(lines) // 2]))
+    commands = [["explain", str(folder), "j0"], ["explain", str(folder), "--worst", "3"]]
+    commands.append(["plot", str(folder), "--gantt"])
+    if name == "jobs.csv":  # the tables plot and diff read
+        commands += [["diff", str(folder), str(folder)], ["plot", str(folder)]]
+    for args in commands:
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2, (args, r.output)
+        assert f"{name}: differs from the table manifest.json records" in r.output, r.output
+        assert "cut short, or changed after the run" in r.output
+
+
+def test_a_table_written_by_another_run_is_refused(tmp_path):
+    """Tables of two runs mixed in one folder (what writing in place used to leave):
+    the manifest of one does not vouch for the other's table."""
+    _, folder = _reasons_run(tmp_path)
+    other = tmp_path / "other"
+    write_results(
+        _engine("fifo", 1, 4, [(0.0, 4, 100.0), (10.0, 4, 5.0)], 1.0, "python").run(), other
+    )
+    (folder / "events.csv").write_bytes((other / "events.csv").read_bytes())
     r = runner.invoke(app, ["explain", str(folder), "j0"])
-    assert r.exit_code == 2, r.output
-    assert needle in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and "events.csv: differs from the table" in r.output

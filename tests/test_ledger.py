@@ -159,7 +159,7 @@ def test_allocate_start_resize_pause_finish_exactly():
     assert s["n_admitted"] == 1 and s["n_rejected"] == 0
     # resources held: 4 workers (1 GPU each) for 2 s, 2 for 1 s... GPU-s = 4*2 + 4*1 + 4*(want-5)
     gpu_s = 4 * 2 + 4 * 1 + 4 * (want - 5.0)
-    assert s["utilization_gpus"] == pytest.approx(gpu_s / (16 * want))
+    assert s["gpu_utilization"] == pytest.approx(gpu_s / (16 * want))
     assert s["total_utility"] == pytest.approx(10 / (1 + math.exp(0.5 * (want - 10))))
 
 
@@ -249,6 +249,26 @@ def test_role_policy_on_gang_trace_is_refused():
     )
     with pytest.raises(PolicyError, match="no job of this trace is placed by roles"):
         Engine(table, ClusterSpec.homogeneous(1, 2), Scripted({}), mode="python")
+
+
+@pytest.mark.parametrize("name", ["fifo-ps", "drf", "dorm", "pd-ors", "oasis"])
+def test_roles_larger_than_every_machine_are_refused(name):
+    # machines of 20 vCPUs and 100 GB of storage: a worker of 25 vCPUs, or a PS of 150 GB,
+    # fits nowhere and would never run (fifo-ps left it unfinished, blocking the rest)
+    from gpusched.core.registry import load_policy_class, make_policy
+
+    pol = make_policy(load_policy_class(name), {}, 0)
+    trace = ps_trace(3, worker_cpus=2, horizon=20)
+    trace.extra["worker_cpus"] = np.array(["2", "25", "25"], dtype=object)
+    with pytest.raises(TraceError) as err:
+        engine(trace, pol)
+    msg = str(err.value)
+    assert msg.startswith("ps.csv:3: column 'worker_cpus': 2 job(s) have a worker that fits")
+    assert "'j1' asks 25 cpus (a machine has at most 20" in msg and "\n" not in msg
+    trace = ps_trace(2, ps_storage_gb=150, horizon=20)
+    with pytest.raises(TraceError, match=r"ps.csv:2: column 'ps_storage_gb': 2 job\(s\) have a"):
+        engine(trace, pol)
+    engine(ps_trace(2, worker_cpus=20, horizon=20), pol)  # a machine's worth fits
 
 
 def test_bad_ps_columns_name_file_line_and_column():

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from gpusched.cli import app
 from gpusched.io.tables import parquet_rows, write_table
+from tests.helpers import seal
 
 runner = CliRunner()
 
@@ -72,7 +73,11 @@ def test_summary_and_manifest_do_not_depend_on_the_format(twins):
         a = json.loads((text / name).read_text())
         b = json.loads((table / name).read_text())
         a.pop("wall_s", None), b.pop("wall_s", None)
+        ta, tb = a.pop("tables", {}), b.pop("tables", {})  # each format's files and hashes
         assert a == b
+        assert {k.split(".")[0]: v["rows"] for k, v in ta.items()} == {
+            k.split(".")[0]: v["rows"] for k, v in tb.items()
+        }
 
 
 def test_parquet_rows_read_as_the_csv_twin(twins):
@@ -123,7 +128,7 @@ def test_compare_over_seeds_in_parquet_aggregates_the_same(tmp_path):
         assert (tmp_path / fmt / "fifo" / "seed-2" / f"jobs.{fmt}").is_file()
 
     def table(fmt: str) -> list[str]:  # wall-clock rows aside
-        lines = (tmp_path / fmt / "compare.csv").read_text().splitlines()
+        lines = (tmp_path / fmt / "comparison.csv").read_text().splitlines()
         return [x for x in lines if ",wall_s," not in x and ",sched_delay" not in x]
 
     assert len(table("csv")) > 10 and table("parquet") == table("csv")
@@ -141,6 +146,9 @@ def test_a_damaged_parquet_table_is_a_one_line_error(twins, tmp_path):
     bad = shutil.copytree(table, tmp_path / "bad")
     (bad / "jobs.parquet").write_bytes(b"PAR1 not really")
     for args in (["explain", bad, "t1"], ["diff", bad, table], ["plot", bad]):
+        one_line_error(invoke(*args), "jobs.parquet", "differs from the table manifest.json")
+    seal(bad)  # the manifest vouches for it: reading it is what fails
+    for args in (["explain", bad, "t1"], ["diff", bad, table], ["plot", bad]):
         one_line_error(invoke(*args), "jobs.parquet", "not a readable Parquet file")
 
 
@@ -150,8 +158,11 @@ def test_a_parquet_table_with_a_bad_value_names_line_and_column(twins, tmp_path)
     jobs = {k: np.asarray(v) for k, v in pq.read_table(table / "jobs.parquet").to_pydict().items()}
     jobs["jct"] = np.array(["soon"] + [str(x) for x in jobs["jct"][1:]], dtype=object)
     write_table(bad / "jobs.parquet", jobs, "parquet")
-    one_line_error(invoke("plot", bad), "jobs.parquet:2: column 'jct' expects a number, got 'soon'")
-    line = one_line_error(invoke("diff", bad, table), "jobs.parquet, line 2, field 'jct'")
+    seal(bad)
+    one_line_error(
+        invoke("plot", bad), "jobs.parquet:2: column 'jct': expected a number, or empty, got 'soon'"
+    )
+    line = one_line_error(invoke("diff", bad, table), "jobs.parquet:2: column 'jct'")
     assert "soon" in line
 
 

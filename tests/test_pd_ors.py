@@ -83,6 +83,31 @@ def test_bad_parameters_are_refused():
         policy("pd-ors", g_delta=0.0)
     with pytest.raises(PolicyError, match="no horizon"):
         engine(ps_trace(1), policy("pd-ors"))
+    with pytest.raises(PolicyError, match="bottom must be eq14 or lemma8"):
+        policy("pd-ors", bottom="eq13")
+    with pytest.raises(PolicyError, match="lemma8 needs opt > 0"):
+        policy("pd-ors", bottom="lemma8")
+    for bad in ({"L": -1.0}, {"mu": float("nan")}, {"refine": 7}, {"opt": float("inf")}):
+        with pytest.raises(PolicyError, match="must be a number in"):
+            policy("pd-ors", **bad)
+
+
+def test_price_parameters():
+    # 2 machines of (8 GPUs, 20 vCPUs, 64 GB, 100 GB): sum C = 384; T = 20
+    trace = ps_trace(2, horizon=20, epochs=2)
+    pol = policy("pd-ors")
+    engine(trace, pol, until=20.0)
+    eq14 = pol.prices.L
+    pol = policy("pd-ors", bottom="lemma8", opt=96.0)
+    engine(trace, pol, until=20.0)
+    assert pol.prices.L == 96.0 / (2 * 20 * 2 * (8 + 20 + 64 + 100))
+    assert pol.prices.L != eq14
+    pol = policy("pd-ors", L=0.25)
+    engine(trace, pol, until=20.0)
+    assert pol.prices.L == 0.25 and (pol.prices.U >= 0.25).all()
+    pol = policy("pd-ors", mu=1e9)  # a larger mu than eq. 14 needs: a smaller L
+    engine(trace, pol, until=20.0)
+    assert 0 < pol.prices.L < eq14
 
 
 @settings(max_examples=25, deadline=None)

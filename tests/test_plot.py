@@ -33,6 +33,7 @@ from gpusched.results.plot import (
     sweep_figure,
 )
 from gpusched.results.sweep_plot import MAX_BARS, MAX_SERIES
+from tests.helpers import seal
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -408,6 +409,12 @@ def test_bad_folder(tmp_path: Path) -> None:
 def test_run_file_missing(run_copy: Path, name: str) -> None:
     (run_copy / name).unlink()
     line = run_plot(run_copy)
+    if name in ("jobs.csv", "timeline.csv"):  # the manifest records it: incomplete
+        assert line == (
+            f"error: {run_copy / name}: missing (or not a plain file), but manifest.json "
+            "records it; the run folder is incomplete"
+        )
+        return
     assert line.startswith(f"error: {run_copy / name}: not found")
     assert "holds jobs.csv, timeline.csv, manifest.json and summary.json" in line
 
@@ -415,19 +422,19 @@ def test_run_file_missing(run_copy: Path, name: str) -> None:
 @pytest.mark.parametrize(
     ("name", "content", "expected"),
     [
-        ("jobs.csv", None, "{path}:3: column 'jct' expects a number, got 'soon'"),
+        ("jobs.csv", None, "{path}:3: column 'jct': expected a number, or empty, got 'soon'"),
         ("jobs.csv", "job_id,finish\nj0,3\n", "{path}: no column 'jct' (expected the per-job"),
         ("jobs.csv", "", "{path}: empty (expected the per-job table of a run"),
         ("timeline.csv", "time_s,busy_gpus,queued\n0,1,0\n5,2\n", "{path}:3: 2 fields, expected 3"),
         (
             "timeline.csv",
             "time_s,busy_gpus,queued\n0,1,0\n5,2,\n",
-            "{path}:3: column 'queued' expects",
+            "{path}:3: column 'queued': expected a number, got ''",
         ),
         (
             "timeline.csv",
             "time_s,busy_gpus,queued\n0,nan,0\n",
-            "{path}:2: column 'busy_gpus' expects",
+            "{path}:2: column 'busy_gpus': expected a number, got 'nan'",
         ),
         ("timeline.csv", b"\xff\xfe\x00garbage", "{path}: not a UTF-8 text file"),
         ("summary.json", '{"n_jobs": 6,', "{path}:1: not valid JSON (Expecting property name"),
@@ -464,6 +471,8 @@ def test_run_file_corrupt(run_copy: Path, name: str, content: Any, expected: str
         path.write_bytes(content)
     else:
         path.write_text(content)
+    if name != "manifest.json":
+        seal(run_copy)  # a table the manifest vouches for: its fields are what is checked
     assert run_plot(run_copy).startswith("error: " + expected.format(path=path))
 
 

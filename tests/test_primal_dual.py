@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from gpusched.algorithms import primal_dual as pd
@@ -191,7 +193,7 @@ def test_theta_external_schedules_are_feasible(g_delta: float) -> None:
         p, free = random_slot(rng, h, r)
         v = float(rng.uniform(0.5, 1.0) * job.batch / job.c_ext)
         got = pd.theta_external(job, v, p, free, g_delta=g_delta, rng=rng)
-        if got is not None:
+        if not isinstance(got, pd.Miss):
             found += 1
             check_alloc(job, v, p, free, got)
     assert found >= 15  # the property was exercised (G < 1 misses eq. 26 more often)
@@ -229,10 +231,11 @@ def test_lp_reductions_keep_the_optimum() -> None:
         p, free = random_slot(rng, h, r, kinds=int(rng.integers(1, 4)))
         d = float(rng.uniform(0.2, 1.0) * job.batch)
         wb, sb = pd._unit_bounds(job, free)
-        x = pd._lp_external(job, d, p, free, wb, sb)
+        x = pd._lp_external(job, d, pd._Slot(job, p, free, None))
         want = plain_lp(job, d, p, free)
-        assert (x is None) == (want is None)
-        if x is None or want is None:
+        assert isinstance(x, pd.Miss) == (want is None)
+        if isinstance(x, pd.Miss) or want is None:
+            assert x is pd.Miss.MONOTONE  # infeasible: so for every larger d
             continue
         checked += 1
         w, s = x
@@ -248,16 +251,22 @@ def test_lp_reductions_keep_the_optimum() -> None:
 
 def test_rounding_gives_up_when_no_draw_fits() -> None:
     # the LP point (2.5 workers, 1.25 PS) on one machine that holds exactly that: 3
-    # workers (eq. 26) overfill it, 2 are too few
+    # workers (eq. 26) overfill it, 2 are too few; the exact check says so, no draw made
     job = make_job(c_ext=1.0, worker=np.array([1.0, 0.0]), ps=np.array([0.0, 1.0]))
     free = np.array([[2.5, 1.25]])
     x = np.array([[2.5], [1.25]])
+
+    def no_draw() -> np.random.Generator:
+        raise AssertionError("no draw should be made")
+
     got = pd._round(
         job, 2.5, x, np.ones((1, 2)), free, g_delta=1.0, rounds=10, max_failures=50,
-        rng=np.random.default_rng(0),
+        rng=no_draw,
     )  # fmt: skip
-    assert got is None
-    assert pd.theta_external(job, 2.5, np.ones((1, 2)), free, rng=np.random.default_rng(0)) is None
+    assert got is pd.Miss.NO_ROUNDING
+    # theta sees it earlier: 3 whole workers do not fit (2 do), for any larger v neither
+    got = pd.theta_external(job, 2.5, np.ones((1, 2)), free, rng=np.random.default_rng(0))
+    assert got is pd.Miss.MONOTONE
 
 
 def test_theta_is_the_cheaper_case() -> None:
@@ -276,11 +285,11 @@ def test_theta_is_the_cheaper_case() -> None:
         inner = pd.theta_internal(job, v, p, free)
         outer = pd.theta_external(job, v, p, free, rng=np.random.default_rng(k))
         got = pd.theta(job, v, p, free, rng=np.random.default_rng(k))
-        costs = [x[0] for x in (inner, outer) if x is not None]
+        costs = [x[0] for x in (inner, outer) if x is not None and not isinstance(x, pd.Miss)]
         if not costs:
-            assert got is None
+            assert got is outer  # no schedule: the external case says why
             continue
-        assert got is not None and got[0] == pytest.approx(min(costs))
+        assert not isinstance(got, pd.Miss) and got[0] == pytest.approx(min(costs))
         if len(costs) == 2 and costs[1] < costs[0]:
             seen["external cheaper"] += 1
         single = np.count_nonzero(got[1] + got[2]) == 1
@@ -294,7 +303,8 @@ def test_external_beats_one_expensive_machine() -> None:
                    ps=np.array([0.0, 1.0]))  # fmt: skip
     free = np.array([[2.0, 2.0]] * 4 + [[10.0, 10.0]])
     p = np.array([[1.0, 1.0]] * 4 + [[50.0, 50.0]])
-    got = pd.theta(job, 6.0, p, free, rng=np.random.default_rng(0)) or pytest.fail("none")
+    got = pd.theta(job, 6.0, p, free, rng=np.random.default_rng(0))
+    assert not isinstance(got, pd.Miss)
     assert got[0] < pd.theta_internal(job, 6.0, p, free)[0]  # type: ignore[index]
     assert got[1][4] == 0 and got[1].sum() >= 6
 
@@ -345,7 +355,7 @@ def plan_vs_brute_force(seed: int) -> bool:
         ps=rng.uniform(0.5, 2, 2),
         theta=np.array([rng.uniform(20, 200), rng.uniform(0.5, 3), 1.0]),
     )
-    got = pd.plan(job, prices, horizon=t, granularity=g, rng=np.random.default_rng(0))
+    got = pd.plan(job, prices, horizon=t, granularity=g)
     want = brute_force(job, prices, t, g)
     if want is None:
         assert got is None
@@ -371,7 +381,7 @@ def test_plan_trains_the_whole_job_and_fits() -> None:
     planned = 0
     for _ in range(12):
         job = random_job(rng, r, arrival=int(rng.integers(0, 3)), theta=np.array([50.0, 0.0, 0.0]))
-        sched = pd.plan(job, prices, horizon=t, granularity=4, rng=rng)
+        sched = pd.plan(job, prices, horizon=t, granularity=4, seed=int(rng.integers(1000)))
         if sched is None:
             continue
         planned += 1
@@ -399,7 +409,7 @@ def test_plan_is_deterministic() -> None:
     )  # fmt: skip
 
     def run(seed: int) -> pd.Schedule:
-        got = pd.plan(job, prices, horizon=t, granularity=5, rng=np.random.default_rng(seed))
+        got = pd.plan(job, prices, horizon=t, granularity=5, seed=seed)
         assert got is not None
         return got
 
@@ -415,14 +425,18 @@ def test_plan_is_deterministic() -> None:
 
 def test_plan_edges() -> None:
     prices = pd.Prices(np.full((2, 2), 40.0), 4, np.array([5.0, 5.0]), 1.0)
-    rng = np.random.default_rng(0)
-    assert pd.plan(make_job(arrival=4), prices, horizon=4, rng=rng) is None  # no slot left
-    assert pd.plan(make_job(batch=1), prices, horizon=4, rng=rng) is None  # too slow
+    assert pd.plan(make_job(arrival=4), prices, horizon=4) is None  # no slot left
+    assert pd.plan(make_job(batch=1), prices, horizon=4) is None  # too slow
     with pytest.raises(ValueError):
-        pd.plan(make_job(), prices, horizon=4, granularity=0, rng=rng)
-    # a job that does not pay is still planned (the caller rejects it, Alg. 1 line 4)
-    poor = pd.plan(make_job(theta=np.array([1e-6, 0.0, 0.0])), prices, horizon=4, rng=rng)
+        pd.plan(make_job(), prices, horizon=4, granularity=0)
+    with pytest.raises(ValueError):
+        pd.plan(make_job(), prices, horizon=4, refine=-1)
+    # a job that does not pay is still planned (the caller rejects it, Alg. 1 line 4) ...
+    poor = pd.plan(make_job(theta=np.array([1e-6, 0.0, 0.0])), prices, horizon=4)
     assert poor is not None and poor.payoff < 0
+    # ... unless only a positive payoff matters
+    poor = pd.plan(make_job(theta=np.array([1e-6, 0.0, 0.0])), prices, horizon=4, positive=True)
+    assert poor is None
 
 
 # --------------------------------------------------------------------------- G_delta
@@ -451,3 +465,280 @@ def test_utility_is_the_job_models() -> None:
     # the DP scores completion t~ with the job model's utility of training time t~ + 1 - a
     job = make_job(arrival=3, theta=np.array([2.0, 1.0, 4.0]))
     assert float(job.utility(5)) == pytest.approx(float(utility(job.theta, 3)))
+
+
+# --------------------------------------------------------------------------- issue 28
+
+
+def two_machine_case() -> tuple[PSJob, pd.Prices]:
+    """Two machines of 5.2 vCPUs; a worker and a PS take 1 vCPU each, gamma = 1. V = 1000
+    samples in 2 units; one unit needs D = 2.5 workers at the external rate and
+    2.25 -> 3 workers + 3 PSs = 6 vCPUs at the internal one, which no machine holds.
+    Machine 1 is a hair dearer, so the LP puts unit 1 on machine 0 alone."""
+    job = make_job(
+        work=1000.0, c_int=2.25 / 500, c_ext=2.5 / 500, gamma=1.0, batch=100,
+        worker=np.array([0.0, 1.0]), ps=np.array([0.0, 1.0]), theta=np.array([10.0, 1.0, 3.0]),
+    )  # fmt: skip
+    prices = pd.Prices(np.array([[0.0, 5.2], [0.0, 5.2]]), 2, np.ones(2), 1e-3)
+    prices.rho[:, 1, 1] = 1e-4
+    return job, prices
+
+
+def test_search_continues_past_a_failed_rounding() -> None:
+    # unit 1: the LP's point (2.5 w, 2.5 s) on machine 0; 3 workers need 3 PSs there (6 >
+    # 5.2) or break the ratio, 2 miss eq. 26: no rounding exists, decided exactly. Unit 2:
+    # 5 workers on machine 0 and 5 PSs on machine 1 fit. The former search stopped at
+    # unit 1 and found no schedule; every count below the monotone limit is tried now.
+    job, prices = two_machine_case()
+    p, free = prices.prices()[0], prices.free()[0]
+    assert pd.theta_internal(job, 500.0, p, free) is None
+    assert pd.theta(job, 500.0, p, free, rng=np.random.default_rng(0)) is pd.Miss.NO_ROUNDING
+    got = pd.theta(job, 1000.0, p, free, rng=np.random.default_rng(0))
+    assert not isinstance(got, pd.Miss)
+    # 5 workers on one machine, 5 PSs on the other (which way depends on the draw)
+    assert sorted(got[1].tolist()) == sorted(got[2].tolist()) == [0, 5]
+    assert (got[1] * got[2] == 0).all()
+    sched = pd.plan(job, prices, horizon=2, granularity=2)
+    assert sched is not None and sched.completion == 0
+    assert sorted(sched.workers[0].tolist()) == sorted(sched.ps[0].tolist()) == [0, 5]
+    assert pd.plan(job, prices, horizon=2, granularity=2, all_counts=False) is None
+
+
+def pd_ors_37() -> tuple[PSJob, dict[str, np.ndarray]]:
+    """Job pd-ors-37 of the seed-4, 60-job workload and slot 13 on pd-ors-100 as the
+    former search left them (tests/fixtures/make_pd_ors_37.py), arriving at slot 0."""
+    z = dict(np.load("tests/fixtures/pd_ors_37.npz"))
+    job = PSJob(
+        arrival=0, work=float(z["work"]), c_int=float(z["c_int"]), c_ext=float(z["c_ext"]),
+        gamma=float(z["gamma"]), batch=int(z["batch"]), worker=z["worker"], ps=z["ps"],
+        theta=z["theta"],
+    )  # fmt: skip
+    return job, z
+
+
+def test_pd_ors_37_rounds_at_five_units_of_forty() -> None:
+    # the issue's worked example: the LP of 4 units fills the cheapest group of 5 machines
+    # near its capacity rows and no rounding fits; 5 units spill onto 42 machines with
+    # slack and round; from 11 units on, more workers than F (eq. 25)
+    job, z = pd_ors_37()
+    p, free, units = z["p_t"], z["free_t"], int(z["units"])
+    kinds = {}
+    for u in range(1, 13):
+        got = pd.theta(job, job.work * u / units, p, free, rng=np.random.default_rng(u))
+        kinds[u] = got if isinstance(got, pd.Miss) else "ok"
+    assert kinds[4] is pd.Miss.NO_ROUNDING
+    assert all(kinds[u] == "ok" for u in (1, 2, 3, 5, 6, 7, 8, 9, 10))
+    assert kinds[11] is kinds[12] is pd.Miss.MONOTONE
+    # five slots in that state: the former search used at most 3 units a slot (14 slots)
+    prices = pd.Prices(z["capacity"], 5, z["U"], float(z["L"]))
+    prices.rho[:] = z["rho_t"]
+    np.testing.assert_allclose(prices.prices()[0], p)
+    sched = pd.plan(job, prices, horizon=5, granularity=units)
+    assert sched is not None and sched.completion <= 4
+    assert pd.plan(job, prices, horizon=5, granularity=units, all_counts=False) is None
+
+
+def all_roundings(job: PSJob, d: float, base: np.ndarray, up: np.ndarray, free: np.ndarray) -> bool:
+    """Every rounding written out: some meets eq. 24-26, the ratio and one PS."""
+    h = free.shape[0]
+    cols = np.flatnonzero(up)
+    for bits in itertools.product((0, 1), repeat=len(cols)):
+        x = base.copy()
+        x[cols] += bits
+        w, s = x[:h], x[h:]
+        load = w[:, None] * job.worker + s[:, None] * job.ps
+        n_w, n_s = w.sum(), s.sum()
+        if (load <= free + 1e-9).all() and d <= n_w <= job.batch and n_w <= job.gamma * n_s:
+            if n_s >= 1:
+                return True
+    return False
+
+
+def test_any_rounding_is_exact() -> None:
+    rng = np.random.default_rng(28)
+    seen = {True: 0, False: 0}
+    for _ in range(400):
+        h, r = int(rng.integers(1, 5)), 2
+        job = random_job(rng, r, gamma=float(rng.integers(1, 4)), batch=int(rng.integers(2, 12)))
+        base = rng.integers(0, 3, 2 * h).astype(float)
+        up = rng.random(2 * h) < 0.6
+        load = base[:h, None] * job.worker + base[h:, None] * job.ps
+        free = load + rng.uniform(0, 1.5, (h, r)) * (job.worker + job.ps)  # tight rows
+        d = float(base[:h].sum() + rng.uniform(-1, up[:h].sum() + 1))
+        want = all_roundings(job, d, base, up, free)
+        assert pd._any_rounding(job, d, base, up, free) == want
+        seen[want] += 1
+    assert min(seen.values()) >= 50, seen
+
+
+def reference_plan(
+    job: PSJob, prices: pd.Prices, horizon: int, g: int, seed: list[int], split=None
+) -> tuple[float, int, np.ndarray] | None:
+    """Alg. 2-3 written out: theta of every slot and every unit count through the public
+    theta (with the module's seeds), the DP over every slot, no shortcut."""
+    slots = list(range(job.arrival, horizon))
+    p, free = prices.prices(), prices.free()
+    cost = np.full((len(slots), g + 1), np.inf)
+    alloc = {}
+    for i, t in enumerate(slots):
+        cost[i, 0] = 0.0
+        for u in range(1, g + 1):
+            c = math.gcd(u, g)
+            key = [*seed, t, u // c, g // c]
+            got = pd.theta(
+                job, job.work * (u // c) / (g // c), p[t], free[t],
+                rng=lambda key=key: np.random.default_rng(key), split=split,
+            )  # fmt: skip
+            if got is pd.Miss.MONOTONE:
+                break
+            if not isinstance(got, pd.Miss):
+                cost[i, u] = got[0]
+                alloc[i, u] = got
+    best, pick = np.full(g + 1, np.inf), []
+    best[0] = 0.0
+    top: tuple[float, int, np.ndarray] | None = None
+    for i, t in enumerate(slots):
+        new = np.array([min(best[k - u] + cost[i, u] for u in range(k + 1)) for k in range(g + 1)])
+        pick.append(
+            [min(range(k + 1), key=lambda u: best[k - u] + cost[i, u]) for k in range(g + 1)]
+        )
+        best = new
+        if np.isfinite(best[g]):
+            pay = float(job.utility(t)) - best[g]
+            if top is None or pay > top[0]:
+                workers, left = np.zeros((horizon, len(p[0])), dtype=np.int64), g
+                for j in range(i, -1, -1):
+                    u = pick[j][left]
+                    if u:
+                        workers[slots[j]] = alloc[j, u][1]
+                        left -= u
+                top = (pay, t, workers)
+    return top
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_plan_matches_the_reference(split: bool) -> None:
+    # the shortcuts (lazy slots, bounds, caching, the closed-form LP) change no schedule
+    rng = np.random.default_rng(33)
+    compared = spread = 0
+    for trial in range(30):
+        h, t = 4, 4
+        cap = np.tile([12.0, 30.0, 40.0], (h, 1))
+        prices = pd.Prices(cap, t, np.array([30.0, 30.0, 30.0]), 0.1)
+        prices.rho = rng.uniform(0, 0.5, (t, h, 3)) * cap * (rng.random((t, h, 1)) < 0.5)
+        job = random_job(rng, 3, arrival=int(rng.integers(0, 2)), batch=int(rng.integers(4, 30)))
+        job = PSJob(**{**job.__dict__, "work": job.work / 4})
+        g = int(rng.integers(2, 6))
+        halves = np.array([True, True, False, False]) if split else None
+        got = pd.plan(job, prices, horizon=t, granularity=g, seed=[7, trial], split=halves)
+        want = reference_plan(job, prices, t, g, [7, trial], split=halves)
+        assert (got is None) == (want is None)
+        if got is None or want is None:
+            continue
+        compared += 1
+        assert got.payoff == pytest.approx(want[0], rel=1e-12, abs=1e-12)
+        assert got.completion == want[1]
+        np.testing.assert_array_equal(got.workers, want[2])
+        spread += int(((got.workers > 0).sum(axis=1) > 1).any())
+    assert compared >= 10 and spread >= 3  # several plans use the external case
+
+
+def granularity_case() -> tuple[PSJob, pd.Prices]:
+    """One machine of 11 vCPUs; a worker and a PS take 1 each, gamma = 10: at most 10
+    workers and 1 PS, which train 40 % of V in a slot."""
+    job = make_job(
+        work=1e6, c_int=2.5e-5, c_ext=3e-5, gamma=10.0, batch=200, worker=np.array([0.0, 1.0]),
+        ps=np.array([0.0, 1.0]), theta=np.array([10.0, 1.0, 2.0]),
+    )  # fmt: skip
+    return job, pd.Prices(np.array([[0.0, 11.0]]), 8, np.ones(2), 1e-3)
+
+
+def test_a_finer_grid_does_not_lose() -> None:
+    job, prices = granularity_case()
+
+    def plan(g: int, refine: int = 0) -> pd.Schedule:
+        got = pd.plan(job, prices, horizon=8, granularity=g, refine=refine)
+        assert got is not None
+        return got
+
+    # 7 units: floor(7 x 0.4) = 2 a slot, 4 slots; 5 units: 2 a slot (40 %), 3 slots;
+    # 14 units: 5 a slot, 3 slots. Grids that do not divide each other are not ordered
+    assert plan(7).completion == 3 and plan(5).completion == 2
+    assert plan(14).completion == 2
+    # refinement: 7 and 14 units; the payoff never falls as levels are added
+    assert plan(7, refine=1).completion == 2
+    pays = [plan(7, refine=k).payoff for k in range(4)]
+    assert pays == sorted(pays) and pays[1] > pays[0]
+    # and a grid that divides another never does better than it
+    for g in (3, 5, 7):
+        assert plan(2 * g).payoff >= plan(g).payoff - 1e-12
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), g=st.integers(1, 5), m=st.integers(2, 3))
+def test_payoff_never_falls_on_a_grid_that_refines(seed: int, g: int, m: int) -> None:
+    # deterministic draws per (slot, v / V): a grid m times finer holds every schedule of
+    # the coarser one at the same cost, so its best payoff is at least as high
+    rng = np.random.default_rng(seed)
+    h, t = int(rng.integers(1, 4)), 3
+    cap = np.tile([6.0, 16.0, 30.0], (h, 1))
+    prices = pd.Prices(cap, t, np.array([40.0, 40.0, 40.0]), 0.5)
+    prices.rho = rng.uniform(0, 0.6, (t, h, 3)) * cap
+    job = random_job(rng, 3, batch=int(rng.integers(2, 40)))
+    coarse = pd.plan(job, prices, horizon=t, granularity=g, seed=seed)
+    fine = pd.plan(job, prices, horizon=t, granularity=g * m, seed=seed)
+    if coarse is not None:
+        assert fine is not None and fine.payoff >= coarse.payoff - 1e-9
+    for k in range(3):
+        a = pd.plan(job, prices, horizon=t, granularity=g, refine=k, seed=seed)
+        b = pd.plan(job, prices, horizon=t, granularity=g, refine=k + 1, seed=seed)
+        if a is not None:
+            assert b is not None and b.payoff >= a.payoff - 1e-9
+
+
+def test_prices_rise_with_reservations() -> None:
+    # eq. 12 on one machine of 10 vCPUs: L = 0.01, U = e^4 L. Job A reserves 4 workers and
+    # 1 PS (5 vCPUs) in slots 0-1: the price there is L (U / L)^(5 / 10) = 0.01 e^2
+    L, U = 0.01, 0.01 * math.e**4
+    prices = pd.Prices(np.array([[10.0]]), 3, np.array([U]), L)
+    job = make_job(
+        work=4.0, c_int=1.0, c_ext=2.0, gamma=4.0, batch=8, worker=np.array([1.0]),
+        ps=np.array([1.0]), theta=np.array([1.0, 0.0, 0.0]),
+    )  # fmt: skip
+    w = np.zeros((3, 1), dtype=np.int64)
+    s = np.zeros((3, 1), dtype=np.int64)
+    w[:2], s[:2] = 4, 1
+    prices.commit(job, pd.Schedule(workers=w, ps=s, completion=1, cost=0.0, payoff=0.0))
+    np.testing.assert_allclose(prices.prices()[:, 0, 0], [L * math.e**2, L * math.e**2, L])
+    # job B, the same (all of V in one slot: 4 workers and ceil(4 / 4) = 1 PS), may only
+    # use slot 0: it pays 5 vCPUs at 0.01 e^2; its utility theta1 / 2 (theta2 = 0)
+    cost = 5 * L * math.e**2
+    for theta1, admitted in ((2 * cost * 0.99, False), (2 * cost * 1.01, True)):
+        b = make_job(**{**job.__dict__, "theta": np.array([theta1, 0.0, 0.0])})
+        sched = pd.plan(b, prices, horizon=1, granularity=1)
+        assert sched is not None and sched.cost == pytest.approx(cost, rel=1e-12)
+        assert sched.payoff == pytest.approx(theta1 / 2 - cost, rel=1e-9)
+        assert (sched.payoff > 0) == admitted
+    # with slot 2 open it waits for the price L there: 5 L
+    sched = pd.plan(b, prices, horizon=3, granularity=1)
+    assert sched is not None and sched.completion == 2
+    assert sched.cost == pytest.approx(5 * L, rel=1e-12)
+    # committing B in slot 0 fills the machine: the price reaches U (eq. 12, rho = C)
+    prices.commit(b, pd.plan(b, prices, horizon=1, granularity=1))  # type: ignore[arg-type]
+    assert prices.prices()[0, 0, 0] == pytest.approx(U, rel=1e-12)
+
+
+def test_price_bounds_lemma8_and_mu() -> None:
+    a = make_job(work=100.0, c_ext=0.5, worker=np.array([1.0, 2.0]), ps=np.array([1.0, 0.0]))
+    cap = np.tile([4.0, 6.0], (3, 1))  # sum C = 30
+    # Lemma 8: L = OPT / (2 T sum C)
+    U, L = pd.price_bounds([a], 5, cap, bottom="lemma8", opt=42.0)
+    assert L == 42.0 / (2 * 5 * 30)
+    assert (U >= L).all()
+    with pytest.raises(ValueError, match="opt"):
+        pd.price_bounds([a], 5, cap, bottom="lemma8")
+    with pytest.raises(ValueError, match="bottom"):
+        pd.price_bounds([a], 5, cap, bottom="eq15")
+    # eq. 14 with a given mu: L = u(T - a) / (2 mu ceil(V c_ext) sum(alpha + beta))
+    _, L = pd.price_bounds([a], 5, cap, mu=8.0)
+    assert L == pytest.approx(5.0 / (2 * 8.0 * 50 * 4))

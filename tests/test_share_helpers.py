@@ -128,6 +128,8 @@ def _both_ways(seed: int, n_jobs: int, cluster_name: str, scale_xi: float, **par
             super().prepare(jobs, cluster)
             self.times.xi = self.times.xi * scale_xi  # beliefs only: the run's physics stay
             self.n_starts = self.n_shared = self.n_sub = self.n_noted = self.n_calls = 0
+            self.n_one_server = self.n_spread = 0  # shared starts of placement-sensitive gangs
+            self.server = np.asarray(cluster.gpu_server())
 
         def _note_memory(self, view, jobs):
             self.n_noted += len(jobs)
@@ -148,8 +150,13 @@ def _both_ways(seed: int, n_jobs: int, cluster_name: str, scale_xi: float, **par
             on = np.array(view.gpu_n_jobs)
             for a in got.actions:
                 self.n_starts += 1
-                self.n_shared += bool(on[a.gpus].any())
+                shared = bool(on[a.gpus].any())
+                self.n_shared += shared
                 self.n_sub += a.config is not None
+                if shared and self.times.sensitive[self.times.shape_of[a.job]]:
+                    spread = len(set(self.server[a.gpus].tolist())) > 1
+                    self.n_spread += spread
+                    self.n_one_server += not spread
                 on[a.gpus] += 1
             return got
 
@@ -163,7 +170,15 @@ def _both_ways(seed: int, n_jobs: int, cluster_name: str, scale_xi: float, **par
 
 @pytest.mark.parametrize(
     ("seed", "params", "scale_xi"),
-    [(1, {}, 1.0), (2, {}, 1.0), (3, {"xi": 1.5}, 1.0), (1, {"xi": 1.0}, 1.0), (2, {}, 0.9)],
+    [
+        (1, {}, 1.0),
+        (2, {}, 1.0),
+        (3, {"xi": 1.5}, 1.0),
+        (1, {"xi": 1.0}, 1.0),
+        (2, {}, 0.9),
+        (1, {"placement": "ideal"}, 1.0),
+        (3, {"xi_model": "gavel"}, 1.0),
+    ],
 )
 def test_plan_matches_the_python_decision(seed, params, scale_xi):
     # xi = 1.0: sharing costs nothing, many near-ties; xi scaled below 1: no shortcut
@@ -175,10 +190,17 @@ def test_plan_matches_the_python_decision(seed, params, scale_xi):
         assert policy.n_sub > 0  # and chose sub-batches
 
 
-def test_plan_matches_the_python_decision_on_a_larger_cluster():
-    policy = _both_ways(1, 1500, "sjf-bsbf-64x8", 1.0)
+@pytest.mark.parametrize(
+    ("seed", "params"), [(1, {}), (2, {"xi": 1.25}), (1, {"placement": "ideal"})]
+)
+def test_plan_matches_the_python_decision_on_a_larger_cluster(seed, params):
+    # 8-GPU servers: gangs of 2-8 GPUs are placement-sensitive (one server is their ideal)
+    policy = _both_ways(seed, 1500, "sjf-bsbf-64x8", 1.0, **params)
     assert policy.n_starts == 1500
     assert policy.n_shared > 0
+    if params.get("placement", "aware") == "aware":
+        assert policy.n_one_server > 0  # gangs shared on one server (reading 5)
+        assert policy.n_spread > 0  # and across servers, priced there
 
 
 def test_sharing_perf_batches_match_job_by_job():

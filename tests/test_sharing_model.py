@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -156,6 +157,86 @@ def test_xi_table_errors_are_one_line_naming_file_and_entry(tmp_path, text, expe
 def test_xi_table_missing_file(tmp_path):
     with pytest.raises(XiTableError, match="file not found"):
         load_xi_table(tmp_path / "nope.toml")
+
+
+def _fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "fifo.toml"
+    os.mkfifo(path)  # opening it for reading would block until a writer comes
+    return path
+
+
+def _huge(tmp_path: Path) -> Path:
+    path = tmp_path / "huge.toml"
+    with path.open("wb") as fh:
+        fh.truncate(S.MAX_XI_TABLE_BYTES + 1)  # sparse: big, not slow to make
+    return path
+
+
+def _latin1(tmp_path: Path) -> Path:
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(_ALL.replace("[xi.bert]", "# caf\xe9\n[xi.bert]").encode("latin-1"))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "expect"),
+    [
+        (_fifo, "not a regular file; expected an xi table"),
+        (lambda tmp: Path("/dev/zero"), "not a regular file; expected an xi table"),
+        (lambda tmp: tmp, "is a folder; expected an xi table"),
+        (_huge, f"a table of interference ratios may be at most {S.MAX_XI_TABLE_BYTES:,} bytes"),
+        (_latin1, "not UTF-8 text (byte 0xe9"),
+    ],
+    ids=["fifo", "dev-zero", "folder", "huge", "not-utf8"],
+)
+def test_xi_table_must_be_a_small_regular_text_file(tmp_path, make, expect):
+    path = make(tmp_path)
+    with pytest.raises(XiTableError) as info:
+        load_xi_table(path)
+    msg = str(info.value)
+    assert expect in msg and "\n" not in msg
+
+
+def test_bad_xi_table_at_the_command_line_is_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from gpusched.cli import app
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,submit_time,num_gpus,iterations,model\na,0,1,100,ncf\n")
+    for bad in (_fifo(tmp_path), Path("/dev/zero"), tmp_path):
+        args = ["replay", str(trace), "-c", "sjf-bsbf-16x4", "-P", "sjf-bsbf"]
+        r = CliRunner().invoke(app, [*args, "-p", f"xi_table={bad}"])
+        assert r.exit_code == 2, r.output
+        line = r.output.strip()
+        assert line.startswith("error: ") and len(line.splitlines()) == 1, line
+        assert "expected an xi table" in line
+
+
+def test_gavel_table_regenerates_from_its_throughputs():
+    import tomllib
+
+    doc = tomllib.loads(
+        (Path(S.__file__).parent.parent / "data" / "sharing_xi_gavel.toml").read_text()
+    )
+    g = doc["gavel"]
+    measured = {
+        ("cifar10", "cifar10"): g["cifar10_alone"] / g["cifar10_beside_cifar10"][0],
+        ("cifar10", "imagenet"): g["cifar10_alone"] / g["cifar10_beside_imagenet"][0],
+        ("imagenet", "cifar10"): g["imagenet_alone"] / g["imagenet_beside_cifar10"][0],
+    }
+    # the pair lists are symmetric: [self, partner] seen from either side
+    assert g["cifar10_beside_imagenet"] == g["imagenet_beside_cifar10"][::-1]
+    assert g["imagenet_beside_imagenet"] == [0.0, 0.0]  # did not fit one V100: not measured
+    xi, derived = S.gavel_xi(), S.default_xi()
+    for a, ma in enumerate(MODELS):
+        for b, mb in enumerate(MODELS):
+            want = measured.get((ma, mb))
+            if want is None:
+                assert xi[a, b] == derived[a, b], (ma, mb)  # no Gavel model: derived kept
+            else:
+                assert xi[a, b] == round(want, 3), (ma, mb)
+    assert len(measured) == 3 and (xi != derived).sum() == 3
 
 
 # --------------------------------------------------------------------------- durations

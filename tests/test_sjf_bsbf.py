@@ -65,7 +65,7 @@ class _Times:
     xi = np.full((1, 1), 1.2)
     limit_gb = 11.0
 
-    def profile(self, j: int) -> tuple[list[Any], np.ndarray, np.ndarray]:
+    def profile(self, j: int, spread: bool = False) -> tuple[list[Any], np.ndarray, np.ndarray]:
         return [None, 4, 2, 1], np.array([100.0, 110.0, 130.0, 170.0]), np.array([8, 5, 4, 3.0])
 
     def mem(self, j: int, sub: Any) -> float:
@@ -143,9 +143,27 @@ def test_bad_xi_is_a_param_error(bad: str) -> None:
         run([(0.0, 1, 10.0)], "sjf-bsbf", 1, 1, params=[bad], gpu_capacity=2)
 
 
-def test_xi_and_xi_table_together_are_refused() -> None:
-    with pytest.raises(ParamError, match="not both"):
-        run([(0.0, 1, 10.0)], "sjf-ffs", 1, 1, params=["xi=1.5", "xi_table=x.toml"])
+@pytest.mark.parametrize(
+    "params",
+    [["xi=1.5", "xi_table=x.toml"], ["xi=1.5", "xi_model=gavel"], ["xi_table=x", "xi_model=gavel"]],
+)
+def test_xi_sources_together_are_refused(params: list[str]) -> None:
+    with pytest.raises(ParamError, match="only one of xi, xi_table and xi_model"):
+        run([(0.0, 1, 10.0)], "sjf-ffs", 1, 1, params=params)
+
+
+@pytest.mark.parametrize(
+    ("bad", "what"),
+    [
+        ("placement=spread", "placement must be one of aware, ideal"),
+        ("placement=", "placement must be one of aware, ideal"),
+        ("xi_model=paper", "xi_model must be one of derived, gavel"),
+    ],
+)
+@pytest.mark.parametrize("policy", ["sjf-bsbf", "sjf-ffs"])
+def test_bad_placement_and_xi_model_are_param_errors(policy: str, bad: str, what: str) -> None:
+    with pytest.raises(ParamError, match=what):
+        run([(0.0, 1, 10.0)], policy, 1, 1, params=[bad], gpu_capacity=2)
 
 
 def test_xi_table_replaces_the_model_pairs(tmp_path: Any) -> None:

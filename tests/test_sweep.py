@@ -668,13 +668,15 @@ def test_changed_inputs_make_cells_stale(tmp_path: Path, monkeypatch: pytest.Mon
     record = json.loads((cell_dir(out, cells(spec)[0]) / "cell.json").read_text())
     assert record["inputs"]["trace"] == trace_sha256(trace)
     assert record["inputs"]["policy"] == trace_sha256(policy)
-    # every output's size, and the SHA-256 of summary.json (the one hash cell_status checks)
+    # every output's size, and the SHA-256 of summary.json and manifest.json (the hashes
+    # cell_status checks; the manifest records each table's)
     assert set(record["files"]) == OUTPUT_FILES
-    summary_file = cell_dir(out, cells(spec)[0]) / "summary.json"
-    assert record["files"]["summary.json"] == {
-        "bytes": summary_file.stat().st_size,
-        "sha256": trace_sha256(summary_file),
-    }
+    for name in ("summary.json", "manifest.json"):
+        hashed = cell_dir(out, cells(spec)[0]) / name
+        assert record["files"][name] == {
+            "bytes": hashed.stat().st_size,
+            "sha256": trace_sha256(hashed),
+        }
     assert record["files"]["jobs.csv"].keys() == {"bytes"}
     jct = first.rows[0]["avg_jct_s"]
 
@@ -771,10 +773,16 @@ def test_cell_status_of_forged_or_damaged_folders(tmp_path: Path) -> None:
     good = {"key": key.digest, "inputs": key.record, "files": files()}
     assert status_with(good) == ("done", "")
     assert cell_status(out, cell, key).summary == {"n_jobs": 6}
-    # what run_cell records now (the SHA-256 of summary.json only) is done as well
+    # what run_cell records now (the SHA-256 of summary.json and manifest.json) is done too
     sizes_only = {name: {"bytes": len(data)} for name, data in outputs.items()}
     sizes_only["summary.json"] = files()["summary.json"]
+    sizes_only["manifest.json"] = files()["manifest.json"]
     assert status_with({**good, "files": sizes_only}) == ("done", "")
+    del sizes_only["manifest.json"]["sha256"]  # recorded before manifests vouched for tables
+    assert status_with({**good, "files": sizes_only}) == (
+        "todo",
+        "incomplete: manifest.json differs from the recorded one",
+    )
     assert status_with("{not json")[0] == "todo"
     assert status_with([1, 2])[0] == "todo"
     assert status_with({**good, "files": []})[0] == "todo"
@@ -837,18 +845,18 @@ def test_run_cell_refuses_inputs_that_changed(
 
     # changed while the cell ran: nothing is published
     trace.write_bytes(original)
-    real_replay = run_mod.replay
+    real_run_into = run_mod.run_into
 
     def replay_then_edit(*args, **kwargs):
-        result = real_replay(*args, **kwargs)
+        result = real_run_into(*args, **kwargs)
         trace.write_bytes(original + b"j9,100,1,5\n")
         return result
 
-    monkeypatch.setattr(run_mod, "replay", replay_then_edit)
+    monkeypatch.setattr(run_mod, "run_into", replay_then_edit)
     res = run_cell(cell, key, str(out))
     assert res["error"].endswith("changed while the cell ran; run the sweep again")
     assert {p.name for p in folder.iterdir()} == {"error.txt"}
-    monkeypatch.setattr(run_mod, "replay", real_replay)
+    monkeypatch.setattr(run_mod, "run_into", real_run_into)
     trace.write_bytes(original)
 
     # a worker with another gpusched version

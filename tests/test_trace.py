@@ -681,11 +681,9 @@ def test_wrong_header_suggests_names(tmp_path: Path) -> None:
         "expected 'job_id', 'submit_time', 'num_gpus', 'duration' (or 'iterations' and 'model')"
         in msg
     )
-    assert msg.endswith(
-        "did you mean 'id' for 'job_id', 'submit' for 'submit_time', 'gpus' for 'num_gpus'?"
-    )
+    assert msg.endswith("rename 'id' as 'job_id', 'submit' as 'submit_time', 'gpus' as 'num_gpus'?")
     p = _write(tmp_path, "job_id,submit_tme,num_gpus,duraton\na,0,1,1\n")
-    assert "did you mean 'submit_tme' for 'submit_time', 'duraton' for 'duration'?" in _one_error(p)
+    assert "rename 'submit_tme' as 'submit_time', 'duraton' as 'duration'?" in _one_error(p)
 
 
 @pytest.mark.parametrize(("sep", "word"), [("\t", "tab"), (";", "semicolon")])

@@ -167,6 +167,39 @@ def test_frame_copies_the_chunks():
     np.testing.assert_array_equal(tf.job_done, before[1])
 
 
+def test_jct_of_finished_jobs_shows_as_they_finish():
+    """The metrics line read "JCT avg - P95 -" for the whole run (issue 27): each frame's
+    JCT is over the jobs whose every chunk has finished, as summary.json's at the end."""
+    engine = make_engine()
+    drv = Driver(engine, speed=1.0)
+    info = drv.task_info
+    assert info is not None
+    seen = 0
+    while not engine.finished:
+        drv._step(1)
+        tf = drv.frame().tasks
+        assert tf is not None
+        st = engine.state
+        finish = np.array(
+            [
+                st.job_finish[info.first[p] : info.first[p + 1]].max()
+                if (st.job_status[info.first[p] : info.first[p + 1]] == FINISHED).all()
+                else np.nan
+                for p in range(info.n_jobs)
+            ]
+        )
+        done = ~np.isnan(finish)
+        assert tf.n_jobs_done == int(done.sum())
+        if done.any():
+            jct = finish[done] - np.asarray(engine.jobs.submit_s)[info.first[:-1]][done]
+            assert tf.avg_jct_s == pytest.approx(float(jct.mean()))
+            assert tf.p95_jct_s == pytest.approx(float(np.percentile(jct, 95)))
+            seen += 0 < tf.n_jobs_done < info.n_jobs
+        else:
+            assert tf.avg_jct_s is None
+    assert seen  # some frames with part of the jobs done
+
+
 def test_gpu_runs_have_no_tasks_in_their_frames():
     engine, _ = build_engine("tiny", "tiresias")
     drv = Driver(engine, speed=1.0)
@@ -219,8 +252,11 @@ async def test_step_to_the_end_shows_the_engine_state_and_the_headless_summary()
             tf = f.tasks
             assert tf is not None
             for p in tf.queue_jobs[:5].tolist():
-                row = line_with(lines, f"■{app.tasks.job_id[p]} ")
-                nums = [int(x) for x in row.split("│")[1].split("■")[1].split()[1:6]]
+                # the queue's column of the screen (the running list beside it names jobs too)
+                mark = f"■{app.tasks.job_id[p]} "
+                queue_col = [x.split("│")[1] for x in lines if x.count("│") >= 2]
+                row = next(r for r in queue_col if mark in r)
+                nums = [int(x) for x in row.split("■")[1].split()[1:6]]
                 assert tuple(nums) == truth.job_counts(p), (p, row)
                 seen["queue_rows"] += 1
             assert f"{int(truth.waiting.sum())} chunk" in str(queue.border_title)

@@ -68,7 +68,9 @@ def test_out_empty_string():
 
 def test_output_name_is_a_folder(tmp_path):
     (tmp_path / "run" / "jobs.csv").mkdir(parents=True)
-    one_line_error(invoke("replay", "tiny", "-o", tmp_path / "run"), "jobs.csv", "is a folder")
+    one_line_error(
+        invoke("replay", "tiny", "-o", tmp_path / "run"), "jobs.csv (a folder)", "did not write"
+    )
 
 
 def test_out_name_too_long(tmp_path):
@@ -232,18 +234,23 @@ def test_custom_policy_labelled_by_its_name(tmp_path):
 def test_compare_refuses_old_results_unless_forced(tmp_path):
     out = tmp_path / "cmp"
     assert invoke("compare", "tiny", "-P", "fifo", "-P", "sjf", "-o", out).exit_code == 0
-    (out / "notes.txt").write_text("mine")
     one_line_error(invoke("compare", "tiny", "-P", "srtf", "-o", out), "already holds results")
     r = invoke("compare", "tiny", "-P", "srtf", "-o", out, "--force")
     assert r.exit_code == 0, r.output
     runs = sorted(p.name for p in out.iterdir() if p.is_dir())
-    assert runs == ["00-srtf"]
-    assert (out / "notes.txt").read_text() == "mine"  # not ours: left alone
+    assert runs == ["00-srtf"]  # replaced whole
+    (out / "notes.txt").write_text("mine")
+    for force in ((), ("--force",)):  # a file not ours: never deleted, so the folder is refused
+        one_line_error(
+            invoke("compare", "tiny", "-P", "fifo", "-o", out, *force),
+            "holds notes.txt, which gpusched did not write",
+        )
+    assert (out / "notes.txt").read_text() == "mine"
 
 
 def test_compare_checks_every_policy_before_running(tmp_path, monkeypatch):
     ran = []
-    monkeypatch.setattr("gpusched.experiments.run.replay", lambda *a, **k: ran.append(1))
+    monkeypatch.setattr("gpusched.experiments.run.run_into", lambda *a, **k: ran.append(1))
     one_line_error(invoke("compare", "tiny", "-P", "fifo", "-P", "srft"), "did you mean 'srtf'")
     assert ran == []
 

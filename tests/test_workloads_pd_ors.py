@@ -20,6 +20,9 @@ from gpusched.workloads.pd_ors import (
     CLASSES,
     DECIMALS,
     RANGES,
+    SAMPLE_S,
+    SLOT_S,
+    finishable,
     pd_ors_workload,
 )
 from gpusched.workloads.sjf_bsbf import WINDOW_S, load_pool
@@ -55,10 +58,15 @@ def test_cli_trace_reads_back_with_every_ps_column(tmp_path):
     out = tmp_path / "w.csv"
     r = invoke("workload", "pd-ors", "--jobs", 40, "--horizon", 20, "--seed", 5, "-o", out)
     assert r.exit_code == 0, r.output
-    assert r.output.strip().splitlines() == [
-        f"wrote 40 jobs to {out}: pd-ors (seed 5): 40 jobs, horizon 20 slots, alternating arrivals"
-    ]
     t = read_trace(out)
+    alone = finishable(t, np.zeros((1, 4)))[0]
+    assert 0 < alone < 40
+    assert r.output.strip().splitlines() == [
+        f"wrote 40 jobs to {out}: pd-ors (seed 5): 40 jobs, horizon 20 slots, alternating"
+        " arrivals, c5n links",
+        f"note: {alone} of 40 jobs can finish by the horizon at all (alone, F workers on one"
+        " machine: eq. 13's fastest schedule); no policy finishes more",
+    ]
     assert t == pd_ors_workload(5, 40, horizon=20)
     assert set(COLUMNS) <= set(t.extra)
     assert np.all(t.num_gpus == 0)
@@ -88,8 +96,52 @@ def test_every_value_in_its_section_v_range(big):
     for name in ("worker_gpus", "worker_cpus", "ps_cpus", "ps_ratio"):
         v = column(big, name)
         assert (v.min(), v.max()) == RANGES[name], name
-    assert np.all(p.b_ext == BW_EXTERNAL) and np.all(p.b_int == BW_INTERNAL)
+    assert np.all(p.b_ext == round(BW_EXTERNAL)) and np.all(p.b_int == round(BW_INTERNAL))
     assert BW_INTERNAL == 10 * BW_EXTERNAL
+
+
+def test_link_rates_from_the_cited_sources():
+    # Goyal et al.: 256 GPUs x 1 h for 90 epochs of 1,281,167 images: 8.0 ms a sample
+    assert SAMPLE_S == pytest.approx(7.9927e-3, rel=1e-4)
+    assert SLOT_S == pytest.approx(SAMPLE_S / 5.5e-5)  # the middle of tau's range
+    assert SLOT_S == pytest.approx(145.3, abs=0.1)
+    assert BW_EXTERNAL == pytest.approx(12_500 * SLOT_S)  # 100 Gbit/s in MB per slot
+    p = params_of(pd_ors_workload(1, 5))
+    assert np.all(p.b_ext == 1_816_526) and np.all(p.b_int == 18_165_257)
+    old = params_of(pd_ors_workload(1, 5, links="legacy"))
+    assert np.all(old.b_ext == 4.5e6) and np.all(old.b_int == 4.5e7)
+    # nothing else changes with the links
+    a, b = pd_ors_workload(1, 50), pd_ors_workload(1, 50, links="legacy")
+    assert np.array_equal(a.submit_time, b.submit_time)
+    for name in a.extra:
+        if not name.startswith("bw_"):
+            assert np.array_equal(a.extra[name], b.extra[name]), name
+
+
+def test_finishable_by_hand():
+    # three jobs, T = 10, one machine of (0, 10, 10, 10): V c_int = E K tau (+ comm.)
+    extra = {
+        "epochs": ["1", "1", "1"], "samples": ["1000", "1000", "1000"],
+        "global_batch": ["2", "2", "1"], "ps_ratio": ["1", "1", "1"],
+        "sample_time": ["0.01", "0.01", "0.02"], "grad_mb": ["1e-9"] * 3,
+        "bw_internal": ["1e12"] * 3, "bw_external": ["1e11"] * 3,
+        "worker_gpus": ["0"] * 3, "worker_cpus": ["1", "2", "1"], "worker_mem_gb": ["1"] * 3,
+        "worker_storage_gb": ["1"] * 3, "ps_gpus": ["0"] * 3, "ps_cpus": ["1"] * 3,
+        "ps_mem_gb": ["1"] * 3, "ps_storage_gb": ["1"] * 3, "horizon": ["10"] * 3,
+    }  # fmt: skip
+    from gpusched.io.trace import Trace
+
+    trace = Trace(
+        job_id=np.array(["a", "b", "c"], dtype=object), submit_time=np.array([0.0, 0.0, 2.0]),
+        num_gpus=np.zeros(3, dtype=np.int64), duration=np.full(3, np.nan),
+        iterations=np.full(3, np.nan), model=np.array([""] * 3, dtype=object),
+        extra={k: np.array(v, dtype=object) for k, v in extra.items()}, source="t",
+    )  # fmt: skip
+    # a, b: 10 worker-slots on 2 workers: 5 slots; c: 20 on 1 worker: 20 > 10 - 2 slots
+    # a holds 10 (1 + 1) = 20 vCPU-slots, b 10 (2 + 1) = 30; 10 slots x 10 vCPUs = 100
+    assert finishable(trace, np.array([[0.0, 10.0, 10.0, 10.0]])) == (2, 2)
+    # 4 vCPUs: 40 vCPU-slots hold a (20) but not a and b (50)
+    assert finishable(trace, np.array([[0.0, 4.0, 10.0, 10.0]])) == (2, 1)
 
 
 def test_reals_are_rounded_and_written_as_used(big):
@@ -167,9 +219,10 @@ def test_same_seed_same_trace_and_same_jobs_under_either_arrivals():
     ("args", "message"),
     [
         (("--arrivals", "poisson"), "--arrivals must be alternating or philly, got 'poisson'"),
+        (("--links", "10g"), "--links must be c5n or legacy, got '10g'"),
         (("--horizon", 0), "--horizon must be 1 to"),
         (("--horizon", -5), "got -5"),
-        (("--jobs", 0), "pd-ors needs 1 to 10000000 jobs, got 0"),
+        (("--jobs", 0), "pd-ors takes --jobs from 1 to 2,000,000, got 0"),
         (("--arrivals", "philly", "--jobs", 4001), "at most 4000 jobs, got 4001"),
         (("--load", 1), "does not take load"),
         (("--cluster", "pd-ors-100"), "does not take cluster"),
@@ -183,7 +236,9 @@ def test_bad_options_are_one_line_errors(tmp_path, args, message):
     assert not (tmp_path / "x.csv").exists()
 
 
-@pytest.mark.parametrize("option", [("--horizon", 5), ("--arrivals", "philly")])
+@pytest.mark.parametrize(
+    "option", [("--horizon", 5), ("--arrivals", "philly"), ("--links", "legacy")]
+)
 def test_other_presets_refuse_the_pd_ors_options(tmp_path, option):
     r = invoke("workload", "sjf-bsbf-testbed", *option, "-o", tmp_path / "x.csv")
     assert r.exit_code == 2

@@ -15,6 +15,9 @@ from gpusched.workloads import build_workload
 from gpusched.workloads.sjf_bsbf import (
     APPLICATIONS,
     MODELS,
+    REALISTIC_BATCH,
+    REALISTIC_REDRAWN,
+    RESTART_S,
     WINDOW_S,
     load_pool,
     sjf_bsbf_testbed_workload,
@@ -57,6 +60,8 @@ def test_columns_and_ranges(base):
         "num_gpus",
         "iterations",
         "model",
+        "load_s",
+        "save_s",
         "batch_size",
         "philly_job_id",
     ]
@@ -149,11 +154,22 @@ def test_cli_writes_a_trace_read_trace_reads(tmp_path):
         (("sjf-bsbf", "--jobs", 240, "--load", 0.5), "--jobs 240 and --load 0.5 disagree"),
         (("sjf-bsbf", "--load", 0.501), "whole number of jobs"),
         (("sjf-bsbf", "--load", 0), "--load must be > 0"),
-        (("sjf-bsbf", "--jobs", 0), "needs 1 to 10000000 jobs"),
+        (
+            ("sjf-bsbf", "--jobs", 0),
+            "sjf-bsbf takes --jobs from 1 to 5,000,000, got 0",
+        ),
         (("sjf-bsbf", "--cluster", "testbed-4x4"), "imagenet has no Pollux configuration"),
         (("sjf-bsbf", "--single-gpu-fraction", 0.5), "does not take single_gpu_fraction"),
         (("sjf-bsbf-testbed", "--jobs", 5), "sjf-bsbf-testbed has 30 jobs"),
         (("sjf-bsbf-testbed", "--load", 1), "does not take load"),
+        (("sjf-bsbf", "--restart-s", -1), "--restart-s must be 0"),
+        (("sjf-bsbf", "--restart-s", "nan"), "--restart-s must be 0"),
+        (("sjf-bsbf", "--restart-s", "inf"), "--restart-s must be 0"),
+        (("sjf-bsbf", "--restart-s", 1e-9), "--restart-s must be 0"),
+        (("sjf-bsbf-testbed", "--restart-s", -5), "--restart-s must be 0"),
+        (("sjf-bsbf", "--gpu-counts", "all"), "--gpu-counts must be one of pollux, philly"),
+        (("sjf-bsbf-testbed", "--gpu-counts", "philly"), "does not take gpu_counts"),
+        (("synth-default", "--restart-s", 30), "does not take restart_s"),
     ],
 )
 def test_bad_options_are_one_line_errors(tmp_path, args, message):
@@ -167,3 +183,75 @@ def test_bad_options_are_one_line_errors(tmp_path, args, message):
 def test_registry_defaults():
     assert len(build_workload("sjf-bsbf", 1)) == 240
     assert build_workload("sjf-bsbf", 1) == sjf_bsbf_workload(1)
+
+
+# ------------------------------------------------------------------ restart cost (issue 30)
+
+
+@pytest.mark.parametrize(
+    "make", [lambda **k: sjf_bsbf_workload(3, **k), lambda **k: sjf_bsbf_testbed_workload(3, **k)]
+)
+def test_every_start_costs_pollux_rescale_time(make):
+    # Pollux's simulator (petuum/adaptdl@c793c708, simulator/simulator.py:163):
+    # rescale_time = 30 on every allocation; de-allocation costs nothing
+    t = make()
+    assert RESTART_S == 30.0
+    assert np.all(t.load_s == 30.0) and np.all(t.save_s == 0.0)
+    assert "30 s per start (Pollux's rescale_time)" in t.source
+    off = make(restart_s=0)
+    assert np.all(np.isnan(off.load_s)) and np.all(np.isnan(off.save_s))
+    assert "load_s" not in off.columns() and "rescale_time" not in off.source
+    # the rest of the workload is the same draw
+    assert off.num_gpus.tolist() == t.num_gpus.tolist()
+    assert off.iterations.tolist() == t.iterations.tolist()
+    assert np.all(make(restart_s=12.5).load_s == 12.5)
+
+
+def test_restart_cost_reaches_the_run(tmp_path):
+    from gpusched.experiments.run import replay
+
+    out = tmp_path / "w.csv"
+    assert invoke("workload", "sjf-bsbf-testbed", "--seed", 2, "-o", out).exit_code == 0
+    summary, res = replay(str(out), "sjf", cluster="testbed-4x4")
+    assert np.all(res.state.job_load_s == 30.0) and np.all(res.state.job_save_s == 0.0)
+    no = tmp_path / "w0.csv"
+    invoke("workload", "sjf-bsbf-testbed", "--seed", 2, "--restart-s", 0, "-o", no)
+    _, res0 = replay(str(no), "sjf", cluster="testbed-4x4")
+    assert np.all(res0.state.job_load_s == 0.0)
+    # each job's JCT grows by at least the 30 s of its one start (SJF: one start each)
+    jct = res.state.job_finish - res.state.job_submit
+    jct0 = res0.state.job_finish - res0.state.job_submit
+    assert jct.mean() >= jct0.mean() + 30 - 1e-9
+
+
+def test_philly_gpu_counts_are_the_jobs_own():
+    pool = load_pool()
+    by_id = dict(zip(pool.philly_id.tolist(), pool.num_gpus.tolist(), strict=True))
+    t = sjf_bsbf_workload(4, 480, gpu_counts="philly")
+    assert "GPU counts of the Philly jobs" in t.source
+    bs = np.array([int(b) for b in t.extra["batch_size"]])
+    for m, g, b, pid, it in zip(
+        t.model, t.num_gpus, bs, t.extra["philly_job_id"], t.iterations, strict=True
+    ):
+        assert b == REALISTIC_BATCH[m]
+        if m in REALISTIC_REDRAWN:
+            assert g in REALISTIC_REDRAWN[m]  # redrawn, as Pollux does for these classes
+        else:
+            assert g == by_id[int(pid)]
+        a = APPLICATIONS[m]
+        assert it == math.ceil(a.epochs * a.samples_per_epoch / (b * g))
+    large = np.mean(t.num_gpus > 4)
+    assert large < 0.15 < np.mean(sjf_bsbf_workload(4, 480).num_gpus > 4)
+
+
+def test_realistic_redraws_are_pollux_published_counts():
+    # counts of Pollux's workloads-realistic rows (8 x 160 jobs): yolov3 59, imagenet 26
+    assert len(REALISTIC_REDRAWN["yolov3"]) == 59
+    assert len(REALISTIC_REDRAWN["imagenet"]) == 26
+    assert sorted(set(REALISTIC_REDRAWN["imagenet"])) == [8, 16, 32]
+
+
+def test_philly_gpu_counts_beyond_the_cluster_are_an_error():
+    with pytest.raises(GpuschedError, match=r"GPUs, more than the cluster's largest job \(8\)"):
+        sjf_bsbf_workload(1, 4000, gpu_counts="philly", max_gpus=8)
+    assert len(sjf_bsbf_workload(1, 240, gpu_counts="philly", max_gpus=64)) == 240

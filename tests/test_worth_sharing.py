@@ -87,7 +87,7 @@ def test_without_the_shortcut_it_is_the_same(times: JobTimes, monkeypatch) -> No
     partners = rng.choice(n, 20, replace=False)
     solo_b = times.work[partners] * rng.uniform(0.0, 2.0, partners.size)
     want, mem_b = _one_by_one(times, jobs, partners, solo_b)
-    monkeypatch.setattr(times, "shortcut", lambda shapes: False)
+    monkeypatch.setattr(times, "shortcut", lambda shapes, spread=False: False)
     got = worth_sharing(times, jobs, partners, solo_b, mem_b)
     assert got.tolist() == want.tolist()
 

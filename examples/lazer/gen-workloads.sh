@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
-# Regenerate every workload the Lazer runs in this folder read (docs/lazer.md).
+# Regenerate every workload the Lazer runs read (docs/lazer.md, "Results").
 # Usage: bash examples/lazer/gen-workloads.sh [OUT_DIR]     (default ./wl)
-# Run the sweeps from the folder that holds OUT_DIR (the specs name traces "wl/...").
-# The CSVs are deterministic in the seed and are not committed (the full-size ones are
-# tens of MB).
+# Run the specs from the folder that holds OUT_DIR (they name traces "wl/..."). The CSVs
+# are deterministic in the seed and are not committed (the full-size ones are 15-35 MB).
 set -euo pipefail
 OUT=${1:-wl}
 mkdir -p "$OUT"
 SEEDS=${SEEDS:-"1 2 3"}
 for s in $SEEDS; do
-  # Table 2: the full-size Helios-like workloads (427k / 698k / 329k jobs), arrivals
-  # rescaled to offered load 0.9 on lazer-sim-512 (table2.toml) ...
   for c in earth saturn uranus; do
-    gpusched workload "lazer-$c" --seed "$s" --load 0.9 -o "$OUT/$c-s$s.csv"
+    # Table 2: the paper's setting, every option at its default (all jobs of Table 1,
+    # Helios-shaped arrivals at Table 1's rate, copula sizes, 113 s loads and 8 s saves)
+    gpusched workload "lazer-$c" --seed "$s" -o "$OUT/$c-s$s.csv"
+    # the ablation: one of causes 2-4 of issue 29 switched back at a time ...
+    gpusched workload "lazer-$c" --seed "$s" --overheads checkpoint -o "$OUT/$c-ckpt-s$s.csv"
+    gpusched workload "lazer-$c" --seed "$s" --arrivals poisson -o "$OUT/$c-pois-s$s.csv"
+    gpusched workload "lazer-$c" --seed "$s" --sizes independent -o "$OUT/$c-indep-s$s.csv"
+    # ... and the inputs before it, all three back, at the offered load 0.9 it used
+    gpusched workload "lazer-$c" --seed "$s" --overheads checkpoint --arrivals poisson \
+      --sizes independent --load 0.9 -o "$OUT/$c-before-s$s.csv"
   done
-  # ... and at Table 1's own mean inter-arrival times (offered load 0.3-0.45; table1-rates.toml)
-  for c in earth saturn uranus; do
-    gpusched workload "lazer-$c" --seed "$s" -o "$OUT/$c-t1-s$s.csv"
-  done
-  # Sec. 5.2: the testbed's 100-job sample of Earth
+  # Sec. 5.2 (Fig. 8): the testbed's 100-job sample of Earth
   gpusched workload lazer-earth --jobs 100 --seed "$s" -o "$OUT/earth100-s$s.csv"
 done

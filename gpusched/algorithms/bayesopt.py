@@ -2,28 +2,48 @@
 
 The deferral predictor of Lazer: Y. Go, C. Shin, M. Kang, J. Hwang, C. Yoo and G. Yang,
 "Making Sense of Job Preemption for Distributed Deep Learning Acceleration", DAC 2026,
-doi:10.1145/3770743.3804432, Sec. 4.2 ("BO workflow"). It is written for any caller that
-minimises an unknown, noisy :math:`f(X \\mid c)` over :math:`X \\in [l, h]`: the caller asks
-:meth:`BayesOpt.suggest` for an X in a context, acts on it, and reports the outcome later
-with :meth:`BayesOpt.observe`; outcomes may arrive late and out of order. Three stages:
+doi:10.1145/3770743.3804432, Sec. 4.2 ("BO workflow") and Sec. 5.1 (BoTorch's
+``SingleTaskGP`` and ``LogNoisyExpectedImprovement``). It is written for any caller that
+wants an X for which an unknown, noisy, non-negative :math:`f(X \\mid c)` is 0, over
+:math:`X \\in [l, h]`: the caller asks :meth:`BayesOpt.suggest` for an X in a context, acts on
+it, and reports the outcome later with :meth:`BayesOpt.observe`; outcomes may arrive late
+and out of order. Three stages:
 
 1. *Bootstrapping*: Latin hypercube sampling: :math:`[l, h]` cut into M equal intervals,
    one uniform sample in each, visited in a random order (:func:`latin_hypercube`), until
    M outcomes are in. Suggestions asked for before that (outcomes still in flight) come
    from a fresh round of M intervals.
 2. *Acquisition*: a Gaussian-process surrogate of f over (X, c) (:class:`GPSurrogate`);
-   the next X maximises the expected improvement over the lowest f observed so far
-   (closed form, Zhan and Xing 2020, the paper's [37]; :func:`expected_improvement`),
-   from ``starts`` uniform random starts each refined by L-BFGS-B (scipy, with the
-   analytic gradient of EI). Acquisition stops once the GP has been updated
-   ``min_updates`` times (one update per outcome, bootstrap outcomes included) *and* the
-   EI of the selected X is below ``ei_stop * (h - l)``; that call already exploits.
-3. *Exploitation*: the X minimising the GP's posterior mean at c, by L-BFGS-B from the
-   best point of a coarse grid (21 points). Here L-BFGS-B is :func:`minimize_1d`, the
-   method reduced to one variable, because ``scipy.optimize.minimize`` costs about 1 ms
-   per call whatever the problem and exploitation runs at every decision of a long
-   replay; the kernel's factor of X on the grid is computed once per fit, so a call
-   costs 0.05-0.15 ms with 100 samples. Outcomes that still arrive refine the GP.
+   the next X maximises the log of the noisy expected improvement (:meth:`BayesOpt.noisy_ei`,
+   below) from ``starts`` uniform random starts, each refined by L-BFGS-B (scipy, with the
+   analytic gradient). Acquisition stops once the GP has been updated ``min_updates``
+   times (one update per outcome, bootstrap outcomes included) *and* the noisy EI of the
+   selected X is below ``ei_stop * (h - l)``; that call already exploits.
+3. *Exploitation*: eq. 3, :math:`X = \\arg\\max_X P(f(X \\mid c) = 0)`. Under the GP an
+   observation of f at (X, c) is normal with the posterior mean :math:`\\mu` and variance
+   :math:`s^2` = latent variance + noise variance; f >= 0, so :math:`P(f = 0) = P(f \\le 0) =
+   \\Phi(-\\mu / s)` (the probability of improvement over the target 0). It is maximised
+   over a grid of X given by the caller (``grid``; Lazer's is the slot grid, at which
+   deferrals act), ties to the smallest X. Exact pruning keeps it cheap: with
+   :math:`d = -\\mu` and the latent variance in :math:`[0, a]` (``a`` the signal variance),
+   :math:`\\Phi(d / s)` lies between :math:`\\Phi(d / \\sigma_n)` and :math:`\\Phi(d /
+   \\sqrt{a + \\sigma_n^2})`, so the latent variance is computed only at the grid points
+   whose upper bound reaches the best lower bound. The GP is frozen: outcomes that arrive
+   after acquisition has ended are dropped (the paper updates the GP "if the BO is in the
+   bootstrapping or acquisition stage", Sec. 4.2), counted in ``n_dropped``.
+
+Noisy expected improvement (BoTorch's analytic ``NoisyExpectedImprovement``, minimising):
+draw S = ``fantasies`` (20, BoTorch's default) joint samples :math:`y_s` of the latent f at
+the observed inputs from the posterior; for each, a *fantasy* GP with the same
+hyperparameters conditioned on :math:`y_s` with a noise of 1e-4 (BoTorch's
+``MIN_INFERRED_NOISE_LEVEL``) gives a mean :math:`m_s(x)` and a variance :math:`v(x)` (the
+same for every s); :math:`NEI(x) = \\frac{1}{S} \\sum_s EI(m_s(x), \\sqrt{v(x)}, \\min_i y_{s,i})`.
+The incumbent of each fantasy is its lowest latent value, not the lowest *observed* f,
+which is 0 almost at once when F is often 0 and X = l is sampled. The normal draws are
+made once per fit from the run's generator (BoTorch draws them from a Sobol sequence).
+The log is taken for the search, as ``LogNoisyExpectedImprovement`` does to keep
+gradients alive where the improvement is tiny; here it is the plain log of the average,
+clipped at 1e-300 (the argmax is the same).
 
 Choices where the paper is silent:
 
@@ -31,8 +51,7 @@ Choices where the paper is silent:
   ``GaussianProcessRegressor`` with the kernel ``SingleTaskGP`` has used since BoTorch
   0.12 (2024): RBF with one length scale per input (ARD), times a constant, plus white
   noise (BoTorch's Gaussian likelihood), without BoTorch's hyperparameter priors. White
-  noise because c does not determine F, so equal inputs give different f. The RBF
-  kernel also factorises over inputs, which makes exploitation cheap. Inputs are
+  noise because c does not determine F, so equal inputs give different f. Inputs are
   scaled as BoTorch's ``Normalize`` does: X to
   :math:`(X - l)/(h - l)`, each context coordinate min-max over the contexts observed so
   far (pass durations on a log scale: the caller's job); f is standardised (BoTorch's
@@ -49,14 +68,13 @@ Choices where the paper is silent:
   contexts.
 * Fits are lazy: :meth:`BayesOpt.observe` stores the outcome and the next suggestion
   refits once on everything observed (several late outcomes may fold into one refit).
-* EI uses the latent standard deviation (without the white noise, which no X improves)
-  and, as the paper says, the lowest *observed* f, over all contexts.
 * The 10 % of the stopping rule is relative to the range :math:`h - l`, not to the best
-  f: f is 0 whenever a sampled X equals F (F = 0, "no futile preemption", is common, and
-  L-BFGS-B can return the bound X = l exactly), and then "EI below 10 % of f_best"
-  could never hold and acquisition, with its GP refit per outcome, would never end.
-  Against :math:`h - l` the rule reads "no X is expected to get f more than a tenth of
-  the search range closer to 0".
+  f (0 as soon as some X equals F, after which "below 10 % of it" could never hold and
+  acquisition would never end). Against :math:`h - l` the rule reads "no X is expected to
+  get f more than a tenth of the search range closer to 0".
+* Exploitation evaluates eq. 3 on the caller's grid rather than by L-BFGS on the GP (the
+  paper's footnote 3): on Lazer's slot grid that is exact, since every X between two
+  decision points defers to the same one.
 
 Predictions are computed here with numpy from the fitted kernel, its Cholesky factor and
 ``alpha_`` (scikit-learn is not called per point). scikit-learn and scipy are imported on
@@ -68,7 +86,6 @@ from __future__ import annotations
 import contextlib
 import math
 import warnings
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -80,7 +97,6 @@ __all__ = [
     "Suggestion",
     "expected_improvement",
     "latin_hypercube",
-    "minimize_1d",
 ]
 
 STAGES = ("bootstrap", "acquisition", "exploitation")
@@ -92,6 +108,7 @@ _AMPLITUDE_BOUNDS = (1e-2, 1e2)
 _LENGTH_BOUNDS = (1e-1, 1e2)
 _NOISE_BOUNDS = (1e-4, 1e1)
 _JITTER = 1e-10  # added to the kernel diagonal, as scikit-learn's default ``alpha``
+_FANTASY_NOISE = 1e-4  # noise of the fantasy models (BoTorch's MIN_INFERRED_NOISE_LEVEL)
 
 
 _BLAS: list[Any] = []  # the threadpoolctl controller, made on first use
@@ -205,7 +222,7 @@ class GPSurrogate:
         self.chol = np.empty((0, 0))
         self.y_mean = 0.0
         self.y_std = 1.0
-        self._grid: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._grid: tuple[np.ndarray, np.ndarray] | None = None
 
     def fit(self, z: np.ndarray, y: np.ndarray, *, tune: bool = True) -> None:
         """Fit on inputs ``z`` (n, n_dims) and targets ``y`` (n,).
@@ -268,20 +285,69 @@ class GPSurrogate:
         dr = (self.z[:, 1:] - rest) / self.length_scale[1:]
         return _Line(self, self.amplitude * np.exp(-0.5 * np.einsum("nd,nd->n", dr, dr)))
 
-    def grid_factors(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """First-input factor of the kernel on grid ``u`` and its derivative, (m, n) each.
-
-        Cached until the next fit (the caller passes the same grid every time).
-        """
+    def grid_factor(self, u: np.ndarray) -> np.ndarray:
+        """First-input factor of the kernel on grid ``u``, (m, n); cached until the next fit
+        (the caller passes the same grid every time)."""
         if self._grid is None or self._grid[0] is not u:
             du = (u[:, None] - self.z[:, 0]) / self.length_scale[0]
-            e = np.exp(-0.5 * du * du)
-            self._grid = (u, e, e * (-du / self.length_scale[0]))
-        return self._grid[1], self._grid[2]
+            self._grid = (u, np.exp(-0.5 * du * du))
+        return self._grid[1]
+
+    def fantasize(self, normals: np.ndarray) -> _Fantasies:
+        """Fantasy models at the training inputs, one per column of ``normals`` (n, S).
+
+        Each column :math:`\\epsilon_s` gives the latent sample
+        :math:`y_s = \\mu + C^{1/2} \\epsilon_s` of the posterior at the inputs (mean
+        :math:`\\mu`, covariance :math:`C`), and a GP conditioned on it (module docstring,
+        "Noisy expected improvement").
+        """
+        from scipy.linalg import cho_factor, cho_solve, solve_triangular
+
+        n = self.z.shape[0]
+        d = (self.z[:, None, :] - self.z[None, :, :]) / self.length_scale
+        kf = self.amplitude * np.exp(-0.5 * np.einsum("mnd,mnd->mn", d, d))
+        v = solve_triangular(self.chol, kf, lower=True, check_finite=False)
+        cov = kf - v.T @ v
+        root = np.linalg.cholesky(0.5 * (cov + cov.T) + 1e-8 * self.amplitude * np.eye(n))
+        y = (kf @ self.alpha)[:, None] + root @ normals
+        fan = cho_factor(kf + _FANTASY_NOISE * np.eye(n), lower=True, check_finite=False)
+        weights = cho_solve(fan, y, check_finite=False)
+        return _Fantasies(self, np.tril(fan[0]), weights, y.min(axis=0))
+
+
+class _Fantasies:
+    """S fantasy GPs on the same inputs: their means' weights and incumbents (std units)."""
+
+    def __init__(
+        self, gp: GPSurrogate, chol: np.ndarray, weights: np.ndarray, best: np.ndarray
+    ) -> None:
+        self.gp = gp
+        self.chol = chol  # Cholesky factor of K + fantasy noise, (n, n)
+        self.weights = weights  # (K + noise)^-1 y_s, (n, S)
+        self.best = best  # lowest latent sample of each fantasy, (S,)
+
+    def nei(self, k: np.ndarray, dk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """NEI (std units) at inputs whose signal covariances with the training inputs are
+        ``k`` (m, n), and its derivative along a direction that changes them by ``dk``."""
+        from scipy.linalg import cho_solve
+        from scipy.special import ndtr
+
+        m = k @ self.weights  # (m, S)
+        w = cho_solve((self.chol, True), k.T, check_finite=False)  # (n, m)
+        var = np.maximum(self.gp.amplitude - np.einsum("mn,nm->m", k, w), 1e-300)
+        sd = np.sqrt(var)[:, None]
+        gain = self.best[None, :] - m
+        z = gain / sd
+        pdf = _INV_SQRT_2PI * np.exp(-0.5 * z * z)
+        cdf = ndtr(z)
+        value = (gain * cdf + sd * pdf).mean(axis=1)
+        dm = dk @ self.weights
+        dsd = -np.einsum("mn,nm->m", dk, w)[:, None] / sd  # d var = -2 w . dk
+        return value, (-cdf * dm + pdf * dsd).mean(axis=1)
 
 
 class _Line:
-    """The GP along the first input, the others fixed: mean and latent std with derivatives.
+    """The GP along the first input, the others fixed at a context.
 
     ``rest_factor[i]`` is the amplitude times the RBF factor of the other inputs for
     training point i, so k(u, z_i) = rest_factor[i] * exp(-(u - u_i)^2 / (2 l_u^2)).
@@ -289,117 +355,15 @@ class _Line:
 
     def __init__(self, gp: GPSurrogate, rest_factor: np.ndarray) -> None:
         self.gp = gp
-        self.weight = rest_factor * gp.alpha  # posterior mean = sum_i weight_i * factor_i(u)
         self.rest_factor = rest_factor
         self.u_train = gp.z[:, 0]
         self.inv2 = 1.0 / gp.length_scale[0] ** 2
 
-    def _k(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """k(u, Z) without the amplitude-and-rest factor, and its derivative, (m, n)."""
+    def k(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Signal covariances k(u, Z), (m, n), and their derivatives in u."""
         du = u[:, None] - self.u_train
-        e = np.exp(-0.5 * self.inv2 * du * du)
+        e = np.exp(-0.5 * self.inv2 * du * du) * self.rest_factor
         return e, e * (-self.inv2 * du)
-
-    def grid_min(self, u: np.ndarray) -> tuple[int, np.ndarray, float]:
-        """Index ``i`` of the grid point of lowest mean, the means at ``u``, the slope at ``u[i]``."""
-        gp = self.gp
-        e, de = gp.grid_factors(u)
-        values = e @ self.weight
-        i = int(np.argmin(values))
-        slope = float(de[i] @ self.weight)
-        return i, values * gp.y_std + gp.y_mean, slope * gp.y_std
-
-    def mean(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean of f at ``u`` (array) and its derivative."""
-        gp = self.gp
-        e, de = self._k(u)
-        return (e @ self.weight) * gp.y_std + gp.y_mean, (de @ self.weight) * gp.y_std
-
-    def mean_std(self, u: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Mean, its derivative, latent standard deviation and its derivative at ``u``."""
-        from scipy.linalg import cho_solve
-
-        gp = self.gp
-        e, de = self._k(u)
-        k, dk = e * self.rest_factor, de * self.rest_factor
-        w = cho_solve((gp.chol, True), k.T, check_finite=False)  # K^-1 k*, (n, m)
-        var = np.maximum(gp.amplitude - np.einsum("mn,nm->m", k, w), 1e-300)
-        sd = np.sqrt(var)
-        dsd = -np.einsum("mn,nm->m", dk, w) / sd  # d var / du = -2 w . dk
-        return (
-            (k @ gp.alpha) * gp.y_std + gp.y_mean,
-            (dk @ gp.alpha) * gp.y_std,
-            sd * gp.y_std,
-            dsd * gp.y_std,
-        )
-
-
-def minimize_1d(
-    fun: Callable[[float], tuple[float, float]],
-    u0: float,
-    lo: float = 0.0,
-    hi: float = 1.0,
-    *,
-    start: tuple[float, float] | None = None,
-    inv_curvature: float | None = None,
-    xtol: float = 1e-4,
-    max_iter: int = 30,
-) -> tuple[float, float]:
-    """L-BFGS-B on one bounded variable: projected quasi-Newton steps, backtracking line search.
-
-    With one variable the limited-memory BFGS matrix is the secant ``s / y`` of the last
-    step (the two-loop recursion cancels every older pair), so this is L-BFGS-B reduced
-    to one dimension. It exists because ``scipy.optimize.minimize`` costs about 1 ms per
-    call whatever the problem, which exploitation cannot afford at every decision.
-
-    Parameters
-    ----------
-    fun
-        ``u -> (f(u), f'(u))``.
-    u0
-        Start, in ``[lo, hi]``.
-    start
-        ``fun(u0)`` if already known (saves an evaluation).
-    inv_curvature
-        First estimate of ``1 / f''`` (default: a step of ``(hi - lo) / 20`` along the slope).
-    xtol
-        Stop once a step moves u by less than this.
-    max_iter
-        Iterations at most.
-
-    Returns
-    -------
-    (u, f(u))
-        The point reached; it stops when the projected gradient is below 1e-5 (scipy's
-        ``pgtol``), the relative decrease of f below 2.2e-9 (its ``ftol``), or the step
-        below ``xtol``.
-    """
-    u = min(max(u0, lo), hi)
-    f, g = start if start is not None else fun(u)
-    h = inv_curvature if inv_curvature is not None and inv_curvature > 0 else None
-    for _ in range(max_iter):
-        if abs(min(max(u - g, lo), hi) - u) <= 1e-5:  # projected gradient
-            break
-        if h is None:
-            h = 0.05 * (hi - lo) / abs(g)
-        step = -h * g
-        t = 1.0
-        while True:  # backtracking (Armijo) on the projected path
-            un = min(max(u + t * step, lo), hi)
-            fn, gn = fun(un)
-            if fn <= f + 1e-4 * g * (un - u):
-                break
-            t *= 0.5
-            if abs(un - u) < 1e-12:
-                return u, f
-        s, y = un - u, gn - g
-        if s * y > 0:
-            h = s / y  # the secant: the one-dimensional L-BFGS matrix
-        done = f - fn <= 2.2e-9 * max(abs(f), abs(fn), 1.0) or abs(s) < xtol
-        u, f, g = un, fn, gn
-        if done:
-            break
-    return u, f
 
 
 class Suggestion(NamedTuple):
@@ -413,7 +377,7 @@ class Suggestion(NamedTuple):
         ``"bootstrap"``, ``"acquisition"`` or ``"exploitation"`` (the first two are samples
         the caller should report back with :meth:`BayesOpt.observe`).
     ei
-        Expected improvement of ``x`` (acquisition only, else NaN).
+        Noisy expected improvement of ``x`` (acquisition only, else NaN), units of f.
     """
 
     x: float
@@ -422,7 +386,7 @@ class Suggestion(NamedTuple):
 
 
 class BayesOpt:
-    """Minimise a noisy :math:`f(X \\mid c)` over :math:`X \\in [lo, hi]` (see the module docstring).
+    """Find X with :math:`f(X \\mid c) = 0`, f noisy and >= 0, X in [lo, hi] (module docstring).
 
     Parameters
     ----------
@@ -435,15 +399,18 @@ class BayesOpt:
     min_updates
         Outcomes observed before acquisition may stop.
     ei_stop
-        Acquisition stops when the selected X's EI is below ``ei_stop * (hi - lo)``.
+        Acquisition stops when the selected X's noisy EI is below ``ei_stop * (hi - lo)``.
     starts
         Random starts of the EI maximisation (>= 1).
     grid
-        Points of the coarse grid of exploitation (>= 2).
+        The X values exploitation chooses from (ascending, within [lo, hi]); default
+        101 equal steps.
     tune_every
         Re-estimate the GP's hyperparameters at the first fit and then once this many
         more outcomes have arrived (>= 1); in between, each update conditions the GP on
         the new outcomes with the hyperparameters it has.
+    fantasies
+        S, the fantasy models of the noisy EI (>= 1).
     rng
         The only source of randomness.
     surrogate
@@ -460,16 +427,17 @@ class BayesOpt:
         min_updates: int = 100,
         ei_stop: float = 0.1,
         starts: int = 5,
-        grid: int = 21,
+        grid: np.ndarray | None = None,
         tune_every: int = 10,
+        fantasies: int = 20,
         rng: np.random.Generator,
         surrogate: GPSurrogate | None = None,
     ) -> None:
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ValueError(f"bounds must be finite with lo < hi, got [{lo}, {hi}]")
-        if bootstrap < 1 or starts < 1 or tune_every < 1 or grid < 2 or n_context < 0:
+        if bootstrap < 1 or starts < 1 or tune_every < 1 or fantasies < 1 or n_context < 0:
             raise ValueError(
-                "bootstrap, starts and tune_every must be >= 1, grid >= 2, n_context >= 0"
+                "bootstrap, starts, tune_every and fantasies must be >= 1, n_context >= 0"
             )
         self.lo = float(lo)
         self.hi = float(hi)
@@ -479,7 +447,8 @@ class BayesOpt:
         self.ei_stop = float(ei_stop)
         self.starts = int(starts)
         self.tune_every = int(tune_every)
-        self._grid = np.linspace(0.0, 1.0, int(grid))
+        self.fantasies = int(fantasies)
+        self.set_grid(np.linspace(lo, hi, 101) if grid is None else grid)
         self._rng = rng
         self.gp = surrogate or GPSurrogate(1 + self.n_context, seed=int(rng.integers(2**31)))
         self._x: list[float] = []
@@ -488,9 +457,25 @@ class BayesOpt:
         self._plan: list[float] = []
         self._n_fit = 0
         self._n_tuned = 0  # outcomes at the last re-estimation of the hyperparameters
+        self._fan: _Fantasies | None = None  # of the current fit, made on first use
+        self._fan_normals = np.empty((0, self.fantasies))  # the draws behind it
+        self._exploit_args: tuple[Any, ...] | None = None  # of the current fit
         self._exploiting = False
+        #: outcomes reported after acquisition ended (not used: the GP is frozen)
+        self.n_dropped = 0
         self._c_lo = np.zeros(self.n_context)
         self._c_span = np.ones(self.n_context)
+
+    def set_grid(self, grid: np.ndarray) -> None:
+        """Replace the X values exploitation chooses from (ascending, within [lo, hi])."""
+        xs = np.asarray(grid, dtype=np.float64)
+        if xs.ndim != 1 or xs.size == 0 or (np.diff(xs) <= 0).any():
+            raise ValueError("grid must be a non-empty ascending array")
+        if xs[0] < self.lo or xs[-1] > self.hi:
+            raise ValueError(f"grid must lie within [{self.lo}, {self.hi}]")
+        self.grid = xs
+        self._u_grid = (xs - self.lo) / (self.hi - self.lo)
+        self._exploit_args = None
 
     @property
     def stage(self) -> str:
@@ -501,7 +486,7 @@ class BayesOpt:
 
     @property
     def n_updates(self) -> int:
-        """Outcomes observed so far (each is one update of the GP)."""
+        """Outcomes observed and used so far (each is one update of the GP)."""
         return len(self._f)
 
     def _context(self, c: Any) -> np.ndarray:
@@ -511,11 +496,18 @@ class BayesOpt:
         return arr
 
     def observe(self, x: float, c: Any, f: float) -> None:
-        """Report the outcome ``f`` of trying ``x`` in context ``c`` (any time, any order)."""
+        """Report the outcome ``f`` of trying ``x`` in context ``c`` (any time, any order).
+
+        Once exploitation has begun the GP is frozen and the outcome is dropped.
+        """
         if not (math.isfinite(x) and math.isfinite(f)):
             raise ValueError(f"x and f must be finite, got x={x}, f={f}")
+        ctx = self._context(c)
+        if self._exploiting:
+            self.n_dropped += 1
+            return
         self._x.append(float(x))
-        self._c.append(self._context(c))
+        self._c.append(ctx)
         self._f.append(float(f))
 
     def suggest(self, c: Any) -> Suggestion:
@@ -527,11 +519,11 @@ class BayesOpt:
                 self._plan = latin_hypercube(self.lo, self.hi, self.bootstrap, self._rng).tolist()
             return Suggestion(self._plan.pop(0), stage, math.nan)
         if stage == "acquisition":
-            x, ei = self._max_ei(ctx)
+            x, ei = self._max_nei(ctx)
             if not (self.n_updates >= self.min_updates and ei < self.ei_stop * (self.hi - self.lo)):
                 return Suggestion(x, stage, ei)
             self._exploiting = True
-        return Suggestion(self.exploit(ctx), "exploitation", math.nan)
+        return Suggestion(self._exploit(ctx), "exploitation", math.nan)
 
     # --- the surrogate ---------------------------------------------------------------
 
@@ -551,76 +543,102 @@ class BayesOpt:
         z = np.column_stack([u, (cs - self._c_lo) / self._c_span])
         self.gp.fit(z, np.asarray(self._f), tune=tune)
         self._n_fit = n
+        self._fan = None
         if tune:
             self._n_tuned = n
+
+    def _fantasies(self) -> _Fantasies:
+        self._refit()
+        if self._fan is None:
+            self._fan_normals = self._rng.standard_normal((self._n_fit, self.fantasies))
+            with one_blas_thread():
+                self._fan = self.gp.fantasize(self._fan_normals)
+        return self._fan
 
     def _inputs(self, x: np.ndarray, ctx: np.ndarray) -> np.ndarray:
         u = (np.asarray(x, dtype=np.float64).reshape(-1) - self.lo) / (self.hi - self.lo)
         cz = np.broadcast_to((ctx - self._c_lo) / self._c_span, (u.size, self.n_context))
         return np.column_stack([u, cz])
 
+    def _line(self, ctx: np.ndarray) -> _Line:
+        return self.gp.along_first((ctx - self._c_lo) / self._c_span)
+
     def posterior(self, x: Any, c: Any) -> tuple[np.ndarray, np.ndarray]:
         """GP posterior mean and latent standard deviation of f at ``x`` (array) in context ``c``."""
         self._refit()
         return self.gp.predict(self._inputs(np.asarray(x), self._context(c)))
 
-    def ei(self, x: Any, c: Any) -> np.ndarray:
-        """Expected improvement at ``x`` (array) in context ``c`` over the lowest f observed."""
-        mu, sigma = self.posterior(x, c)
-        return expected_improvement(mu, sigma, min(self._f))
+    def noisy_ei(self, x: Any, c: Any) -> np.ndarray:
+        """Noisy expected improvement at ``x`` (array) in context ``c``, units of f."""
+        ctx = self._context(c)
+        fan = self._fantasies()
+        u = (np.asarray(x, dtype=np.float64).reshape(-1) - self.lo) / (self.hi - self.lo)
+        k, dk = self._line(ctx).k(u)
+        return fan.nei(k, dk)[0] * self.gp.y_std
 
-    def _max_ei(self, ctx: np.ndarray) -> tuple[float, float]:
-        """The X of largest EI: ``starts`` uniform starts, each refined by L-BFGS-B (scipy)."""
-        from scipy.optimize import minimize
+    def prob_zero(self, x: Any, c: Any) -> np.ndarray:
+        """:math:`P(f(X \\mid c) = 0) = \\Phi(-\\mu / s)` at ``x`` (array), s with the noise."""
         from scipy.special import ndtr
 
-        self._refit()
-        f_best = min(self._f)
-        line = self.gp.along_first((ctx - self._c_lo) / self._c_span)
+        mu, sd = self.posterior(x, c)
+        noise = self.gp.noise * self.gp.y_std**2
+        return np.asarray(ndtr(-mu / np.sqrt(sd * sd + noise)))
 
-        def neg_ei(u: np.ndarray) -> tuple[float, np.ndarray]:
-            mu, dmu, sd, dsd = line.mean_std(np.asarray(u, dtype=np.float64).reshape(1))
-            z = (f_best - mu) / sd
-            pdf = _INV_SQRT_2PI * np.exp(-0.5 * z * z)
-            ei = (f_best - mu) * ndtr(z) + sd * pdf
-            return -float(ei[0]), -(-ndtr(z) * dmu + pdf * dsd)  # d EI = -Phi dmu + phi dsd
+    def _max_nei(self, ctx: np.ndarray) -> tuple[float, float]:
+        """The X of largest noisy EI: ``starts`` uniform starts, each refined by L-BFGS-B on
+        its log (scipy)."""
+        from scipy.optimize import minimize
+
+        fan = self._fantasies()
+        line = self._line(ctx)
+
+        def neg_log_nei(u: np.ndarray) -> tuple[float, np.ndarray]:
+            k, dk = line.k(np.asarray(u, dtype=np.float64).reshape(1))
+            value, slope = fan.nei(k, dk)
+            v = max(float(value[0]), 1e-300)
+            return -math.log(v), -slope / v
 
         best_u, best = 0.0, -math.inf
         with one_blas_thread():
             for u0 in self._rng.random(self.starts):
-                res = minimize(neg_ei, np.array([u0]), jac=True, method="L-BFGS-B", bounds=[(0, 1)])
+                res = minimize(
+                    neg_log_nei, np.array([u0]), jac=True, method="L-BFGS-B", bounds=[(0, 1)]
+                )
                 u = min(max(float(res.x[0]), 0.0), 1.0)
-                value = float(self.ei(self.lo + u * (self.hi - self.lo), ctx)[0])
+                k, dk = line.k(np.array([u]))
+                value = float(fan.nei(k, dk)[0][0])
                 if value > best:
                     best_u, best = u, value
-        return self.lo + best_u * (self.hi - self.lo), best
+        return self.lo + best_u * (self.hi - self.lo), best * self.gp.y_std
 
     def exploit(self, c: Any) -> float:
-        """The X minimising the GP's posterior mean in context ``c``.
+        """Eq. 3: the grid value of X of highest :math:`P(f = 0)` in context ``c`` (the
+        smallest on ties), with the pruning of the module docstring
+        (:func:`gpusched.algorithms.gp_grid.argmax_prob_zero`)."""
+        return self._exploit(self._context(c))
 
-        The best point of a coarse grid over ``[lo, hi]``, refined by L-BFGS-B on one
-        variable (:func:`minimize_1d`, with the mean's analytic derivative and the grid's
-        curvature there as the first Hessian estimate); kept only if it improves on the
-        grid point.
-        """
+    def _exploit(self, ctx: np.ndarray) -> float:
+        from gpusched.algorithms.gp_grid import argmax_prob_zero, bound
+
         self._refit()
-        line = self.gp.along_first((self._context(c) - self._c_lo) / self._c_span)
-        grid = self._grid
-        i, values, g0 = line.grid_min(grid)
-        f0 = float(values[i])
-        curvature = None
-        if 0 < i < grid.size - 1:  # the parabola through the grid points around i
-            curvature = float(values[i - 1] - 2.0 * f0 + values[i + 1]) / float(grid[1]) ** 2
-
-        def fun(u: float) -> tuple[float, float]:
-            m, dm = line.mean(np.array([u]))
-            return float(m[0]), float(dm[0])
-
-        u, f = minimize_1d(
-            fun,
-            float(grid[i]),
-            start=(f0, g0),
-            inv_curvature=1.0 / curvature if curvature else None,
-        )
-        u = u if f < f0 else float(grid[i])
-        return self.lo + u * (self.hi - self.lo)
+        gp = self.gp
+        if self._exploit_args is None or self._exploit_args[0] is not gp.alpha:
+            args = (
+                np.ascontiguousarray(gp.grid_factor(self._u_grid).T),
+                np.ascontiguousarray(gp.z[:, 1:]),
+                1.0 / gp.length_scale[1:],
+                self._c_lo.copy(),  # cz's place: the context, scaled (written per call)
+                float(gp.amplitude),
+                float(gp.noise),
+                gp.alpha,
+                np.ascontiguousarray(gp.chol),
+                np.ascontiguousarray(gp.chol.T),
+                np.einsum("ij,ij->i", gp.chol, gp.chol),  # diagonal of K + noise
+                float(gp.y_mean / gp.y_std),
+                np.empty(5 * self.grid.size + 4 * gp.alpha.size),
+            )
+            self._exploit_args = (gp.alpha, args, bound(argmax_prob_zero, args))
+        _, args, fn = self._exploit_args
+        np.divide(ctx - self._c_lo, self._c_span, out=args[3])
+        g = fn(*args)
+        return float(self.grid[g])

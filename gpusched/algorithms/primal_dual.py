@@ -11,7 +11,8 @@ III). The policies (PD-ORS, OASiS) sit on top:
 * :func:`theta_internal`: Alg. 4 lines 2-7 (Case 1, every worker and PS on one machine);
 * :func:`theta_external`: Alg. 4 lines 8-11 (Case 2): the LP relaxation of eq. 23-26, the
   pre-rounding gain ``x' = G_delta x_bar`` and the randomized rounding of eq. 27-28;
-* :func:`theta`: Alg. 4 line 12, the cheaper of the two;
+* :func:`theta`: Alg. 4 line 12, the cheaper of the two; when there is no schedule it
+  says why (:class:`Miss`);
 * :func:`plan`: Alg. 2 and Alg. 3, the DP of eq. 21 over (slot, workload) and the
   completion time that maximises the payoff ``utility - cost`` (the RHS of eq. 11);
 * :func:`g_delta_packing`, :func:`g_delta_covering`: G_delta of eq. 29 and eq. 30.
@@ -32,7 +33,14 @@ Readings of the paper (where it is ambiguous or silent), each a deliberate choic
    ``L = min_i u_i(T - a_i) / (2 mu ceil(V_i c_ext_i) sum_r (alpha_i^r + beta_i^r))``. Jobs
    whose utility at the horizon is 0 (priority 0) are left out of the minimum (they would
    make L = 0 and eq. 12 degenerate; such a job is never admitted anyway, its payoff is
-   ``0 - cost``). With no job of positive utility, U = L = 1 (flat prices).
+   ``0 - cost``). With no job of positive utility, U = L = 1 (flat prices). The paper
+   notes that U and L "can usually be estimated empirically based [on] historical data"
+   (Sec. IV-B); eq. 14 over past jobs of the same kind is a minimum over more jobs, so it
+   is no larger. Two other readings are options of :func:`price_bounds` (never defaults):
+   a given ``mu``, and ``bottom="lemma8"``: eq. 14 exists to give Lemma 8's
+   ``D_0 = L T sum_h sum_r C_h^r <= OPT / 2`` (Appendix XII), so with a lower bound of OPT
+   from past runs, ``L = OPT / (2 T sum_h sum_r C_h^r)`` is the largest L for which the
+   proof still holds.
 3. **Eq. 12** is evaluated in log space, ``exp((1 - x) ln L + x ln U)`` with
    ``x = rho / C``, so a very small L (a time-critical sigmoid far past its target) does
    not overflow ``(U/L)^x``. A machine without a resource (C = 0) prices it at U.
@@ -41,10 +49,10 @@ Readings of the paper (where it is ambiguous or silent), each a deliberate choic
    We place ``w = ceil(v c_int)`` workers (eq. 20 with b_int; line 3 writes the PS count
    ``v c_int / gamma``, here ``s = ceil(w / gamma)`` so that ``w <= gamma s`` and the engine's
    eq. 1 with the actual counts trains at least v samples) and rank the machines by the
-   cost of these counts, ``sum_r p^r (alpha^r w + beta^r s)``: the paper's key times s when
-   ``w = gamma s``, and with integer counts the exact cost, so the machine returned is the
-   cheapest single machine that fits (ties: the lowest index). Eq. 4 (``w <= F``) is checked
-   first, then the free capacity (eq. 18/24).
+   cost of these counts, ``w p^w + s p^s`` with ``p^w = sum_r p^r alpha^r`` (and ``p^s``
+   alike): the paper's key times s when ``w = gamma s``, and with integer counts the exact
+   cost, so the machine returned is the cheapest single machine that fits (ties: the
+   lowest index). Eq. 4 (``w <= F``) is checked first, then the free capacity (eq. 18/24).
 5. **Alg. 4 lines 8-11 (external)**: the LP relaxation of eq. 23-26 *plus* the ratio
    ``sum w <= gamma sum s``. Eq. 26 (``sum w >= v c_ext``) assumes eq. 3's form, i.e. the
    ratio of eq. 2; without the ratio row the LP would buy workers and almost no PSs, and
@@ -57,7 +65,8 @@ Readings of the paper (where it is ambiguous or silent), each a deliberate choic
    capacity and prices) are cut to as few as can hold ``(D, D / gamma)``, and machines
    dearer than a group that can hold it all are left out; neither changes the LP's optimal
    value (see :func:`_lp_machines`). When one group is left (typically the machines
-   nobody has allocated, all at price L), the optimum is known without an LP.
+   nobody has allocated, all at price L), the optimum is known without an LP. The LPs are
+   solved by HiGHS directly (one solver object reused, presolve off: they are small).
 6. **Which LP optimum is rounded**: x_bar is the *symmetric* optimum, in which the
    machines of a group share the group's total equally (an optimum too: they are
    interchangeable; an interior-point method without crossover returns such a point).
@@ -70,44 +79,76 @@ Readings of the paper (where it is ambiguous or silent), each a deliberate choic
    integer). A draw is feasible if it meets eq. 24-26, the ratio, and has at least one PS.
    Alg. 4 line 11 loops "if infeasible or iter < S"; we keep the cheapest of the first
    ``rounds`` feasible draws (S = ``rounds``) and give up after ``max_failures`` infeasible
-   draws (the paper's Sec. V uses 5,000), returning the best feasible draw found, or None.
-   Draws are made in batches (one ``rng.random`` call per batch), so the schedule depends
-   on the seed only. When no draw can be feasible (the fixed part already breaks a
-   capacity, or too few workers fit even rounding everything up) we return None at once.
+   draws (the paper's Sec. V uses 5,000), returning the best feasible draw found.
+   Draws are made in batches (one ``rng.random`` call per batch). Before any draw,
+   whether *some* rounding of x' is feasible is decided exactly (:func:`_any_rounding`:
+   each machine rounds its fractional worker and PS entries up or down independently, so
+   the most PSs any rounding with j more workers can have is a sum of the best j gains,
+   machine by machine); when none is, no draw is made (:attr:`Miss.NO_ROUNDING`, the
+   outcome 5,000 failed draws would have had). The paper discards "the corresponding job"
+   after 5,000 failures (Sec. V); we discard only that (slot, workload) option, which is
+   more generous.
 8. **Alg. 4 line 12**: the cheaper of the two cases (ties: internal). The external case is
    skipped (no LP, no draws) when the internal cost is at most a lower bound of any
    external integer schedule, ``ceil(D) min p^w + ceil(ceil(D) / gamma) min p^s`` over the
    machines that fit one worker (PS): the result is the same, only fewer draws are made.
 9. **Alg. 3 / eq. 21**: the paper enumerates ``v = 0..V`` samples per slot, intractable for
    V ~ 1e7; we split V into ``granularity`` equal units and let each slot train a whole
-   number of units. theta(t, u) is computed for u = 1, 2, ... and stops at the first u with
-   no schedule (a larger workload needs more workers, so it would not fit either). The DP
-   runs forward over slots ``[arrival, horizon)``, so ``Theta(t~, V)`` for every completion
-   time t~ comes from one sweep (Alg. 2's loop over t~ needs no recursion).
+   number of units. theta(t, u) is computed for u = 1, 2, ... up to the first u that has no
+   schedule for a reason that holds for every larger workload too (:attr:`Miss.MONOTONE`:
+   more workers than F or than fit whole, an infeasible LP, and no single machine that
+   fits): that is the paper's enumeration, restricted to the grid. A failed rounding does
+   *not* end the search: rounding is not monotone in the workload (one unit more can
+   spill the LP's point from a nearly full group of machines onto one with slack, and
+   then round), so every count below the monotone limit is tried. (``all_counts=False``
+   stops at the first failure of any kind, as this module did before; kept for the
+   ablation.) The DP runs forward over slots ``[arrival, horizon)``, so
+   ``Theta(t~, V)`` for every completion time t~ comes from one sweep.
 10. **Alg. 2**: the schedule maximising ``u(t~) - Theta(t~, V)``, the earliest t~ on ties (so
-   the schedule's last busy slot is t~). The paper keeps ``lambda = 0, pi = {}`` unless a
-   positive payoff is found; :func:`plan` returns the best schedule even if its payoff is
-   <= 0, and the caller rejects it (Alg. 1 line 4). None if no schedule fits at all.
+    the schedule's last busy slot is t~). The paper keeps ``lambda = 0, pi = {}`` unless a
+    positive payoff is found; :func:`plan` returns the best schedule even if its payoff is
+    <= 0, and the caller rejects it (Alg. 1 line 4). None if no schedule fits at all.
+    Three shortcuts that change no result: no theta is computed when even F workers at the
+    faster rate in every slot up to T cannot train V samples (eq. 13's fastest schedule
+    misses the horizon), or when an upper bound of the units each slot's free capacity
+    can train falls short of V (:func:`_most_units`); and the sweep stops at the first
+    slot whose utility is at most the best payoff found so far (costs are >= 0 and the
+    utility does not rise with time, so no later completion can do better). A slot's
+    theta row is computed only when the sweep reaches it.
 11. **Caching**: theta depends on a slot only through its allocated resources rho[t]
     (prices and free capacity are functions of it), so slots of equal rho (e.g. all the
     slots nobody has allocated yet) share one evaluation, the first slot's.
+12. **Deterministic draws**: the rounding of workload v in slot t draws from a generator
+    seeded by ``(seed, job key, t, v / V as a reduced fraction)``, so a slot and workload
+    round the same way in every call and at every grid, whatever was planned before (a
+    shared stream would make one job's plan depend on how many draws earlier jobs made).
+13. **Refinement** (``refine = K``): the DP runs on the grids ``g, 2 g, ..., 2^K g``. Each
+    contains the schedules of the one before at identical cost (11 and 12), so its best
+    payoff is at least as high; the sweep stops at a level that does not improve it.
+    A job's planned payoff is thus non-decreasing in K, and in the granularity among
+    grids that divide each other. Grids that do not are not ordered (a slot that can
+    train at most x V samples holds ``floor(g x)`` units: with x = 0.4, g = 7 gives 2
+    units, 28.6 %, and g = 5 gives 2, 40 %).
 """
 
 from __future__ import annotations
 
+import enum
 import math
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import linprog
+from numba import njit
 
 from gpusched.errors import InvariantError
 from gpusched.jobmodels.ps import PSJob, utility
 
 __all__ = [
+    "BOTTOMS",
+    "Miss",
     "Prices",
     "Schedule",
     "g_delta_covering",
@@ -127,6 +168,8 @@ Alloc = tuple[float, np.ndarray, np.ndarray]
 _TOL = 1e-9
 #: The most draws per rounding batch (the first is 2 * rounds; each next one doubles).
 _BATCH_MAX = 4096
+#: How L is set: eq. 14 (the paper's definition) or Lemma 8's condition (reading 2).
+BOTTOMS = ("eq14", "lemma8")
 
 
 # --------------------------------------------------------------------------- prices
@@ -160,9 +203,15 @@ def price(rho: Any, capacity: Any, U: Any, L: float) -> np.ndarray:
 
 
 def price_bounds(
-    jobs: Sequence[PSJob], horizon: int, capacity: np.ndarray
+    jobs: Sequence[PSJob],
+    horizon: int,
+    capacity: np.ndarray,
+    *,
+    bottom: str = "eq14",
+    mu: float = 0.0,
+    opt: float = 0.0,
 ) -> tuple[np.ndarray, float]:
-    """U^r (eq. 13) and L (eq. 14) of the price function, from the jobs' parameters.
+    """U^r (eq. 13) and L (eq. 14, or Lemma 8's condition) of the price function.
 
     Parameters
     ----------
@@ -172,15 +221,31 @@ def price_bounds(
         T, slots.
     capacity
         ``(H, R)`` capacities.
+    bottom
+        ``"eq14"`` (default): L of eq. 14 over ``jobs``; ``"lemma8"``:
+        ``L = opt / (2 T sum_h sum_r C_h^r)`` (reading 2 of the module docstring).
+    mu
+        Eq. 14's mu (> 0), or 0 (default) for the smallest mu its inequality allows
+        (``1/mu`` as large as allowed, the largest L). Ignored with ``"lemma8"``.
+    opt
+        A lower bound of the offline optimum's total utility (e.g. the best total utility
+        a past run achieved), > 0; needed by ``"lemma8"``.
 
     Returns
     -------
     tuple
         ``U`` ``(R,)`` and ``L`` (utility per unit of resource), with ``U >= L > 0``
         (readings 1 and 2 of the module docstring).
+
+    Raises
+    ------
+    ValueError
+        No job, no capacity, an unknown ``bottom``, or ``"lemma8"`` without ``opt > 0``.
     """
     if not jobs:
         raise ValueError("price_bounds needs at least one job")
+    if bottom not in BOTTOMS:
+        raise ValueError(f"bottom must be one of {', '.join(BOTTOMS)}, got {bottom!r}")
     cap = np.asarray(capacity, dtype=np.float64)
     total_cap = float(cap.sum())
     if total_cap <= 0:
@@ -198,10 +263,18 @@ def price_bounds(
     # eq. 14: a job's resource-slots at the external rate, ceil(V c_ext) sum_r (alpha+beta)
     slots = np.ceil(work * c_ext) * demand.sum(axis=1)
     ok = (at_horizon > 0) & (slots > 0)
-    if not ok.any():
+    if bottom == "lemma8":
+        if not opt > 0 or not math.isfinite(opt):
+            raise ValueError(f"bottom 'lemma8' needs opt > 0 (a past run's utility), got {opt!r}")
+        L = opt / (2.0 * horizon * total_cap)  # Lemma 8: D_0 = L T sum C <= OPT / 2
+    elif not ok.any():
         return np.ones(cap.shape[1]), 1.0
-    inv_mu = float(slots[slots > 0].min()) / (horizon * total_cap)  # the largest 1/mu allowed
-    L = float(np.min(inv_mu / 2.0 * at_horizon[ok] / slots[ok]))
+    else:
+        if mu > 0:
+            inv_mu = 1.0 / mu
+        else:  # the largest 1/mu allowed
+            inv_mu = float(slots[slots > 0].min()) / (horizon * total_cap)
+        L = float(np.min(inv_mu / 2.0 * at_horizon[ok] / slots[ok]))
     L = max(L, float(np.finfo(np.float64).tiny))  # an underflow must not make L = 0
     per_unit = np.divide(
         best[:, None], demand, out=np.full(demand.shape, -np.inf), where=demand > 0
@@ -293,9 +366,175 @@ class Schedule:
 # --------------------------------------------------------------------------- theta
 
 
+class Miss(enum.Enum):
+    """Why theta found no schedule for one slot's workload (readings 7 and 9)."""
+
+    MONOTONE = "monotone"
+    """No schedule, and none for any larger workload in the slot: more workers than F
+    (eq. 4/25) or than fit whole, an infeasible LP relaxation, and (PD-ORS) no single
+    machine that fits the internal case. Each only gets worse as the workload grows."""
+
+    NO_ROUNDING = "no rounding"
+    """The LP relaxation is feasible but no rounding of ``x'`` meets eq. 24-26, the ratio
+    and one PS (decided exactly, no draw made); a larger workload may round."""
+
+    UNLUCKY = "unlucky"
+    """Some rounding of ``x'`` is feasible but ``max_failures`` draws found none (or the LP
+    solver stopped without an answer)."""
+
+
+#: A generator, or a function that makes one when the first draw is needed.
+RngSource = np.random.Generator | Callable[[], np.random.Generator]
+
+
 def _empty(h: int) -> Alloc:
     z = np.zeros(h, dtype=np.int64)
     return 0.0, z, z.copy()
+
+
+def _unit_bounds(
+    job: PSJob, free_t: np.ndarray, split: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Most whole workers and PSs that fit each machine on their own, ``(..., H)`` each for
+    ``free_t`` ``(..., H, R)``; with ``split`` (OASiS) workers only where it is True and
+    PSs only where it is False."""
+    f = np.maximum(free_t, 0.0) + _TOL
+    out = []
+    for need, cap in ((job.worker, job.batch), (job.ps, math.ceil(job.batch / job.gamma))):
+        pos = need > 0
+        if pos.any():
+            fit = np.floor(f[..., pos] / need[pos]).min(axis=-1)
+        else:
+            fit = np.full(f.shape[:-1], float(cap))
+        out.append(np.minimum(fit, cap))
+    if split is not None:
+        out[0] = np.where(split, out[0], 0)
+        out[1] = np.where(split, 0, out[1])
+    return out[0], out[1]
+
+
+def _groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Equal rows of a 2-D float array: (first row of each group, group of each row, sizes)."""
+    rows = np.ascontiguousarray(rows + 0.0)  # -0.0 -> 0.0
+    keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
+    _, first, inverse, counts = np.unique(
+        keys, return_index=True, return_inverse=True, return_counts=True
+    )
+    return first, inverse.reshape(-1), counts
+
+
+class _Slot:
+    """One slot as Alg. 4 sees it for one job: prices and free capacity, with what does not
+    depend on the workload computed once (:func:`plan` keeps one per slot group)."""
+
+    def __init__(
+        self, job: PSJob, p_t: np.ndarray, free_t: np.ndarray, split: np.ndarray | None
+    ) -> None:
+        self.job = job
+        self.p = np.asarray(p_t, dtype=np.float64)
+        self.free = np.asarray(free_t, dtype=np.float64)
+        self.split = split
+        self.pw = self.p @ job.worker  # p^w of eq. 23: one worker's price per machine
+        self.ps = self.p @ job.ps  # p^s: one PS's
+        self.coef = np.concatenate([self.pw, self.ps])
+        self.wb, self.sb = _unit_bounds(job, self.free, split)
+        self.f = np.maximum(self.free, 0.0)
+        fit_w, fit_s = self.wb > 0, self.sb > 0
+        self.min_pw = float(self.pw[fit_w].min()) if fit_w.any() else math.inf
+        self.min_ps = float(self.ps[fit_s].min()) if fit_s.any() else math.inf
+        self._groups: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._lp: _GroupLp | None = None
+        self._n_max: np.ndarray | None = None
+        self._cheapest: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def h(self) -> int:
+        """Machines."""
+        return int(self.p.shape[0])
+
+    def machine_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`_groups` of the machines by (free capacity, p^w, p^s, whole-unit bounds)."""
+        if self._groups is None:
+            key = np.column_stack([self.f, self.pw, self.ps, self.wb, self.sb])
+            self._groups = _groups(key)
+        return self._groups
+
+    def n_max(self) -> np.ndarray:
+        """``(H,)`` the most workers (with ``ceil(n / gamma)`` PSs) each machine holds alone,
+        at most F: eq. 18 is monotone in n, so machine h fits n workers iff n <= n_max[h]."""
+        if self._n_max is None:
+            self._n_max = _most_workers(self.job, self.free)
+        return self._n_max
+
+    def cheapest(self) -> tuple[np.ndarray, np.ndarray]:
+        """Groups of equal machines whose worker and PS prices are the lowest of all that
+        can take a worker (a PS), and how much of ``D`` one of their machines holds."""
+        if self._cheapest is None:
+            job = self.job
+            first, _, _ = self.machine_groups()
+            wb, sb, f = self.wb[first], self.sb[first], self.f[first]
+            gw, gs = self.pw[first], self.ps[first]
+            host = (wb > 0) & (sb > 0)
+            best = host & (gw <= gw[wb > 0].min(initial=np.inf))
+            best &= gs <= gs[sb > 0].min(initial=np.inf)
+            g = np.flatnonzero(best)
+            # one machine holds (D, D / gamma) iff D <= this (the region is down-closed)
+            unit = job.worker + job.ps / job.gamma
+            pos = unit > 0
+            per = np.min(f[g][:, pos] / unit[pos], axis=1) if pos.any() else np.full(len(g), np.inf)
+            self._cheapest = g, np.minimum(np.minimum(per, wb[g]), job.gamma * sb[g])
+        return self._cheapest
+
+    def group_lp(self) -> _GroupLp:
+        """The slot's LP relaxation over groups of equal machines (built once)."""
+        if self._lp is None:
+            self._lp = _GroupLp(self.job, self)
+        return self._lp
+
+
+def _most_workers(job: PSJob, free_t: np.ndarray) -> np.ndarray:
+    """``(H,)`` the largest n <= F with ``n alpha + ceil(n / gamma) beta <= free`` per machine
+    (0 if none), by bisection from the bound ``n (alpha + beta / gamma) <= free``."""
+    unit = job.worker + job.ps / job.gamma
+    pos = unit > 0
+    room = free_t + _TOL
+    hi = np.full(free_t.shape[0], float(job.batch))
+    if pos.any():
+        hi = np.minimum(hi, np.floor(np.maximum(room[:, pos], 0.0) / unit[pos]).min(axis=1))
+    lo = np.zeros_like(hi)  # fits; hi may not
+    while (lo < hi).any():
+        mid = np.ceil((lo + hi) / 2.0)
+        need = mid[:, None] * job.worker + np.ceil(mid / job.gamma)[:, None] * job.ps
+        ok = (need <= room).all(axis=1)
+        lo = np.where(ok, mid, lo)
+        hi = np.where(ok, hi, mid - 1.0)
+    return lo
+
+
+def _internal(
+    job: PSJob, v: np.ndarray, pw: np.ndarray, ps: np.ndarray, n_max: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Alg. 4 lines 2-7 for the workloads ``v`` (m,) at once (reading 4).
+
+    ``n_max`` is :func:`_most_workers` of the slot. Returns ``(cost, machine, n_w, n_s)``,
+    each ``(m,)``: the cheapest single machine that fits ``n_w = ceil(v c_int)`` workers
+    and ``n_s = ceil(n_w / gamma)`` PSs (-1: none, or ``n_w > F``) and the cost there (inf
+    where none).
+    """
+    n_w = np.ceil(v * job.c_int)  # eq. 20, internal rate
+    n_s = np.ceil(n_w / job.gamma)  # w <= gamma s: eq. 1 trains >= v samples
+    fits = n_w[:, None] <= n_max[None, :]  # eq. 18 and eq. 4 (n_max <= F), (m, H)
+    cost = np.where(fits, n_w[:, None] * pw + n_s[:, None] * ps, np.inf)
+    machine = np.argmin(cost, axis=1)  # the lowest index on ties
+    best = cost[np.arange(len(v)), machine]
+    return best, np.where(np.isfinite(best), machine, -1), n_w, n_s
+
+
+def _alloc_internal(h: int, machine: int, n_w: float, n_s: float, cost: float) -> Alloc:
+    w = np.zeros(h, dtype=np.int64)
+    s = np.zeros(h, dtype=np.int64)
+    w[machine], s[machine] = int(n_w), int(n_s)
+    return float(cost), w, s
 
 
 def theta_internal(job: PSJob, v: float, p_t: np.ndarray, free_t: np.ndarray) -> Alloc | None:
@@ -315,168 +554,197 @@ def theta_internal(job: PSJob, v: float, p_t: np.ndarray, free_t: np.ndarray) ->
     tuple or None
         ``(cost, w, s)`` with ``w``, ``s`` ``(H,)`` int64 (nonzero on one machine), or None
         if no machine fits ``w = ceil(v c_int)`` workers and ``ceil(w / gamma)`` PSs or
-        ``w > F`` (reading 4 of the module docstring).
+        ``w > F`` (reading 4 of the module docstring). A failure holds for every larger
+        ``v`` too.
     """
     h = p_t.shape[0]
     if v <= 0:
         return _empty(h)
-    n_w = math.ceil(v * job.c_int)  # eq. 20, internal rate
-    if n_w > job.batch:  # eq. 4
-        return None
-    n_s = math.ceil(n_w / job.gamma)  # w <= gamma s: eq. 1 trains >= v samples
-    need = n_w * job.worker + n_s * job.ps  # (R,)
-    fits = (need[None, :] <= free_t + _TOL).all(axis=1)  # eq. 18
-    if not fits.any():
-        return None
-    cost = p_t @ need  # (H,)
-    best = int(np.argmin(np.where(fits, cost, np.inf)))
-    w = np.zeros(h, dtype=np.int64)
-    s = np.zeros(h, dtype=np.int64)
-    w[best], s[best] = n_w, n_s
-    return float(cost[best]), w, s
-
-
-def _unit_bounds(
-    job: PSJob, free_t: np.ndarray, split: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Most whole workers and PSs that fit each machine on their own, ``(H,)`` each; with
-    ``split`` (OASiS) workers only where it is True and PSs only where it is False."""
-    f = np.maximum(free_t, 0.0) + _TOL
-    out = []
-    for need, cap in ((job.worker, job.batch), (job.ps, math.ceil(job.batch / job.gamma))):
-        pos = need > 0
-        fit = np.floor(f[:, pos] / need[pos]).min(axis=1) if pos.any() else np.full(len(f), cap)
-        out.append(np.minimum(fit, cap))
-    if split is not None:
-        out[0] = np.where(split, out[0], 0)
-        out[1] = np.where(split, 0, out[1])
-    return out[0], out[1]
-
-
-def _groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Equal rows of a 2-D float array: (first row of each group, group of each row, sizes)."""
-    rows = np.ascontiguousarray(rows + 0.0)  # -0.0 -> 0.0
-    keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
-    _, first, inverse, counts = np.unique(
-        keys, return_index=True, return_inverse=True, return_counts=True
+    n_max = _most_workers(job, free_t)
+    cost, machine, n_w, n_s = _internal(
+        job, np.array([float(v)]), p_t @ job.worker, p_t @ job.ps, n_max
     )
-    return first, inverse.reshape(-1), counts
+    if machine[0] < 0:
+        return None
+    return _alloc_internal(h, int(machine[0]), n_w[0], n_s[0], cost[0])
 
 
-def _lp_machines(
-    job: PSJob,
-    d: float,
-    pw: np.ndarray,
-    ps: np.ndarray,
-    f: np.ndarray,
-    wb: np.ndarray,
-    sb: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The machines the LP needs, in ascending order (the others stay at 0); the group of
-    each machine; the groups' sizes (0 for the groups left out: dropped, or no whole
-    worker or PS fits); and whether each group can hold ``(D, D / gamma)`` on its own.
+class _GroupLp:
+    """The LP relaxation of one slot over its groups of equal machines (reading 5).
 
-    Two reductions, neither of which changes the LP's optimal value. At an optimum (prices
-    > 0) ``sum w = D`` and ``sum s = D / gamma``; a machine's region
-    ``P = {x >= 0: A x <= b}`` has ``A >= 0``, so it is down-closed, and k equal machines
-    hold any share ``q <= (D, D / gamma)`` once ``(D, D / gamma)`` lies in ``k P``:
-
-    * equal machines (same free capacity and prices) form a group, of which the first
-      ``m`` suffice, ``m`` = the largest load/capacity ratio of ``(D, D / gamma)``;
-    * a group that can hold all of ``(D, D / gamma)`` on its own takes, at no higher cost,
-      the load of any machine whose worker and PS prices are both at least its own, so
-      those machines go (ties between such groups: the lower group is kept).
+    By symmetry the LP over machines has an optimum in which equal machines hold equal
+    shares, and the group totals ``(W_g, S_g)`` of such an optimum solve the LP over
+    groups: ``alpha_r W_g + beta_r S_g <= n_g f_gr`` (eq. 24 summed over the group; rows
+    implied by the bounds are left out), ``W_g <= n_g wb_g``, ``S_g <= n_g sb_g``,
+    ``D <= sum W <= F`` (eq. 25-26), ``sum W <= gamma sum S`` (the ratio); conversely
+    equal shares of any solution are feasible for every machine. The model is built once
+    per slot and only the row of D changes between workloads; each solve starts from
+    scratch, so its answer depends on the data only.
     """
-    alpha, beta, gamma = job.worker, job.ps, job.gamma
-    first, inverse, counts = _groups(np.column_stack([f, pw, ps, wb, sb]))
-    host = (wb[first] > 0) & (sb[first] > 0)
-    dw = np.where(wb[first] > 0, d, 0.0)
-    ds = np.where(sb[first] > 0, d / gamma, 0.0)
-    load = np.column_stack([dw[:, None] * alpha + ds[:, None] * beta, dw, ds])
-    room = np.column_stack([f[first], wb[first], sb[first]])
-    ratio = np.divide(load, room, out=np.zeros_like(load), where=room > 0)
-    need = np.maximum(np.ceil(ratio.max(axis=1)), 1)
-    whole = host & (need <= counts)  # groups that can hold everything
-    m = np.minimum(need, counts)
-    # dominance: group a drops group b if a holds everything and is no dearer in both
-    gw, gs = pw[first], ps[first]
-    a = np.flatnonzero(whole)[:, None]
-    b = np.arange(len(first))[None, :]
-    no_dearer = (gw[a] <= gw[b]) & (gs[a] <= gs[b])
-    same = (gw[a] == gw[b]) & (gs[a] == gs[b])
-    dropped = (no_dearer & (~same | (a < b))).any(axis=0)
-    # the first m of each remaining group, in machine order
-    h = len(f)
-    order = np.lexsort((np.arange(h), inverse))  # by group, then machine index
-    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    rank = np.empty(h, dtype=np.int64)
-    rank[order] = np.arange(h) - start[inverse[order]]
-    usable = (wb[first] > 0) | (sb[first] > 0)
-    size = np.where(dropped | ~usable, 0, counts)
-    keep = (rank < m[inverse]) & (size[inverse] > 0)
-    return np.flatnonzero(keep), inverse, size, whole
+
+    def __init__(self, job: PSJob, slot: _Slot) -> None:
+        alpha, beta, gamma = job.worker, job.ps, job.gamma
+        first, self.inverse, counts = slot.machine_groups()
+        wb, sb, f = slot.wb[first], slot.sb[first], slot.f[first]
+        self.groups = np.flatnonzero((wb > 0) | (sb > 0))  # groups that hold anything
+        g = self.groups
+        k = len(g)
+        n = counts[g].astype(np.float64)
+        self.size = n
+        both = np.flatnonzero((alpha > 0) & (beta > 0))
+        loose = alpha[both] * wb[g, None] + beta[both] * sb[g, None] <= f[g][:, both] + _TOL
+        hh, rr = np.nonzero(~loose)
+        n_cap = len(hh)
+        i = np.arange(k)
+        self.rows = np.concatenate(
+            [np.arange(n_cap), np.arange(n_cap), np.full(k, n_cap), np.full(2 * k, n_cap + 1)]
+        )
+        self.cols = np.concatenate([hh, k + hh, i, i, k + i])
+        self.vals = np.concatenate(
+            [alpha[both][rr], beta[both][rr], np.ones(k), np.ones(k), np.full(k, -gamma)]
+        )
+        self.row_lo = np.concatenate([np.full(n_cap, -np.inf), [0.0, -np.inf]])
+        self.row_hi = np.concatenate([n[hh] * f[g][:, both][hh, rr], [float(job.batch), 0.0]])
+        self.d_row = n_cap
+        c = np.concatenate([slot.pw[first][g], slot.ps[first][g]])
+        scale = float(c.max()) if c.size and c.max() > 0 else 1.0
+        self.cost = c / scale  # the optimum does not change
+        self.upper = np.concatenate([n * wb[g], n * sb[g]]).astype(np.float64)
+
+    def solve(self, d: float) -> np.ndarray | Miss:
+        """``(W_g, S_g)`` of the groups that hold anything, or why there is none."""
+        solver = _highs()
+        if getattr(_LOCAL, "model", None) is not self:
+            from highspy import _core
+
+            k2, n_row = len(self.cost), len(self.row_lo)
+            order = np.argsort(self.cols, kind="stable")  # column-wise storage
+            start = np.concatenate([[0], np.cumsum(np.bincount(self.cols, minlength=k2))])
+            lp = _core.HighsLp()
+            lp.num_col_, lp.num_row_ = k2, n_row
+            lp.col_cost_, lp.col_lower_, lp.col_upper_ = self.cost, np.zeros(k2), self.upper
+            lp.row_lower_, lp.row_upper_ = self.row_lo, self.row_hi
+            lp.a_matrix_.format_ = _core.MatrixFormat.kColwise
+            lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = k2, n_row
+            lp.a_matrix_.start_ = start.astype(np.int32)
+            lp.a_matrix_.index_ = self.rows[order].astype(np.int32)
+            lp.a_matrix_.value_ = self.vals[order].astype(np.float64)
+            solver.passModel(lp)
+            _LOCAL.model = self
+        solver.changeRowBounds(self.d_row, d, float(self.row_hi[self.d_row]))
+        solver.clearSolver()  # start from scratch: the answer depends on the data only
+        solver.run()
+        return _status(solver)
 
 
-def _lp_external(
-    job: PSJob, d: float, p_t: np.ndarray, free_t: np.ndarray, wb: np.ndarray, sb: np.ndarray
-) -> np.ndarray | None:
+def _status(solver: Any) -> np.ndarray | Miss:
+    """The solution of a solved HiGHS model, or why there is none."""
+    from highspy import _core
+
+    status = solver.getModelStatus()
+    if status == _core.HighsModelStatus.kOptimal:
+        return np.asarray(solver.getSolution().col_value, dtype=np.float64)
+    if status == _core.HighsModelStatus.kInfeasible:
+        return Miss.MONOTONE
+    return Miss.UNLUCKY
+
+
+_LOCAL = threading.local()
+
+
+def _highs() -> Any:
+    """This thread's HiGHS solver object (made once, quiet, presolve off: the LPs are small)."""
+    solver = getattr(_LOCAL, "highs", None)
+    if solver is None:
+        # the solver class itself (highspy.Highs adds callbacks and prints a banner)
+        from highspy import _core
+
+        solver = _core._Highs()
+        solver.setOptionValue("output_flag", False)
+        solver.setOptionValue("presolve", "off")
+        _LOCAL.highs = solver
+    return solver
+
+
+def _lp_external(job: PSJob, d: float, slot: _Slot) -> np.ndarray | Miss:
     """The LP relaxation of eq. 23-26 plus the ratio; ``(2, H)`` optimal ``(w_bar, s_bar)``.
 
-    Over the machines of :func:`_lp_machines`, with the bounds ``wb``, ``sb`` of
-    :func:`_unit_bounds`; the costs are scaled to at most 1 (the optimum does not change).
-    None if infeasible.
+    Over the groups of equal machines (:class:`_GroupLp`), each group's total shared
+    equally by its machines (reading 6). When a group that can hold ``(D, D / gamma)`` on
+    its own has the lowest worker and PS prices of all, it takes everything (no LP: any
+    schedule has ``sum w >= D`` and ``sum s >= D / gamma``, so none is cheaper).
+    :attr:`Miss.MONOTONE` if infeasible (then for every larger ``d`` too: only the row
+    ``sum w >= D`` depends on it).
     """
-    h = p_t.shape[0]
-    alpha, beta, gamma = job.worker, job.ps, job.gamma
-    f = np.maximum(free_t, 0.0)
-    pw, ps = p_t @ alpha, p_t @ beta  # p^w, p^s of eq. 23
-    kept, group, size, whole = _lp_machines(job, d, pw, ps, f, wb, sb)
-    k = len(kept)
-    if k == 0:
-        return None
-    if np.count_nonzero(size) == 1:
-        # One group of equal machines is left. If it holds (D, D / gamma), every split
-        # costs the least possible, D p^w + D p^s / gamma, and the equal split is the
-        # LP's symmetric optimum. If it does not, no group does (the cheapest group that
-        # does is never dropped), so nothing was dropped and no machine can help.
-        g = int(np.flatnonzero(size)[0])
-        if not whole[g]:
-            return None
-        on = group == g
+    h = slot.h
+    first, inverse, counts = slot.machine_groups()
+    usable = (slot.wb[first] > 0) | (slot.sb[first] > 0)
+    if not usable.any():
+        return Miss.MONOTONE
+    # a group no dearer than any that can take a worker (a PS) and that holds it all
+    cheap, per = slot.cheapest()
+    holds = np.ceil(d / np.where(per > 0, per, np.nan)) <= counts[cheap]
+    whole = cheap[holds]
+    if whole.size or np.count_nonzero(usable) == 1:
+        if not whole.size:
+            return Miss.MONOTONE  # the only group cannot hold it
+        g = int(whole[0])
+        on = inverse == g
         x = np.zeros((2, h))
-        x[0, on], x[1, on] = d / size[g], d / gamma / size[g]
+        x[0, on], x[1, on] = d / counts[g], d / job.gamma / counts[g]
         return x
-    # rows alpha_r w_h + beta_r s_h <= f_hr (eq. 24) not implied by the bounds
-    both = np.flatnonzero((alpha > 0) & (beta > 0))
-    fk = f[kept][:, both]  # (k, |both|)
-    loose = alpha[both] * wb[kept, None] + beta[both] * sb[kept, None] <= fk + _TOL
-    hh, rr = np.nonzero(~loose)
-    n_cap = len(hh)
-    rows = np.concatenate([np.arange(n_cap), np.arange(n_cap)])
-    cols = np.concatenate([hh, k + hh])
-    vals = np.concatenate([alpha[both][rr], beta[both][rr]])
-    # eq. 25 (sum w <= F), eq. 26 (-sum w <= -D), ratio (sum w - gamma sum s <= 0)
-    i = np.arange(k)
-    rows = np.concatenate(
-        [rows, np.full(k, n_cap), np.full(k, n_cap + 1), np.full(2 * k, n_cap + 2)]
-    )
-    cols = np.concatenate([cols, i, i, i, k + i])
-    vals = np.concatenate([vals, np.ones(k), -np.ones(k), np.ones(k), np.full(k, -gamma)])
-    a_ub = sp.csr_array((vals, (rows, cols)), shape=(n_cap + 3, 2 * k))
-    b_ub = np.concatenate([fk[hh, rr], [job.batch, -d, 0.0]])
-    bounds = np.column_stack([np.zeros(2 * k), np.concatenate([wb[kept], sb[kept]])])
-    c = np.concatenate([pw[kept], ps[kept]])
-    scale = float(c.max()) if c.max() > 0 else 1.0
-    res = linprog(c / scale, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
-    if res.status != 0:  # infeasible (or HiGHS gave up: no external schedule)
-        return None
-    # each group's total, shared equally by all its machines (reading 6)
-    n_g = len(size)
-    total = np.stack(
-        [np.bincount(group[kept], weights=part, minlength=n_g) for part in (res.x[:k], res.x[k:])]
-    )
-    share = np.divide(total, size, out=np.zeros_like(total), where=size > 0)
-    return np.asarray(share[:, group])
+    lp = slot.group_lp()
+    got = lp.solve(d)
+    if isinstance(got, Miss):
+        return got
+    k = len(lp.groups)
+    share = np.zeros((2, len(first)))
+    share[0, lp.groups] = got[:k] / lp.size
+    share[1, lp.groups] = got[k:] / lp.size
+    return np.asarray(share[:, inverse])
+
+
+def _fit_table(job: PSJob, base: np.ndarray, free_t: np.ndarray) -> np.ndarray:
+    """Eq. 24 per machine at ``floor(x')`` plus each (extra worker, extra PS):
+    ``(H, 4)`` bool, column ``2 dw + ds``."""
+    h = free_t.shape[0]
+    low = base[:h, None] * job.worker + base[h:, None] * job.ps  # (H, R) at the floor
+    extra = np.stack([0.0 * job.ps, job.ps, job.worker, job.worker + job.ps])  # (4, R)
+    return np.asarray((low[:, None, :] + extra[None] <= free_t[:, None, :] + _TOL).all(axis=2))
+
+
+def _any_rounding(
+    job: PSJob,
+    d: float,
+    base: np.ndarray,
+    up: np.ndarray,
+    free_t: np.ndarray,
+    fit: np.ndarray | None = None,
+) -> bool:
+    """Whether some rounding of ``x'`` meets eq. 24-26, the ratio and one PS (reading 7).
+
+    ``base`` ``(2H,)`` is ``floor(x')`` (workers, then PSs) and ``up`` says which entries
+    a draw may round up. Machines round independently, and for a given number of workers
+    more PSs never hurt (the ratio, one PS); so with ``j`` extra workers the most PSs is
+    the PSs each machine adds without an extra worker (one if it fits) plus the ``j``
+    largest gains of giving a machine its extra worker (+1 if the worker and a PS fit,
+    0 if only the worker, -1 if only the worker and the PS alone would have fit).
+    ``fit`` is :func:`_fit_table` (computed if not given).
+    """
+    h = free_t.shape[0]
+    bw, bs = base[:h], base[h:]
+    fit = _fit_table(job, base, free_t) if fit is None else fit
+    if not fit[:, 0].all():
+        return False
+    s0 = up[h:] & fit[:, 1]  # one more PS, no extra worker
+    w1 = up[:h] & fit[:, 2]  # one more worker
+    ws = w1 & up[h:] & fit[:, 3]  # both
+    gain = np.sort(ws[w1].astype(np.int64) - s0[w1].astype(np.int64))[::-1]
+    extra_s = np.concatenate([[0], np.cumsum(gain)])
+    n_w = bw.sum() + np.arange(len(gain) + 1)
+    n_s = bs.sum() + s0.sum() + extra_s
+    ok = (n_w <= job.batch) & (n_w >= d) & (n_w <= job.gamma * n_s) & (n_s >= 1)
+    return bool(ok.any())
 
 
 def _round(
@@ -489,72 +757,142 @@ def _round(
     g_delta: float,
     rounds: int,
     max_failures: int,
-    rng: np.random.Generator,
-) -> Alloc | None:
-    """Eq. 27-28 on ``x' = G_delta x_bar``, batch by batch (reading 7)."""
+    rng: RngSource,
+    coef: np.ndarray | None = None,
+) -> Alloc | Miss:
+    """Eq. 27-28 on ``x' = G_delta x_bar``, batch by batch (reading 7); ``coef`` is the
+    cost of one worker then one PS on each machine (``p_t`` alpha, ``p_t`` beta)."""
     h = p_t.shape[0]
     x = g_delta * x_bar.reshape(-1)  # (2H,) w then s
     near = np.rint(x)
     x = np.where(np.abs(x - near) < 1e-9, near, x)
     base = np.floor(x)
     frac = x - base
+    fit = _fit_table(job, base, free_t)  # eq. 24 per machine and (extra worker, extra PS)
+    if not _any_rounding(job, d, base, frac > 0, free_t, fit):
+        return Miss.NO_ROUNDING
     idx = np.flatnonzero(frac > 0)  # the entries a draw decides
-    coef = np.concatenate([p_t @ job.worker, p_t @ job.ps])  # cost of one unit of each entry
+    k = len(idx)
+    if coef is None:
+        coef = np.concatenate([p_t @ job.worker, p_t @ job.ps])  # one unit of each entry
+    cost_up, thr = coef[idx], frac[idx]
     is_w = idx < h
     base_w, base_s = float(base[:h].sum()), float(base[h:].sum())
-    if base_w + is_w.sum() < d or base_w > job.batch:  # rounding all up (down) is too few (many)
-        return None
-    # eq. 24 per machine: at the floor, and with every entry of the machine rounded up
-    low = base[:h, None] * job.worker + base[h:, None] * job.ps  # (H, R)
-    if (low > free_t + _TOL).any():
-        return None
-    top = base.copy()
-    top[idx] += 1.0
-    high = top[:h, None] * job.worker + top[h:, None] * job.ps
-    risky = np.flatnonzero((high > free_t + _TOL).any(axis=1))  # a draw may overfill these
-    if risky.size:
-        on_w = np.flatnonzero(np.isin(idx, risky))  # draws' columns on risky machines
-        on_s = np.flatnonzero(np.isin(idx, risky + h))
-        pos_w = np.searchsorted(risky, idx[on_w])
-        pos_s = np.searchsorted(risky, idx[on_s] - h)
-    role = np.column_stack([is_w, ~is_w]).astype(np.float64)  # (k, 2): counts w, s
-
-    def feasible(up: np.ndarray) -> np.ndarray:
-        n_w, n_s = (up @ role + [base_w, base_s]).T
-        ok = (n_w <= job.batch) & (n_w >= d)  # eq. 25, 26
-        ok &= (n_w <= job.gamma * n_s) & (n_s >= 1)  # the ratio, a PS
-        if risky.size:  # eq. 24 where it can bind
-            w = np.zeros((len(up), len(risky)))
-            s = np.zeros((len(up), len(risky)))
-            w[:, pos_w], s[:, pos_s] = up[:, on_w], up[:, on_s]
-            load = low[risky] + w[..., None] * job.worker + s[..., None] * job.ps
-            ok &= (load <= free_t[risky] + _TOL).all(axis=(1, 2))
-        return np.asarray(ok)
-
+    col = np.full((2, h), k)  # each machine's worker and PS column (k: none)
+    col[(idx >= h).astype(np.int64), idx % h] = np.arange(k)
+    # a draw may overfill the machines where rounding every entry up does not fit
+    risky = np.flatnonzero(~fit[np.arange(h), 2 * (col[0] < k) + (col[1] < k)])
+    cw, cs = col[0, risky], col[1, risky]  # the risky machines' columns (k: none)
+    fit_r = np.ascontiguousarray(fit[risky])
+    gen = rng if isinstance(rng, np.random.Generator) else rng()
     best: tuple[float, np.ndarray] | None = None
     n_ok = n_bad = 0
     batch = min(2 * rounds, _BATCH_MAX)
     while n_ok < rounds and n_bad < max_failures:
-        up = (rng.random((batch, len(idx))) < frac[idx]).astype(np.float64)
-        ok = feasible(up)
-        # stop at the rounds-th feasible or the max_failures-th infeasible draw
-        done = (np.cumsum(ok) >= rounds - n_ok) | (np.cumsum(~ok) >= max_failures - n_bad)
-        stop = int(np.argmax(done)) + 1 if done.any() else batch
-        ok, up = ok[:stop], up[:stop]
-        n_ok += int(ok.sum())
-        n_bad += stop - int(ok.sum())
-        if ok.any():
-            cost = up[ok] @ coef[idx]
-            j = int(np.argmin(cost))
-            if best is None or cost[j] < best[0]:
-                best = (float(cost[j]), up[ok][j])
+        draws = gen.random((batch, k))  # entry j rounds up iff its draw < its fraction
+        stop, found, row, cost = _draw_pass(
+            draws, thr, is_w, base_w, base_s, d, float(job.batch), job.gamma, cw, cs, fit_r,
+            cost_up, rounds - n_ok, max_failures - n_bad,
+        )  # fmt: skip
+        n_ok += found
+        n_bad += stop - found
+        if row >= 0 and (best is None or cost < best[0]):
+            best = (cost, (draws[row] < thr).astype(np.float64))
         batch = min(2 * batch, _BATCH_MAX)
     if best is None:
-        return None
+        return Miss.UNLUCKY
     x_hat = base.copy()
     x_hat[idx] += best[1]
     counts = x_hat.astype(np.int64)
     return float(counts @ coef), counts[:h], counts[h:]
+
+
+@njit(cache=True, nogil=True)
+def _draw_pass(
+    draws: np.ndarray,
+    thr: np.ndarray,
+    is_w: np.ndarray,
+    base_w: float,
+    base_s: float,
+    d: float,
+    batch: float,
+    gamma: float,
+    cw: np.ndarray,
+    cs: np.ndarray,
+    fit_r: np.ndarray,
+    cost_up: np.ndarray,
+    need_ok: int,
+    need_bad: int,
+) -> tuple[int, int, int, float]:
+    """Check the draws (rows of ``draws``) in order: each meets eq. 24-26, the ratio and one
+    PS or not; stop at the ``need_ok``-th feasible or the ``need_bad``-th infeasible one.
+
+    Returns (draws looked at, feasible among them, the cheapest feasible draw's row (-1:
+    none; the first on ties), its extra cost). ``cw``, ``cs``: the worker and PS column of
+    each machine where a draw may overfill (``len(thr)``: none), ``fit_r`` its
+    :func:`_fit_table` rows.
+    """
+    k = thr.shape[0]
+    n_ok = 0
+    n_bad = 0
+    best = -1
+    best_cost = np.inf
+    for r in range(draws.shape[0]):
+        n_w = base_w
+        n_s = base_s
+        cost = 0.0
+        for j in range(k):
+            if draws[r, j] < thr[j]:
+                if is_w[j]:
+                    n_w += 1.0
+                else:
+                    n_s += 1.0
+                cost += cost_up[j]
+        ok = n_w <= batch and n_w >= d and n_w <= gamma * n_s and n_s >= 1.0  # eq. 25-26
+        if ok:
+            for m in range(cw.shape[0]):  # eq. 24 where it can bind
+                dw = 1 if cw[m] < k and draws[r, cw[m]] < thr[cw[m]] else 0
+                ds = 1 if cs[m] < k and draws[r, cs[m]] < thr[cs[m]] else 0
+                if not fit_r[m, 2 * dw + ds]:
+                    ok = False
+                    break
+        if ok:
+            n_ok += 1
+            if cost < best_cost:
+                best, best_cost = r, cost
+            if n_ok >= need_ok:
+                return r + 1, n_ok, best, best_cost
+        else:
+            n_bad += 1
+            if n_bad >= need_bad:
+                return r + 1, n_ok, best, best_cost
+    return draws.shape[0], n_ok, best, best_cost
+
+
+def _external(
+    slot: _Slot, v: float, *, g_delta: float, rounds: int, max_failures: int, rng: RngSource
+) -> Alloc | Miss:
+    """Alg. 4 lines 8-11 on a prepared slot (``v > 0``)."""
+    job = slot.job
+    d = v * job.c_ext  # eq. 26
+    n_w = math.ceil(d)
+    if n_w > job.batch or slot.wb.sum() < n_w or slot.sb.sum() < math.ceil(n_w / job.gamma):
+        return Miss.MONOTONE  # no integer schedule: eq. 25, or too few whole workers/PSs fit
+    x_bar = _lp_external(job, d, slot)
+    if isinstance(x_bar, Miss):
+        return x_bar
+    return _round(
+        job,
+        d,
+        x_bar,
+        slot.p,
+        slot.free,
+        g_delta=g_delta,
+        rounds=rounds,
+        max_failures=max_failures,
+        rng=rng,
+        coef=slot.coef,
+    )
 
 
 def theta_external(
@@ -566,9 +904,9 @@ def theta_external(
     g_delta: float = 1.0,
     rounds: int = 10,
     max_failures: int = 5000,
-    rng: np.random.Generator,
+    rng: RngSource,
     split: np.ndarray | None = None,
-) -> Alloc | None:
+) -> Alloc | Miss:
     """Alg. 4 lines 8-11: LP relaxation and randomized rounding, workers on any machines.
 
     Parameters
@@ -586,7 +924,8 @@ def theta_external(
     max_failures
         Give up after this many infeasible draws.
     rng
-        The only source of randomness.
+        The only source of randomness (or a function that makes it, called at the first
+        draw).
     split
         OASiS (Bao et al., INFOCOM 2018, as the PD-ORS paper's Sec. V runs it): bool
         ``(H,)``, workers only on the True machines and PSs only on the others; None lets
@@ -594,30 +933,18 @@ def theta_external(
 
     Returns
     -------
-    tuple or None
+    tuple or Miss
         ``(cost, w, s)``, ``w`` and ``s`` ``(H,)`` int64 meeting eq. 24-26 and
-        ``sum w <= gamma sum s`` with at least one PS; None if the LP is infeasible or no
-        draw was feasible (readings 5 to 7 of the module docstring).
+        ``sum w <= gamma sum s`` with at least one PS; or why there is none
+        (readings 5 to 7 of the module docstring).
     """
     if rounds < 1 or max_failures < 1:
         raise ValueError(f"rounds and max_failures must be >= 1, got {rounds}, {max_failures}")
-    h = p_t.shape[0]
     if v <= 0:
-        return _empty(h)
-    d = v * job.c_ext  # eq. 26
-    wb, sb = _unit_bounds(job, free_t, split)
-    n_w = math.ceil(d)
-    if n_w > job.batch or wb.sum() < n_w or sb.sum() < math.ceil(n_w / job.gamma):
-        return None  # no integer schedule: eq. 25, or too few whole workers/PSs fit
-    x_bar = _lp_external(job, d, p_t, free_t, wb, sb)
-    if x_bar is None:
-        return None
-    return _round(
-        job,
-        d,
-        x_bar,
-        p_t,
-        free_t,
+        return _empty(p_t.shape[0])
+    return _external(
+        _Slot(job, p_t, free_t, split),
+        v,
         g_delta=g_delta,
         rounds=rounds,
         max_failures=max_failures,
@@ -625,18 +952,36 @@ def theta_external(
     )
 
 
-def _external_floor(
-    job: PSJob, v: float, p_t: np.ndarray, free_t: np.ndarray, split: np.ndarray | None = None
-) -> float:
-    """A lower bound of the cost of any external integer schedule (reading 8)."""
-    wb, sb = _unit_bounds(job, free_t, split)
-    if not (wb > 0).any() or not (sb > 0).any():
-        return math.inf
-    n_w = math.ceil(v * job.c_ext)
-    n_s = max(1, math.ceil(n_w / job.gamma))
-    pw = float((p_t @ job.worker)[wb > 0].min())
-    ps = float((p_t @ job.ps)[sb > 0].min())
-    return n_w * pw + n_s * ps
+def _external_floor(slot: _Slot, v: np.ndarray) -> np.ndarray:
+    """A lower bound of the cost of any external integer schedule (reading 8), ``(m,)``."""
+    n_w = np.ceil(v * slot.job.c_ext)
+    n_s = np.maximum(1.0, np.ceil(n_w / slot.job.gamma))
+    if math.isinf(slot.min_pw) or math.isinf(slot.min_ps):
+        return np.full(len(v), np.inf)
+    return np.asarray(n_w * slot.min_pw + n_s * slot.min_ps)
+
+
+def _theta(
+    slot: _Slot,
+    v: float,
+    inner: Alloc | None,
+    floor: float,
+    *,
+    g_delta: float,
+    rounds: int,
+    max_failures: int,
+    rng: RngSource,
+) -> Alloc | Miss:
+    """Alg. 4 line 12 with the internal case (or None) and the external floor given."""
+    if inner is not None and inner[0] <= floor:
+        return inner
+    outer = _external(slot, v, g_delta=g_delta, rounds=rounds, max_failures=max_failures, rng=rng)
+    if isinstance(outer, Miss):
+        # the internal case's failure holds for every larger v: the external one decides
+        return inner if inner is not None else outer
+    if inner is not None and inner[0] <= outer[0]:
+        return inner
+    return outer
 
 
 def theta(
@@ -648,35 +993,194 @@ def theta(
     g_delta: float = 1.0,
     rounds: int = 10,
     max_failures: int = 5000,
-    rng: np.random.Generator,
+    rng: RngSource,
     split: np.ndarray | None = None,
-) -> Alloc | None:
+) -> Alloc | Miss:
     """Alg. 4 line 12: theta(t, v), the cheaper of :func:`theta_internal` and
     :func:`theta_external` (ties: internal; reading 8 of the module docstring).
 
-    Parameters are those of :func:`theta_external`; returns ``(cost, w, s)`` or None.
-    With ``split`` (OASiS) no machine holds both roles, so there is no internal case.
+    Parameters are those of :func:`theta_external`; returns ``(cost, w, s)`` or the
+    :class:`Miss` that says why there is no schedule. With ``split`` (OASiS) no machine
+    holds both roles, so there is no internal case.
     """
-    inner = None if split is not None else theta_internal(job, v, p_t, free_t)
-    if inner is not None and inner[0] <= _external_floor(job, v, p_t, free_t):
-        return inner
-    outer = theta_external(
-        job,
-        v,
-        p_t,
-        free_t,
+    if rounds < 1 or max_failures < 1:
+        raise ValueError(f"rounds and max_failures must be >= 1, got {rounds}, {max_failures}")
+    h = p_t.shape[0]
+    if v <= 0:
+        return _empty(h)
+    slot = _Slot(job, p_t, free_t, split)
+    vv = np.array([float(v)])
+    inner = None
+    if split is None:
+        cost, machine, n_w, n_s = _internal(job, vv, slot.pw, slot.ps, slot.n_max())
+        if machine[0] >= 0:
+            inner = _alloc_internal(h, int(machine[0]), n_w[0], n_s[0], cost[0])
+    return _theta(
+        slot,
+        float(v),
+        inner,
+        float(_external_floor(slot, vv)[0]),
         g_delta=g_delta,
         rounds=rounds,
         max_failures=max_failures,
         rng=rng,
-        split=split,
     )
-    if outer is None or (inner is not None and inner[0] <= outer[0]):
-        return inner
-    return outer
 
 
 # --------------------------------------------------------------------------- the DP
+
+
+class _Rows:
+    """theta per slot group and workload on the finest grid, computed when first needed.
+
+    ``cost[k]`` is group k's row over ``0..fine`` units of ``V / fine`` (NaN: not computed
+    yet, inf: no schedule); ``limit[k]`` the smallest count known to have none for every
+    larger count too (reading 9); ``alloc`` the schedules found.
+    """
+
+    def __init__(
+        self,
+        job: PSJob,
+        p: np.ndarray,
+        free: np.ndarray,
+        first_slot: np.ndarray,
+        fine: int,
+        *,
+        split: np.ndarray | None,
+        g_delta: float,
+        rounds: int,
+        max_failures: int,
+        seed: Sequence[int],
+        all_counts: bool,
+        shared: np.random.Generator | None,
+    ) -> None:
+        self.job, self.p, self.free, self.first_slot = job, p, free, first_slot
+        self.fine, self.split = fine, split
+        self.g_delta, self.rounds, self.max_failures = g_delta, rounds, max_failures
+        self.seed, self.all_counts, self.shared = list(seed), all_counts, shared
+        self.cost: dict[int, np.ndarray] = {}
+        self.limit: dict[int, int] = {}
+        self.slots: dict[int, _Slot] = {}
+        self.alloc: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+
+    def row(self, k: int, g: int) -> np.ndarray:
+        """Group k's costs for ``0..g`` units of ``V / g`` (``g`` divides ``fine``)."""
+        step = self.fine // g
+        idx = np.arange(g + 1) * step
+        cost = self.cost.get(k)
+        if cost is None:
+            cost = self.cost[k] = np.full(self.fine + 1, np.nan)
+            cost[0] = 0.0
+        todo = idx[np.isnan(cost[idx]) & (idx < self.limit.get(k, self.fine + 1))]
+        if todo.size:
+            self._compute(k, todo)
+        out = cost[idx].copy()
+        out[idx >= self.limit.get(k, self.fine + 1)] = np.inf
+        return out
+
+    def _compute(self, k: int, units: np.ndarray) -> None:
+        """theta for ``units`` (ascending) of group k, up to the first monotone miss."""
+        job, cost = self.job, self.cost[k]
+        slot = self.slots.get(k)
+        t = int(self.first_slot[k])  # index into the job's slots
+        if slot is None:
+            slot = self.slots[k] = _Slot(job, self.p[t], self.free[t], self.split)
+        common = np.gcd(units, self.fine)
+        num, den = units // common, self.fine // common
+        v = job.work * num / den  # the same number at every grid that holds it (reading 13)
+        inner_cost = np.full(len(units), np.inf)
+        machine = np.full(len(units), -1)
+        n_w = n_s = inner_cost
+        if self.split is None:
+            inner_cost, machine, n_w, n_s = _internal(job, v, slot.pw, slot.ps, slot.n_max())
+        floor = _external_floor(slot, v)
+        for i, u in enumerate(units.tolist()):
+            inner = None
+            if machine[i] >= 0:
+                inner = _alloc_internal(slot.h, int(machine[i]), n_w[i], n_s[i], inner_cost[i])
+            key = [*self.seed, self.job.arrival + t, int(num[i]), int(den[i])]
+
+            def rng(key: list[int] = key) -> np.random.Generator:
+                if self.shared is not None:
+                    return self.shared  # one stream in call order (the former draws)
+                return np.random.default_rng(key)  # reading 12
+
+            got = _theta(
+                slot,
+                float(v[i]),
+                inner,
+                float(floor[i]),
+                g_delta=self.g_delta,
+                rounds=self.rounds,
+                max_failures=self.max_failures,
+                rng=rng,
+            )
+            if isinstance(got, Miss):
+                cost[u] = np.inf
+                if got is Miss.MONOTONE or not self.all_counts:
+                    self.limit[k] = u  # every larger count has no schedule either
+                    return
+                continue
+            cost[u] = got[0]
+            self.alloc[k, u] = (got[1], got[2])
+
+
+def _most_units(
+    job: PSJob, free: np.ndarray, wb: np.ndarray, g: int, split: np.ndarray | None
+) -> np.ndarray:
+    """An upper bound of the units of ``V / g`` samples each slot can train, ``(n,)``.
+
+    ``free`` is ``(n, H, R)`` and ``wb`` its whole workers per machine ``(n, H)``
+    (:func:`_unit_bounds`). Internal: ``n_w (alpha + beta / gamma) <= f`` on one machine
+    (``ceil(n_w / gamma) >= n_w / gamma`` PSs), at the internal rate; external: at most the
+    whole workers that fit the machines one by one, at the external rate; both at most F.
+    """
+    workers = np.minimum(wb.sum(axis=1), job.batch) / job.c_ext
+    if split is None:
+        unit = job.worker + job.ps / job.gamma
+        pos = unit > 0
+        per = np.floor(np.maximum(free[..., pos], 0.0) / unit[pos] + _TOL).min(axis=2)  # (n, H)
+        inner = np.minimum(per.max(axis=1), job.batch) / job.c_int
+        workers = np.maximum(workers, inner)
+    return np.asarray(np.floor(workers * g / job.work * (1.0 + 1e-9) + _TOL))
+
+
+def _sweep(
+    util: np.ndarray, inverse: np.ndarray, rows: _Rows, g: int, least: float | None
+) -> tuple[int, float, list[np.ndarray]] | None:
+    """Eq. 21 forward over the slots on the grid of ``g`` units, and Alg. 2's choice.
+
+    ``before[k]`` is the least cost of training k units by the end of the previous slot;
+    slot i adds ``min_u theta(t_i, u) + before[k - u]`` (ties: the fewest units in slot
+    i). Returns (the best completion's slot index, its payoff, the units chosen per slot
+    and count), or None when no completion trains g units. Stops once a slot's utility
+    is at most the best payoff found (reading 10), and, when ``least`` (a lower bound of
+    any schedule's cost) is given, once no later completion can have a positive payoff.
+    """
+    before = np.full(g + 1, np.inf)
+    before[0] = 0.0
+    count = np.arange(g + 1)
+    choices: list[np.ndarray] = []
+    best_i, best_pay = -1, -np.inf
+    for i in range(len(inverse)):
+        if best_i >= 0 and util[i] <= best_pay:
+            break
+        if least is not None and util[i] - least <= max(best_pay, 0.0):
+            break
+        row = rows.row(int(inverse[i]), g)
+        units = np.flatnonzero(row < np.inf)  # includes 0
+        src = count[:, None] - units[None, :]
+        cand = np.where(src >= 0, before[np.maximum(src, 0)] + row[units], np.inf)
+        j = np.argmin(cand, axis=1)
+        before = cand[count, j]
+        choices.append(units[j])
+        if before[g] < np.inf:
+            pay = float(util[i] - before[g])
+            if pay > best_pay:
+                best_i, best_pay = i, pay
+    if best_i < 0:
+        return None
+    return best_i, best_pay, choices
 
 
 def plan(
@@ -685,11 +1189,15 @@ def plan(
     *,
     horizon: int,
     granularity: int = 10,
+    refine: int = 0,
     g_delta: float = 1.0,
     rounds: int = 10,
     max_failures: int = 5000,
-    rng: np.random.Generator,
+    seed: int | Sequence[int] = 0,
     split: np.ndarray | None = None,
+    all_counts: bool = True,
+    positive: bool = False,
+    shared: np.random.Generator | None = None,
 ) -> Schedule | None:
     """Alg. 2 and Alg. 3: the schedule of ``job`` maximising ``utility - cost`` at ``prices``.
 
@@ -704,8 +1212,26 @@ def plan(
     granularity
         The workload V is split into this many equal units; each slot trains a whole
         number of units (reading 9 of the module docstring).
-    g_delta, rounds, max_failures, rng, split
+    refine
+        Also plan on the grids ``2 g, 4 g, ..., 2^refine g`` and keep the best (reading 13).
+    g_delta, rounds, max_failures, split
         As in :func:`theta_external` (``split``: OASiS's disjoint worker and PS machines).
+    seed
+        Seeds the rounding draws, with the slot and the workload (reading 12); give the job
+        a key of its own (e.g. ``(policy seed, job index)``).
+    shared
+        Draw every rounding from this one generator instead, in the order theta is
+        computed (the former draws: a plan then depends on the draws made before it; for
+        the ablation).
+    all_counts
+        Try every unit count below the monotone limit (reading 9); False stops at the
+        first count without a schedule (the former search, for the ablation).
+    positive
+        Only a schedule of positive payoff matters (Alg. 1 admits no other): the sweep
+        also stops where no later completion can pay more than a lower bound of any
+        schedule's cost, ``V c (min p^w + min p^s / gamma)`` with the faster rate c and
+        the lowest prices of a worker and a PS over the slots, so None may also mean
+        that no schedule has a positive payoff.
 
     Returns
     -------
@@ -715,71 +1241,73 @@ def plan(
     """
     if granularity < 1:
         raise ValueError(f"granularity must be >= 1, got {granularity}")
+    if refine < 0:
+        raise ValueError(f"refine must be >= 0, got {refine}")
     n_t, n_h = prices.rho.shape[:2]
     slots = np.arange(job.arrival, min(horizon, n_t))
     if slots.size == 0:
         return None
-    g = granularity
-    unit = job.work / g
-    p_all, free_all = prices.prices()[slots], prices.free()[slots]
-    # slots of equal rho share theta (reading 11), evaluated in the order they first occur
-    first, inverse, _ = _groups(prices.rho[slots].reshape(len(slots), -1))
-    cost = np.full((len(first), g + 1), np.inf)
-    cost[:, 0] = 0.0
-    alloc: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-    for k in np.argsort(first).tolist():
-        t = int(first[k])
-        for u in range(1, g + 1):
-            got = theta(
-                job,
-                u * unit,
-                p_all[t],
-                free_all[t],
-                g_delta=g_delta,
-                rounds=rounds,
-                max_failures=max_failures,
-                rng=rng,
-                split=split,
-            )
-            if got is None:
-                break  # monotone: more units need more workers
-            cost[k, u] = got[0]
-            alloc[k, u] = (got[1], got[2])
-
-    # eq. 21, forward: best[i, k] = min_u theta(t_i, u) + best[i-1, k-u]
-    kk, uu = np.meshgrid(np.arange(g + 1), np.arange(g + 1), indexing="ij")
-    valid = uu <= kk
-    prev_k = np.where(valid, kk - uu, 0)
-    best = np.full((len(slots), g + 1), np.inf)
-    choice = np.zeros((len(slots), g + 1), dtype=np.int64)
-    before = np.full(g + 1, np.inf)
-    before[0] = 0.0
-    for i in range(len(slots)):
-        row = cost[inverse[i]]
-        cand = np.where(valid, row[uu] + before[prev_k], np.inf)
-        choice[i] = np.argmin(cand, axis=1)
-        best[i] = cand[np.arange(g + 1), choice[i]]
-        before = best[i]
-    done = np.isfinite(best[:, g])
-    if not done.any():
+    # eq. 13's fastest schedule: F workers in every slot at the faster rate (reading 10)
+    c_fast = job.c_ext if split is not None else min(job.c_int, job.c_ext)
+    if job.work * c_fast > job.batch * len(slots) * (1.0 + 1e-9):
         return None
-    # Alg. 2: the completion time of largest payoff, the earliest on ties (reading 10)
-    payoff = np.where(done, job.utility(slots) - best[:, g], -np.inf)
-    last = int(np.argmax(payoff))
+    free_all = prices.capacity - prices.rho[slots]
+    # slots of equal rho share theta (reading 11), evaluated at the first of them
+    first, inverse, counts = _groups(prices.rho[slots].reshape(len(slots), -1))
+    fine = granularity * 2**refine
+    wb, sb = _unit_bounds(job, free_all[first], split)  # (groups, H)
+    if _most_units(job, free_all[first], wb, fine, split) @ counts < fine:
+        return None  # the free capacity cannot hold V samples by the horizon (reading 10)
+    p_all = prices.prices()[slots]
+    least = None
+    if positive:
+        p_first = p_all[first]
+        pw = np.where(wb > 0, p_first @ job.worker, np.inf).min()
+        ps = np.where(sb > 0, p_first @ job.ps, np.inf).min()
+        least = float(job.work * c_fast * (pw + ps / job.gamma))
+    key = [int(seed)] if isinstance(seed, int | np.integer) else [int(s) for s in seed]
+    rows = _Rows(
+        job,
+        p_all,
+        free_all,
+        first,
+        fine,
+        split=split,
+        g_delta=g_delta,
+        rounds=rounds,
+        max_failures=max_failures,
+        seed=key,
+        all_counts=all_counts,
+        shared=shared,
+    )
+    util = np.asarray(job.utility(slots), dtype=np.float64)
+    best: tuple[int, int, float, list[np.ndarray]] | None = None
+    for level in range(refine + 1):
+        g = granularity * 2**level
+        got = _sweep(util, inverse, rows, g, least)
+        if got is None:
+            continue
+        if best is not None and got[1] <= best[2]:
+            break  # a finer grid that does not improve: stop refining (reading 13)
+        best = (g, got[0], got[1], got[2])
+    if best is None:
+        return None
+    g, last, _, choices = best
+    step = fine // g
 
     workers = np.zeros((n_t, n_h), dtype=np.int64)
     ps = np.zeros((n_t, n_h), dtype=np.int64)
     left = g
     for i in range(last, -1, -1):
-        u = int(choice[i, left])
+        u = int(choices[i][left])
         if u:
-            workers[slots[i]], ps[slots[i]] = alloc[int(inverse[i]), u]
+            workers[slots[i]], ps[slots[i]] = rows.alloc[int(inverse[i]), u * step]
             left -= u
     busy = np.flatnonzero(workers.sum(axis=1) > 0)
     completion = int(busy[-1])
-    p = prices.prices()
-    total = float(np.einsum("th,thr,r->", workers, p, job.worker))
-    total += float(np.einsum("th,thr,r->", ps, p, job.ps))
+    w_on, s_on = workers[slots], ps[slots]
+    total = float(np.einsum("th,thr,r->", w_on, p_all, job.worker))
+    total += float(np.einsum("th,thr,r->", s_on, p_all, job.ps))
     return Schedule(
         workers=workers,
         ps=ps,

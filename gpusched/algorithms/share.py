@@ -30,6 +30,20 @@ Reading choices (the paper is silent or ambiguous; a careful reader's choice, st
    footprint frequently imposes constraints on feasibility").
 4. Jobs of no sharing model (a plain ``duration`` trace) have one configuration (the
    default) and no memory model; their xi comes from the engine's matrix.
+5. Placement (``placement="aware"``, the default). Theorem 1's :math:`t_A` is A's iteration
+   time on the GPUs A would get: eq. 4 depends on where the GPUs are (one server or
+   several), and the engine charges exactly that (``SharingPerf.rate``). So a job whose
+   ideal placement is one server (``1 < G <= GPUs per server``: a *placement-sensitive*
+   shape) is first offered a set on one server (lines 14-17 walked per server: the first
+   server whose GPUs of partners worth sharing with, at one-server times, plus its idle
+   GPUs hold the gang); failing that, Alg. 2 and Theorem 1 are evaluated again at the
+   cross-server time (:attr:`JobTimes.t_spread`) and the gang is assembled across servers
+   as the paper's lines 15-17 read; failing that, the job waits. Waiting keeps L_k: A
+   alone at its ideal placement and full batch (it would then start by lines 6-7,
+   consolidated). Shapes of one GPU or of more than one server's GPUs cost the same on any
+   GPUs (eq. 4 as fitted distinguishes only one server from several), so for them nothing
+   changes. ``placement="ideal"`` is the former reading (every candidate priced at the
+   ideal placement, GPUs assembled in pair order across servers), kept for the ablation.
 """
 
 from __future__ import annotations
@@ -47,6 +61,8 @@ __all__ = [
     "consolidated",
     "first_enough",
     "first_of_each_shape",
+    "gpus_of_pairs",
+    "gpus_on_one_server",
     "pair_jct",
     "plan_sjf_bsbf",
     "sjf_order",
@@ -98,21 +114,25 @@ def best_sub_batches(
     configs: list[Any],
     solo_b: np.ndarray,
     mem_b: np.ndarray | None = None,
+    spread: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`best_sub_batch` for many running jobs at once (numpy over partners x sub-batches).
 
-    ``mem_b``: the partners' memory at their configs, GB, if the caller has it. Returns per
+    ``mem_b``: the partners' memory at their configs, GB, if the caller has it. ``spread``:
+    A shares at its cross-server times (:attr:`JobTimes.t_spread`; waiting keeps its
+    ideal-placement time, reading 5). Returns per
     partner: share (bool), the index of the chosen sub-batch in
     ``times.profile(a)[0]``, and the pair's average JCT (inf when no sub-batch fits).
     """
-    _, solo_a, mem_a = times.profile(a)
+    _, solo_a, mem_a = times.profile(a, spread)
     xa = times.xi[times.kind[a], times.kind[partners]][:, None]
     xb = times.xi[times.kind[partners], times.kind[a]][:, None]
     if mem_b is None:
         mem_b = np.array([times.mem(b, c) for b, c in zip(partners.tolist(), configs, strict=True)])
     fits = mem_a[None, :] + mem_b[:, None] <= times.limit_gb
     together = pair_jct(solo_a[None, :], solo_b[:, None], xa, xb)  # partners x sub-batches
-    wait = sequential_jct(solo_a[0], solo_b)[:, None]  # A waits, then runs at its full batch
+    # A waits, then runs alone at its full batch and ideal placement (L_k)
+    wait = sequential_jct(times.profile(a)[1][0], solo_b)[:, None]
     share = together < wait
     t = np.where(fits, np.where(share, together, wait), np.inf)
     n_sub = solo_a.shape[0]
@@ -123,7 +143,12 @@ def best_sub_batches(
 
 
 def worth_sharing(
-    times: JobTimes, jobs: np.ndarray, partners: np.ndarray, solo_b: np.ndarray, mem_b: np.ndarray
+    times: JobTimes,
+    jobs: np.ndarray,
+    partners: np.ndarray,
+    solo_b: np.ndarray,
+    mem_b: np.ndarray,
+    spread: bool = False,
 ) -> np.ndarray:
     """Whether Alg. 2 finds each new job worth sharing with each running job (one jitted
     pass over jobs x partners x sub-batches): ``share`` of :func:`best_sub_batches`, row by
@@ -141,6 +166,9 @@ def worth_sharing(
         The partners' remaining times alone, s.
     mem_b
         The partners' memory at their configs, GB.
+    spread
+        Whether the new jobs share at their cross-server times (:attr:`JobTimes.t_spread`);
+        waiting keeps their ideal-placement times.
 
     Returns
     -------
@@ -159,13 +187,13 @@ def worth_sharing(
         np.ascontiguousarray(times.kind[partners], i64),
         np.ascontiguousarray(solo_b, f64),
         np.ascontiguousarray(mem_b, f64),
-        times.t_iter,
+        times.t_spread if spread else times.t_iter,
         times.t_full,
         times.mem_gb,
         times.n_sub,
         np.ascontiguousarray(times.xi, f64),
         float(times.limit_gb),
-        times.shortcut(s),
+        times.shortcut(s, spread),
     )
     return out
 
@@ -188,8 +216,10 @@ def _worth_sharing(  # type: ignore[no-untyped-def]
 
     Per job ``a`` (duration ``work[a]``, shape ``shape[a]``) and partner ``p``, over the
     sub-batches ``w`` of the job's shape: A's solo time ``work t_iter / t_full`` (eq. 7,
-    as :meth:`JobTimes.profile`), the fit ``mem_gb + mem_b <= limit`` (padding is NaN:
-    fits nothing), waiting ``(2 solo_b + solo_a[0]) / 2`` and sharing (:func:`pair_jct`),
+    as :meth:`JobTimes.profile`; ``t_iter`` is the table of the placement priced, and
+    column 0 of the ideal one equals ``t_full``), the fit ``mem_gb + mem_b <= limit``
+    (padding is NaN: fits nothing), waiting ``(2 solo_b + work) / 2`` (A alone at its
+    ideal placement and full batch) and sharing (:func:`pair_jct`),
     each with the numpy version's operations in its order. ``shortcut``: the largest
     sub-batch that fits decides, unless some pair is within 1e-9 of a tie, in which case
     every pair is decided over all its sub-batches (as the numpy version did).
@@ -201,7 +231,7 @@ def _worth_sharing(  # type: ignore[no-untyped-def]
     if shortcut:
         for a in range(n_a):
             s = shape[a]
-            solo_0 = work[a] * t_iter[s, 0] / t_full[s]
+            solo_0 = work[a] * t_full[s] / t_full[s]  # == work t_iter[s, 0] / t_full[s] (ideal)
             for p in range(n_b):
                 first = -1
                 for w in range(n_sub[s]):
@@ -223,7 +253,7 @@ def _worth_sharing(  # type: ignore[no-untyped-def]
             return out
     for a in range(n_a):
         s = shape[a]
-        solo_0 = work[a] * t_iter[s, 0] / t_full[s]
+        solo_0 = work[a] * t_full[s] / t_full[s]
         for p in range(n_b):
             wait = (solo_b[p] + solo_b[p] + solo_0) / 2.0
             xa = xi[kind_a[a], kind_b[p]]
@@ -413,6 +443,94 @@ def consolidated(free: np.ndarray, gpu_server: np.ndarray, g: int) -> np.ndarray
     return np.asarray(chosen, dtype=np.int64)
 
 
+def gpus_of_pairs(
+    g: int,
+    free: np.ndarray,
+    one: np.ndarray,
+    holder: np.ndarray,
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, list[int]] | None:
+    """Alg. 1 lines 12-17 (numpy): the GPUs alone with the partners Alg. 2 chose, best
+    pairs first, then ``free`` GPUs, wherever they are.
+
+    Parameters
+    ----------
+    g
+        GPUs the job needs.
+    free, one
+        Masks of the GPUs holding no job and one job.
+    holder
+        The job in each GPU's first slot.
+    pairs
+        ``(partners, share, k, t)`` as :func:`best_sub_batches` gives them for these
+        partners: whether to share, the sub-batch index and the pair's average JCT.
+
+    Returns
+    -------
+    tuple or None
+        ``(gpus ascending, the sub-batch index of each partner whose GPUs were taken)``,
+        or None when the GPUs are too few.
+    """
+    partners, share, k, t = pairs
+    keep = np.flatnonzero(share)  # line 12
+    if keep.size == 0:
+        return None
+    keep = keep[np.lexsort((partners[keep], t[keep]))]  # line 14: by the pair's JCT
+    gpus: list[int] = []
+    chosen: list[int] = []
+    for i in keep.tolist():  # lines 15-17
+        on_b = np.flatnonzero(one & (holder == partners[i]))
+        gpus += on_b[: g - len(gpus)].tolist()
+        chosen.append(int(k[i]))
+        if len(gpus) == g:
+            break
+    if len(gpus) < g:  # free GPUs last
+        gpus += np.flatnonzero(free)[: g - len(gpus)].tolist()
+    if len(gpus) < g:
+        return None
+    return np.asarray(sorted(gpus), dtype=np.int64), chosen
+
+
+def gpus_on_one_server(
+    g: int,
+    free: np.ndarray,
+    one: np.ndarray,
+    holder: np.ndarray,
+    gpu_server: np.ndarray,
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, list[int]] | None:
+    """Alg. 1 lines 14-17 on one server (numpy; reading 5): the partners Alg. 2 chose,
+    best pairs first, add their GPUs to their servers' tallies; the first server whose
+    tally plus its free GPUs holds ``g`` (the lowest if several at once) takes the
+    partners' GPUs there, then its free ones. Arguments and result as
+    :func:`gpus_of_pairs` (``gpu_server``: each GPU's server); None when no server holds
+    the gang."""
+    partners, share, k, t = pairs
+    keep = np.flatnonzero(share)
+    keep = keep[np.lexsort((partners[keep], t[keep]))]  # line 14
+    server = np.asarray(gpu_server)
+    tally = np.bincount(server[free], minlength=int(server.max()) + 1)
+    walked = 0
+    reached = np.zeros(0, dtype=np.int64)
+    while reached.size == 0:
+        if walked == keep.size:
+            return None
+        on_b = one & (holder == partners[keep[walked]])
+        tally += np.bincount(server[on_b], minlength=tally.size)
+        reached = np.flatnonzero(tally >= g)
+        walked += 1
+    on = server == reached[0]
+    gpus: list[int] = []
+    chosen: list[int] = []
+    for i in keep[:walked].tolist():
+        got = np.flatnonzero(one & on & (holder == partners[i]))[: g - len(gpus)]
+        if got.size:
+            gpus += got.tolist()
+            chosen.append(int(k[i]))
+    gpus += np.flatnonzero(free & on)[: g - len(gpus)].tolist()
+    return np.asarray(sorted(gpus), dtype=np.int64), chosen
+
+
 class JobTimes:
     """Solo times, sub-batches, memory and interference of the jobs, for the policies.
 
@@ -443,7 +561,10 @@ class JobTimes:
         self.xi = self.base_xi  # the run's matrix: a policy may replace it (interference)
         #: GPU memory a job and its partners must fit, GB (the cluster's smallest GPU)
         self.limit_gb = self.model.limit_gb() if self.model is not None else np.inf
-        self._profiles: dict[int, tuple[list[Any], np.ndarray, np.ndarray]] = {}
+        #: GPUs of the cluster's largest server (a gang of at most this many has one server
+        #: as its ideal placement)
+        self.gpus_per_server = self.model.gpus_per_server if self.model is not None else 1
+        self._profiles: dict[tuple[int, bool], tuple[list[Any], np.ndarray, np.ndarray]] = {}
         #: each job's shape (:meth:`shape`) as an index, and one job of each shape
         keys = [np.asarray(self.kind, np.int64), self.n_gpus]
         if self.model is not None:
@@ -460,31 +581,57 @@ class JobTimes:
 
     def _shape_tables(self) -> None:
         """Per shape (rows) and sub-batch (columns, the full batch first): the iteration
-        time ``t_iter``, s (1 for a job of one configuration), the full batch's
-        ``t_full``, s, and the memory ``mem_gb``, GB; rows are padded to the longest with
-        the full batch's time and NaN memory (which fits nothing)."""
+        time ``t_iter``, s, at the ideal placement (1 for a job of one configuration) and
+        ``t_spread`` across servers, the full batch's ``t_full``, s, and the memory
+        ``mem_gb``, GB; rows are padded to the longest with the full batch's time and NaN
+        memory (which fits nothing)."""
         subs: list[list[Any]] = []
         times: list[list[float]] = []
+        spread: list[list[float]] = []
         full: list[float] = []
         mems: list[list[float]] = []
+        sensitive: list[bool] = []
         model = self.model
         for j in self.shape_job.tolist():
             if model is None or not model.sub_batches(j):
                 subs.append([None])
                 times.append([1.0])
+                spread.append([1.0])
                 full.append(1.0)
                 mems.append([0.0])
+                sensitive.append(False)
                 continue
             subs.append([None, *model.sub_batches(j)[1:]])
             full.append(model.t_iter_s(j, None))
             times.append([model.t_iter_s(j, x) for x in subs[-1]])
+            # one server is this shape's ideal placement, and a set on two or more servers
+            # is slower (eq. 4 across servers; any count of them costs the same)
+            sensitive.append(1 < int(self.n_gpus[j]) <= self.gpus_per_server)
+            spread.append(
+                [model.t_iter_s(j, x, n_servers=2) for x in subs[-1]]
+                if sensitive[-1]
+                else times[-1]
+            )
             mems.append([model.mem_gb(j, x) for x in subs[-1]])
         width = max((len(x) for x in subs), default=1)
         self.shape_subs = subs
         self.n_sub = np.array([len(x) for x in subs], dtype=np.int64)
         #: whether a shape's iteration time never falls as its sub-batch shrinks
         self.t_rising = np.array([bool(np.all(np.diff(t) >= 0)) for t in times], dtype=bool)
+        self.t_rising_spread = np.array([bool(np.all(np.diff(t) >= 0)) for t in spread], dtype=bool)
         self._all_rising = bool(self.t_rising.all())
+        self._all_rising_spread = bool(self.t_rising_spread.all())
+        #: whether a shape is placement-sensitive (``1 < G <= gpus_per_server``, a model job)
+        self.sensitive = np.array(sensitive, dtype=bool)
+        #: whether a shape's cross-server time is never below its one-server time at any
+        #: sub-batch (then a pair worth sharing across servers is worth it on one server)
+        self.spread_slower = np.array(
+            [
+                bool(np.all(np.asarray(x) >= np.asarray(t)))
+                for x, t in zip(spread, times, strict=True)
+            ],
+            dtype=bool,
+        )
         self._xi_seen: np.ndarray | None = None
         self._xi_ok = False
         #: each shape's sub-batches as numbers (NaN: the full batch, ``None``)
@@ -495,23 +642,32 @@ class JobTimes:
         self._scalars: tuple[tuple[Any, ...], tuple[float, bool]] | None = None
         self.t_full = np.array(full, dtype=np.float64)
         self.t_iter = np.repeat(self.t_full[:, None], width, axis=1)
+        #: as ``t_iter``, on GPUs of two or more servers (equal to ``t_iter`` for shapes
+        #: that are not placement-sensitive); padding as ``t_iter``
+        self.t_spread = np.repeat(self.t_full[:, None], width, axis=1)
         self.mem_gb = np.full((len(subs), width), np.nan)
-        for i, (t, m) in enumerate(zip(times, mems, strict=True)):
+        for i, (t, x, m) in enumerate(zip(times, spread, mems, strict=True)):
             self.t_iter[i, : len(t)] = t
+            self.t_spread[i, : len(x)] = x
             self.mem_gb[i, : len(m)] = m
 
-    def shortcut(self, shapes: np.ndarray) -> bool:
+    def shortcut(self, shapes: np.ndarray, spread: bool = False) -> bool:
         """Whether :func:`worth_sharing` may try only the largest sub-batch that fits for
-        jobs of these shapes: their iteration times rise as the sub-batch shrinks, and every
-        ratio of the run's ``xi`` is at least 1."""
+        jobs of these shapes: their iteration times (across servers if ``spread``) rise as
+        the sub-batch shrinks, and every ratio of the run's ``xi`` is at least 1."""
         if self._xi_seen is not self.xi:
             self._xi_seen, self._xi_ok = self.xi, bool(np.min(self.xi) >= 1.0)
-        return self._xi_ok and (self._all_rising or bool(self.t_rising[shapes].all()))
+        if spread:
+            rising = self._all_rising_spread or bool(self.t_rising_spread[shapes].all())
+        else:
+            rising = self._all_rising or bool(self.t_rising[shapes].all())
+        return self._xi_ok and rising
 
     def tables(self) -> tuple[np.ndarray, ...]:
         """The arrays :func:`plan_sjf_bsbf` reads, contiguous and typed: ``work``, ``kind``,
         ``shape_of``, ``t_iter``, ``t_full``, ``mem_gb``, ``n_sub``, ``t_rising``, the run's
-        ``xi`` and ``sub_value``; cached until ``xi`` is replaced."""
+        ``xi``, ``sub_value``, ``t_spread``, ``t_rising_spread``, ``sensitive`` and
+        ``spread_slower``; cached until ``xi`` is replaced."""
         if self._tables is None or self._tables[8] is not self.xi:
             self._tables = (
                 self.work,
@@ -524,6 +680,10 @@ class JobTimes:
                 self.t_rising,
                 self.xi,
                 self.sub_value,
+                self.t_spread,
+                self.t_rising_spread,
+                self.sensitive,
+                self.spread_slower,
             )
         return self._tables
 
@@ -535,17 +695,19 @@ class JobTimes:
             self._scalars = (tables, (float(self.limit_gb), self.shortcut(self.shape_job[:0])))
         return self._scalars
 
-    def profile(self, j: int) -> tuple[list[Any], np.ndarray, np.ndarray]:
+    def profile(self, j: int, spread: bool = False) -> tuple[list[Any], np.ndarray, np.ndarray]:
         """Job ``j``'s sub-batches (Alg. 2's candidates, its default first as None), its
         solo time at each (s, eq. 7: its duration times the iteration time over the full
-        batch's) and its memory at each (GB); cached."""
-        got = self._profiles.get(j)
+        batch's at the ideal placement; across servers if ``spread``) and its memory at
+        each (GB); cached."""
+        got = self._profiles.get((j, spread))
         if got is None:
             s = int(self.shape_of[j])
             n = int(self.n_sub[s])
-            solo = self.work[j] * self.t_iter[s, :n] / self.t_full[s]
+            table = self.t_spread if spread else self.t_iter
+            solo = self.work[j] * table[s, :n] / self.t_full[s]
             got = (self.shape_subs[s], solo, self.mem_gb[s, :n])
-            self._profiles[j] = got
+            self._profiles[(j, spread)] = got
         return got
 
     def shape(self, j: int) -> tuple[Any, ...]:
@@ -576,6 +738,7 @@ def plan_sjf_bsbf(
     gpu: tuple[np.ndarray, np.ndarray, np.ndarray],
     mem_run: np.ndarray,
     skip: int,
+    aware: bool = True,
 ) -> tuple[list[tuple[int, np.ndarray, int]], list[int]]:
     """One decision of SJF-BSBF (Alg. 1 with Alg. 2 and Theorem 1) in one jitted call: the
     policy's Python loop (``SJFBSBFPolicy.decide_loop`` in ``policies/sjf_bsbf.py``) with
@@ -599,6 +762,9 @@ def plan_sjf_bsbf(
     skip
         The status of queued jobs (jobs started in this decision are still queued in the
         view: not partners).
+    aware
+        Price each candidate at the placement it would get (reading 5, the default);
+        False prices every candidate at its ideal placement.
 
     Returns
     -------
@@ -618,7 +784,7 @@ def plan_sjf_bsbf(
         (n_on, gpu_job, server),
         mem_run,
         tables,
-        (*scalars, int(skip)),
+        (*scalars, int(skip), bool(aware)),
     )
     # one array back (numpy boxes each array a jitted function returns, ~1.5 us each):
     # [n, n_missing, jobs (n), sub (n), offsets (n + 1), gpus, missing]
@@ -664,23 +830,25 @@ def _consolidated(n_on, server, n_servers, g, out, at):  # type: ignore[no-untyp
             return
 
 
+#: how a planned start finds its GPUs (lines 14-17): at the ideal placement's prices
+#: wherever they are, on one server, or across servers at cross-server prices
+_GLOBAL, _ONE_SERVER, _SPREAD = 0, 1, 2
+
+
 @njit(cache=True, nogil=True)
-def _place_kept(  # type: ignore[no-untyped-def]
-    j, g, n_on, holder, partners, solo_b, mem_b, tables, limit, out, at
-):
-    """Lines 10-17 for job ``j`` over the ``partners`` worth sharing with (as the policy's
-    ``_place``, with :func:`best_sub_batches` row by row): GPUs into ``out[at:at + g]``
-    ascending; returns the sub-batch index (0: the full batch) or -1 when it finds too
-    few GPUs."""
-    work, kind, shape_of, t_iter, t_full, mem_gb, n_sub, _, xi, sub_value = tables
+def _alg2(j, partners, solo_b, mem_b, t_share, tables, limit):  # type: ignore[no-untyped-def]
+    """Line 11 for job ``j`` beside each of ``partners``, as :func:`best_sub_batches` row by
+    row (A shares at ``t_share``, waits at its ideal full-batch time): per partner whether
+    to share, the pair's average JCT and the chosen sub-batch's index."""
+    work, kind, shape_of, _, t_full, mem_gb, n_sub, _, xi, _ = tables[:10]
     s = shape_of[j]
     n = n_sub[s]
     m = partners.shape[0]
     share = np.zeros(m, dtype=np.bool_)
     best_t = np.empty(m, dtype=np.float64)
     best_k = np.empty(m, dtype=np.int64)
-    solo_0 = work[j] * t_iter[s, 0] / t_full[s]
-    for p in range(m):  # line 11: Alg. 2, as best_sub_batches
+    solo_0 = work[j] * t_full[s] / t_full[s]
+    for p in range(m):
         xa = xi[kind[j], kind[partners[p]]]
         xb = xi[kind[partners[p]], kind[j]]
         wait = (solo_b[p] + solo_b[p] + solo_0) / 2.0
@@ -689,7 +857,7 @@ def _place_kept(  # type: ignore[no-untyped-def]
         sk = False
         found_nan = False
         for w in range(n - 1, -1, -1):  # argmin over the reversed row: ties to the last
-            together = _pair_jct(work[j] * t_iter[s, w] / t_full[s], solo_b[p], xa, xb)
+            together = _pair_jct(work[j] * t_share[s, w] / t_full[s], solo_b[p], xa, xb)
             sh = together < wait
             if mem_gb[s, w] + mem_b[p] <= limit:
                 t = together if sh else wait
@@ -703,6 +871,29 @@ def _place_kept(  # type: ignore[no-untyped-def]
         best_k[p] = k
         best_t[p] = tk
         share[p] = sk and np.isfinite(tk)
+    return share, best_t, best_k
+
+
+@njit(cache=True, nogil=True)
+def _smaller_sub(s, k, sub, sub_value):  # type: ignore[no-untyped-def]
+    """The smaller of sub-batch indices ``k`` and ``sub`` of shape ``s`` (0 and -1: none
+    chosen; reading 1: the job takes the smallest its partners need)."""
+    if k > 0 and (sub < 0 or sub_value[s, k] < sub_value[s, sub]):
+        return k
+    return sub
+
+
+@njit(cache=True, nogil=True)
+def _place_kept(  # type: ignore[no-untyped-def]
+    j, g, n_on, holder, partners, solo_b, mem_b, t_share, tables, limit, out, at
+):
+    """Lines 10-17 for job ``j`` over the ``partners`` worth sharing with (as the policy's
+    ``_place``, with :func:`best_sub_batches` row by row; A shares at ``t_share``): GPUs
+    into ``out[at:at + g]`` ascending; returns the sub-batch index (0: the full batch) or
+    -1 when it finds too few GPUs."""
+    s = tables[2][j]
+    sub_value = tables[9]
+    share, best_t, best_k = _alg2(j, partners, solo_b, mem_b, t_share, tables, limit)  # line 11
     keep = np.flatnonzero(share)  # line 12
     if keep.size == 0:
         return -1
@@ -714,9 +905,7 @@ def _place_kept(  # type: ignore[no-untyped-def]
             if got < g and n_on[x] == 1 and holder[x] == partners[i]:
                 out[at + got] = x
                 got += 1
-        k = best_k[i]
-        if k > 0 and (sub < 0 or sub_value[s, k] < sub_value[s, sub]):
-            sub = k  # the smallest sub-batch chosen (reading 1)
+        sub = _smaller_sub(s, best_k[i], sub, sub_value)
         if got == g:
             break
     for x in range(n_on.shape[0]):  # free GPUs last
@@ -730,13 +919,146 @@ def _place_kept(  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, nogil=True)
+def _place_one_server(  # type: ignore[no-untyped-def]
+    j, g, n_on, holder, server, n_servers, partners, solo_b, mem_b, tables, limit, out, at
+):
+    """Lines 14-17 on one server for job ``j`` (reading 5): the partners worth sharing with
+    at one-server times, best pairs first, add their GPUs to their servers' tallies; the
+    first server whose tally plus its idle GPUs holds ``g`` takes the partners' GPUs there
+    (in that order), then its idle GPUs. GPUs into ``out[at:at + g]`` ascending; returns
+    the sub-batch index (0: the full batch) or -1 when no server holds the gang."""
+    s = tables[2][j]
+    sub_value = tables[9]
+    share, best_t, best_k = _alg2(j, partners, solo_b, mem_b, tables[3], tables, limit)
+    keep = np.flatnonzero(share)
+    if keep.size == 0:
+        return -1
+    keep = keep[np.argsort(best_t[keep], kind="mergesort")]  # line 14
+    tally = np.zeros(n_servers, dtype=np.int64)  # idle GPUs, then partners' GPUs, per server
+    for x in range(n_on.shape[0]):
+        if n_on[x] == 0:
+            tally[server[x]] += 1
+    win = -1
+    last = -1
+    for r in range(keep.shape[0]):
+        b = partners[keep[r]]
+        for x in range(n_on.shape[0]):
+            if n_on[x] == 1 and holder[x] == b:
+                tally[server[x]] += 1
+        for v in range(n_servers):  # the lowest server that now holds the gang
+            if tally[v] >= g:
+                win = v
+                break
+        if win >= 0:
+            last = r
+            break
+    if win < 0:
+        return -1
+    got = 0
+    sub = -1
+    for r in range(last + 1):  # the partners' GPUs on that server, in line-14 order
+        b = partners[keep[r]]
+        took = False
+        for x in range(n_on.shape[0]):
+            if got < g and n_on[x] == 1 and holder[x] == b and server[x] == win:
+                out[at + got] = x
+                got += 1
+                took = True
+        if took:
+            sub = _smaller_sub(s, best_k[keep[r]], sub, sub_value)
+    for x in range(n_on.shape[0]):  # then its idle GPUs
+        if got < g and n_on[x] == 0 and server[x] == win:
+            out[at + got] = x
+            got += 1
+    out[at : at + g] = np.sort(out[at : at + g])
+    return max(sub, 0)
+
+
+@njit(cache=True, nogil=True)
+def _on_one_server(okrow, partners, n_on, holder, server, n_servers, g):  # type: ignore[no-untyped-def]
+    """Whether some server's idle GPUs plus its GPUs alone with a partner in ``okrow``
+    hold ``g`` (``partners`` ascending)."""
+    tally = np.zeros(n_servers, dtype=np.int64)
+    for x in range(n_on.shape[0]):
+        if n_on[x] == 0:
+            tally[server[x]] += 1
+        elif n_on[x] == 1:
+            p = np.searchsorted(partners, holder[x])
+            if p < partners.shape[0] and partners[p] == holder[x] and okrow[p]:
+                tally[server[x]] += 1
+    for v in range(n_servers):
+        if tally[v] >= g:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _first_placeable(  # type: ignore[no-untyped-def]
+    ok, cand_jobs, cand_need, partners, n_own, free_n, solo_b, mem_b, gpu, tables, scalars
+):
+    """Lines 9-17's test of the candidate jobs in order: the first that finds GPUs worth
+    sharing (``ok``: jobs x partners at ideal-placement prices), with how (``_GLOBAL``,
+    ``_ONE_SERVER`` or ``_SPREAD``) and, for ``_SPREAD``, the partners worth sharing with
+    at cross-server prices. Without ``aware`` (or for a shape that is not
+    placement-sensitive) this is the GPU count of :func:`first_enough`."""
+    n_on, holder, server, n_servers = gpu
+    limit, xi_ok, aware = scalars
+    work, kind, shape_of, _, t_full, mem_gb, n_sub, _, xi, _ = tables[:10]
+    t_spread, rising_spread, sensitive, spread_slower = tables[10:]
+    none = np.zeros(0, dtype=np.bool_)
+    for r in range(ok.shape[0]):
+        j = cand_jobs[r]
+        s = shape_of[j]
+        g = cand_need[r]
+        some = False
+        count = 0
+        for p in range(ok.shape[1]):
+            if ok[r, p]:
+                some = True
+                count += n_own[p]
+        enough = some and count + free_n >= g
+        if not (aware and sensitive[s]):
+            if enough:
+                return r, _GLOBAL, none
+            continue
+        if some and _on_one_server(ok[r], partners, n_on, holder, server, n_servers, g):
+            return r, _ONE_SERVER, none
+        if spread_slower[s] and not enough:
+            continue  # across servers the pairs only get worse, and there are too few
+        ok_s = _worth_sharing(
+            work[cand_jobs[r : r + 1]],
+            shape_of[cand_jobs[r : r + 1]],
+            kind[cand_jobs[r : r + 1]],
+            kind[partners],
+            solo_b,
+            mem_b,
+            t_spread,
+            t_full,
+            mem_gb,
+            n_sub,
+            xi,
+            limit,
+            xi_ok and rising_spread[s],
+        )[0]
+        count = 0
+        for p in range(ok_s.shape[0]):
+            if ok_s[p]:
+                count += n_own[p]
+        if count > 0 and count + free_n >= g:
+            return r, _SPREAD, ok_s
+    return ok.shape[0], _GLOBAL, none
+
+
+@njit(cache=True, nogil=True)
 def _plan_sjf_bsbf(queued, job, gpu, mem_run, tables, scalars):  # type: ignore[no-untyped-def]
     """:func:`plan_sjf_bsbf`; ``tables`` are :class:`JobTimes`'s arrays, ``scalars`` the
-    memory limit, whether the run's xi are all >= 1 and the queued status."""
+    memory limit, whether the run's xi are all >= 1, the queued status and whether to
+    price candidates at the placement they would get (reading 5)."""
     duration, n_gpus, status, remaining, solo_rate = job
     gpu_n_jobs, gpu_job, server = gpu
-    work, kind, shape_of, t_iter, t_full, mem_gb, n_sub, t_rising, xi, _ = tables
-    limit, xi_ok, skip = scalars
+    work, kind, shape_of, t_iter, t_full, mem_gb, n_sub, t_rising, xi, _ = tables[:10]
+    t_spread = tables[10]
+    limit, xi_ok, skip, aware = scalars
     n_g = gpu_n_jobs.shape[0]
     jobs = np.empty(queued.shape[0], dtype=np.int64)
     offsets = np.zeros(queued.shape[0] + 1, dtype=np.int64)
@@ -807,25 +1129,55 @@ def _plan_sjf_bsbf(queued, job, gpu, mem_run, tables, scalars):  # type: ignore[
                         limit,
                         shortcut,
                     )
-                    tried = _first_enough(ok, n_own, free_n, need[cand])  # lines 15-17
+                    tried, how, ok_s = _first_placeable(  # lines 15-17: GPUs enough?
+                        ok,
+                        jc,
+                        need[cand],
+                        partners,
+                        n_own,
+                        free_n,
+                        solo_b,
+                        mem_b,
+                        (n_on, holder, server, n_servers),
+                        tables,
+                        (limit, xi_ok, aware),
+                    )
                     for c in cand[:tried]:
                         refused[shape[c]] = True
                     if tried < cand.shape[0]:
                         c = cand[tried]
-                        kept = ok[tried]
-                        sub = _place_kept(
-                            order[c],
-                            need[c],
-                            n_on,
-                            holder,
-                            partners[kept],
-                            solo_b[kept],
-                            mem_b[kept],
-                            tables,
-                            limit,
-                            gpus,
-                            at,
-                        )
+                        kept = ok[tried] if how != _SPREAD else ok_s
+                        if how == _ONE_SERVER:
+                            sub = _place_one_server(
+                                order[c],
+                                need[c],
+                                n_on,
+                                holder,
+                                server,
+                                n_servers,
+                                partners[kept],
+                                solo_b[kept],
+                                mem_b[kept],
+                                tables,
+                                limit,
+                                gpus,
+                                at,
+                            )
+                        else:
+                            sub = _place_kept(
+                                order[c],
+                                need[c],
+                                n_on,
+                                holder,
+                                partners[kept],
+                                solo_b[kept],
+                                mem_b[kept],
+                                t_spread if how == _SPREAD else t_iter,
+                                tables,
+                                limit,
+                                gpus,
+                                at,
+                            )
                         assert sub >= 0  # worth_sharing and the GPU count said so
                         pos = c + 1
                         jobs[n_start] = order[c]

@@ -67,7 +67,9 @@ def workload_cmd(
             "--jobs",
             "-n",
             help="Number of jobs, where the preset takes one (a-srpt: default 20,000, or all of"
-            " --source)",
+            " --source). At least 1; at most 10,000,000 for synth-default, 3,000,000 for"
+            " a-srpt, 5,000,000 for sjf-bsbf, 2,000,000 for pd-ors (memory: up to 2 KB per"
+            " job), the full size for lazer-*, 4,000 for edge-cloud-*, 30 for sjf-bsbf-testbed",
         ),
     ] = None,
     single_gpu_fraction: Annotated[
@@ -78,10 +80,12 @@ def workload_cmd(
         float | None,
         typer.Option(
             "--load",
-            help="a-srpt, lazer-earth|saturn|uranus (full size): rescale arrivals to this"
+            help="a-srpt, lazer-earth|saturn|uranus (full size): scale the arrival rate to this"
             " offered load on the --cluster. a-srpt: default 4 (contended, like the paper's"
-            " runs); 0 keeps the source's own arrival times. pollux: the set, 1 (default),"
-            " 0.5, 1.5, 2, or 0 (realistic configurations); --seed 1-8 picks the workload",
+            " runs); 0 keeps the source's own arrival times. lazer-*: default Table 1's rate"
+            " (the paper's); the 10-minute bins of --arrivals helios are kept. pollux: the"
+            " set, 1 (default), 0.5, 1.5, 2, or 0 (realistic configurations); --seed 1-8 picks"
+            " the workload",
         ),
     ] = None,
     cluster: Annotated[
@@ -111,7 +115,34 @@ def workload_cmd(
         typer.Option(
             "--arrivals",
             help="pd-ors: 'alternating' (default; even slots weigh 2/3, odd 1/3) or 'philly'"
-            " (the bundled Philly sample's arrival times scaled onto the horizon)",
+            " (the bundled Philly sample's arrival times scaled onto the horizon)."
+            " lazer-earth|saturn|uranus: 'helios' (default; Helios Venus's 10-minute"
+            " submission counts at Table 1's rate) or 'poisson'",
+        ),
+    ] = None,
+    sizes: Annotated[
+        str | None,
+        typer.Option(
+            "--sizes",
+            help="lazer-earth|saturn|uranus: 'copula' (default; GPU counts paired with"
+            " durations so the GPU-time per job is the Helios summary's) or 'independent'",
+        ),
+    ] = None,
+    overheads: Annotated[
+        str | None,
+        typer.Option(
+            "--overheads",
+            help="lazer-*: load and save time per job: 'paper' (default; 113 s and 8 s, the"
+            " paper's Sec. 3.2) or 'checkpoint' (the model catalogue's checkpoint times)",
+        ),
+    ] = None,
+    links: Annotated[
+        str | None,
+        typer.Option(
+            "--links",
+            help="pd-ors: worker-PS link rates, 'c5n' (default; the paper's C5n network, 100"
+            " Gbit/s, over a slot of 145 s from Goyal et al.'s time per sample) or 'legacy'"
+            " (gpusched's former rates: 10 Gbit/s, a slot read as one hour)",
         ),
     ] = None,
     cluster_out: Annotated[
@@ -127,6 +158,22 @@ def workload_cmd(
         typer.Option(
             "--servers",
             help="edge-cloud-sim: edge servers of the cluster --cluster-out writes (default 100)",
+        ),
+    ] = None,
+    restart_s: Annotated[
+        float | None,
+        typer.Option(
+            "--restart-s",
+            help="sjf-bsbf, sjf-bsbf-testbed: seconds every start costs, written as load_s"
+            " (default 30, the Pollux simulator's; 0: no load_s/save_s columns)",
+        ),
+    ] = None,
+    gpu_counts: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu-counts",
+            help="sjf-bsbf: 'pollux' (default; Pollux's starting configurations) or 'philly'"
+            " (the Philly jobs' own GPU counts, Pollux's workloads-realistic; an ablation)",
         ),
     ] = None,
 ) -> None:
@@ -158,12 +205,28 @@ def workload_cmd(
         cluster=cluster,
         horizon=horizon,
         arrivals=arrivals,
+        links=links,
+        restart_s=restart_s,
+        gpu_counts=gpu_counts,
+        sizes=sizes,
+        overheads=overheads,
     )
+    _common.check_written_trace(trace, f"workload {name}")
     write_trace(trace, output)
     note = f": {trace.source}" if name in NOTED else ""
     typer.echo(f"wrote {len(trace)} jobs to {output}{note}")
     if name == "a-srpt":
         _say_offered_load(trace, cluster or "a-srpt-250x8")
+    if name == "pd-ors":
+        import numpy as np
+
+        from gpusched.workloads.pd_ors import finishable
+
+        alone, _ = finishable(trace, np.zeros((1, 4)))
+        typer.echo(
+            f"note: {alone} of {len(trace)} jobs can finish by the horizon at all (alone, F"
+            " workers on one machine: eq. 13's fastest schedule); no policy finishes more"
+        )
     if cluster_out is not None and cluster_text is not None:
         cluster_out.write_text(cluster_text, encoding="utf-8")
         typer.echo(f"wrote cluster to {cluster_out}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import math
 import os
 import sys
 import threading
@@ -16,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from gpusched.errors import GpuschedError, show_name
+from gpusched.errors import GpuschedError, show_name, show_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -109,6 +110,24 @@ def user_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def check_written_trace(trace: Any, what: str) -> None:
+    """Refuse to write a trace that gpusched could not read back (e.g. a load so small that
+    arrivals run past the largest time a trace may hold), in one line."""
+    from gpusched.errors import GpuschedError, TraceError
+    from gpusched.io.trace import validate_trace
+
+    try:
+        validate_trace(trace)
+    except TraceError as exc:
+        import re
+
+        first = re.sub(r"^.*?:\d+: ", "", exc.errors[0], count=1)
+        more = f" (and {len(exc.errors) - 1:,} more)" if len(exc.errors) > 1 else ""
+        raise GpuschedError(
+            f"{what} with these options makes a trace gpusched cannot read: {first}{more}"
+        ) from None
+
+
 def _debug_trace(exc: BaseException) -> None:
     if not DEBUG:
         return
@@ -188,7 +207,7 @@ def print_run_header(result: Any, summary: dict[str, Any], *, engine: bool = Tru
         f"{summary['n_jobs']} jobs, slot {result.slot_s:g} s{mode}"
     )
     for note in result.jobs.notes:
-        typer.echo(f"note: {note}")
+        typer.echo(f"note: {show_text(note)}")
     if result.stopped_at is not None:
         typer.echo(
             f"note: stopped early at t={result.stopped_at:,.6g} s: "
@@ -198,16 +217,37 @@ def print_run_header(result: Any, summary: dict[str, Any], *, engine: bool = Tru
 
 
 def fmt(value: Any, key: str = "") -> str:
-    """A compact human rendering of a summary value (``wall_s`` always with 2 decimals)."""
-    if value is None:
-        return "-"
-    if key == "wall_s" and isinstance(value, float):
-        return f"{value:.2f}"
-    if isinstance(value, float):
-        if abs(value) >= 1e5:
+    """A compact human rendering of a summary value (``wall_s`` always with 2 decimals);
+    integers grouped like floats (``908,238``)."""
+    return column_format([value], key)(value)
+
+
+def column_format(values: list[Any], key: str = "") -> Callable[[Any], str]:
+    """One format for a table column, so that its numbers read alike: integers grouped
+    (``908,238``); floats with the decimals their largest magnitude calls for (none from
+    1e5, one from 1, else four significant digits), ``wall_s`` with two; None as ``-``."""
+    nums = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    floats = [v for v in nums if isinstance(v, float) and math.isfinite(v)]
+    top = max((abs(v) for v in floats), default=0.0)
+
+    def one(value: Any) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return str(value)
+        if isinstance(value, int):
+            return f"{value:,}"
+        if not math.isfinite(value):
+            return str(value)
+        if key == "wall_s":
+            return f"{value:.2f}"
+        if top >= 1e5:
             return f"{value:,.0f}"
-        return f"{value:.4g}" if abs(value) < 1 else f"{value:,.1f}"
-    return str(value)
+        if top >= 1:
+            return f"{value:,.1f}"
+        return f"{value:.4g}"
+
+    return one
 
 
 #: the columns of runs of jobs placed by roles (parameter-server jobs on the ledger)
@@ -219,7 +259,7 @@ SHOWN_ROLES = (
     ("median_training_slots", "median train"),
     ("avg_jct_s", "avg JCT s"),
     ("avg_wait_s", "avg wait s"),
-    ("utilization_gpus", "GPU util"),
+    ("gpu_utilization", "GPU util"),
     ("utilization_cpus", "CPU util"),
     ("utilization_mem_gb", "mem util"),
     ("wall_s", "wall s"),
@@ -245,7 +285,7 @@ SHOWN_TASKS = (
 
 def print_table(rows: list[dict[str, Any]], first: str) -> None:
     """Print ``rows`` (policy x metrics) as an aligned table."""
-    roles = any("utilization_gpus" in r for r in rows)
+    roles = any("n_admitted" in r for r in rows)
     tasks = any("n_tasks" in r for r in rows)
     shown = list(SHOWN_ROLES if roles else SHOWN_TASKS if tasks else SHOWN)
     if tasks and not any("jct_rate" in r for r in rows):
@@ -258,7 +298,12 @@ def print_table(rows: list[dict[str, Any]], first: str) -> None:
             shown.index(("avg_wait_s", "avg wait s")) + 1, ("avg_slowdown_s", "avg slow s")
         )
     head = [first] + [label for _, label in shown]
-    body = [[str(r[first])] + [fmt(r.get(k), k) for k, _ in shown] for r in rows]
+    formats = {k: column_format([r.get(k) for r in rows], k) for k, _ in shown}
+    # labels come from the user (policy specs, a policy file's name): never raw control
+    # characters on the terminal (errors.show_text)
+    body = [
+        [show_text(r[first])] + [show_text(formats[k](r.get(k))) for k, _ in shown] for r in rows
+    ]
     widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
     line = "  ".join(
         h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths, strict=True))

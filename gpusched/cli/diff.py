@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from gpusched.cli._common import user_errors
-from gpusched.errors import GpuschedError, show_name
+from gpusched.errors import GpuschedError, show_name, show_text
 
 
 @user_errors
@@ -111,7 +111,7 @@ def _job_table(diff: Any, picked: list[int], dur: Any) -> None:
     body = []
     for i in picked:
         row = [
-            a.job_id[i],
+            show_text(a.job_id[i]),
             f"{dur(a.jct[i])} -> {dur(b.jct[i])}",
             dur(float(diff.change_s[i]), sign=True),
             f"{dur(a.wait_s[i])} -> {dur(b.wait_s[i])}",

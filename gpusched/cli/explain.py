@@ -36,7 +36,7 @@ def explain_cmd(
     finish, then its JCT split into wait + load + train + save. Without JOB: the jobs that
     lost the most. The history needs events.csv (replay --out DIR --events).
     """
-    from gpusched.errors import GpuschedError
+    from gpusched.errors import GpuschedError, show_name
     from gpusched.results.explain import job_story, read_run
     from gpusched.results.explain import worst as worst_jobs
 
@@ -50,6 +50,10 @@ def explain_cmd(
             return
         typer.echo("")
     n = 10 if worst is None else worst
-    typer.echo(f"the {n} jobs that lost the most time (waiting + slowdown) in {run}:")
-    for line in worst_jobs(data, n):
+    lines = worst_jobs(data, n)
+    # as many as there are: --worst 30 of a run of 10 finished jobs lists 10
+    what = f"the {len(lines)} jobs" if len(lines) != 1 else "the job"
+    some = f" ({n} asked; only {len(lines)} have a JCT)" if len(lines) < n else ""
+    typer.echo(f"{what} that lost the most time (waiting + slowdown) in {show_name(run)}{some}:")
+    for line in lines:
         typer.echo("  " + line)

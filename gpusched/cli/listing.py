@@ -13,11 +13,12 @@ from gpusched.cli._common import user_errors
 def policies_cmd() -> None:
     """List the policies --policy accepts, with one line each (imports none of them)."""
     from gpusched.core.registry import available_policies
+    from gpusched.errors import show_text
 
     infos = available_policies()
     width = max((len(n) for n in infos), default=0)
-    for name, info in infos.items():
-        typer.echo(f"{name:<{width}}  {info.summary}")
+    for name, info in infos.items():  # a third party's docstring: shown escaped
+        typer.echo(f"{show_text(name):<{width}}  {show_text(info.summary)}")
 
 
 @user_errors

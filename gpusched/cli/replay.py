@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -103,6 +103,14 @@ def replay_cmd(
         ),
     ] = None,
     fmt: FormatOpt = "csv",
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace the results already in --out, whole (by default such a folder is "
+            "refused, so an old run never mixes with a new one)",
+        ),
+    ] = False,
     until: UntilOpt = None,
     drop_oversized: DropOpt = False,
     load_s: LoadOpt = 0.0,
@@ -128,43 +136,42 @@ def replay_cmd(
     """Replay a trace on a cluster under one policy and print the summary."""
     from gpusched.core.warmup import warm_up
     from gpusched.errors import GpuschedError
-    from gpusched.experiments.run import (
-        check_format,
-        check_run_options,
-        prepare_out_dir,
-        replay,
-        run_files,
-    )
+    from gpusched.experiments.run import check_format, check_run_options, replay
+    from gpusched.io.runfolder import FolderTransaction
 
     check_run_options(slot_s=slot, seed=seed, until_s=until, mode=engine)
     check_format(fmt)
     if events and out is None:
         raise GpuschedError("--events writes events.csv into the run folder: give --out DIR")
+    if force and out is None:
+        raise GpuschedError("--force replaces the results in --out: give --out DIR")
     if tui:
         require_terminal("--tui")
-        if out is not None:
-            prepare_out_dir(out, run_files(fmt))
         from gpusched.tui import run_tui
 
+        tx = None if out is None else FolderTransaction(out, force=force)
+        if tx is not None:
+            tx.check()
         with compile_notice():
             warm_up("fused")
             warm_up("python")
-        summary = run_tui(
-            trace,
-            policy,
-            cluster=cluster,
-            params=param,
-            slot_s=slot,
-            seed=seed,
-            until_s=until,
-            drop_oversized=drop_oversized,
-            load_s=load_s,
-            save_s=save_s,
-            mode=engine,
-            out=None if out is None else Path(out),
-            events=events,
-            fmt=fmt,
-        )
+        with tx if tx is not None else contextlib.nullcontext():
+            summary = run_tui(
+                trace,
+                policy,
+                cluster=cluster,
+                params=param,
+                slot_s=slot,
+                seed=seed,
+                until_s=until,
+                drop_oversized=drop_oversized,
+                load_s=load_s,
+                save_s=save_s,
+                mode=engine,
+                out=None if tx is None else tx.staging,
+                events=events,
+                fmt=fmt,
+            )
         if as_json:
             typer.echo(json.dumps(summary, indent=2))
         else:
@@ -186,6 +193,7 @@ def replay_cmd(
             save_s=save_s,
             mode=engine,
             out=out,
+            force=force,
             progress=bar,
             notice=compile_notice,
             events=events,
@@ -251,7 +259,7 @@ def compare_cmd(
             help="Run each policy once per seed (1-5, 1,3,7 or 1-3,10; each run's --seed) and "
             "print mean ± 95 % interval per metric, paired by seed against the first policy; "
             "a TRACE naming {seed} (runs/ec-{seed}.csv) gives each seed its own trace. With "
-            "--out: DIR/<policy>/seed-<s>/ run folders, compare.csv and compare-runs.csv",
+            "--out: DIR/<policy>/seed-<s>/ run folders, comparison.csv and compare-runs.csv",
         ),
     ] = None,
     workers: Annotated[
@@ -320,6 +328,7 @@ def compare_cmd(
             progress=lambda text: setattr(bar, "label", text),
             first_result=header,
             fmt=fmt,
+            job_progress=bar,  # each run's jobs done: no minutes of silence
         )
     finally:
         bar.close()

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import typer
 
-from gpusched.cli._common import Progress, compile_notice, fmt, print_table
+from gpusched.cli._common import Progress, column_format, compile_notice, print_table
 from gpusched.errors import GpuschedError, show_name
 
 #: marks a cell whose paired difference against the first policy is within noise
@@ -91,7 +92,7 @@ def compare_over_seeds(
     _print_header(trace, result, options)
     _print_intervals(result)
     if out is not None:
-        typer.echo(f"comparison in {out}/compare.csv, runs in {out}/<policy>/seed-<s>/")
+        typer.echo(f"comparison in {out}/comparison.csv, runs in {out}/<policy>/seed-<s>/")
     return True
 
 
@@ -116,12 +117,16 @@ def _seed_text(seeds: tuple[int, ...]) -> str:
     return ",".join(str(s) for s in seeds)
 
 
-def _cell(stat: Any, key: str, marks: bool) -> str:
-    """``mean ± half-width`` (just the mean with one seed), then the noise mark or room for it."""
-    mean = stat.interval.mean
-    text = fmt(int(mean) if mean.is_integer() else mean, key)
-    if stat.interval.half_width is not None:
-        text += f" ± {fmt(stat.interval.half_width, key)}"
+def _cell(stat: Any, key: str, marks: bool, form: Callable[[Any], str] | None = None) -> str:
+    """``mean ± half-width`` (just the mean with one seed), then the noise mark or room for
+    it; ``form`` formats the numbers (one format per column: ``column_format``)."""
+    if form is None:
+        form = column_format([stat.interval.mean], key)
+    mean, half = stat.interval.mean, stat.interval.half_width
+    whole = mean.is_integer() and (half is None or float(half).is_integer())
+    text = form(int(mean) if whole else mean)
+    if half is not None:
+        text += f" ± {form(int(half) if whole else half)}"
     if marks:
         text += f" {_mark(stat.diff)}"
     return text
@@ -138,11 +143,15 @@ def _print_intervals(result: Any) -> None:
     """The policies x metrics table of intervals, then what its cells and marks mean."""
     one = len(result.seeds) == 1
     rows: list[dict[str, Any]] = []
+    forms: dict[str, Any] = {}
+    for m in result.stats:  # one format per metric, from every policy's mean
+        forms.setdefault(m.metric, []).append(m.interval.mean)
+    forms = {k: column_format(v, k) for k, v in forms.items()}
     for label in result.labels:
         row: dict[str, Any] = {"policy": label}
         for m in result.stats:
             if m.policy == label:
-                row[m.metric] = _cell(m, m.metric, not one)
+                row[m.metric] = _cell(m, m.metric, not one, forms[m.metric])
         rows.append(row)
     if not any(s.get("n_unfinished") for s in result.summaries.values()):
         for row in rows:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gpusched.cli._common import Command, Group, user_errors
+from gpusched.cli._common import Command, Group, check_written_trace, user_errors
+
+#: most jobs ``trace synth`` draws (about 0.4 KB of memory each; 100 million ended in a
+#: MemoryError)
+MAX_SYNTH_JOBS = 10_000_000
 
 app = typer.Typer(
     help="Import real traces, synthesize traces, and describe them.",
@@ -115,11 +120,21 @@ def synth_cmd(
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Trace to write (.csv, .csv.gz or .parquet)")
     ],
-    jobs: Annotated[int, typer.Option("--jobs", "-n", help="Number of jobs", min=1)] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed")] = 1,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs",
+            "-n",
+            help=f"Number of jobs, 1 to {MAX_SYNTH_JOBS:,} (memory: about 0.4 KB per job)",
+        ),
+    ] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed (>= 0)")] = 1,
     load: Annotated[
         float,
-        typer.Option("--load", help="Offered load as a fraction of the cluster's GPU capacity"),
+        typer.Option(
+            "--load",
+            help="Offered load as a fraction of the cluster's GPU capacity (> 0, finite)",
+        ),
     ] = 0.8,
     cluster: Annotated[
         str, typer.Option("--cluster", "-c", help="Cluster the load is sized for")
@@ -131,10 +146,18 @@ def synth_cmd(
     from gpusched.io.trace import write_trace
     from gpusched.workloads.synth import synth_trace
 
-    if not load > 0:
-        raise GpuschedError(f"--load must be > 0, got {load}")
+    if not 1 <= jobs <= MAX_SYNTH_JOBS:
+        raise GpuschedError(
+            f"--jobs must be 1 to {MAX_SYNTH_JOBS:,} (a limit of memory: about 0.4 KB per "
+            f"job), got {jobs:,}"
+        )
+    if seed < 0:
+        raise GpuschedError(f"--seed must be a whole number >= 0, got {seed}")
+    if not (load > 0 and math.isfinite(load)):
+        raise GpuschedError(f"--load must be a finite number > 0, got {load}")
     spec = load_cluster(cluster)
     trace = synth_trace(jobs, seed, load=load, n_gpus_cluster=spec.n_gpus)
+    check_written_trace(trace, "trace synth")
     write_trace(trace, output)
     typer.echo(
         f"wrote {len(trace)} jobs to {show_name(output)} (load {load:g} on {spec.name}, "

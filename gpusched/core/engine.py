@@ -43,8 +43,13 @@ from gpusched.core.policy import (
 from gpusched.core.result import RunResult, Snapshot
 from gpusched.core.roles import Roles
 from gpusched.core.state import (
+    ASK,
+    F_ANSWER,
+    F_ASK_ARG,
     F_NOW,
     F_WAKE,
+    I_ANSWERED,
+    I_ASK_JOB,
     I_EVER_SHARED,
     I_N_DECISIONS,
     I_N_FINISHED,
@@ -53,6 +58,7 @@ from gpusched.core.state import (
     I_N_REJECTED,
     I_N_RUN,
     I_NEXT_ARRIVAL,
+    KEY_LAZER,
     KEY_NONE,
     LIMIT,
     LOADING,
@@ -211,6 +217,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             xi=xi,
             events=ev_size,
             alloc_size=room,
+            rule_queues=self.mode == "fused" and fused is not None and fused.key == KEY_LAZER,
         )
         st = self.state
         self._setup_progress(len(jobs))
@@ -232,6 +239,8 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             or tasks is not None,  # a task holding its worker while its data ships is loading
             period=float(fused.period) if (fused and self.mode == "fused") else 0.0,
             starve=float(fused.starve) if (fused and self.mode == "fused") else 0.0,
+            flags=int(fused.flags) if (fused and self.mode == "fused") else 0,
+            asks=bool(fused.asks) if (fused and self.mode == "fused") else False,
         )
         if kernels not in KERNELS:
             raise ValueError(f"unknown kernels {kernels!r}: expected one of {', '.join(KERNELS)}")
@@ -398,14 +407,44 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
     def _run_fused(self, n: int) -> None:
         st = self.state
         while n > 0 and not self.finished:
-            size = min(n, _CHUNK)
-            buf = new_timeline(size)
-            rows, code = self.k.run_fused(st, self.cfg, buf, size)
+            if self._tl_rows == len(self._tl_buf.time_s):  # the chunk being filled is full
+                if self._tl_rows:
+                    self._tl.append(self._tl_buf)
+                self._tl_buf = new_timeline(_CHUNK)
+                self._tl_rows = 0
+            at = self._tl_rows
+            size = min(n, _CHUNK - at)
+            rows, code = self.k.run_fused(
+                st, self.cfg, Timeline(*(b[at:] for b in self._tl_buf)), size
+            )
             if self.events is not None:
                 self.events.ensure_room(st)
-            self._tl.append(Timeline(*(b[:rows] for b in buf)))
+            self._tl_rows += rows
+            if code == ASK:  # the rule's question; its decision resumes at the next call
+                self._answer()
+                n -= rows
+                continue
             n -= max(rows, 1)
             self._set_code(code)
+
+    def _answer(self) -> None:
+        """Answer a fused rule's question with the policy's ``answer(view, now, job, arg)``
+        (see :attr:`gpusched.core.policy.Fused.asks`)."""
+        st = self.state
+        now = self.now
+        j = int(st.sim_i[I_ASK_JOB])
+        hook = getattr(self.policy, "answer", None)
+        if hook is None:
+            raise PolicyError(f"policy '{self.name}': its fused rule asks, but it has no answer()")
+        x = call_policy(
+            self.name, "answer", now, hook, self.view, now, j, float(st.sim_f[F_ASK_ARG])
+        )
+        if isinstance(x, bool) or not isinstance(x, int | float | np.floating | np.integer):
+            raise self._fail(j, now, f"answer() must return a number, got {x!r}")
+        if not (np.isfinite(x) and x >= 0):
+            raise self._fail(j, now, f"answer() must return a finite number >= 0, got {x!r}")
+        st.sim_f[F_ANSWER] = float(x)
+        st.sim_i[I_ANSWERED] = 1
 
     def _set_code(self, code: int) -> None:
         if code < 0:

@@ -60,10 +60,25 @@ from gpusched.core.state import (
 )
 from gpusched.errors import InvariantError
 
-__all__ = ["EVENT_COLUMNS", "EventLog", "format_gpus", "parse_gpus"]
+__all__ = ["EVENT_COLUMNS", "EVENT_KINDS", "EventLog", "format_gpus", "parse_gpus"]
 
 #: Column order of events.csv.
 EVENT_COLUMNS = ("time_s", "event", "job_id", "gpus", "detail")
+#: Every kind of row of events.csv (the module docstring says what each means).
+EVENT_KINDS = (
+    "arrive",
+    "start",
+    "loaded",
+    "preempt",
+    "requeue",
+    "finish",
+    "reject",
+    "dispatch",
+    "allocate",
+    "share",
+    "unshare",
+    "note",
+)
 
 _KERNEL_NAMES = {
     EV_START: "start",

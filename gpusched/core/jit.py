@@ -226,13 +226,18 @@ class Kernels:
         S, C = typeof(st), typeof(cfg)
         i, f, b = types.int64, types.float64, types.boolean
         gpus = typeof(np.empty(0, np.int32))
+        fused_sig = (S, C, typeof(tl), i)
         if not python:  # loaded now, without Numba's slower way of a first call
-            load_cached(module.run_fused, (S, C, typeof(tl), i))
+            load_cached(module.run_fused, fused_sig)
         load_cached(module.sync_all, (S,))
         for name in self.OTHERS:
             setattr(self, name, getattr(module, name))
         self.compiled = True
         if not python:
+            # a fused rule that asks the policy (Fused.asks) crosses into the kernel once
+            # per question: bound as the Python path's kernels are (see above)
+            if hasattr(module.run_fused, "compile"):
+                self.run_fused = module.run_fused.compile(fused_sig)
             return
 
         def bind(name: str, *sig: Any) -> None:

@@ -31,6 +31,7 @@ import numpy as np
 
 from gpusched.core.jit import jit
 from gpusched.core.state import (
+    ASK,
     DONE,
     E_TIME,
     EPS,
@@ -38,32 +39,50 @@ from gpusched.core.state import (
     EV_PREEMPT,
     EV_REQUEUE,
     EV_START,
+    F_ANSWER,
+    F_ASK_ARG,
     F_EXTRA_GPU_S,
     F_NOW,
     F_RESIDUAL,
     F_SHARED_GPU_S,
     F_WAKE,
     FINISHED,
+    FLAG_LOADING_IN_RQ,
+    I_ANSWERED,
+    I_ASK_JOB,
+    I_CURSOR,
+    I_DONE_HERE,
     I_EV_GPU_ROOM,
     I_EV_LOST,
     I_EV_ROOM,
     I_EVER_SHARED,
     I_EXTRA,
+    I_FIRST_NEW,
     I_FREE_GPUS,
     I_N_DECISIONS,
     I_N_EV_GPUS,
     I_N_EVENTS,
     I_N_FINISHED,
     I_N_HELD,
+    I_N_LINKED,
     I_N_PREEMPT,
     I_N_QUEUE,
     I_N_REJECTED,
     I_N_RUN,
     I_N_SORTED,
+    I_N_TIMERS,
+    I_N_TOUCHED,
+    I_N_WAITING,
     I_NEXT_ARRIVAL,
+    I_PHASE,
     I_SHARED_GPUS,
+    JF_DRQ,
+    JF_DWQ,
+    JF_TAKEN,
+    JF_WAITING,
     KEY_FIFO,
     KEY_LAS,
+    KEY_LAZER,
     KEY_NONE,
     KEY_SJF,
     KEY_SRTF,
@@ -828,7 +847,7 @@ def _compute_keys(st, cfg, c, lo, m):
         elif cfg.key == KEY_SJF:
             st.job_key[j] = st.job_work[j]
             st.job_key2[j] = 0.0
-        elif cfg.key == KEY_SRTF:
+        elif cfg.key == KEY_SRTF or cfg.key == KEY_LAZER:
             dt = _trained_for(st, j, now)
             st.job_key[j] = (
                 st.job_anchor_rem[j] - dt * st.job_rate[j] if dt == dt else st.job_remaining[j]
@@ -1119,6 +1138,357 @@ def _decide_fused(st, cfg):
     return started
 
 
+# --- Lazer's Alg. 1-2 (KEY_LAZER) --------------------------------------------------------
+#
+# The rule of policies/lazer.py's decide(), step for step (its docstring gives the reading
+# of the paper); the two must give the same schedule (tests/test_lazer_fused.py). What a
+# Python decision sees as one snapshot is kept here by marks: a job started or preempted at
+# this decision point is taken (JF_TAKEN: no candidate for a later event of the point), and
+# GPUs that a preemption released at once are blocked (gpu_link -2) until the point ends.
+# X comes from the policy: the rule stops with ASK (I_ASK_JOB, F_ASK_ARG = p) and resumes
+# the same arrival when called again with the answer in F_ANSWER.
+
+
+@jit(_INNER)
+def _link(st, gpu, value):
+    """Set ``gpu_link[gpu]``, keeping the count of GPUs linked (not -1)."""
+    if st.gpu_link[gpu] == -1 and value != -1:
+        st.sim_i[I_N_LINKED] += 1
+    elif st.gpu_link[gpu] != -1 and value == -1:
+        st.sim_i[I_N_LINKED] -= 1
+    st.gpu_link[gpu] = value
+
+
+@jit(_INNER)
+def _lz_free(st, gpu):
+    """Is ``gpu`` free for a start at this decision point (idle, promised to none, not
+    released here)?"""
+    return st.gpu_n_jobs[gpu] == 0 and st.gpu_link[gpu] == -1
+
+
+@jit(_INNER)
+def _lz_n_free(st):
+    """GPUs free for a start (see :func:`_lz_free`)."""
+    if st.sim_i[I_N_LINKED] == 0:
+        return st.sim_i[I_FREE_GPUS]
+    n = 0
+    for gpu in range(st.gpu_n_jobs.shape[0]):
+        if _lz_free(st, gpu):
+            n += 1
+    return n
+
+
+@jit(_INNER)
+def _lz_server_free(st, s):
+    n = 0
+    for gpu in range(st.server_gpu_off[s], st.server_gpu_off[s + 1]):
+        if _lz_free(st, gpu):
+            n += 1
+    return n
+
+
+@jit(_INNER)
+def _lz_take(st, j, k, s, want):
+    """Assign up to ``want`` free GPUs of server ``s`` to job ``j`` from slot ``k``."""
+    taken = 0
+    for gpu in range(st.server_gpu_off[s], st.server_gpu_off[s + 1]):
+        if taken == want:
+            break
+        if _lz_free(st, gpu):
+            _assign(st, j, k + taken, gpu)
+            taken += 1
+    return taken
+
+
+@jit(_INNER)
+def _lz_touch(st, j):
+    """Mark job ``j`` taken at this decision point."""
+    st.job_flag[j] |= JF_TAKEN
+    st.order[st.sim_i[I_N_TOUCHED]] = j
+    st.sim_i[I_N_TOUCHED] += 1
+
+
+@jit(_INNER)
+def _lz_place_start(st, j, now):
+    """Start ``j`` on free GPUs: the consolidated placement of :func:`_place_consolidated`
+    over the GPUs free for a start (the policy's ``place_on``). Enough must be free."""
+    if st.sim_i[I_N_LINKED] == 0:
+        _place_consolidated(st, j, True)
+    else:
+        g = st.job_n_gpus[j]
+        n_servers = st.server_free.shape[0]
+        best = -1
+        best_free = 1 << 30
+        for s in range(n_servers):
+            f = _lz_server_free(st, s)
+            if f >= g and f < best_free:
+                best = s
+                best_free = f
+        if best >= 0:
+            _lz_take(st, j, 0, best, g)
+        else:
+            got = 0
+            while got < g:
+                top = -1
+                top_free = 0
+                for s in range(n_servers):
+                    f = _lz_server_free(st, s)
+                    if f > top_free:
+                        top = s
+                        top_free = f
+                got += _lz_take(st, j, got, top, g - got)
+    _start_job(st, j, now)
+    _lz_touch(st, j)
+
+
+@jit(_INNER)
+def _lz_trained(st, k, now):
+    """Has holder ``k`` trained since its last start (so a preemption makes it save)?"""
+    s = st.job_status[k]
+    return (s == RUNNING or s == LOADING) and now > st.job_phase_end[k] + EPS
+
+
+@jit(_INNER)
+def _lz_orchestrate(st, cfg, j, now):
+    """Alg. 2 for job ``j``: -1 (no J_r), 0 (free GPUs suffice) or the size of J_r, whose
+    jobs are then ``cand[:size]`` in orchestrator order (descending remaining duration,
+    the later job first)."""
+    g = st.job_n_gpus[j]
+    idle = _lz_n_free(st)
+    if g <= idle:
+        return 0
+    rem_j = st.job_remaining[j]
+    loading_ok = (cfg.flags & FLAG_LOADING_IN_RQ) != 0
+    m = 0
+    for i in range(st.sim_i[I_N_RUN]):
+        k = st.run[i]
+        s = st.job_status[k]
+        if s == LOADING and st.job_phase_end[k] > now + EPS:
+            if not loading_ok:
+                continue
+        elif s != RUNNING and s != LOADING:
+            continue  # saving
+        if st.job_flag[k] & (JF_DRQ | JF_TAKEN):
+            continue
+        dt = _trained_for(st, k, now)  # the remaining a Python policy reads (synced)
+        r = st.job_anchor_rem[k] - dt * st.job_rate[k] if dt == dt else st.job_remaining[k]
+        if r > rem_j:  # Alg. 2 line 5
+            st.job_key[k] = r
+            st.cand[m] = k
+            m += 1
+    avail = idle
+    n_sel = 0
+    while avail < g and n_sel < m:  # lines 3-7: the longest first, until enough GPUs
+        best = n_sel
+        for t in range(n_sel + 1, m):
+            a = st.cand[t]
+            b = st.cand[best]
+            if st.job_key[a] > st.job_key[b] or (st.job_key[a] == st.job_key[b] and a > b):
+                best = t
+        k = st.cand[best]
+        st.cand[best] = st.cand[n_sel]
+        st.cand[n_sel] = k
+        avail += st.job_n_gpus[k]
+        n_sel += 1
+    if avail < g:
+        return -1  # line 8
+    return n_sel
+
+
+@jit(_INNER)
+def _lz_preempt_and_start(st, j, n_sel, now):
+    """Alg. 1 line 5 / 10: preempt J_r (``cand[:n_sel]``) and start ``j`` on the free GPUs
+    and then theirs (in J_r order, each job's lowest-numbered first); if a job of J_r
+    saves, those GPUs are promised to ``j``, which starts when the saves have ended."""
+    g = st.job_n_gpus[j]
+    need = g
+    for gpu in range(st.gpu_n_jobs.shape[0]):
+        if need == 0:
+            break
+        if _lz_free(st, gpu):
+            _link(st, gpu, j)
+            need -= 1
+    saves = False
+    for t in range(n_sel):
+        k = st.cand[t]
+        if _lz_trained(st, k, now) and st.job_save_s[k] > 0.0:
+            saves = True
+        lo = st.job_alloc_off[k]
+        hi = st.job_alloc_off[k + 1]
+        while need > 0:  # its lowest-numbered GPUs not linked yet
+            low = -1
+            for a in range(lo, hi):
+                gpu = st.alloc_gpu[a]
+                if st.gpu_link[gpu] == -1 and (low < 0 or gpu < low):
+                    low = gpu
+            if low < 0:
+                break
+            _link(st, low, j)
+            need -= 1
+        for a in range(lo, hi):  # the rest is released here and not free until the end
+            if st.gpu_link[st.alloc_gpu[a]] == -1:
+                _link(st, st.alloc_gpu[a], -2)
+    for t in range(n_sel):
+        k = st.cand[t]
+        _preempt(st, k, now)
+        _lz_touch(st, k)
+    if saves:
+        st.job_flag[j] |= JF_WAITING
+        st.wait_job[st.sim_i[I_N_WAITING]] = j
+        st.sim_i[I_N_WAITING] += 1
+    else:
+        _lz_start_linked(st, j, now)
+
+
+@jit(_INNER)
+def _lz_start_linked(st, j, now):
+    """Start ``j`` on the GPUs promised to it, lowest-numbered first."""
+    k = 0
+    for gpu in range(st.gpu_n_jobs.shape[0]):
+        if st.gpu_link[gpu] == j:
+            _link(st, gpu, -1)
+            _assign(st, j, k, gpu)
+            k += 1
+    _start_job(st, j, now)
+    _lz_touch(st, j)
+
+
+@jit(_INNER)
+def _lz_arrival(st, cfg, j, now):
+    """Alg. 1 lines 1-7 for arrival ``j``; ASK when X is needed and not yet given."""
+    n_sel = _lz_orchestrate(st, cfg, j, now)  # line 2
+    if n_sel < 0:
+        return 0  # line 3: WQ
+    if n_sel == 0:
+        _lz_place_start(st, j, now)
+        return 0
+    x = 0.0
+    if cfg.asks:  # line 4
+        if st.sim_i[I_ASK_JOB] == j and st.sim_i[I_ANSWERED] == 1:
+            x = st.sim_f[F_ANSWER]
+            st.sim_i[I_ASK_JOB] = -1
+            st.sim_i[I_ANSWERED] = 0
+        else:
+            p = 0.0
+            for t in range(n_sel):
+                k = st.cand[t]
+                if _lz_trained(st, k, now):
+                    p = max(p, st.job_save_s[k])
+            st.sim_i[I_ASK_JOB] = j
+            st.sim_f[F_ASK_ARG] = p
+            return ASK
+    if x == 0.0:
+        _lz_preempt_and_start(st, j, n_sel, now)  # line 5
+        return 0
+    st.job_flag[j] |= JF_DWQ  # lines 6-7
+    for t in range(n_sel):
+        k = st.cand[t]
+        st.job_flag[k] |= JF_DRQ
+        st.job_link[k] = j
+    nt = st.sim_i[I_N_TIMERS]
+    st.tmr_t[nt] = now + x
+    st.tmr_job[nt] = j
+    st.sim_i[I_N_TIMERS] = nt + 1
+    return 0
+
+
+@jit(_INNER)
+def _lz_timer(st, cfg, j, now):
+    """Alg. 1 lines 7-10: j leaves DWQ and its J_r DRQ; the orchestrator runs again."""
+    st.job_flag[j] &= ~JF_DWQ
+    for i in range(st.sim_i[I_N_RUN]):
+        k = st.run[i]
+        if st.job_flag[k] & JF_DRQ and st.job_link[k] == j:
+            st.job_flag[k] &= ~JF_DRQ
+            st.job_link[k] = -1
+    n_sel = _lz_orchestrate(st, cfg, j, now)  # line 8
+    if n_sel == 0:
+        _lz_place_start(st, j, now)
+    elif n_sel > 0:
+        _lz_preempt_and_start(st, j, n_sel, now)  # line 10 (line 9: WQ)
+
+
+@jit(_INNER)
+def _lz_completion(st, cfg, now):
+    """Alg. 1 lines 11-17: WQ by ascending remaining duration (ties: the earlier job) into
+    the GPUs secured, first fit; this point's arrivals go through lines 1-10 instead."""
+    nq = _sort_queue(st, cfg)
+    secured = -1
+    first_new = st.sim_i[I_FIRST_NEW]
+    for i in range(nq):
+        k = st.queue[i]
+        if st.job_status[k] != QUEUED or k >= first_new:
+            continue
+        if st.job_flag[k] & (JF_DWQ | JF_WAITING | JF_TAKEN):
+            continue
+        if secured < 0:
+            secured = _lz_n_free(st)  # line 12
+        if secured == 0:
+            break
+        g = st.job_n_gpus[k]
+        if g <= secured:  # line 15
+            _lz_place_start(st, k, now)  # line 16
+            secured -= g  # line 17
+
+
+@jit(_INNER)
+def _decide_lazer(st, cfg):
+    """One decision point of Lazer (policies/lazer.py decide()), resumable: ASK stops it
+    before an arrival's deferral and the next call continues from that arrival."""
+    now = st.sim_f[F_NOW]
+    if st.sim_i[I_PHASE] == 1:  # saves ended: promised starts, in the order promised
+        w = 0
+        for i in range(st.sim_i[I_N_WAITING]):
+            j = st.wait_job[i]
+            ready = True
+            for gpu in range(st.gpu_n_jobs.shape[0]):
+                if st.gpu_link[gpu] == j and st.gpu_n_jobs[gpu] != 0:
+                    ready = False
+                    break
+            if ready:
+                st.job_flag[j] &= ~JF_WAITING
+                _lz_start_linked(st, j, now)
+            else:
+                st.wait_job[w] = j
+                w += 1
+        st.sim_i[I_N_WAITING] = w
+        if st.sim_i[I_DONE_HERE]:
+            _lz_completion(st, cfg, now)
+        st.sim_i[I_PHASE] = 2
+    while st.sim_i[I_CURSOR] < st.sim_i[I_NEXT_ARRIVAL]:  # arrivals, in submission order
+        if _lz_arrival(st, cfg, st.sim_i[I_CURSOR], now) == ASK:
+            return ASK
+        st.sim_i[I_CURSOR] += 1
+    while True:  # deferrals due, in timer order
+        nt = st.sim_i[I_N_TIMERS]
+        first = -1
+        for i in range(nt):
+            if st.tmr_t[i] <= now + EPS and (first < 0 or st.tmr_t[i] < st.tmr_t[first]):
+                first = i
+        if first < 0:
+            break
+        j = st.tmr_job[first]
+        for i in range(first, nt - 1):  # keep the order the timers were set in
+            st.tmr_t[i] = st.tmr_t[i + 1]
+            st.tmr_job[i] = st.tmr_job[i + 1]
+        st.sim_i[I_N_TIMERS] = nt - 1
+        _lz_timer(st, cfg, j, now)
+    for i in range(st.sim_i[I_N_TOUCHED]):  # the decision point ends
+        st.job_flag[st.order[i]] &= ~JF_TAKEN
+    st.sim_i[I_N_TOUCHED] = 0
+    if st.sim_i[I_N_LINKED] > 0:
+        for gpu in range(st.gpu_link.shape[0]):
+            if st.gpu_link[gpu] == -2:
+                _link(st, gpu, -1)
+    st.sim_i[I_N_SORTED] = _compact_queue(st, min(st.sim_i[I_N_SORTED], st.sim_i[I_N_QUEUE]))
+    wake = np.inf
+    for i in range(st.sim_i[I_N_TIMERS]):
+        wake = min(wake, st.tmr_t[i])
+    st.sim_f[F_WAKE] = wake
+    st.sim_i[I_PHASE] = 0
+    return 0
+
+
 @jit(_INNER)
 def _record(st, cfg, k, tl):
     """Write timeline row ``k`` into the columns of ``tl``.
@@ -1149,22 +1519,33 @@ def _record(st, cfg, k, tl):
 
 @jit(_JIT)
 def run_fused(st, cfg, tl, max_steps):
-    """Run a built-in priority policy (``cfg.key``) for up to ``max_steps`` decisions.
+    """Run a built-in policy (``cfg.key``) for up to ``max_steps`` decisions.
 
     Returns ``(rows, code)``: timeline rows written to ``tl`` (a
     :class:`~gpusched.core.state.Timeline`) from index 0, and a return code (LIMIT: call
-    again to continue).
+    again to continue; ASK: answer the rule's question (``I_ASK_JOB``) in ``F_ANSWER``,
+    set ``I_ANSWERED``, and call again: the decision in progress resumes).
     """
     dummy = st.cand[:0]  # no completions wanted; kernels allocate nothing (see _JIT)
     rows = 0
     limit = min(max_steps, tl.time_s.shape[0])
     while rows < limit:
-        if st.ev_t.shape[0] > 0 and not _log_room(st):
-            return rows, LIMIT  # the engine flushes the event log and calls again
-        code, _, _ = _step(st, cfg, dummy)
-        if code != LIMIT:
-            return rows, code
-        _decide_fused(st, cfg)
+        if st.sim_i[I_PHASE] == 0:  # a new decision point
+            if st.ev_t.shape[0] > 0 and not _log_room(st):
+                return rows, LIMIT  # the engine flushes the event log and calls again
+            code, n_done, n_arrived = _step(st, cfg, dummy)
+            if code != LIMIT:
+                return rows, code
+            if cfg.key == KEY_LAZER:
+                st.sim_i[I_PHASE] = 1
+                st.sim_i[I_FIRST_NEW] = st.sim_i[I_NEXT_ARRIVAL] - n_arrived
+                st.sim_i[I_CURSOR] = st.sim_i[I_FIRST_NEW]
+                st.sim_i[I_DONE_HERE] = 1 if n_done > 0 else 0
+        if cfg.key == KEY_LAZER:
+            if _decide_lazer(st, cfg) == ASK:
+                return rows, ASK
+        else:
+            _decide_fused(st, cfg)
         _record(st, cfg, rows, tl)
         rows += 1
     return rows, LIMIT

@@ -213,7 +213,7 @@ class Fused:
     Attributes
     ----------
     key
-        ``KEY_FIFO``, ``KEY_SJF``, ``KEY_SRTF`` or ``KEY_LAS``.
+        ``KEY_FIFO``, ``KEY_SJF``, ``KEY_SRTF``, ``KEY_LAS`` or ``KEY_LAZER``.
     preemptive, blocking
         As in :class:`Decision`.
     thresholds
@@ -227,6 +227,15 @@ class Fused:
         ``policies/tiresias.py`` applies it (a queued job below level 0 that has waited
         K times its run time since its last promotion joins the back of level 0, and
         its service counts from then). 0: off.
+    flags
+        Switches of the rule (``FLAG_*`` of :mod:`gpusched.core.state`), e.g.
+        ``FLAG_LOADING_IN_RQ`` for ``KEY_LAZER``.
+    asks
+        The rule stops mid-decision to ask the policy for a number: the engine calls
+        ``policy.answer(view, now, job, arg)`` (a float back) and the kernel resumes the
+        decision where it stopped (``KEY_LAZER``: the deferral X of an arrival whose
+        preemption victims would save for up to ``arg`` s). False: the rule's default
+        answer (``KEY_LAZER``: X = 0).
     """
 
     key: int
@@ -235,6 +244,8 @@ class Fused:
     thresholds: tuple[float, ...] = ()
     period: float = 0.0
     starve: float = 0.0
+    flags: int = 0
+    asks: bool = False
 
 
 @runtime_checkable

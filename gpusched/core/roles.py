@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from gpusched.core.checks import Mechanism
-from gpusched.core.ledger import Ledger, LedgerView, capacities
+from gpusched.core.ledger import RESOURCES, Ledger, LedgerView, capacities
 from gpusched.core.policy import Allocate, Preempt, Reject
 from gpusched.core.state import I_N_REJECTED, QUEUED, REJECTED, RUNNING
-from gpusched.errors import InvariantError, PolicyError, TraceError, show_name
+from gpusched.errors import InvariantError, PolicyError, TraceError, show_name, show_value
 
 __all__ = ["Roles"]
 
@@ -53,8 +53,34 @@ class Roles(Mechanism):
                 "pd-ors)"
             )
         self._refuse_phases("jobs placed by roles (--load-s/--save-s must be 0)")
-        self.ledger = Ledger(capacities(self.cluster), roles.worker, roles.ps, roles.max_workers)
+        cap = capacities(self.cluster)
+        self._refuse_oversized(cap, roles)
+        self.ledger = Ledger(cap, roles.worker, roles.ps, roles.max_workers)
         self.view.ledger = LedgerView(self.ledger, mask)
+
+    def _refuse_oversized(self, cap: np.ndarray, roles: Any) -> None:
+        """A job whose worker or parameter server fits on no machine can never run: refuse
+        the trace, as a gang larger than the cluster is refused (one line, the first such
+        job's file line and column)."""
+        name = show_name(self.jobs.source or "<trace>")
+        for role, col, demand in (
+            ("a worker", "worker", np.asarray(roles.worker)),
+            ("a parameter server", "ps", np.asarray(roles.ps)),
+        ):
+            fits = np.all(demand[:, None, :] <= cap[None, :, :] * (1 + 1e-9) + 1e-9, axis=2)
+            bad = np.flatnonzero(np.asarray(roles.mask, dtype=bool) & ~np.any(fits, axis=1))
+            if bad.size:
+                j = int(bad[0])
+                top = cap.max(axis=0)
+                r = int(np.argmax(np.divide(demand[j], np.where(top > 0, top, 1e-300))))
+                line = int(self.jobs.line[j]) if len(self.jobs.line) else j + 2
+                raise TraceError(
+                    f"{name}:{line}: column '{col}_{RESOURCES[r]}': {bad.size} job(s) have "
+                    f"{role} that fits on no machine of '{self.cluster.name}', first "
+                    f"{show_value(str(self.jobs.job_id[j]))} asks {demand[j, r]:g} "
+                    f"{RESOURCES[r]} (a machine has at most {top[r]:g}; every resource "
+                    "must fit on one machine)"
+                )
 
     def _counts(self, j: int, value: Any, what: str, now: float) -> np.ndarray:
         """An Allocate's counts per machine as int64, or a PolicyError saying what is wrong."""

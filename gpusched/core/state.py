@@ -51,7 +51,9 @@ F_SHARED_GPU_S = 2  #: integral over time of the GPUs holding two or more jobs, 
 F_EXTRA_GPU_S = 3  #: integral of the jobs beyond the first on each GPU, GPU-s (= the
 # above when C = 2); busy GPU-time is the jobs' held GPU-time minus this
 F_RESIDUAL = 4  #: largest |remaining work| / work of a job at its completion (work conserved)
-N_SIM_F = 5
+F_ASK_ARG = 5  #: a fused rule's question to the policy: its argument (see ``I_ASK_JOB``)
+F_ANSWER = 6  #: the policy's answer to it
+N_SIM_F = 7
 
 I_NEXT_ARRIVAL = 0  #: index of the next job to arrive
 I_N_QUEUE = 1  #: length of ``queue``
@@ -72,7 +74,19 @@ I_EV_LOST = 15  #: events that found the buffer full (must stay 0: the engine fl
 I_EV_ROOM = 16  #: the fused loop returns to Python before a step when fewer events than
 # this are free (the most one decision point can log)
 I_EV_GPU_ROOM = 17  #: likewise for ``ev_gpu``
-N_SIM_I = 18
+# --- a fused rule that keeps its own queues (KEY_LAZER) ----------------------------------
+I_PHASE = 18  #: 0 between decisions; else the decision in progress resumes at this phase
+I_CURSOR = 19  #: the next arrival of the decision in progress to handle
+I_FIRST_NEW = 20  #: the first arrival of the decision in progress
+I_DONE_HERE = 21  #: 1 if some job finished at the decision in progress
+I_ASK_JOB = 22  #: the job a question to the policy is about (-1: none pending); the rule
+# stops with the code ASK, the engine writes the answer to ``F_ANSWER`` and calls again
+I_ANSWERED = 23  #: 1 when ``F_ANSWER`` holds the answer to the pending question
+I_N_TIMERS = 24  #: live entries of ``tmr_t`` / ``tmr_job``
+I_N_WAITING = 25  #: live entries of ``wait_job``
+I_N_LINKED = 26  #: GPUs whose ``gpu_link`` is not -1
+I_N_TOUCHED = 27  #: jobs marked taken at the decision in progress (listed in ``order``)
+N_SIM_I = 28
 
 # --- the event log (``gpusched replay --events``) -------------------------------
 # The kernel appends one row per state change to the ``ev_*`` buffers when they have room
@@ -154,6 +168,14 @@ class SimState(NamedTuple):
     server_free: np.ndarray  # int32, GPUs holding no job, per server
     xi: np.ndarray  # float64 (kinds, kinds): interference ratio of a job of kind a while a
     # job of kind b shares one of its GPUs (SJF-BSBF paper, eq. 5-6)
+    # the queues of a fused rule that keeps its own (KEY_LAZER; length 0 otherwise)
+    job_flag: np.ndarray  # int8, the rule's marks on a job (``JF_*``)
+    job_link: np.ndarray  # int32, a job this one is tied to (KEY_LAZER: DRQ -> its j_new)
+    gpu_link: np.ndarray  # int32 (n_gpus), -1; a job the GPU is promised to; -2 blocked for
+    # the rest of the decision in progress (released there: not free for its later starts)
+    tmr_t: np.ndarray  # float64, the rule's timers (s), in the order they were set
+    tmr_job: np.ndarray  # int32, the job of each timer
+    wait_job: np.ndarray  # int32, jobs whose start waits for saves, in the order promised
     # scalars
     # event log buffers (length 0 when no log is kept)
     ev_t: np.ndarray  # float64, s
@@ -179,6 +201,7 @@ def new_state(
     xi: np.ndarray | None = None,
     events: tuple[int, int] = (0, 0),
     alloc_size: np.ndarray | None = None,
+    rule_queues: bool = False,
 ) -> SimState:
     """Build a fresh state with every job PENDING and every GPU free.
 
@@ -207,6 +230,9 @@ def new_state(
         Optional per-job room in ``alloc_gpu`` (default ``n_gpus``): an *elastic* job
         (one a start may give any GPU count up to this many) needs room for the most it
         may hold. Its ``job_n_gpus`` is then the count of its current (or last) start.
+    rule_queues
+        Allocate the arrays of a fused rule that keeps its own queues (``job_flag`` ...);
+        else they have length 0.
     """
     n = int(len(submit_s))
     submit = np.ascontiguousarray(submit_s, dtype=np.float64)
@@ -241,6 +267,8 @@ def new_state(
     sim_f[F_WAKE] = np.inf
     sim_i = np.zeros(N_SIM_I, dtype=np.int64)
     sim_i[I_FREE_GPUS] = n_gpu_total
+    sim_i[I_ASK_JOB] = -1
+    r = n if rule_queues else 0
     return SimState(
         job_submit=submit,
         job_n_gpus=gpus,
@@ -293,6 +321,12 @@ def new_state(
         server_gpu_off=server_off,
         server_free=server_gpus.copy(),
         xi=xi_m,
+        job_flag=np.zeros(r, dtype=np.int8),
+        job_link=np.full(r, -1, dtype=np.int32),
+        gpu_link=np.full(n_gpu_total if rule_queues else 0, -1, dtype=np.int32),
+        tmr_t=np.zeros(r, dtype=np.float64),
+        tmr_job=np.zeros(r, dtype=np.int32),
+        wait_job=np.zeros(r, dtype=np.int32),
         ev_t=np.zeros(events[0], dtype=np.float64),
         ev_kind=np.zeros(events[0], dtype=np.int8),
         ev_job=np.zeros(events[0], dtype=np.int32),
@@ -309,6 +343,13 @@ KEY_FIFO = 0  #: submission order
 KEY_SJF = 1  #: total work (duration), shortest first
 KEY_SRTF = 2  #: remaining work, shortest first
 KEY_LAS = 3  #: discretized least-attained-service (Tiresias 2D-LAS): level, then place in its list
+KEY_LAZER = 4  #: Lazer's Alg. 1-2 (policies/lazer.py): preemption on arrival, deferred
+FLAG_LOADING_IN_RQ = 1  #: KEY_LAZER: a loading job may be preempted (KernelConfig.flags)
+# marks in ``job_flag`` (KEY_LAZER)
+JF_DWQ = 1  #: deferred waiting queue: an arrival whose preemption is deferred
+JF_DRQ = 2  #: deferred running queue: a job kept for a deferred arrival (``job_link``)
+JF_WAITING = 4  #: its start waits for saves to end (its GPUs have ``gpu_link`` = it)
+JF_TAKEN = 8  #: started or preempted at the decision in progress
 
 # --- what the kernel's loops return (see gpusched.core.kernel) ---------------------------
 EPS = 1e-9  #: s; tolerance for float comparisons of times
@@ -316,6 +357,7 @@ DONE = 0
 LIMIT = 1  #: a buffer or step limit was reached: call again
 UNTIL = 2  #: the ``until_s`` horizon was reached
 STUCK = 3  #: jobs are left but no event will ever come
+ASK = 4  #: a fused rule asks the policy a question (``I_ASK_JOB``): answer, then call again
 E_CAPACITY = -1  #: a GPU would hold more jobs than its capacity
 E_TIME = -2  #: time would go backwards
 
@@ -373,6 +415,8 @@ class KernelConfig(NamedTuple):
         decision point); see :attr:`gpusched.core.policy.Fused.period`.
     starve
         KEY_LAS: Tiresias' starvation knob (0 = off); see :attr:`gpusched.core.policy.Fused.starve`.
+    flags, asks
+        See :attr:`gpusched.core.policy.Fused.flags` and :attr:`~gpusched.core.policy.Fused.asks`.
     """
 
     slot_s: float
@@ -385,3 +429,5 @@ class KernelConfig(NamedTuple):
     phases: bool = False
     period: float = 0.0
     starve: float = 0.0
+    flags: int = 0
+    asks: bool = False

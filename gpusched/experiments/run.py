@@ -6,14 +6,14 @@ The CLI commands are thin wrappers over these (weasel's ``project_pull_cli`` ->
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpusched.errors import GpuschedError, did_you_mean, show_name
+from gpusched.errors import GpuschedError, did_you_mean
 from gpusched.io.resources import resolve_trace
 
 if TYPE_CHECKING:
@@ -24,15 +24,10 @@ DEFAULT_CLUSTER = "default"
 ENGINE_MODES = ("auto", "fused", "python")
 #: finest slot, s: below it slot boundaries of a long trace are not exactly representable
 MIN_SLOT_S = 1e-6
-#: the files a run folder holds (with its tables as CSV; :func:`run_files` for Parquet)
-RUN_FILES = ("jobs.csv", "timeline.csv", "summary.json", "manifest.json")
+#: the table of a comparison (``compare --out``; also ``compare --seeds --out``)
+COMPARISON_CSV = "comparison.csv"
 #: the formats of a run folder's tables (``--format``)
 TABLE_FORMATS = ("csv", "parquet")
-
-
-def run_files(fmt: str = "csv") -> tuple[str, ...]:
-    """The files a run folder holds with its tables in format ``fmt``."""
-    return (f"jobs.{fmt}", f"timeline.{fmt}", "summary.json", "manifest.json")
 
 
 def check_format(fmt: str) -> str:
@@ -69,36 +64,6 @@ def check_run_options(
             f"--engine must be one of {', '.join(ENGINE_MODES)}, got '{mode}'"
             f"{did_you_mean(mode, ENGINE_MODES)}"
         )
-
-
-def prepare_out_dir(out: str | Path, names: Sequence[str] = RUN_FILES) -> Path:
-    """Create the output folder ``out`` and check that ``names`` can be written in it.
-
-    Called before a simulation, so that a bad ``--out`` fails at once instead of after
-    the whole run.
-
-    Raises
-    ------
-    GpuschedError
-        An empty name, a path that is a file, or an output name that is a folder.
-    OSError
-        The folder cannot be created or written (permissions, a name too long, ...).
-    """
-    text = str(out)
-    if not text.strip():
-        raise GpuschedError("--out must name a folder, got an empty string")
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise GpuschedError(f"--out {show_name(text)} is a file, expected a folder")
-    path.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        target = path / name
-        if target.is_dir():
-            raise GpuschedError(f"cannot write {show_name(str(target))}: it is a folder")
-    probe = path / ".gpusched-write-test"
-    probe.write_bytes(b"")
-    probe.unlink()
-    return path
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +147,6 @@ def build_engine(
     from gpusched.core.registry import load_policy_class, make_policy
     from gpusched.core.tasks import has_workers, worker_layout
     from gpusched.io.cluster import load_cluster
-    from gpusched.io.trace import read_trace
 
     check_run_options(slot_s=slot_s, seed=seed, until_s=until_s, mode=mode)
     for flag, value in (("--load-s", load_s), ("--save-s", save_s)):
@@ -196,7 +160,7 @@ def build_engine(
     path = resolve_trace(trace)
     from gpusched.core import jobmodel
 
-    rows = read_trace(path)
+    rows = _read_for(path, spec_cluster)
     wanted = getattr(cls, "job_model", None)  # e.g. Pollux's goodput model
     if wanted is not None:
         rows = jobmodel.adopt(rows, str(wanted))
@@ -218,6 +182,9 @@ def build_engine(
     if until_s is None and math.isfinite(horizon_s):
         until_s = horizon_s
     load, save = phase_times(jobs, load_s, save_s)
+    notes = _phase_notes(jobs, load_s, save_s) + tuple(getattr(perf, "notes", ()))
+    if notes:  # printed above the results and kept in the manifest
+        jobs = dataclasses.replace(jobs, notes=tuple(jobs.notes) + notes)
     tasks = jobmodel.tasks(jobs, spec_cluster)  # e.g. data chunks (edge-cloud eq. 1)
     layout = None
     if tasks is not None or has_workers(spec_cluster):
@@ -260,6 +227,65 @@ def build_engine(
     return engine, path
 
 
+def _read_for(path: Path, cluster: Any) -> Any:
+    """Read the trace at ``path``; a trace without a duration column on an edge-cloud
+    cluster is told that its jobs need a ``chunks`` column (its rows give chunks instead)."""
+    from gpusched.core.tasks import has_workers
+    from gpusched.errors import TraceError
+    from gpusched.io.trace import TASK_COLUMN, read_trace
+
+    try:
+        return read_trace(path)
+    except TraceError as exc:
+        first = exc.errors[0]
+        if not (has_workers(cluster) and "missing required column 'duration'" in first):
+            raise
+        raise TraceError(
+            f"{first.split('; the header has')[0]}: cluster '{cluster.name}' runs jobs made of "
+            f"data chunks, whose rows give '{TASK_COLUMN}' instead, and this trace has no "
+            f"'{TASK_COLUMN}' column (traces/README.md lists the columns)"
+        ) from None
+
+
+def _phase_notes(jobs: Any, load_s: float, save_s: float) -> tuple[str, ...]:
+    """Say which wins when ``--load-s``/``--save-s`` are given and the trace (or the job
+    models' catalogue) gives some jobs their own times: per job, those win."""
+    import numpy as np
+
+    n = len(jobs)
+    if not n or (load_s == 0 and save_s == 0):
+        return ()
+    from gpusched.core import jobmodel
+
+    models = jobmodel.overheads(jobs)
+    out = []
+    for k, (flag, column, value) in enumerate(
+        (("--load-s", "load_s", load_s), ("--save-s", "save_s", save_s))
+    ):
+        if value == 0:
+            continue
+        given = np.asarray(getattr(jobs, column, ()), dtype=np.float64)
+        in_trace = ~np.isnan(given) if given.shape == (n,) else np.zeros(n, dtype=bool)
+        by_model = ~in_trace & ~np.isnan(models[k])
+        own = int(in_trace.sum()) + int(by_model.sum())
+        if not own:
+            continue
+        whose = " and ".join(
+            what
+            for what, m in (
+                (f"the trace's {column} column", in_trace),
+                ("the model catalogue", by_model),
+            )
+            if m.any()
+        )
+        rest = "none" if own == n else f"the other {n - own:,}"
+        out.append(
+            f"{whose} gives {own:,} of {n:,} jobs their own {column}, which wins over "
+            f"{flag} {value:g}: it applies to {rest}"
+        )
+    return tuple(out)
+
+
 def phase_times(jobs: Any, load_s: float, save_s: float) -> tuple[np.ndarray, np.ndarray]:
     """Per-job load and pause-and-save times, s (DESIGN.md, "Job lifecycle").
 
@@ -299,6 +325,7 @@ def replay(
     policy: str,
     *,
     out: str | Path | None = None,
+    force: bool = False,
     progress: Callable[[float, int, int], None] | None = None,
     fmt: str = "csv",
     **kwargs: Any,
@@ -312,8 +339,11 @@ def replay(
     policy
         ``NAME[:key=value,...]`` or a path to a policy file.
     out
-        Folder for jobs.csv, timeline.csv, summary.json, manifest.json; checked
-        (created, writable) before the simulation starts.
+        Folder for jobs.csv, timeline.csv, summary.json, manifest.json, written as a
+        transaction (:class:`~gpusched.io.runfolder.FolderTransaction`): checked and
+        locked before the simulation starts, renamed into place when complete.
+    force
+        Replace an ``out`` that holds results (else it is refused).
     progress
         Called now and then with (simulated time s, jobs finished, jobs total).
     fmt
@@ -327,18 +357,35 @@ def replay(
     (summary, result)
         The summary dictionary (as in summary.json) and the :class:`RunResult`.
     """
-    from gpusched.results.metrics import summarize, write_results
+    from gpusched.io.runfolder import FolderTransaction
 
     check_format(fmt)
+    if out is None:
+        return run_into(trace, policy, None, progress=progress, fmt=fmt, **kwargs)
+    tx = FolderTransaction(out, force=force)
+    tx.check()  # a bad --out fails before the inputs are read
+    with tx:
+        return run_into(trace, policy, tx.staging, progress=progress, fmt=fmt, **kwargs)
+
+
+def run_into(
+    trace: str | None,
+    policy: str,
+    folder: Path | None,
+    *,
+    progress: Callable[[float, int, int], None] | None = None,
+    fmt: str = "csv",
+    **kwargs: Any,
+) -> tuple[dict[str, Any], Any]:
+    """:func:`replay` writing into ``folder``, a new folder inside a transaction's staging
+    folder (``compare``, ``compare --seeds``, a sweep's cell), or nowhere (None)."""
+    from gpusched.results.metrics import summarize, write_results
+
     engine, path = build_engine(trace, policy, **kwargs)
-    if out is not None:
-        prepare_out_dir(out, run_files(fmt))
     result = engine.run(progress=progress)
-    if out is not None:
-        summary = write_results(result, out, str(path), fmt)
-    else:
-        summary = summarize(result)
-    return summary, result
+    if folder is None:
+        return summarize(result), result
+    return write_results(result, folder, str(path), fmt), result
 
 
 def _policy_label(text: str, params: list[str] | None) -> str:
@@ -350,45 +397,6 @@ def _policy_label(text: str, params: list[str] | None) -> str:
     cls = load_policy_class(spec.name)
     parse_params(cls, list(spec.params))
     return spec.label(str(getattr(cls, "name", cls.__name__)))
-
-
-def _is_compare_output(path: Path) -> bool:
-    """A folder entry that ``compare`` writes: comparison.csv, a run folder, or (``--seeds``)
-    compare.csv, compare-runs.csv and a policy's folder of ``seed-<s>`` run folders."""
-    if path.name in ("comparison.csv", "compare.csv", "compare-runs.csv"):
-        return True
-    if not path.is_dir():
-        return False
-    if (path / "manifest.json").is_file():
-        return True
-    children = list(path.iterdir())
-    return bool(children) and all(
-        c.name.startswith("seed-") and (c / "manifest.json").is_file() for c in children
-    )
-
-
-def prepare_compare_dir(out: str | Path, *, force: bool) -> Path:
-    """Make ``out`` ready for a comparison: refuse (or, with ``force``, clear) old results.
-
-    Runs left from an earlier comparison would sit beside the new ones, and ``plot``
-    would draw them all, so a folder holding any is refused. ``force`` removes only what
-    ``compare`` writes (comparison.csv and run folders with a manifest.json; with
-    ``--seeds`` compare.csv, compare-runs.csv and policy folders of ``seed-<s>`` run
-    folders); other files are left alone.
-    """
-    path = prepare_out_dir(out, ("comparison.csv",))
-    old = sorted(p for p in path.iterdir() if _is_compare_output(p))
-    if old and not force:
-        raise GpuschedError(
-            f"--out {show_name(str(out))} already holds results ({len(old)} entries, e.g. "
-            f"{show_name(old[0].name)}): choose another folder, or pass --force to replace them"
-        )
-    for entry in old:
-        if entry.is_dir():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-    return path
 
 
 def _jct_rates(rows: list[dict[str, Any]]) -> None:
@@ -411,6 +419,7 @@ def compare(
     progress: Callable[[str], None] | None = None,
     first_result: Callable[[Any, dict[str, Any]], Any] | None = None,
     fmt: str = "csv",
+    job_progress: Callable[[float, int, int], None] | None = None,
     **kwargs: Any,
 ) -> list[dict[str, Any]]:
     """Replay one trace under several policy specs; write comparison.csv to ``out``.
@@ -419,35 +428,60 @@ def compare(
     ``{"policy": label, **summary}`` (the spec as given; a policy file by its ``name``;
     nested summary keys flattened, :func:`gpusched.results.metrics.flat_summary`);
     each run's own outputs go to ``out/<index>-<label>/``. An ``out`` that already holds
-    results is refused unless ``force`` (see :func:`prepare_compare_dir`).
+    results is refused unless ``force``, which replaces it whole.
     ``first_result(result, summary)`` is called after the first run (the CLI prints
     the trace and cluster line from it). Runs of jobs made of data chunks get a
     ``jct_rate`` when ``srtf`` is among the policies (:func:`_jct_rates`). ``fmt`` is
-    the format of the runs' tables (see :func:`replay`).
+    the format of the runs' tables (see :func:`replay`). ``job_progress`` is each run's
+    ``progress`` (simulated time, jobs finished, jobs): a long comparison shows how far
+    it got, not minutes of silence. ``out`` is written as one
+    transaction (:class:`~gpusched.io.runfolder.FolderTransaction`): it appears, whole,
+    when every run is done.
     """
-    import csv
-
-    from gpusched.results.metrics import flat_summary
+    from gpusched.io.runfolder import FolderTransaction
 
     check_format(fmt)
     labels = [_policy_label(text, kwargs.get("params")) for text in policies]
-    if out is not None:
-        prepare_compare_dir(out, force=force)
+    if job_progress is not None:
+        kwargs = {**kwargs, "progress": job_progress}
+    if out is None:
+        return _compare_runs(trace, policies, labels, None, progress, first_result, fmt, kwargs)
+    tx = FolderTransaction(out, force=force)
+    tx.check()
+    with tx:
+        return _compare_runs(
+            trace, policies, labels, tx.staging, progress, first_result, fmt, kwargs
+        )
+
+
+def _compare_runs(
+    trace: str | None,
+    policies: list[str],
+    labels: list[str],
+    folder: Path | None,
+    progress: Callable[[str], None] | None,
+    first_result: Callable[[Any, dict[str, Any]], Any] | None,
+    fmt: str,
+    kwargs: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """:func:`compare`'s runs, written into the staging ``folder`` if given."""
+    import csv
+
+    from gpusched.io.runfolder import create_exclusive, safe_name
+    from gpusched.results.metrics import flat_summary
+
     rows: list[dict[str, Any]] = []
     for i, (text, label) in enumerate(zip(policies, labels, strict=True)):
         if progress:
             progress(label)
-        sub = None
-        if out is not None:
-            safe = "".join(ch if ch.isalnum() or ch in "-_=." else "_" for ch in label)
-            sub = Path(out) / f"{i:02d}-{safe}"
-        summary, result = replay(trace, text, out=sub, fmt=fmt, **kwargs)
+        sub = None if folder is None else folder / f"{i:02d}-{safe_name(label)}"
+        summary, result = run_into(trace, text, sub, fmt=fmt, **kwargs)
         if i == 0 and first_result is not None:
             first_result(result, summary)
         rows.append({"policy": label, **flat_summary(summary)})
     _jct_rates(rows)
-    if out is not None and rows:
-        with (Path(out) / "comparison.csv").open("w", newline="") as fh:
+    if folder is not None and rows:
+        with create_exclusive(folder / COMPARISON_CSV, text=True) as fh:
             names = list(dict.fromkeys(k for r in rows for k in r))  # policies' own keys too
             w = csv.DictWriter(fh, fieldnames=names)
             w.writeheader()

@@ -8,8 +8,12 @@ first policy (:func:`gpusched.results.stats.paired_interval`). A difference whos
 0 is *within noise*.
 
 With an output folder, run ``(policy, seed)`` writes the usual run files to
-``OUT/<policy>/seed-<s>/``; ``OUT/compare.csv`` holds per policy and metric the mean, the
-interval and the paired difference, and ``OUT/compare-runs.csv`` one row per run.
+``OUT/<policy>/seed-<s>/`` (the policy's label made safe as a folder name,
+:func:`gpusched.io.runfolder.safe_name`); ``OUT/comparison.csv`` holds per policy and metric
+the mean, the interval and the paired difference (earlier versions named it
+``compare.csv``, still recognised as a comparison's), and ``OUT/compare-runs.csv`` one row per run. The
+folder is one transaction (:class:`gpusched.io.runfolder.FolderTransaction`): it appears,
+whole, when every run is done.
 
 More than :data:`DASK_ABOVE` runs go to a Dask LocalCluster (the sweep machinery,
 :func:`gpusched.experiments.sweep.dask_client`); fewer run one after the other in this process. The
@@ -27,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpusched.errors import GpuschedError, show_name
+from gpusched.errors import GpuschedError
 from gpusched.results.stats import Interval, paired_interval, t_interval
 
 __all__ = [
@@ -53,8 +57,10 @@ MAX_SEED = 2**32 - 1
 MAX_SEEDS = 10_000
 #: more runs than this go to Dask (unless one worker is asked for)
 DASK_ABOVE = 4
-#: per policy and metric: mean, interval, paired difference
-COMPARE_CSV = "compare.csv"
+#: per policy and metric: mean, interval, paired difference (the name ``compare`` writes)
+COMPARE_CSV = "comparison.csv"
+#: the name earlier versions gave it
+OLD_COMPARE_CSV = "compare.csv"
 #: one row per run: its policy, seed, trace and summary
 RUNS_CSV = "compare-runs.csv"
 
@@ -121,8 +127,11 @@ def seed_traces(trace: str | None, seeds: Sequence[int]) -> dict[int, str | None
 
 
 def run_folder_name(label: str) -> str:
-    """A policy's folder under ``--out``: its label with unsafe characters as ``_``."""
-    return "".join(ch if ch.isalnum() or ch in "-_=." else "_" for ch in label)
+    """A policy's folder under ``--out``: its label made safe as a folder name (unsafe
+    characters as ``_``; never ``.``, ``..`` or hidden; :func:`gpusched.io.runfolder.safe_name`)."""
+    from gpusched.io.runfolder import safe_name
+
+    return safe_name(label)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,17 +195,18 @@ def plan_runs(
     return runs
 
 
-def run_one(run: SeedRun, options: dict[str, Any]) -> dict[str, Any]:
-    """Replay ``run`` (a Dask task); return its summary.
+def run_one(run: SeedRun, options: dict[str, Any], folder: Path | None = None) -> dict[str, Any]:
+    """Replay ``run`` (a Dask task) into ``folder`` (its place in the comparison's staging
+    folder), if given; return its summary.
 
     ``options`` are :func:`gpusched.experiments.run.replay`'s keyword arguments other than the
     trace, policy, seed and output folder.
     """
-    from gpusched.experiments.run import replay
+    from gpusched.experiments.run import run_into
     from gpusched.experiments.sweep import _REPLAY_LOCK
 
     with _REPLAY_LOCK:  # thread workers: one replay per process at a time (see sweep)
-        summary, _ = replay(run.trace, run.policy, seed=run.seed, out=run.out, **options)
+        summary, _ = run_into(run.trace, run.policy, folder, seed=run.seed, **options)
     return summary
 
 
@@ -207,6 +217,7 @@ def runs_in_process(n_runs: int, workers: int | None) -> bool:
 
 def _run_all(
     runs: list[SeedRun],
+    folders: tuple[Path, Path] | None,
     options: dict[str, Any],
     *,
     workers: int | None,
@@ -215,12 +226,18 @@ def _run_all(
     job_progress: Callable[[float, int, int], None] | None,
 ) -> list[dict[str, Any]]:
     """Summaries of ``runs`` in plan order, sequentially or on Dask (module docstring)."""
+
+    def where(run: SeedRun) -> Path | None:
+        if folders is None or run.out is None:
+            return None
+        return folders[1] / Path(run.out).relative_to(folders[0])
+
     if runs_in_process(len(runs), workers):
         summaries = []
         for i, run in enumerate(runs):
             if on_run is not None:
                 on_run(run, i, len(runs))
-            summaries.append(run_one(run, {**options, "progress": job_progress}))
+            summaries.append(run_one(run, {**options, "progress": job_progress}, where(run)))
         return summaries
     from dask.distributed import as_completed
 
@@ -232,7 +249,9 @@ def _run_all(
     done: dict[int, dict[str, Any]] = {}
     with dask_client(len(runs), n_workers=workers, processes=processes) as client:
         futures = {
-            client.submit(run_one, run, options, key=f"gpusched-seeds-{run.index}", pure=False): run
+            client.submit(
+                run_one, run, options, where(run), key=f"gpusched-seeds-{run.index}", pure=False
+            ): run
             for run in runs
         }
         for fut in as_completed(list(futures)):
@@ -363,7 +382,7 @@ def _csv_value(value: Any) -> Any:
 
 
 def write_compare_csv(path: Path, result: SeedComparison) -> None:
-    """``compare.csv``: one row per policy and metric (see the module docstring)."""
+    """``comparison.csv``: one row per policy and metric (see the module docstring)."""
     base = result.labels[0]
     columns = [
         "policy",
@@ -382,7 +401,9 @@ def write_compare_csv(path: Path, result: SeedComparison) -> None:
         "diff_high",
         "within_noise",
     ]
-    with path.open("w", newline="") as fh:
+    from gpusched.io.runfolder import create_exclusive
+
+    with create_exclusive(path, text=True) as fh:
         w = csv.writer(fh)
         w.writerow(columns)
         for m in result.stats:
@@ -397,10 +418,12 @@ def write_compare_csv(path: Path, result: SeedComparison) -> None:
 
 def write_runs_csv(path: Path, result: SeedComparison) -> None:
     """``compare-runs.csv``: one row per run (policy, seed, trace, folder, summary)."""
+    from gpusched.io.runfolder import create_exclusive
+
     keys: list[str] = []
     for summary in result.summaries.values():
         keys += [k for k in summary if k not in keys]
-    with path.open("w", newline="") as fh:
+    with create_exclusive(path, text=True) as fh:
         w = csv.writer(fh)
         w.writerow(["policy", "seed", "trace", "folder", *keys])
         for run in result.runs:
@@ -436,8 +459,9 @@ def compare_seeds(
     seeds
         Seeds (:func:`parse_seeds`); each run's policy seed, and workload seed with ``{seed}``.
     out
-        Folder for the run folders, compare.csv and compare-runs.csv; one that already
-        holds a comparison is refused unless ``force`` (:func:`gpusched.experiments.run.prepare_compare_dir`).
+        Folder for the run folders, comparison.csv and compare-runs.csv, written as one
+        transaction; one that already holds results is refused unless ``force``, which
+        replaces it whole.
     workers
         Dask workers (default one per core, when more than :data:`DASK_ABOVE` runs);
         1 runs everything in this process.
@@ -458,13 +482,9 @@ def compare_seeds(
         No seed, no policy, a bad policy, trace (of any seed), cluster, option or
         ``out``; ``workers`` below 1. Every input is checked before the first run.
     """
-    from gpusched.experiments.run import (
-        _jct_rates,
-        _policy_label,
-        check_run_options,
-        prepare_compare_dir,
-    )
+    from gpusched.experiments.run import _policy_label, check_run_options
     from gpusched.io.cluster import load_cluster
+    from gpusched.io.runfolder import FolderTransaction
 
     if not seeds:
         raise GpuschedError("--seeds: give at least one seed")
@@ -482,13 +502,41 @@ def compare_seeds(
     traces = seed_traces(trace, seeds)
     load_cluster(kwargs.get("cluster", "default"))
     runs = plan_runs(policies, labels, traces, out)
-    if out is not None:
-        folder = prepare_compare_dir(out, force=force)
-        for name in (COMPARE_CSV, RUNS_CSV):
-            if (folder / name).is_dir():
-                raise GpuschedError(f"cannot write {show_name(str(folder / name))}: it is a folder")
+    how: dict[str, Any] = {
+        "kwargs": kwargs,
+        "workers": workers,
+        "processes": processes,
+        "on_run": on_run,
+        "job_progress": job_progress,
+    }
+    if out is None:
+        return _compare(trace, labels, seeds, runs, None, **how)
+    tx = FolderTransaction(out, force=force)
+    tx.check()
+    with tx:
+        return _compare(trace, labels, seeds, runs, (Path(out), tx.staging), **how)
+
+
+def _compare(
+    trace: str | None,
+    labels: list[str],
+    seeds: Sequence[int],
+    runs: list[SeedRun],
+    folders: tuple[Path, Path] | None,
+    *,
+    kwargs: dict[str, Any],
+    workers: int | None,
+    processes: bool,
+    on_run: Callable[[SeedRun, int, int], None] | None,
+    job_progress: Callable[[float, int, int], None] | None,
+) -> SeedComparison:
+    """:func:`compare_seeds`'s runs and statistics; with ``folders`` (the output folder and
+    its transaction's staging folder) each run's files go to its place in the staging one."""
+    from gpusched.experiments.run import _jct_rates
+
     summaries_list = _run_all(
         runs,
+        folders,
         kwargs,
         workers=workers,
         processes=processes,
@@ -514,7 +562,7 @@ def compare_seeds(
         stats=tuple(metric_stats(labels, seeds, summaries)),
         workload_seeds=trace is not None and SEED_FIELD in trace,
     )
-    if out is not None:
-        write_compare_csv(Path(out) / COMPARE_CSV, result)
-        write_runs_csv(Path(out) / RUNS_CSV, result)
+    if folders is not None:
+        write_compare_csv(folders[1] / COMPARE_CSV, result)
+        write_runs_csv(folders[1] / RUNS_CSV, result)
     return result

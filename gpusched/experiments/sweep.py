@@ -32,7 +32,9 @@ the end every cell's row is read back from its folder into ``OUT/results.csv`` a
 plus every summary metric.
 
 One sweep at a time writes an output folder: :class:`SweepLock` holds ``OUT/.lock``
-(created with ``O_CREAT | O_EXCL``, holding pid and host) while it runs.
+(created with ``O_CREAT | O_EXCL``, holding pid and host) while it runs. The lock, the
+staging and the renames are those of every results writer (:mod:`gpusched.io.runfolder`);
+a cell's manifest.json records its tables' rows and hashes, as every run folder's does.
 
 Dask and pyarrow are imported inside the functions that need them, so importing this
 module (and ``gpusched --help``) stays fast.
@@ -49,7 +51,6 @@ import math
 import os
 import re
 import shutil
-import socket
 import stat
 import threading
 import time
@@ -58,12 +59,13 @@ import traceback
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from gpusched.errors import GpuschedError, control_char, show_name
 from gpusched.io.files import check_small_file, read_small_text
+from gpusched.io.runfolder import FolderLock, remove_tree, swap_in
+from gpusched.io.runfolder import read_lock as read_lock_file
 
 __all__ = [
     "Cell",
@@ -98,6 +100,8 @@ CELL_FILE = "cell.json"
 ERROR_FILE = "error.txt"
 #: the output folder's lock: pid, host, start time of the sweep writing it
 LOCK_FILE = ".lock"
+#: the files of a finished cell whose SHA-256 its cell.json records
+_HASHED = ("summary.json", "manifest.json")
 #: the files ``replay --out`` writes; a finished cell has every one
 OUTPUT_FILES = ("jobs.csv", "timeline.csv", "manifest.json", "summary.json")
 
@@ -966,7 +970,8 @@ def cell_status(out: str | Path, cell: Cell, key: CellKey) -> CellStatus:
 
     A cell is done when ``cells/<id>/cell.json`` is readable, holds the cell's current
     key, and lists every file of :func:`output_files`, each present with the size it
-    had when the cell finished, and summary.json with the same SHA-256.
+    had when the cell finished, and summary.json and manifest.json (which records each
+    table's hash) with the same SHA-256.
     """
     folder = cell_dir(out, cell)
     try:
@@ -1001,6 +1006,10 @@ def cell_status(out: str | Path, cell: Cell, key: CellKey) -> CellStatus:
             return CellStatus("todo", f"incomplete: {name} is missing")
         if actual != size:
             return CellStatus("todo", f"incomplete: {name} has {actual} bytes, not {size}")
+    for name in _HASHED[1:]:
+        raw = _read_bytes(folder / name)
+        if raw is None or hashlib.sha256(raw).hexdigest() != files[name].get("sha256"):
+            return CellStatus("todo", f"incomplete: {name} differs from the recorded one")
     raw = _read_bytes(folder / "summary.json")
     summary = _loads_dict(raw)
     if raw is None or hashlib.sha256(raw).hexdigest() != files["summary.json"].get("sha256"):
@@ -1034,46 +1043,23 @@ def plan(spec: SweepSpec, out: str | Path) -> list[tuple[Cell, CellStatus]]:
 # --- one cell (runs on a Dask worker) ---------------------------------------------------
 
 
-def _remove(path: Path) -> None:
-    """Delete a file, link or folder tree; nothing if it is gone."""
-    try:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
-    except OSError:
-        pass
-
-
 def _swap_in(folder: Path, dest: Path, out: Path) -> None:
-    """Make ``folder`` the cell's folder ``dest`` with renames only.
-
-    An older ``dest`` is first renamed into the staging area, then ``folder`` is renamed
-    to ``dest``: at every instant ``dest`` is either absent or one complete attempt, never
-    a mix of two.
-    """
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    old = out / STAGING_DIR / f"old-{uuid.uuid4().hex[:12]}"
-    try:
-        os.rename(dest, old)
-    except FileNotFoundError:
-        old = Path()
-    try:
-        os.rename(folder, dest)
-    finally:
-        if old != Path():
-            _remove(old)
+    """Make ``folder`` the cell's folder ``dest`` with renames only
+    (:func:`gpusched.io.runfolder.swap_in`; an older ``dest`` goes through the staging area)."""
+    swap_in(folder, dest, out / STAGING_DIR)
 
 
 def _file_table(folder: Path) -> dict[str, dict[str, Any]]:
     """``{name: {"bytes": size}}`` of the files in ``folder``, with the ``"sha256"`` of
-    summary.json (what :func:`cell_status` checks)."""
+    summary.json and manifest.json (what :func:`cell_status` checks; the manifest in turn
+    records every table's hash)."""
     table: dict[str, dict[str, Any]] = {}
     for p in sorted(folder.iterdir()):
         if p.is_file():
             table[p.name] = {"bytes": p.stat().st_size}
-    if "summary.json" in table:
-        table["summary.json"]["sha256"] = _sha256_file(folder / "summary.json")
+    for name in _HASHED:
+        if name in table:
+            table[name]["sha256"] = _sha256_file(folder / name)
     return table
 
 
@@ -1117,7 +1103,7 @@ def run_cell(cell: Cell, key: CellKey, out: str) -> dict[str, Any]:
         message; any other exception ``Type: message`` (with the traceback in error.txt).
     """
     from gpusched import __version__
-    from gpusched.experiments.run import replay
+    from gpusched.experiments.run import run_into
 
     t0 = time.perf_counter()
     out_dir = Path(out)
@@ -1132,16 +1118,16 @@ def run_cell(cell: Cell, key: CellKey, out: str) -> dict[str, Any]:
             )
         _check_inputs(cell, key, "since the sweep started")
         with _REPLAY_LOCK:
-            summary, _ = replay(
+            summary, _ = run_into(
                 cell.trace_input,
                 cell.policy_input,
+                staging,
                 cluster=cell.cluster_input,
                 params=cell.param_pairs,
                 slot_s=cell.slot_s,
                 seed=cell.seed,
                 until_s=cell.until_s,
                 drop_oversized=cell.drop_oversized,
-                out=staging,
                 fmt=cell.table_format,
             )
         _check_inputs(cell, key, "while the cell ran")
@@ -1231,52 +1217,9 @@ def output_dir(spec: SweepSpec, out: str | Path | None = None) -> Path:
     return path
 
 
-_HELD_LOCKS: set[str] = set()  # tokens of the locks this process holds
-
-
-def _pid_running(pid: int) -> bool:
-    """Whether a process ``pid`` exists on this host (POSIX; elsewhere: assume it does)."""
-    if os.name != "posix":
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    except OSError:
-        return True
-    return True
-
-
-@contextlib.contextmanager
-def _guard(folder: Path) -> Iterator[None]:
-    """Serialise lock checks on one host: ``flock`` on the folder (released if we die)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        yield
-        return
-    try:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the flock
-
-
-class SweepLock:
-    """``OUT/.lock``: only one sweep writes an output folder at a time.
-
-    The lock file is created with ``O_CREAT | O_EXCL`` and holds the pid, host, start
-    time and a random token of the sweep. A lock left by a process that no longer runs
-    on this host is taken over, with a note; any other lock is refused with a one-line
-    :class:`~gpusched.errors.GpuschedError` naming its holder.
+class SweepLock(FolderLock):
+    """``OUT/.lock``: only one sweep writes an output folder at a time
+    (:class:`gpusched.io.runfolder.FolderLock`, the lock every results writer takes).
 
     Parameters
     ----------
@@ -1287,86 +1230,12 @@ class SweepLock:
     """
 
     def __init__(self, out: str | Path, note: Callable[[str], None] | None = None) -> None:
+        super().__init__(Path(out) / LOCK_FILE, out, "sweep", note)
         self.out = Path(out)
-        self.path = self.out / LOCK_FILE
-        self.note = note
-        self.token = uuid.uuid4().hex
 
     def __enter__(self) -> SweepLock:
         self.acquire()
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-    def acquire(self) -> None:
-        """Take the lock or raise :class:`~gpusched.errors.GpuschedError`."""
-        try:
-            self.out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise GpuschedError(
-                f"cannot create output folder {self.out}: {exc.strerror or exc}"
-            ) from None
-        mine = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "started": datetime.now(UTC).isoformat(timespec="seconds"),
-            "token": self.token,
-        }
-        with _guard(self.out):
-            for _ in range(2):
-                try:
-                    fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                except FileExistsError:
-                    holder = read_lock(self.out)
-                    if holder is None or not self._stale(holder):
-                        raise GpuschedError(self._refusal(holder)) from None
-                    if self.note is not None:
-                        self.note(
-                            f"taking over {self.path}: the sweep that held it (pid "
-                            f"{holder['pid']} on {holder['host']}, since "
-                            f"{holder.get('started', '?')}) is no longer running"
-                        )
-                    self.path.unlink(missing_ok=True)
-                    continue
-                except OSError as exc:
-                    raise GpuschedError(
-                        f"cannot create the lock file {self.path}: {exc.strerror or exc}"
-                    ) from None
-                with os.fdopen(fd, "w") as fh:
-                    fh.write(json.dumps(mine) + "\n")
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                _HELD_LOCKS.add(self.token)
-                return
-        raise GpuschedError(f"cannot take the lock {self.path}: it keeps reappearing")
-
-    def _stale(self, holder: dict[str, Any]) -> bool:
-        if holder["host"] != socket.gethostname():
-            return False  # another machine: its processes cannot be checked from here
-        if holder["pid"] == os.getpid():
-            # this process id: a lock of ours, or of an earlier process that had our pid
-            return holder.get("token") not in _HELD_LOCKS
-        return not _pid_running(holder["pid"])
-
-    def _refusal(self, holder: dict[str, Any] | None) -> str:
-        if holder is None:
-            return (
-                f"{self.out} is locked: {self.path} exists but names no process; "
-                "delete it if no sweep is writing this folder"
-            )
-        return (
-            f"{self.out} is in use by another sweep (pid {holder['pid']} on "
-            f"{holder['host']}, since {holder.get('started', '?')}); wait for it to end, "
-            f"or delete {self.path} if it is no longer running"
-        )
-
-    def release(self) -> None:
-        """Remove the lock file if it is still ours."""
-        _HELD_LOCKS.discard(self.token)
-        holder = read_lock(self.out)
-        if holder is not None and holder.get("token") == self.token:
-            self.path.unlink(missing_ok=True)
 
 
 def read_lock(out: str | Path) -> dict[str, Any] | None:
@@ -1374,13 +1243,7 @@ def read_lock(out: str | Path) -> dict[str, Any] | None:
 
     None also when the file is missing or does not hold a pid and a host.
     """
-    data = _read_json(Path(out) / LOCK_FILE)
-    if not isinstance(data, dict):
-        return None
-    pid, host = data.get("pid"), data.get("host")
-    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0 or not isinstance(host, str):
-        return None
-    return data
+    return read_lock_file(Path(out) / LOCK_FILE)
 
 
 def _clean_staging(out_dir: Path) -> None:
@@ -1388,10 +1251,10 @@ def _clean_staging(out_dir: Path) -> None:
     staging = out_dir / STAGING_DIR
     if staging.is_dir():
         for p in staging.iterdir():
-            _remove(p)
+            remove_tree(p)
     for pattern in (f".{RESULTS_CSV}.*", f".{RESULTS_PARQUET}.*"):
         for p in out_dir.glob(pattern):
-            _remove(p)
+            remove_tree(p)
 
 
 # --- the whole sweep --------------------------------------------------------------------

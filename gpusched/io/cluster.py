@@ -307,6 +307,12 @@ class ClusterSpec:
             raise ClusterError(f"{where}: cluster {self.name!r} has no servers")
         if not all(isinstance(g, ServerGroup) for g in groups):
             raise ClusterError(f"{where}: cluster {self.name!r}: groups must be ServerGroups")
+        clouds = [i for i, g in enumerate(groups) if g.unbounded]
+        if len(clouds) > 1:
+            raise ClusterError(
+                f"{where}: servers[{clouds[1]}].unbounded: a cluster has at most one unbounded "
+                f"cloud, and servers[{clouds[0]}] is one already"
+            )
         if not _is_int(self.gpu_capacity) or not 1 <= self.gpu_capacity <= MAX_GPU_CAPACITY:
             raise ClusterError(
                 f"{where}: cluster.gpu_capacity: expected an integer >= 1 and "
@@ -624,9 +630,11 @@ def resolve_cluster(name_or_path: str | Path) -> Path:
         is_path = True  # "." or a folder or device that is no bundled name: report what it is
     if not is_path:
         if control_char(text) or _stat(candidate) is None:
-            names = ", ".join(_bundled_names()) or "(none)"
+            known = _bundled_names()
+            names = ", ".join(known) or "(none)"
             raise ClusterError(
-                f"unknown cluster {text!r}: expected a .toml path or a bundled name ({names})"
+                f"unknown cluster {text!r}{did_you_mean(text, known)}: expected a .toml path "
+                f"or a bundled name ({names})"
             )
         path, st = candidate, _stat(candidate)
     where = show_name(path)
@@ -939,7 +947,14 @@ class _Validator:
             raise self.fail(
                 "servers", f"{len(servers):,} groups; at most {MAX_SERVERS:,} servers are allowed"
             )
-        return tuple(self.group(entry, f"servers[{i}]") for i, entry in enumerate(servers))
+        groups = tuple(self.group(entry, f"servers[{i}]") for i, entry in enumerate(servers))
+        clouds = [i for i, g in enumerate(groups) if g.unbounded]
+        if len(clouds) > 1:  # the engine has one cloud: a second would silently win
+            raise self.fail(
+                f"servers[{clouds[1]}].unbounded",
+                f"a cluster has at most one unbounded cloud, and servers[{clouds[0]}] is one already",
+            )
+        return groups
 
     def group(self, entry: object, where: str) -> ServerGroup:
         if not isinstance(entry, dict):

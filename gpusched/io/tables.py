@@ -47,33 +47,42 @@ def table_name(stem: str, fmt: str) -> str:
     return f"{stem}.{fmt}"
 
 
-def write_table(path: Path, columns: Mapping[str, np.ndarray], fmt: str = "csv") -> None:
+def write_table(
+    path: Path, columns: Mapping[str, np.ndarray], fmt: str = "csv", *, exclusive: bool = False
+) -> None:
     """Write equal-length columns to ``path`` as CSV or Parquet (see the module docstring).
 
     Parameters
     ----------
     path
-        File to write (replaced if it exists).
+        File to write (replaced if it exists, unless ``exclusive``).
     columns
         Column name -> 1-D array, all of one length.
     fmt
         ``"csv"`` or ``"parquet"``.
+    exclusive
+        Create ``path`` as a new file, refusing one that exists (a file or a symbolic
+        link): how a run folder's tables are written (:mod:`gpusched.io.runfolder`).
     """
     if fmt == "parquet":
-        write_parquet(path, columns)
+        write_parquet(path, columns, exclusive=exclusive)
     elif fmt == "csv":
-        write_csv_text(path, columns)
+        write_csv_text(path, columns, exclusive=exclusive)
     else:
         raise ValueError(f"unknown table format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
-def write_parquet(path: Path, columns: Mapping[str, np.ndarray]) -> None:
-    """Write ``columns`` to ``path`` as one Parquet table (NaN floats stored as null)."""
+def write_parquet(
+    path: Path, columns: Mapping[str, np.ndarray], *, exclusive: bool = False
+) -> None:
+    """Write ``columns`` to ``path`` as one Parquet table (NaN floats stored as null);
+    ``exclusive``: as a new file (see :func:`write_table`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     table = pa.table({name: _arrow_column(np.asarray(v)) for name, v in columns.items()})
-    pq.write_table(table, path)
+    with path.open("xb" if exclusive else "wb") as fh:
+        pq.write_table(table, fh)
 
 
 def _arrow_column(values: np.ndarray) -> Any:
@@ -87,30 +96,35 @@ def _arrow_column(values: np.ndarray) -> Any:
     return pa.array(values)
 
 
-def write_csv_text(path: Path, columns: Mapping[str, np.ndarray]) -> None:
+def write_csv_text(
+    path: Path, columns: Mapping[str, np.ndarray], *, exclusive: bool = False
+) -> None:
     """Write ``columns`` to ``path`` as CSV text, byte for byte what ``csv.writer`` writes
-    row by row with floats as ``repr`` and NaN empty (see the module docstring)."""
+    row by row with floats as ``repr`` and NaN empty (see the module docstring);
+    ``exclusive``: as a new file (see :func:`write_table`)."""
     names = list(columns)
     arrays = [np.asarray(columns[k]) for k in names]
     n_rows = len(arrays[0]) if arrays else 0
     if n_rows <= SMALL_ROWS:
-        write_csv_rows(path, names, arrays)
+        write_csv_rows(path, names, arrays, exclusive=exclusive)
         return
     head = io.StringIO()
     csv.writer(head).writerow(names)
-    with path.open("wb") as fh:
+    with path.open("xb" if exclusive else "wb") as fh:
         fh.write(head.getvalue().encode())
         for start in range(0, n_rows, _CHUNK_ROWS):
             part = [a[start : start + _CHUNK_ROWS] for a in arrays]
             fh.write(_csv_lines(part))
 
 
-def write_csv_rows(path: Path, names: list[str], arrays: list[np.ndarray]) -> None:
+def write_csv_rows(
+    path: Path, names: list[str], arrays: list[np.ndarray], *, exclusive: bool = False
+) -> None:
     """Write the columns ``arrays`` headed ``names`` row by row with ``csv.writer``: the
     definition of the CSV text (floats as ``repr``, NaN empty) that the column-by-column
     path reproduces (tests/test_write_csv.py holds the two to the same bytes)."""
     lists = [_row_cells(a) for a in arrays]
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with path.open("x" if exclusive else "w", newline="", encoding="utf-8") as fh:
         out = csv.writer(fh)
         out.writerow(names)
         out.writerows(zip(*lists, strict=True))

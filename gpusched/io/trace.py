@@ -948,10 +948,10 @@ class CsvTable:
             for c in missing:
                 guess = _close_name(c, unused)
                 if guess is not None:
-                    guesses.append(f"{show_value(guess)} for '{c}'")
+                    guesses.append(f"{show_value(guess)} as '{c}'")
                     unused.remove(guess)
-            if guesses:
-                msg += f"; did you mean {', '.join(guesses)}?"
+            if guesses:  # the header's name is the one to change: rename it
+                msg += f"; rename {', '.join(guesses)}?"
             if n_head == 1:
                 for delim, word in _DELIMITERS.items():
                     if delim in self.header[0]:

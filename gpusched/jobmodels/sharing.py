@@ -52,6 +52,7 @@ __all__ = [
     "XiTableError",
     "default_xi",
     "derive_xi",
+    "gavel_xi",
     "load_profiles",
     "load_xi_table",
     "mem_gb",
@@ -68,6 +69,7 @@ MODELS: tuple[str, ...] = ("bert", "cifar10", "deepspeech2", "imagenet", "ncf", 
 PLAIN = len(MODELS)
 
 _DEFAULT = Path(__file__).resolve().parent.parent / "data" / "sharing.toml"
+_GAVEL = _DEFAULT.with_name("sharing_xi_gavel.toml")
 _FIELDS = (
     "alpha_comp_s",
     "beta_comp_s",
@@ -84,6 +86,8 @@ _FIELDS = (
 _POSITIVE_INT = re.compile(r"[0-9]+")
 #: Largest per-GPU batch a trace may give (keeps ``log2`` searches and memory finite).
 MAX_BATCH = 1_000_000
+#: Largest xi table file read, bytes (36 ratios take well under 1 KiB).
+MAX_XI_TABLE_BYTES = 64 * 1024
 
 
 class XiTableError(ParamError):
@@ -376,13 +380,36 @@ def load_xi_table(path: str | Path) -> np.ndarray:
     Raises
     ------
     XiTableError
-        One line naming the file, the entry and what was expected: missing file, bad
+        One line naming the file, the entry and what was expected: missing file, a
+        folder, FIFO or device (refused before it is opened: reading one would block or
+        never end), a file over :data:`MAX_XI_TABLE_BYTES`, text that is not UTF-8, bad
         TOML, other top-level keys, an unknown model (with a did-you-mean hint), a missing
         pair, or a value that is not a finite number >= 1.
     """
+    from gpusched.io.files import check_small_file, read_small_text
+
     p = Path(path)
-    doc = _read_toml(p, XiTableError)
     where = show_name(p)
+    what = "table of interference ratios"
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise XiTableError(f"{where}: file not found") from None
+    except (OSError, ValueError) as exc:
+        raise XiTableError(f"{where}: cannot read {what}: {exc}") from None
+    check_small_file(
+        p,
+        st,
+        what=what,
+        expected="an xi table (a TOML file)",
+        max_bytes=MAX_XI_TABLE_BYTES,
+        error=XiTableError,
+    )
+    text = read_small_text(p, what=what, max_bytes=MAX_XI_TABLE_BYTES, error=XiTableError)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise XiTableError(f"{where}: not valid TOML: {exc}") from None
     other = [k for k in doc if k != "xi"]
     if other:
         raise XiTableError(f"{where}: unexpected top-level key {other[0]!r}; expected only [xi]")
@@ -397,6 +424,20 @@ def default_xi() -> np.ndarray:
     if "xi" not in doc:
         raise CatalogueError(f"{_DEFAULT}: no [xi] table")
     return _xi_rows(str(_DEFAULT), doc["xi"])
+
+
+def gavel_xi() -> np.ndarray:
+    """The derived ratios with the pairs Gavel measured where its models are the paper's
+    (cifar10 and imagenet beside each other), ``(6, 6)`` in :data:`MODELS` order.
+
+    ``gpusched/data/sharing_xi_gavel.toml``, whose header gives the source (Gavel, OSDI
+    2020, cited by the SJF-BSBF paper in Sec. IV-A 3), the mapping of models and the raw
+    throughputs each ratio is computed from.
+    """
+    doc = _read_toml(_GAVEL, CatalogueError)
+    if "xi" not in doc:
+        raise CatalogueError(f"{show_name(_GAVEL)}: no [xi] table")
+    return _xi_rows(show_name(_GAVEL), doc["xi"])
 
 
 # --------------------------------------------------------------------------- jobs
@@ -446,6 +487,9 @@ class SharingPerf:
         A ``batch_size`` that is not a positive integer (naming the trace and the job).
     """
 
+    #: notes for the run's header and manifest (e.g. jobs without a batch_size)
+    notes: tuple[str, ...] = ()
+
     def __init__(self, jobs: Any, cluster: Any, xi: np.ndarray | None = None) -> None:
         self._profiles = load_profiles()
         n = len(jobs)
@@ -481,6 +525,7 @@ class SharingPerf:
         out = np.ones(len(jobs), dtype=np.int64)
         col = jobs.extra.get("batch_size") if isinstance(jobs.extra, dict) else None
         errors: list[str] = []
+        missing = 0  # rows of a sharing model without a batch: they take the default
         parsed: dict[str, int | None] = {}  # a trace has few distinct batch fields
         defaults = [self._profiles[m].batch_size for m in MODELS]
         rows = np.flatnonzero(self.kind < PLAIN)
@@ -500,8 +545,16 @@ class SharingPerf:
                     )
                     continue
             out[j] = default if got is None else got
+            missing += got is None
         if errors:
             raise TraceError(errors)
+        if missing:  # said, not silent: the batch changes speed and memory (eq. 3-7)
+            where = "has no batch_size column" if col is None else "leaves batch_size empty"
+            self.notes = (
+                f"{show_name(jobs.source)} {where} for {missing:,} job(s) of the six sharing "
+                "models: each runs at its model's default per-GPU batch (the catalogue's; "
+                "gpusched workload sjf-bsbf writes one per job)",
+            )
         return out
 
     def _solo_batches(self, jobs: Any) -> np.ndarray:

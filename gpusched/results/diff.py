@@ -1,8 +1,10 @@
 """``gpusched diff``: two runs of the same trace compared job by job.
 
-Both runs' ``jobs.csv`` (or ``jobs.parquet``) are read (a run folder, or the file itself). They must hold the
-same jobs: the same ids in the same order with the same submission times, else the runs
-are not of the same trace and nothing is compared. For each job finished in both, the
+Both runs' ``jobs.csv`` (or ``jobs.parquet``) are read (a run folder, or the file itself),
+checked against the folder's manifest.json (its recorded hash and row count,
+:mod:`gpusched.io.runfolder`). They must be runs of the same trace: the manifests must
+record the same trace hash, and the tables the same jobs (the same ids in the same order
+with the same submission times); else nothing is compared. For each job finished in both, the
 change is ``JCT_B - JCT_A`` (s): negative, the job *gained* (finished sooner) under B;
 positive, it *lost*; within :data:`REL_TOL` of the larger JCT it is *unchanged*. Jobs
 finished in only one run, or in neither, are counted apart and left out of the totals.
@@ -11,8 +13,8 @@ finished in only one run, or in neither, are counted apart and left out of the t
 from __future__ import annotations
 
 import csv
-import json
 import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.errors import GpuschedError, show_name, show_value
-from gpusched.io.tables import find_table, is_parquet, parquet_rows
+from gpusched.errors import GpuschedError, field_error, show_name, show_text, show_value
+from gpusched.io.runfolder import MANIFEST, RunFolder, create_exclusive, open_run
+from gpusched.io.tables import is_parquet, parquet_rows
 
 __all__ = [
     "REL_TOL",
@@ -59,6 +62,8 @@ class RunJobs:
         Submission time, JCT and waiting time, s (JCT and wait NaN for unfinished jobs).
     slowdown_s
         Training time beyond the duration, s, or None when the file has no such column.
+    trace_sha256
+        The SHA-256 of the trace the run replayed, from its manifest (None without one).
     """
 
     source: Path
@@ -68,35 +73,43 @@ class RunJobs:
     jct: np.ndarray
     wait_s: np.ndarray
     slowdown_s: np.ndarray | None
+    trace_sha256: str | None = None
 
 
-def _jobs_file(path: str | Path, which: str) -> Path:
+def _jobs_file(path: str | Path, which: str) -> tuple[Path, RunFolder | None]:
+    """The jobs table of a run folder (checked against its manifest), or a jobs.csv given
+    itself (checked against the manifest beside it when that records it)."""
     p = Path(path)
     if p.is_dir():
-        p = find_table(p, "jobs")
-        if not p.is_file():
-            raise GpuschedError(
-                f"{which} {show_name(path)}: no jobs.csv in this folder (expected a run folder "
-                "written by replay --out or compare --out, or a jobs.csv)"
-            )
-    elif not p.is_file():
+        try:
+            rf = open_run(p, what="a run folder written by replay --out or compare --out")
+            jobs = rf.table("jobs")
+        except GpuschedError as exc:
+            raise GpuschedError(f"{which} {exc}") from None
+        assert jobs is not None  # required
+        return jobs, rf
+    if not p.is_file():
         raise GpuschedError(f"{which} {show_name(path)}: no such run folder or jobs.csv")
-    return p
+    if (p.parent / MANIFEST).is_file():
+        try:
+            rf = open_run(p.parent)
+        except GpuschedError:
+            return p, None  # a jobs.csv beside some other file of that name
+        if rf.tables is not None and p.name in rf.tables:
+            rf.table(p.stem)
+            return p, rf
+    return p, None
 
 
-def _label(folder: Path) -> str:
-    """``policy, seed s`` from a run folder's manifest.json, or empty."""
-    try:
-        manifest = json.loads((folder / "manifest.json").read_text())
-    except (OSError, ValueError):
-        return ""
-    if not isinstance(manifest, dict) or "policy" not in manifest:
+def _label(manifest: dict[str, Any] | None) -> str:
+    """``policy, seed s`` from a run's manifest, or empty."""
+    if manifest is None or "policy" not in manifest:
         return ""
     params = manifest.get("params") or {}
-    text = str(manifest["policy"])
+    text = show_text(manifest["policy"])
     if isinstance(params, dict) and params:
-        text += ":" + ",".join(f"{k}={v}" for k, v in params.items())
-    return f"{text}, seed {manifest.get('seed')}"
+        text += ":" + ",".join(f"{show_text(k)}={show_text(v)}" for k, v in params.items())
+    return f"{text}, seed {show_text(manifest.get('seed'))}"
 
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
@@ -133,7 +146,7 @@ def read_run_jobs(path: str | Path, which: str = "run") -> RunJobs:
         not a number (named with the file, line and field; JCT, wait and slowdown may be
         empty for an unfinished job).
     """
-    file = _jobs_file(path, which)
+    file, rf = _jobs_file(path, which)
     ids: list[str] = []
     cols: dict[str, list[float]] = {c: [] for c in ("submit", "jct", "wait_s", "slowdown_s")}
     has_slowdown = True
@@ -141,10 +154,7 @@ def read_run_jobs(path: str | Path, which: str = "run") -> RunJobs:
     for line, row in _rows(file):
         job = row["job_id"]
         if job in seen:
-            raise GpuschedError(
-                f"{show_name(file)}, line {line}, field 'job_id': job {show_value(job)} "
-                "appears twice"
-            )
+            raise field_error(file, line, "job_id", "each job once (it appears twice)", job)
         seen.add(job)
         ids.append(job)
         has_slowdown = has_slowdown and row.get("slowdown_s") is not None
@@ -152,38 +162,43 @@ def read_run_jobs(path: str | Path, which: str = "run") -> RunJobs:
             if col == "slowdown_s" and not has_slowdown:
                 continue
             cols[col].append(_number(row[col], file, line, col, empty=col != "submit"))
+    if rf is not None:
+        rf.check_rows(file, len(ids))
+    sha = None if rf is None else rf.manifest.get("trace_sha256")
     return RunJobs(
         source=file,
-        label=_label(file.parent),
+        label=_label(None if rf is None else rf.manifest),
         job_id=ids,
         submit=np.asarray(cols["submit"], dtype=np.float64),
         jct=np.asarray(cols["jct"], dtype=np.float64),
         wait_s=np.asarray(cols["wait_s"], dtype=np.float64),
         slowdown_s=np.asarray(cols["slowdown_s"], dtype=np.float64) if has_slowdown else None,
+        trace_sha256=sha if isinstance(sha, str) else None,
     )
 
 
 def _number(text: str | None, file: Path, line: int, col: str, *, empty: bool) -> float:
-    if text is None or (text == "" and not empty):
-        raise GpuschedError(
-            f"{show_name(file)}, line {line}, field '{col}': expected a number, got nothing"
-        )
-    if text == "":
+    expected = "a number of seconds" + (", or empty" if empty else "")
+    if text is None:
+        raise field_error(file, line, col, expected, "")
+    if text == "" and empty:
         return math.nan
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not math.isfinite(value):
-        raise GpuschedError(
-            f"{show_name(file)}, line {line}, field '{col}': expected a number, "
-            f"got {show_value(text)}"
-        )
+        raise field_error(file, line, col, expected, text)
     return value
 
 
 def _check_same_trace(a: RunJobs, b: RunJobs) -> None:
     where = f"{show_name(a.source)} and {show_name(b.source)} are not runs of the same trace"
+    if a.trace_sha256 and b.trace_sha256 and a.trace_sha256 != b.trace_sha256:
+        raise GpuschedError(
+            f"{where}: their manifests record different traces (SHA-256 "
+            f"{a.trace_sha256[:12]}... in A, {b.trace_sha256[:12]}... in B)"
+        )
     if len(a.job_id) != len(b.job_id):
         raise GpuschedError(f"{where}: {len(a.job_id):,} jobs in A, {len(b.job_id):,} in B")
     for i, (ja, jb) in enumerate(zip(a.job_id, b.job_id, strict=True)):
@@ -279,11 +294,20 @@ def write_diff_csv(path: str | Path, diff: RunDiff) -> None:
         columns["slowdown_a"] = a.slowdown_s
         columns["slowdown_b"] = b.slowdown_s
     names = list(columns)
-    with Path(path).open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(names)
-        for i in range(len(a.job_id)):
-            w.writerow([_cell(columns[k][i]) for k in names])
+    # written beside the target and renamed over it when complete: a full disk or an
+    # interruption leaves no partial table, and a link named like the target is replaced,
+    # never written through
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with create_exclusive(tmp, text=True) as fh:
+            w = csv.writer(fh)
+            w.writerow(names)
+            for i in range(len(a.job_id)):
+                w.writerow([_cell(columns[k][i]) for k in names])
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _cell(value: Any) -> Any:

@@ -15,17 +15,26 @@ from __future__ import annotations
 
 import bisect
 import csv
-import json
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpusched.core.events import EVENT_COLUMNS, format_gpus, parse_gpus
-from gpusched.errors import GpuschedError, did_you_mean, show_name
-from gpusched.io.tables import find_table, is_parquet, parquet_rows
-from gpusched.results.units import fmt_s, fmt_t
+from gpusched.core.events import EVENT_COLUMNS, EVENT_KINDS, format_gpus, parse_gpus
+from gpusched.errors import (
+    GpuschedError,
+    did_you_mean,
+    field_error,
+    show_name,
+    show_text,
+    show_value,
+)
+from gpusched.io.cluster import MAX_GPUS
+from gpusched.io.runfolder import MANIFEST, open_run
+from gpusched.io.tables import is_parquet, parquet_rows
+from gpusched.results.units import fmt_s, fmt_slot, fmt_slots, fmt_t
 
 __all__ = ["Run", "Stint", "job_story", "read_run", "stints", "worst"]
 
@@ -46,13 +55,34 @@ class Stint:
 
 @dataclass
 class Run:
-    """A run folder's tables (columns as lists of strings)."""
+    """A run folder's tables (columns as lists of strings), each checked against the
+    manifest and field by field when read (:func:`read_run`)."""
 
     folder: Path
     jobs: dict[str, list[str]]
     events: dict[str, list[str]] | None
     manifest: dict[str, Any]
     tasks: dict[str, list[str]] | None = None  #: tasks.csv (jobs made of data chunks)
+    files: dict[str, Path] = field(default_factory=dict)  #: the file read for each table
+    n_gpus: int | None = None  #: GPUs (workers) of the run's cluster, from its manifest
+
+    @property
+    def in_slots(self) -> bool:
+        """The family counts time in slots (PD-ORS's jobs placed by roles, the edge-cloud
+        paper's jobs of chunks: one slot is one simulated second; its trace is in slots)."""
+        return "status" in self.jobs or "chunks" in self.jobs or self.tasks is not None
+
+    def t(self, t: float) -> str:
+        """A time of the run in its family's unit (``1,234 s`` or ``slot 89``)."""
+        return fmt_slot(t) if self.in_slots else fmt_t(t)
+
+    def d(self, x: float | None) -> str:
+        """A duration in its family's unit (``12m05s`` or ``89 slots``)."""
+        return fmt_slots(x) if self.in_slots else fmt_s(x)
+
+    def file(self, stem: str) -> Path:
+        """The file table ``stem`` was read from (``jobs.csv`` or ``jobs.parquet``)."""
+        return self.files.get(stem, self.folder / f"{stem}.csv")
 
     def row(self, job: str) -> dict[str, str]:
         """jobs.csv's row of ``job`` (a GpuschedError naming the closest id if unknown)."""
@@ -60,21 +90,46 @@ class Run:
         try:
             i = ids.index(job)
         except ValueError:
-            hint = did_you_mean(job, ids)
+            hint = show_text(did_you_mean(job, ids))
             raise GpuschedError(
-                f"{show_name(find_table(self.folder, 'jobs'))}: no job '{job}'{hint}"
+                f"{show_name(self.file('jobs'))}: no job {show_value(job)}{hint}"
             ) from None
         return {k: v[i] for k, v in self.jobs.items()}
 
 
+#: jobs.csv columns that hold seconds (empty for an unfinished job)
+_JOB_TIMES = (
+    "submit",
+    "first_start",
+    "finish",
+    "jct",
+    "wait_s",
+    "load_s",
+    "train_s",
+    "save_s",
+    "slowdown_s",
+    "duration",
+    "shared_s",
+    "futile_s",
+)
+#: jobs.csv columns that hold counts
+_JOB_COUNTS = ("gpus", "preemptions", "n_futile", "chunks")
+#: a ``gpus`` field: GPU indices as ranges, ``0-3 8``
+_GPUS = re.compile(r"\d{1,12}(?:-\d{1,12})?(?: \d{1,12}(?:-\d{1,12})?)*")
+
+
 def _read_columns(
-    path: Path, need: tuple[str, ...], numeric: tuple[str, ...] = ()
+    path: Path,
+    need: tuple[str, ...],
+    numeric: tuple[str, ...] = (),
+    counts: tuple[str, ...] = (),
 ) -> dict[str, list[str]]:
     """A CSV (or Parquet) table's columns as lists of strings; the ``numeric`` ones must
-    hold numbers (or nothing). Errors name the file, line and column (a Parquet table's
-    row ``i`` counts as line ``i + 2``, as in its CSV twin)."""
+    hold finite numbers (or nothing), the ``counts`` whole numbers >= 0. Errors name the
+    file, line and column (a Parquet table's row ``i`` counts as line ``i + 2``, as in its
+    CSV twin)."""
     try:
-        return _read_checked(path, need, numeric)
+        return _read_checked(path, need, numeric, counts)
     except UnicodeDecodeError:
         raise GpuschedError(f"{show_name(path)}: not a text (UTF-8) CSV file") from None
     except csv.Error as e:
@@ -82,16 +137,20 @@ def _read_columns(
 
 
 def _read_checked(
-    path: Path, need: tuple[str, ...], numeric: tuple[str, ...]
+    path: Path, need: tuple[str, ...], numeric: tuple[str, ...], counts: tuple[str, ...]
 ) -> dict[str, list[str]]:
     if is_parquet(path):
-        return _check_rows(path, parquet_rows(path), need, numeric)
+        return _check_rows(path, parquet_rows(path), need, numeric, counts)
     with path.open(newline="", encoding="utf-8") as fh:
-        return _check_rows(path, csv.reader(fh), need, numeric)
+        return _check_rows(path, csv.reader(fh), need, numeric, counts)
 
 
 def _check_rows(
-    path: Path, reader: Iterator[list[str]], need: tuple[str, ...], numeric: tuple[str, ...]
+    path: Path,
+    reader: Iterator[list[str]],
+    need: tuple[str, ...],
+    numeric: tuple[str, ...],
+    counts: tuple[str, ...],
 ) -> dict[str, list[str]]:
     header = next(reader, None)
     if header is None:
@@ -99,55 +158,159 @@ def _check_rows(
     missing = [c for c in need if c not in header]
     if missing:
         raise GpuschedError(
-            f"{show_name(path)}: line 1: missing column(s) {', '.join(missing)}; "
+            f"{show_name(path)}:1: missing column(s) {', '.join(missing)}; "
             "is this a gpusched run folder?"
         )
     cols: list[list[str]] = [[] for _ in header]
     for n, rec in enumerate(reader, start=2):
         if len(rec) != len(header):
             raise GpuschedError(
-                f"{show_name(path)}: line {n}: expected {len(header)} fields, got {len(rec)}"
+                f"{show_name(path)}:{n}: expected {len(header)} fields, got {len(rec)}"
             )
         for c, v in zip(cols, rec, strict=True):
             c.append(v)
     out = dict(zip(header, cols, strict=True))
     for name in numeric:
         for n, v in enumerate(out.get(name, ()), start=2):
-            try:
-                float(v) if v else None
-            except ValueError:
-                raise GpuschedError(
-                    f"{show_name(path)}: line {n}: column '{name}': expected a number, got {v!r}"
-                ) from None
+            if v and not _finite(v):
+                raise field_error(path, n, name, "a number of seconds, or empty", v)
+    for name in counts:
+        for n, v in enumerate(out.get(name, ()), start=2):
+            if not (v.isascii() and v.isdigit() and len(v) <= 12):
+                raise field_error(path, n, name, "a whole number >= 0", v)
     return out
+
+
+def _finite(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def manifest_servers(manifest: dict[str, Any], path: Path) -> list[int] | None:
+    """GPUs (workers) of each server of the run's cluster, from its manifest (None when
+    the manifest records no cluster).
+
+    Raises
+    ------
+    GpuschedError
+        A ``cluster.servers`` that is not a list of servers with whole ``count`` and
+        ``gpus`` >= 0, or more GPUs than any cluster gpusched simulates.
+    """
+    where = show_name(path)
+    cluster = manifest.get("cluster")
+    if cluster is None:
+        return None
+    servers = cluster.get("servers") if isinstance(cluster, dict) else None
+    if not isinstance(servers, list) or not servers:
+        raise GpuschedError(
+            f"{where}: field 'cluster.servers' expected a list of servers with 'count' and 'gpus'"
+        )
+    per: list[int] = []
+    total = 0
+    for i, server in enumerate(servers):
+        for key in ("count", "gpus"):
+            value = server.get(key) if isinstance(server, dict) else None
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise GpuschedError(
+                    f"{where}: field 'cluster.servers[{i}].{key}' expected a whole number "
+                    f">= 0, got {show_text(repr(value))}"
+                )
+        total += server["count"] * server["gpus"]
+        if total > MAX_GPUS:
+            raise GpuschedError(
+                f"{where}: field 'cluster.servers' expected at most {MAX_GPUS:,} GPUs "
+                "in all (a cluster gpusched simulates)"
+            )
+        per.extend([server["gpus"]] * server["count"])
+    return per
+
+
+def _check_events(path: Path, ev: dict[str, list[str]], n_gpus: int | None) -> None:
+    """Every field of events.csv that explain and plot parse: times (a number, in time
+    order), kinds, and GPU lists (ranges of GPUs the cluster has)."""
+    last = -math.inf
+    top = MAX_GPUS if n_gpus is None else n_gpus
+    kinds = set(EVENT_KINDS)
+    for n, (t, kind, gpus) in enumerate(
+        zip(ev["time_s"], ev["event"], ev["gpus"], strict=True), start=2
+    ):
+        try:
+            value = float(t)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise field_error(path, n, "time_s", "a number of seconds", t)
+        if value < last:
+            raise field_error(path, n, "time_s", f"a time >= the row before's ({last!r})", t)
+        last = value
+        if kind not in kinds:
+            raise field_error(path, n, "event", "one of " + ", ".join(EVENT_KINDS), kind)
+        if gpus and not _gpus_ok(gpus, top):
+            raise field_error(
+                path, n, "gpus", f"GPU indices 0 to {top - 1} as ranges (e.g. '0-3 8')", gpus
+            )
+
+
+def _gpus_ok(text: str, n_gpus: int) -> bool:
+    """Whether ``text`` is GPU ranges (``0-3 8``) within ``n_gpus``, each rising."""
+    if not _GPUS.fullmatch(text):
+        return False
+    for part in text.split(" "):
+        lo, _, hi = part.partition("-")
+        a, b = int(lo), int(hi or lo)
+        if b < a or b >= n_gpus:
+            return False
+    return True
 
 
 def read_run(folder: str | Path) -> Run:
     """Read a run folder written by ``replay --out`` (events optional), its tables as CSV
-    (jobs.csv, ...) or Parquet (jobs.parquet, ...)."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise GpuschedError(f"{show_name(folder)}: not a folder (give a run folder: replay --out)")
-    jobs_csv = find_table(folder, "jobs")
-    if not jobs_csv.is_file():
-        raise GpuschedError(
-            f"{show_name(folder)}: no jobs.csv here (nor jobs.parquet; give a run folder: "
-            "replay --out DIR)"
-        )
-    times = ("submit", "finish", "jct", "wait_s", "load_s", "train_s", "save_s", "slowdown_s")
-    jobs = _read_columns(jobs_csv, ("job_id", "submit", "jct", "wait_s"), times)
-    ev_csv = find_table(folder, "events")
-    events = _read_columns(ev_csv, EVENT_COLUMNS, ("time_s",)) if ev_csv.is_file() else None
-    tasks_csv = find_table(folder, "tasks")
-    tasks = _read_columns(tasks_csv, ("job_id", "job", "worker")) if tasks_csv.is_file() else None
-    man = folder / "manifest.json"
-    try:
-        manifest = json.loads(man.read_text(encoding="utf-8")) if man.is_file() else {}
-    except (ValueError, UnicodeDecodeError):
-        raise GpuschedError(f"{show_name(man)}: not a JSON manifest") from None
-    if not isinstance(manifest, dict):
-        raise GpuschedError(f"{show_name(man)}: expected a JSON object")
-    return Run(folder, jobs, events, manifest, tasks)
+    (jobs.csv, ...) or Parquet (jobs.parquet, ...).
+
+    Every table is checked against manifest.json (:func:`gpusched.io.runfolder.open_run`:
+    the file it records, with its hash and row count) and every field explain and plot
+    parse is checked before it is trusted, each with a one-line error naming the file,
+    line and column.
+    """
+    rf = open_run(folder)
+    man = rf.folder / MANIFEST
+    servers = manifest_servers(rf.manifest, man)
+    n_gpus = None if servers is None else sum(servers)
+    files: dict[str, Path] = {}
+
+    def table(stem: str, *args: Any, required: bool = False) -> dict[str, list[str]] | None:
+        path = rf.table(stem, required=required)
+        if path is None:
+            return None
+        cols = _read_columns(path, *args)
+        rf.check_rows(path, len(cols[args[0][0]]))
+        files[stem] = path
+        return cols
+
+    jobs = table(
+        "jobs", ("job_id", "submit", "jct", "wait_s"), _JOB_TIMES, _JOB_COUNTS, required=True
+    )
+    assert jobs is not None
+    seen: set[str] = set()
+    for n, job in enumerate(jobs["job_id"], start=2):
+        if job in seen:
+            raise field_error(files["jobs"], n, "job_id", "each job once", job)
+        seen.add(job)
+    events = table("events", EVENT_COLUMNS)
+    if events is not None:
+        _check_events(files["events"], events, n_gpus)
+    tasks = table("tasks", ("job_id", "job", "worker"), (), ("worker",))
+    if tasks is not None:
+        for n, (job, worker) in enumerate(zip(tasks["job"], tasks["worker"], strict=True), start=2):
+            if job not in seen:
+                raise field_error(files["tasks"], n, "job", "a job of jobs.csv", job)
+            if n_gpus is not None and int(worker) >= n_gpus:
+                raise field_error(
+                    files["tasks"], n, "worker", f"a worker 0 to {n_gpus - 1}", worker
+                )
+    return Run(rf.folder, jobs, events, rf.manifest, tasks, files, n_gpus)
 
 
 def stints(
@@ -238,19 +401,24 @@ _OTHER = {
 
 
 def job_story(run: Run, job: str) -> list[str]:
-    """``job``'s life in plain sentences, one per line."""
+    """``job``'s life in plain sentences, one per line (control characters of job ids,
+    the policy's reasons and names shown escaped: :func:`gpusched.errors.show_text`)."""
+    return [show_text(line) for line in _story(run, job)]
+
+
+def _story(run: Run, job: str) -> list[str]:
     row = run.row(job)
     gpus = row.get("gpus", "")
     head = f"job {job}"
     if gpus and gpus != "0":
         head += f" ({gpus} GPU{'s' if gpus != '1' else ''}"
         dur = _f(row.get("duration", ""))
-        head += f", {fmt_s(dur)} of work alone)" if math.isfinite(dur) else ")"
+        head += f", {run.d(dur)} of work alone)" if math.isfinite(dur) else ")"
     if run.manifest.get("policy"):
         head += f" under {run.manifest['policy']}"
     lines = [head + ":"]
     submit = _f(row["submit"])
-    lines.append(f"  {fmt_t(submit):>12}  arrived")
+    lines.append(f"  {run.t(submit):>12}  arrived")
     if run.events is None:
         lines.append(
             "  (no events.csv in this run folder: run replay with --events for the job's "
@@ -263,7 +431,7 @@ def job_story(run: Run, job: str) -> list[str]:
     jct = _f(row["jct"])
     if math.isfinite(jct):
         parts = [
-            f"{name} {fmt_s(_f(row[col]))}"
+            f"{name} {run.d(_f(row[col]))}"
             for name, col in (
                 ("wait", "wait_s"),
                 ("load", "load_s"),
@@ -272,18 +440,32 @@ def job_story(run: Run, job: str) -> list[str]:
             )  # fmt: skip
             if col in row and row[col]
         ]
-        lines.append(f"  JCT {fmt_s(jct)} = " + " + ".join(parts))
+        lines.append(f"  JCT {run.d(jct)} = " + " + ".join(parts))
         slow = _f(row.get("slowdown_s", ""))
         if math.isfinite(slow) and slow > 0:
-            lines.append(f"  of its training, {fmt_s(slow)} was slowdown (slower than alone)")
+            lines.append(f"  of its training, {run.d(slow)} was slowdown (slower than alone)")
     else:
-        rejected = run.events is not None and any(
-            e == "reject" and j == job
-            for e, j in zip(run.events["event"], run.events["job_id"], strict=True)
-        )
-        status = row.get("status") or ("rejected" if rejected else "unfinished")
-        lines.append(f"  no JCT: {status} when the run ended")
+        lines.append("  no JCT: " + _no_jct(run, job, row))
     return lines
+
+
+def _no_jct(run: Run, job: str, row: dict[str, str]) -> str:
+    """Why a job has no JCT: rejected (when, and the policy's reason) or unfinished."""
+    reject = None
+    if run.events is not None:
+        cols = [run.events[c] for c in ("time_s", "event", "job_id", "detail")]
+        reject = next(
+            ((float(t), d) for t, e, j, d in zip(*cols, strict=True) if e == "reject" and j == job),
+            None,
+        )
+    if reject is not None:
+        why = f": {reject[1]}" if reject[1] else " (the policy gave no reason)"
+        return f"rejected by the policy at {run.t(reject[0])}{why}"
+    if row.get("status") == "rejected":
+        return "rejected by the policy (replay with --events for when and why)"
+    stop = run.manifest.get("stopped_at_s")
+    when = f" at {run.t(float(stop))}" if isinstance(stop, int | float) else ""
+    return f"unfinished when the run ended{when}"
 
 
 def _history(run: Run, job: str, submit: float) -> list[str]:
@@ -292,7 +474,7 @@ def _history(run: Run, job: str, submit: float) -> list[str]:
     timed: list[tuple[float, str]] = []  # (time, text); sorted stably by time
 
     def say(t: float, text: str, *why: str) -> None:
-        timed.append((t, f"  {fmt_t(t):>12}  {text}"))
+        timed.append((t, f"  {run.t(t):>12}  {text}"))
         timed.extend((t, f"  {'':>12}  {w}") for w in why)
 
     queued_since = submit
@@ -301,21 +483,21 @@ def _history(run: Run, job: str, submit: float) -> list[str]:
         plural = "s" if len(s.gpus) > 1 else ""
         where = f" on GPU{plural} {format_gpus(s.gpus)}" if s.gpus else ""
         whys = [f"why: {w[9:]}" for w in s.reasons if w.startswith("started: ")]
-        say(s.start, f"started{where} after waiting {fmt_s(s.start - queued_since)}", *whys)
+        say(s.start, f"started{where} after waiting {run.d(s.start - queued_since)}", *whys)
         if s.loaded is not None:
-            say(s.loaded, f"loaded ({fmt_s(s.loaded - s.start)})")
+            say(s.loaded, f"loaded ({run.d(s.loaded - s.start)})")
         if s.preempt is not None:
             trained = s.preempt - (s.loaded if s.loaded is not None else s.start)
             what = {
                 "futile": "before it trained anything (futile: its load was wasted)",
-                "saving": f"after training {fmt_s(trained)}; saving until {fmt_t(s.end)}",
-            }.get(s.how, f"after training {fmt_s(trained)}")
+                "saving": f"after training {run.d(trained)}; saving until {run.t(s.end)}",
+            }.get(s.how, f"after training {run.d(trained)}")
             whys = [f"why: {w[11:]}" for w in s.reasons if w.startswith("preempted: ")]
             if times is None:
                 times = [float(x) for x in run.events["time_s"]]
             t, who = takers(run.events, s, times)
             if who:
-                whys.append(f"its GPUs went to {', '.join(who)} at {fmt_t(t)}")
+                whys.append(f"its GPUs went to {', '.join(who)} at {run.t(t)}")
             say(s.preempt, f"preempted {what}", *whys)
             queued_since = s.end
         elif s.how == "finish":
@@ -349,21 +531,23 @@ def _chunk_lines(run: Run, job: str, most: int = 40) -> list[str]:
         tid = tk["job_id"][i]
         tier = "cloud" if tk.get("cloud", ["0"] * len(tk["job"]))[i] in ("1", "True") else "edge"
         runs = ", ".join(
-            f"{fmt_t(s.start)} to {fmt_t(s.end)}"
+            f"{run.t(s.start)} to {run.t(s.end)}"
             + (" (preempted; postponed on its worker)" if s.preempt is not None else "")
             for s in by_task.get(tid, [])
         )
         out.append(f"    {tid}: worker {tk['worker'][i]} ({tier}), ran {runs or 'never'}")
     if len(mine) > most:
-        files = ", ".join(find_table(run.folder, t).name for t in ("tasks", "events"))
+        files = ", ".join(run.file(t).name for t in ("tasks", "events"))
         out.append(f"    ... and {len(mine) - most} more ({files})")
     return out
 
 
 def worst(run: Run, n: int) -> list[str]:
-    """The ``n`` jobs that lost the most time (waiting + slowdown), one line each."""
+    """The ``n`` jobs that lost the most time (waiting + slowdown), one line each (job ids
+    shown escaped: :func:`gpusched.errors.show_text`)."""
     rows = []
     cols = run.jobs
+    ids = [show_text(x) for x in cols["job_id"]]
     for i in range(len(cols["job_id"])):
         wait = _f(cols["wait_s"][i])
         slow = _f(cols["slowdown_s"][i]) if "slowdown_s" in cols else 0.0
@@ -374,7 +558,8 @@ def worst(run: Run, n: int) -> list[str]:
         rows.append((lost, i, wait, slow, over))
     rows.sort(key=lambda r: (-r[0], r[1]))
     out = []
-    width = max((len(cols["job_id"][r[1]]) for r in rows[:n]), default=3)
+    width = max((len(ids[r[1]]) for r in rows[:n]), default=3)
+    col = 12 if run.in_slots else 7  # "124.36 slots" or "12m05s"
     for lost, i, wait, slow, over in rows[:n]:
         jct = _f(cols["jct"][i])
         pre = int(cols["preemptions"][i]) if "preemptions" in cols else 0
@@ -384,7 +569,7 @@ def worst(run: Run, n: int) -> list[str]:
         if pre:
             why += f"; preempted {pre}x"
         out.append(
-            f"{cols['job_id'][i]:<{width}}  JCT {fmt_s(jct):>7}  wait {fmt_s(wait):>7}  "
-            f"slowdown {fmt_s(slow):>7}  {why}"
+            f"{ids[i]:<{width}}  JCT {run.d(jct):>{col}}  wait {run.d(wait):>{col}}  "
+            f"slowdown {run.d(slow):>{col}}  {why}"
         )
     return out

@@ -5,11 +5,13 @@ through :func:`gpusched.results.explain.stints`: each stretch a job held GPUs sp
 load (from the start to the end of the load), training and save (from the preemption
 to the release). ``gpusched plot DIR --gantt`` draws it in the terminal, a character
 per GPU and time bin (the job's letter while training, ``:`` loading, ``~`` saving,
-``#`` two jobs sharing); ``--save FILE.png|svg`` draws bars with matplotlib.
+``#`` two jobs sharing); ``--save FILE.png|svg`` draws bars with matplotlib, two jobs
+sharing a GPU each in half of its row, outlined, with sharing in the legend.
 
 Large clusters are aggregated so the chart stays readable: above :data:`MAX_ROWS`
 GPUs a row is a server (or a group of servers), shaded by its busy fraction in each
-time bin, from idle to fully busy (a heat map in files).
+time bin, from idle to fully busy (a heat map in files); in the terminal a bin in which a
+GPU of the row holds two jobs shows :data:`SHARED_MARK` instead.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.errors import GpuschedError, show_name
-from gpusched.results.explain import Run, stints
+from gpusched.errors import GpuschedError, show_name, show_text
+from gpusched.io.runfolder import MANIFEST
+from gpusched.results.explain import Run, manifest_servers, stints
 from gpusched.results.units import fmt_s
 
 __all__ = ["MAX_ROWS", "Gantt", "gantt", "gantt_figure", "gantt_text"]
@@ -33,6 +36,9 @@ MAX_ROWS = {"text": 48, "file": 160}
 LOADING, TRAINING, SAVING = 0, 1, 2
 _LETTERS = string.ascii_uppercase + string.ascii_lowercase + string.digits
 _SHADES = " .:-=+*%@#"
+#: a time bin of a server row in which one of its GPUs holds two jobs (terminal charts of
+#: large clusters, where rows aggregate servers)
+SHARED_MARK = "2"
 
 
 @dataclass
@@ -51,14 +57,14 @@ class Gantt:
 
 
 def _cluster_gpus(run: Run) -> np.ndarray:
-    """The server of each GPU from the run's manifest."""
-    servers = run.manifest.get("cluster", {}).get("servers")
-    if not servers:
+    """The server of each GPU from the run's manifest (checked by
+    :func:`~gpusched.results.explain.manifest_servers`)."""
+    per = manifest_servers(run.manifest, run.folder / MANIFEST)
+    if not per:
         raise GpuschedError(
-            f"{show_name(run.folder / 'manifest.json')}: no cluster servers recorded; "
+            f"{show_name(run.folder / MANIFEST)}: no cluster servers recorded; "
             "is this a gpusched run folder?"
         )
-    per = [int(s.get("gpus", 0)) for s in servers for _ in range(int(s.get("count", 1)))]
     return np.repeat(np.arange(len(per), dtype=np.int64), per)
 
 
@@ -188,6 +194,39 @@ def shared(g: Gantt) -> list[tuple[int, float, float]]:
     return out
 
 
+def _lanes(g: Gantt) -> tuple[np.ndarray, np.ndarray]:
+    """Each segment's lane and its number of lanes: a segment that overlaps another job's
+    on its GPU (GPU sharing) takes one lane of as many as the row needs, so neither is
+    drawn over the other; any other segment has the whole row (one lane)."""
+    n = g.rows.size
+    lane = np.zeros(n, dtype=np.int64)
+    overlaps = np.zeros(n, dtype=bool)
+    order = np.lexsort((g.t0, g.rows))
+    open_: list[tuple[float, int, int]] = []  # (end, job, segment) of each lane's last
+    last_row = -1
+    for i in order.tolist():
+        r, a, b, j = int(g.rows[i]), float(g.t0[i]), float(g.t1[i]), int(g.job[i])
+        if r != last_row:
+            open_, last_row = [], r
+        free = None
+        for k, (end, job, seg) in enumerate(open_):
+            if end > a and job != j:  # another job holds this GPU meanwhile
+                overlaps[i] = overlaps[seg] = True
+            elif free is None:
+                free = k
+        if free is None:
+            free = len(open_)
+            open_.append((b, j, i))
+        else:
+            open_[free] = (b, j, i)
+        lane[i] = free
+    per_row = np.ones(g.n_gpus, dtype=np.int64)
+    if overlaps.any():
+        np.maximum.at(per_row, g.rows[overlaps], lane[overlaps] + 1)
+    lanes = np.where(overlaps, per_row[g.rows] if n else 1, 1)
+    return np.where(overlaps, lane, 0), lanes
+
+
 def gantt_text(run: Run, width: int = 100) -> str:
     """The chart as text for the terminal."""
     g = gantt(run)
@@ -197,17 +236,24 @@ def gantt_text(run: Run, width: int = 100) -> str:
     edges = np.linspace(0.0, end, n_bins + 1)
     lab_w = max(len(x) for x in labels)
     lines = [
-        f"{run.manifest.get('policy', '')} on {run.folder}: 0 to {fmt_s(end)}, "
-        f"{fmt_s(end / n_bins)} per column"
+        f"{show_text(run.manifest.get('policy', ''))} on {show_name(run.folder)}: 0 to "
+        f"{fmt_s(end)}, {fmt_s(end / n_bins)} per column"
     ]
     if len(labels) < g.n_gpus:
         grid = busy_grid(g, row_of, size, edges)
+        top = len(_SHADES) - 1
+        shades = np.array(list(_SHADES), dtype="<U1")
+        cells = shades[np.minimum((grid * top + 0.5).astype(np.int64), top)]
+        stretches = shared(g)
+        for gpu, a, b in stretches:  # a GPU of the row holds two jobs: shown over the shade
+            for k, _ in _bins(edges, a, b):
+                cells[row_of[gpu], k] = SHARED_MARK
         for r, lab in enumerate(labels):
-            shade = "".join(
-                _SHADES[min(int(v * (len(_SHADES) - 1) + 0.5), len(_SHADES) - 1)] for v in grid[r]
-            )
-            lines.append(f"{lab:>{lab_w}} |{shade}|")
-        lines.append(f"busy fraction per row and column: '{_SHADES[1]}' little ... '#' all")
+            lines.append(f"{lab:>{lab_w}} |{''.join(cells[r])}|")
+        legend = f"busy fraction per row and column: '{_SHADES[1]}' little ... '#' all"
+        if stretches:
+            legend += f"; '{SHARED_MARK}' a GPU of the row holds two jobs (shared)"
+        lines.append(legend)
         return "\n".join(lines) + "\n"
     cells = np.full((len(labels), n_bins), " ", dtype="<U1")
     best = np.zeros((len(labels), n_bins))
@@ -228,7 +274,7 @@ def gantt_text(run: Run, width: int = 100) -> str:
             cells[r, k] = "#"
     for r, lab in enumerate(labels):
         lines.append(f"{lab:>{lab_w}} |{''.join(cells[r])}|")
-    key = [f"{_LETTERS[j % len(_LETTERS)]}={g.jobs[j]}" for j in list(seen)[:40]]
+    key = [f"{_LETTERS[j % len(_LETTERS)]}={show_text(g.jobs[j])}" for j in list(seen)[:40]]
     lines.append("key: " + "  ".join(key) + ("  ..." if len(seen) > 40 else ""))
     lines.append("':' loading  '~' saving  '#' shared  (letters repeat every 62 jobs)")
     return "\n".join(lines) + "\n"
@@ -255,8 +301,12 @@ def gantt_figure(run: Run) -> Any:
         ax.set_ylabel(labels[0].split()[0] + "s" if labels else "")
     else:
         import matplotlib as mpl
+        from matplotlib.patches import Patch, Rectangle
 
         cmap = mpl.colormaps["tab20"]
+        lane, lanes = _lanes(g)
+        height = 0.8 / lanes  # a GPU holding two jobs: each in its own half of the row
+        y = g.rows - 0.4 + (lane + 0.5) * height
         for ph, alpha, hatch in (
             (TRAINING, 1.0, None),
             (LOADING, 0.35, "//"),
@@ -267,14 +317,32 @@ def gantt_figure(run: Run) -> Any:
                 continue
             colors = [cmap(j % 20) for j in g.job[m].tolist()]
             ax.barh(
-                g.rows[m], (g.t1[m] - g.t0[m]) / scale, left=g.t0[m] / scale, height=0.8,
+                y[m], (g.t1[m] - g.t0[m]) / scale, left=g.t0[m] / scale, height=height[m],
                 color=colors, alpha=alpha, hatch=hatch, linewidth=0,
+            )  # fmt: skip
+        stretches = shared(g)
+        for gpu, a, b in stretches:
+            ax.add_patch(
+                Rectangle(
+                    (a / scale, gpu - 0.45), (b - a) / scale, 0.9,
+                    fill=False, edgecolor="black", linewidth=0.6,
+                )
             )  # fmt: skip
         ax.set_ylim(g.n_gpus - 0.5, -0.5)
         ax.set_ylabel("GPU")
-        ax.set_title("colour: job; hatched: loading (//) and saving (xx)", fontsize=9)
+        handles = [
+            Patch(facecolor="grey", label="training (colour: job)"),
+            Patch(facecolor="grey", alpha=0.35, hatch="//", label="loading"),
+            Patch(facecolor="grey", alpha=0.35, hatch="xx", label="saving"),
+        ]
+        if stretches:
+            handles.append(
+                Patch(fill=False, edgecolor="black", label="shared: two jobs on one GPU, each "
+                      "in half of its row")
+            )  # fmt: skip
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     ax.set_xlabel(f"simulated time ({unit})")
-    fig.suptitle(f"{run.manifest.get('policy', '')}: {run.folder.name}")
+    fig.suptitle(f"{show_text(run.manifest.get('policy', ''))}: {show_text(run.folder.name)}")
     return fig
 
 

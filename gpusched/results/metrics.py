@@ -32,7 +32,9 @@ empty in jobs.csv.
 Runs of jobs placed by roles (parameter-server jobs on multi-resource machines) add
 ``n_admitted`` (jobs that ran), ``n_rejected`` (refused by the policy: neither finished
 nor unfinished) and ``utilization_<resource>`` (resource-time held / (capacity x
-makespan)) for each resource of the ledger; jobs.csv gains ``status``. A job model adds
+makespan)) for each resource of the ledger but the GPUs, whose figure is
+``gpu_utilization`` itself (GPU-time held on the ledger: one figure per resource,
+the same in every table, plot and screen); jobs.csv gains ``status``. A job model adds
 its own keys through its ``summary`` hook (:func:`gpusched.core.jobmodel.summaries`), e.g.
 the PD-ORS family's ``total_utility``.
 A policy adds its own through an optional ``summary()`` method (after the others, replacing
@@ -260,8 +262,12 @@ def _role_records(res: RunResult) -> dict[str, np.ndarray]:
     return {"status": names[res.state.job_status]}
 
 
-def _role_summary(res: RunResult, makespan: float) -> dict[str, Any]:
-    """Admission and per-resource utilisation of a run of jobs placed by roles."""
+def _role_summary(res: RunResult, makespan: float, gpu_util: float) -> dict[str, Any]:
+    """Admission and per-resource utilisation of a run of jobs placed by roles.
+
+    One figure per resource: the GPUs' is ``gpu_utilization`` (GPU-time held on the ledger
+    over G x makespan, replacing the index-based figure ``gpu_util``, 0 for jobs that hold
+    no GPU indices), the others' ``utilization_<resource>``."""
     led = res.extra.get("ledger")
     if led is None:
         return {}
@@ -271,7 +277,9 @@ def _role_summary(res: RunResult, makespan: float) -> dict[str, Any]:
         "n_rejected": int((st.job_status == REJECTED).sum()),
     }
     for name, held, cap in zip(led["resources"], led["held_s"], led["capacity"], strict=True):
-        out[f"utilization_{name}"] = held / (cap * makespan) if cap > 0 and makespan > 0 else 0.0
+        value = held / (cap * makespan) if cap > 0 and makespan > 0 else 0.0
+        out["gpu_utilization" if name == "gpus" else f"utilization_{name}"] = value
+    out.setdefault("gpu_utilization", gpu_util)
     return out
 
 
@@ -381,7 +389,7 @@ def summarize(res: RunResult) -> dict[str, Any]:
         "sched_delay_ms_avg": _mean(delays * 1e3) if delays is not None else None,
         "sched_delay_ms_p95": _pct(delays * 1e3, 95) if delays is not None else None,
         "wall_s": res.wall_s,
-        **_role_summary(res, makespan),
+        **_role_summary(res, makespan, util),
         **jobmodel.summaries(res),
         **_task_summary(res),
     }
@@ -390,8 +398,15 @@ def summarize(res: RunResult) -> dict[str, Any]:
     return out
 
 
-def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()) -> dict[str, Any]:
-    """What produced a run: trace hash, cluster, policy and parameters, seed, versions.
+def manifest(
+    res: RunResult,
+    trace_path: str | None,
+    notes: tuple[str, ...] = (),
+    tables: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """What produced a run: trace hash, cluster, policy and parameters, seed, versions, and
+    (``tables``) each table's file name with its row count and SHA-256
+    (:func:`gpusched.io.runfolder.table_record`), which readers check.
 
     Not which form of the kernels ran (interpreted or compiled, chosen by timing): both give
     the same schedule bit for bit, and the same run must leave the same manifest."""
@@ -400,7 +415,7 @@ def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()
     sha = None
     if trace_path and Path(trace_path).is_file():
         sha = trace_sha256(trace_path)
-    return {
+    out = {
         "trace": trace_path,
         "trace_sha256": sha,
         "n_dropped_oversized": res.jobs.n_dropped,
@@ -420,28 +435,45 @@ def manifest(res: RunResult, trace_path: str | None, notes: tuple[str, ...] = ()
             "numba": version("numba"),
         },
     }
+    if tables is not None:
+        out["tables"] = tables
+    return out
 
 
 def write_results(
     res: RunResult, out: str | Path, trace_path: str | None = None, fmt: str = "csv"
 ) -> dict[str, Any]:
-    """Write jobs, timeline, summary.json and manifest.json into ``out`` (and tasks,
-    events when the run has them); return the summary.
+    """Write jobs, timeline, summary.json and manifest.json into the new folder ``out``
+    (and tasks, events when the run has them); return the summary.
 
-    The tables are ``jobs.csv`` and so on with ``fmt="csv"``, ``jobs.parquet`` and so on
-    with ``fmt="parquet"`` (:mod:`gpusched.io.tables`).
+    ``out`` is a fresh folder (a transaction's staging folder,
+    :class:`gpusched.io.runfolder.FolderTransaction`): every file is created exclusively,
+    never through an existing file or link. The tables are ``jobs.csv`` and so on with
+    ``fmt="csv"``, ``jobs.parquet`` and so on with ``fmt="parquet"``
+    (:mod:`gpusched.io.tables`); manifest.json, written last, records each one's rows
+    and SHA-256.
     """
+    from gpusched.io.runfolder import create_exclusive, table_record
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_table(out / table_name("jobs", fmt), job_records(res), fmt)
+    tables: dict[str, dict[str, Any]] = {}
+
+    def put(stem: str, columns: Any) -> None:
+        name = table_name(stem, fmt)
+        write_table(out / name, columns, fmt, exclusive=True)
+        first = next(iter(columns.values()), ())
+        tables[name] = table_record(out / name, len(first))
+
+    put("jobs", job_records(res))
     if "tasks" in res.extra:
-        write_table(out / table_name("tasks", fmt), task_records(res), fmt)
-    write_table(out / table_name("timeline", fmt), res.timeline, fmt)
+        put("tasks", task_records(res))
+    put("timeline", res.timeline)
     if "events" in res.extra:
-        write_table(out / table_name("events", fmt), res.extra["events"], fmt)
+        put("events", res.extra["events"])
     summary = summarize(res)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "manifest.json").write_text(
-        json.dumps(manifest(res, trace_path), indent=2, default=str) + "\n"
-    )
+    with create_exclusive(out / "summary.json", text=True) as fh:
+        fh.write(json.dumps(summary, indent=2) + "\n")
+    with create_exclusive(out / "manifest.json", text=True) as fh:
+        fh.write(json.dumps(manifest(res, trace_path, tables=tables), indent=2, default=str) + "\n")
     return summary

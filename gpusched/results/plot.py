@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpusched.errors import GpuschedError, show_name
-from gpusched.io.tables import find_table, has_table
+from gpusched.errors import GpuschedError, field_error, show_name, show_text
+from gpusched.io.runfolder import open_run
+from gpusched.io.tables import has_table
 from gpusched.results.sweep_plot import Panel, SweepPlot, arrange, csv_rows, read_table
 
 if TYPE_CHECKING:
@@ -114,8 +115,8 @@ def _number(text: str, path: Path, line: int, column: str, allow_empty: bool) ->
     except ValueError:
         value = math.nan
     if not math.isfinite(value):  # NaN would also crash plotext
-        raise GpuschedError(
-            f"{show_name(path)}:{line}: column '{column}' expects a number, got {text!r}"
+        raise field_error(
+            path, line, column, "a number" + (", or empty" if allow_empty else ""), text
         )
     return value
 
@@ -147,30 +148,25 @@ class _Run:
     queued: np.ndarray
     busy: np.ndarray
     n_gpus: int | None
+    #: what the run's rows are: "gpus" (gang jobs), "roles" (GPUs held on the resource
+    #: ledger) or "chunks" (jobs of data chunks: the queue counts chunks, the busy units
+    #: are the edge workers)
+    kind: str = "gpus"
 
 
-def _n_gpus(manifest: dict[str, Any], path: Path) -> int | None:
-    """GPUs in the run's cluster (None when the manifest has no cluster)."""
-    where = show_name(path)
-    cluster = manifest.get("cluster")
-    if cluster is None:
+def _n_gpus(manifest: dict[str, Any], path: Path, edge_only: bool = False) -> int | None:
+    """GPUs (workers) in the run's cluster (None when the manifest has no cluster);
+    ``edge_only``: of its edge servers (``tier = "edge"``)."""
+    from gpusched.results.explain import manifest_servers
+
+    servers = manifest_servers(manifest, path)
+    if servers is None:
         return None
-    servers = cluster.get("servers") if isinstance(cluster, dict) else None
-    if not isinstance(servers, list) or not servers:
-        raise GpuschedError(
-            f"{where}: field 'cluster.servers' expected a list of servers with 'count' and 'gpus'"
-        )
-    total = 0
-    for i, server in enumerate(servers):
-        for key in ("count", "gpus"):
-            value = server.get(key) if isinstance(server, dict) else None
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise GpuschedError(
-                    f"{where}: field 'cluster.servers[{i}].{key}' expected a whole number "
-                    f">= 0, got {value!r}"
-                )
-        total += server["count"] * server["gpus"]
-    return total or None
+    if edge_only:
+        groups = manifest["cluster"]["servers"]
+        edge = [g.get("tier") == "edge" for g in groups for _ in range(int(g["count"]))]
+        return sum(n for n, e in zip(servers, edge, strict=True) if e) or None
+    return sum(servers) or None
 
 
 def _run_fields(manifest: dict[str, Any], path: Path) -> dict[str, str]:
@@ -184,38 +180,68 @@ def _run_fields(manifest: dict[str, Any], path: Path) -> dict[str, str]:
     cluster = manifest.get("cluster")
     name = (cluster.get("cluster") or {}).get("name") if isinstance(cluster, dict) else None
     seed = manifest.get("seed")
-    return {
+    fields = {
         "policy": " ".join([policy] + [f"{k}={v}" for k, v in (params or {}).items()]),
         "cluster": str(name or ""),
         "trace": Path(str(trace)).name.split(".")[0] if trace else "",
         "seed": "" if seed is None else f"seed={seed}",
     }
+    return {k: show_text(v) for k, v in fields.items()}  # labels and keys on the terminal
 
 
 def _load_run(folder: Path) -> _Run:
-    for name in RUN_FILES:
-        stem = name.split(".")[0]
-        path = find_table(folder, stem) if stem in _RUN_TABLES else folder / name
-        if not path.is_file():
+    """A run folder's tables, each checked against its manifest (:func:`open_run`)."""
+    for name in ("manifest.json", "summary.json"):
+        if not (folder / name).is_file():
             extra = " (without it the run did not finish)" if name == "summary.json" else ""
-            raise GpuschedError(f"{folder / name}: not found{extra}; {_RUN_FOLDER}")
-    jobs = _read_columns(find_table(folder, "jobs"), ["jct"], "the per-job table of a run", True)
+            raise GpuschedError(f"{show_name(folder / name)}: not found{extra}; {_RUN_FOLDER}")
+    manifest = _read_json(folder / "manifest.json", "the manifest of a run")
+    rf = open_run(folder)
+    tables = {}
+    for stem in _RUN_TABLES:
+        path = rf.table(stem, required=False)
+        if path is None:
+            raise GpuschedError(f"{show_name(folder / (stem + '.csv'))}: not found; {_RUN_FOLDER}")
+        tables[stem] = path
+    jobs = _read_columns(tables["jobs"], ["jct"], "the per-job table of a run", True)
+    rf.check_rows(tables["jobs"], len(jobs["jct"]))
+    # one utilisation figure per family, summary.json's gpu_utilization over time: jobs
+    # placed by roles hold GPUs on the ledger (held_gpus), not GPU indices; jobs of chunks
+    # count the edge workers busy (busy_edge), not the cloud's
+    header = _header(tables["timeline"])
+    kind = "roles" if "held_gpus" in header else "chunks" if "busy_edge" in header else "gpus"
+    busy = {"roles": "held_gpus", "chunks": "busy_edge"}.get(kind, "busy_gpus")
     tl = _read_columns(
-        find_table(folder, "timeline"),
-        ["time_s", "busy_gpus", "queued"],
+        tables["timeline"],
+        ["time_s", busy, "queued"],
         "the timeline of a run",
     )
+    rf.check_rows(tables["timeline"], len(tl["time_s"]))
     _read_json(folder / "summary.json", "the summary of a run")
-    manifest = _read_json(folder / "manifest.json", "the manifest of a run")
     return _Run(
-        label=folder.name,
+        label=show_text(folder.name),
         fields=_run_fields(manifest, folder / "manifest.json"),
         jct=np.sort(jobs["jct"][~np.isnan(jobs["jct"])]),
         time_s=tl["time_s"],
         queued=tl["queued"],
-        busy=tl["busy_gpus"],
-        n_gpus=_n_gpus(manifest, folder / "manifest.json"),
+        busy=tl[busy],
+        n_gpus=_n_gpus(manifest, folder / "manifest.json", edge_only=kind == "chunks"),
+        kind=kind,
     )
+
+
+def _header(path: Path) -> list[str]:
+    """The column names of a run table (CSV or Parquet); empty if it cannot be read (the
+    reading that follows says why)."""
+    try:
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(path).names)
+        with path.open(newline="", encoding="utf-8") as fh:
+            return next(csv.reader(fh), [])
+    except (OSError, ValueError, csv.Error):
+        return []
 
 
 def _is_run(folder: Path) -> bool:
@@ -380,13 +406,17 @@ def _run_charts(runs: Sequence[_Run], n_points: int) -> list[_Chart]:
     all_jct = np.concatenate([r.jct for r in runs]) if runs else np.empty(0)
     logx = bool(all_jct.size and all_jct.min() > 0 and all_jct.max() / all_jct.min() > 100)
     with_gpus = all(r.n_gpus for r in runs)
+    kinds = {r.kind for r in runs}
+    chunks = kinds == {"chunks"}
+    queued = "queued chunks" if chunks else "queued jobs" if "chunks" not in kinds else "queued"
+    what = "edge workers" if chunks else "GPUs"
     return [
         _Chart("JCT CDF", "JCT (s)", "fraction of jobs", cdf, step=True, logx=logx),
-        _Chart("Queue length", f"time ({unit})", "queued jobs", queue, step=True),
+        _Chart("Queue length", f"time ({unit})", queued, queue, step=True),
         _Chart(
-            "GPU utilisation" if with_gpus else "Busy GPUs",
+            ("Edge utilisation" if chunks else "GPU utilisation") if with_gpus else f"Busy {what}",
             f"time ({unit})",
-            "busy GPUs / GPUs" if with_gpus else "busy GPUs",
+            f"busy {what} / {what}" if with_gpus else f"busy {what}",
             util,
             step=True,
         ),

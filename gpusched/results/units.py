@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["fmt_s", "fmt_t"]
+__all__ = ["fmt_s", "fmt_slot", "fmt_slots", "fmt_t"]
 
 
 def fmt_s(x: float | None) -> str:
@@ -30,3 +30,21 @@ def fmt_t(t: float) -> str:
         return "-"
     t = float(t) + 0.0
     return f"{t:,.0f} s" if t == round(t) else f"{t:,.1f} s"
+
+
+def fmt_slots(x: float | None) -> str:
+    """A duration in slots (families whose traces count time in slots: ``89 slots``,
+    ``1 slot``, ``2.5 slots``)."""
+    if x is None or not math.isfinite(x):
+        return "-"
+    x = max(float(x), 0.0) + 0.0
+    n = f"{x:,.0f}" if x == round(x) else f"{x:,.2f}".rstrip("0")
+    return f"{n} slot{'' if x == 1 else 's'}"
+
+
+def fmt_slot(t: float) -> str:
+    """A simulated time in slots (``slot 89``, ``slot 12.5``: within slot 12)."""
+    if not math.isfinite(t):
+        return "-"
+    t = float(t) + 0.0
+    return f"slot {t:,.0f}" if t == round(t) else f"slot {t:,.2f}".rstrip("0")

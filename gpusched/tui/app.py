@@ -23,6 +23,7 @@ summary of the part run (its stop time and the jobs left); ``q`` again quits.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -37,9 +38,18 @@ from textual.reactive import var
 from textual.widgets import Footer, Header, Static
 from textual.worker import get_current_worker
 
+from gpusched.errors import show_text
 from gpusched.tui.messages import FrameReady, ServerSelected, SimFailed, SimFinished
 from gpusched.tui.screens import HelpScreen, SummaryScreen
-from gpusched.tui.session import MAX_SPEED, SPEEDS, Driver, Frame, default_speed, run_summary
+from gpusched.tui.session import (
+    MAX_SPEED,
+    SPEEDS,
+    Driver,
+    Frame,
+    default_speed,
+    run_summary,
+    shown_ids,
+)
 from gpusched.tui.widgets import (
     ClusterView,
     EventFeed,
@@ -76,7 +86,7 @@ class GpuschedApp(App[dict[str, Any] | None]):
     TITLE = "gpusched"
 
     BINDINGS = [
-        Binding("space", "toggle_pause", "pause/resume"),
+        Binding("space", "toggle_pause", "pause"),
         Binding("n", "step", "step"),
         Binding("plus,equals_sign", "faster", "faster", key_display="+"),
         Binding("minus", "slower", "slower", key_display="-"),
@@ -100,7 +110,12 @@ class GpuschedApp(App[dict[str, Any] | None]):
     ) -> None:
         super().__init__()
         self.engine = engine
-        self.jobs = engine.jobs
+        ids = shown_ids(engine.jobs.job_id)  # never a raw control character on screen
+        self.jobs = (
+            engine.jobs
+            if ids is engine.jobs.job_id
+            else dataclasses.replace(engine.jobs, job_id=ids)
+        )
         self.cluster = engine.cluster
         #: jobs are placed by roles on the engine's resource ledger (read before the worker
         #: runs, like the jobs' worker limits: the lists show them)
@@ -117,6 +132,7 @@ class GpuschedApp(App[dict[str, Any] | None]):
         self.stopping = False  # q was pressed mid-run: the worker is stopping the engine
         self._info = ""
         self._issued = 0
+        trace_name = show_text(trace_name)
         self.trace_name = trace_name
         self.sub_title = (
             f"{trace_name} · {engine.name} ({engine.mode}) · {self.cluster.name} "
@@ -172,7 +188,9 @@ class GpuschedApp(App[dict[str, Any] | None]):
         yield EventFeed(self.jobs, chunks=self.tasks is not None, id="feed").data_bind(
             GpuschedApp.frame
         )
-        yield Footer()
+        # the palette (ctrl+p) stays, unlisted: at 80 columns its entry pushed help and quit
+        # off the footer
+        yield Footer(show_command_palette=False)
 
     def cluster_view(self) -> ClusterView | ResourceView | WorkerView:
         """The cluster view: GPUs, the resources of a run of jobs placed by roles, or the

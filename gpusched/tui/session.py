@@ -246,7 +246,7 @@ def task_info(engine: Any) -> TaskInfo | None:
         ps_slots=ro(lay.ps_slots, np.float64),
         parent=ro(book.parent, np.int64),
         first=ro(book.first, np.int64),
-        job_id=ro(book.job_id),
+        job_id=ro(shown_ids(book.job_id)),
         chunk_type=ro(book.task_type, np.int16),
     )
 
@@ -758,8 +758,14 @@ class Driver:
         avg: float | None = None
         p95: float | None = None
         if done.any():
-            finish = np.maximum.reduceat(st.job_finish, info.first[:-1][done])
-            jct = finish - self._submit[done]
+            # each job's last chunk: reduce over every job's chunks, then keep the finished
+            # jobs (reducing from the finished jobs' first chunks alone ran each range on
+            # into the next job's chunks, unfinished ones (NaN) included: JCT read "-")
+            starts = info.first[:-1]
+            nonempty = chunks > 0
+            finish = np.full(n_jobs, np.nan)
+            finish[nonempty] = np.maximum.reduceat(st.job_finish, starts[nonempty])
+            jct = finish[done] - self._submit[done]
             avg, p95 = float(jct.mean()), float(np.percentile(jct, 95))
         # the jobs of the waiting chunks, in the order of their first chunk in the queue
         if order.size:
@@ -846,7 +852,21 @@ class Driver:
         fn = getattr(eng.policy, "status_line", None)
         if not callable(fn) or not math.isfinite(eng.now):
             return {}
-        return {"status": str(fn(eng.view, eng.now))}
+        from gpusched.errors import show_text
+
+        return {"status": show_text(str(fn(eng.view, eng.now)))}
+
+
+def shown_ids(ids: Any) -> np.ndarray:
+    """Job ids for the screen: ``ids`` itself when every one is printable, else a copy
+    with control characters escaped (:func:`gpusched.errors.show_text`), so that an id
+    holding a terminal escape sequence or a newline never reaches the terminal raw."""
+    from gpusched.errors import show_text
+
+    texts = [str(x) for x in np.asarray(ids).tolist()]
+    if "".join(texts).isprintable():
+        return np.asarray(ids)
+    return np.array([show_text(x) for x in texts], dtype=object)
 
 
 def resample(t: np.ndarray, v: np.ndarray, n_bins: int) -> list[float]:

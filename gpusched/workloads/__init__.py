@@ -7,12 +7,26 @@ says what it reproduces and from which source. Paper issues add their presets.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpusched.errors import GpuschedError
+from gpusched.errors import GpuschedError, did_you_mean, show_value
 from gpusched.io.trace import Trace
+
+#: the most jobs a preset draws with ``--jobs``: each needs about 0.4-2 KB of memory while
+#: it is drawn and written (pd-ors the most), so these keep a workload to about 4 GB; the
+#: presets not named take at most their source's jobs (lazer-*: the full Helios-like
+#: counts; edge-cloud-*: 4,000; sjf-bsbf-testbed: 30), checked by the preset
+MAX_JOBS = {
+    "synth-default": 10_000_000,
+    "a-srpt": 3_000_000,
+    "sjf-bsbf": 5_000_000,
+    "pd-ors": 2_000_000,
+}
+#: the largest ``--load`` a-srpt takes (beyond it every job arrives at once)
+MAX_LOAD = 1e6
 
 
 def _synth_default(seed: int, jobs: int | None = None) -> Trace:
@@ -20,7 +34,8 @@ def _synth_default(seed: int, jobs: int | None = None) -> Trace:
     from gpusched.io.cluster import load_cluster
     from gpusched.workloads.synth import synth_trace
 
-    return synth_trace(jobs or 500, seed, load=0.8, n_gpus_cluster=load_cluster("default").n_gpus)
+    n = 500 if jobs is None else jobs
+    return synth_trace(n, seed, load=0.8, n_gpus_cluster=load_cluster("default").n_gpus)
 
 
 def _a_srpt(
@@ -40,9 +55,10 @@ def _a_srpt(
     if jobs is None and options.get("path") is None:
         jobs = DEFAULT_JOBS
     load = options.pop("load", DEFAULT_LOAD)
-    if not load >= 0:
+    if not (math.isfinite(load) and 0 <= load <= MAX_LOAD):
         raise GpuschedError(
-            f"--load must be > 0, or 0 for the source's own arrival times, got {load:g}"
+            f"--load must be > 0 (at most {MAX_LOAD:g}), or 0 for the source's own arrival "
+            f"times, got {load:g}"
         )
     if load != 0:
         options["load"] = load
@@ -65,10 +81,11 @@ def _cluster_gpus(cluster: str) -> tuple[int, int]:
     return (spec.n_gpus if spec.allow_spread else int(spec.server_gpus().max())), spec.n_gpus
 
 
-def _lazer_options(cluster: str | None, load: float | None) -> dict[str, Any]:
+def _lazer_options(cluster: str | None, load: float | None, **choices: Any) -> dict[str, Any]:
     """GPU cap: the most GPUs one job can get on ``cluster``; ``load`` refers to its GPUs
-    (default lazer-sim-512's 512)."""
+    (default lazer-sim-512's 512); ``choices``: arrivals, sizes, overheads (None: default)."""
     options: dict[str, Any] = {"max_gpus": None, "load": load}
+    options.update({k: v for k, v in choices.items() if v is not None})
     if cluster is not None:
         options["max_gpus"], total = _cluster_gpus(cluster)
         if load is not None:
@@ -76,48 +93,79 @@ def _lazer_options(cluster: str | None, load: float | None) -> dict[str, Any]:
     return options
 
 
+def _lazer_helios(
+    name: str,
+    seed: int,
+    jobs: int | None,
+    cluster: str | None,
+    load: float | None,
+    arrivals: str | None,
+    sizes: str | None,
+    overheads: str | None,
+) -> Trace:
+    from gpusched.workloads.lazer import lazer_helios_workload
+
+    options = _lazer_options(cluster, load, arrivals=arrivals, sizes=sizes, overheads=overheads)
+    return lazer_helios_workload(name, seed, jobs, **options)
+
+
 def _lazer_earth(
-    seed: int, jobs: int | None = None, cluster: str | None = None, load: float | None = None
+    seed: int,
+    jobs: int | None = None,
+    cluster: str | None = None,
+    load: float | None = None,
+    arrivals: str | None = None,
+    sizes: str | None = None,
+    overheads: str | None = None,
 ) -> Trace:
     """Lazer paper (Sec. 5.1, Table 1): Helios Earth-like jobs with the seven models.
 
-    427,148 jobs (HeliosArtifact summary), Poisson arrivals every 39 s on average, truncated
-    log-normal durations (median 234 s, mean 59.5 min), GPU counts 1..512 (median 1, mean
-    2.10), each job one of the seven models with its catalogue load/save times
-    (:mod:`gpusched.workloads.lazer`). ``jobs`` below the full count samples jobs keeping the
-    inter-arrival distribution, as the paper's 100-job testbed runs. GPU counts are capped at
-    ``cluster``'s largest gang, default lazer-sim-512 (full) or lazer-testbed (sample).
-    ``load`` (full size only) rescales arrivals to that offered load on ``cluster``.
+    427,148 jobs (HeliosArtifact summary) at Table 1's mean rate (one every 39 s) in the
+    shape of Helios Venus's 10-minute submission counts (``arrivals``: helios | poisson),
+    truncated log-normal durations (median 234 s, mean 59.5 min), GPU counts 1..512
+    (median 1, mean 2.10) paired with durations so the GPU-time per job is the summary's
+    (``sizes``: copula | independent), each job one of the seven models loading for 113 s
+    and saving for 8 s (``overheads``: paper | checkpoint) (:mod:`gpusched.workloads.lazer`).
+    ``jobs`` below the full count samples jobs keeping the inter-arrival distribution, as
+    the paper's 100-job testbed runs. GPU counts are capped at ``cluster``'s largest gang,
+    default lazer-sim-512 (full) or lazer-testbed (sample). ``load`` (full size only)
+    scales the arrival rate to that offered load on ``cluster``.
     """
-    from gpusched.workloads.lazer import lazer_helios_workload
-
-    return lazer_helios_workload("earth", seed, jobs, **_lazer_options(cluster, load))
+    return _lazer_helios("earth", seed, jobs, cluster, load, arrivals, sizes, overheads)
 
 
 def _lazer_saturn(
-    seed: int, jobs: int | None = None, cluster: str | None = None, load: float | None = None
+    seed: int,
+    jobs: int | None = None,
+    cluster: str | None = None,
+    load: float | None = None,
+    arrivals: str | None = None,
+    sizes: str | None = None,
+    overheads: str | None = None,
 ) -> Trace:
     """Lazer paper (Sec. 5.1, Table 1): Helios Saturn-like jobs with the seven models.
 
     698,896 jobs, mean inter-arrival 80 s, durations median 124 s and mean 72.2 min, GPUs
     median 1 and mean 4.01; otherwise as lazer-earth.
     """
-    from gpusched.workloads.lazer import lazer_helios_workload
-
-    return lazer_helios_workload("saturn", seed, jobs, **_lazer_options(cluster, load))
+    return _lazer_helios("saturn", seed, jobs, cluster, load, arrivals, sizes, overheads)
 
 
 def _lazer_uranus(
-    seed: int, jobs: int | None = None, cluster: str | None = None, load: float | None = None
+    seed: int,
+    jobs: int | None = None,
+    cluster: str | None = None,
+    load: float | None = None,
+    arrivals: str | None = None,
+    sizes: str | None = None,
+    overheads: str | None = None,
 ) -> Trace:
     """Lazer paper (Sec. 5.1, Table 1): Helios Uranus-like jobs with the seven models.
 
     329,117 jobs, mean inter-arrival 243 s, durations median 280 s and mean 128.1 min, GPUs
     median 1 and mean 4.04; otherwise as lazer-earth.
     """
-    from gpusched.workloads.lazer import lazer_helios_workload
-
-    return lazer_helios_workload("uranus", seed, jobs, **_lazer_options(cluster, load))
+    return _lazer_helios("uranus", seed, jobs, cluster, load, arrivals, sizes, overheads)
 
 
 def _lazer_philly(
@@ -125,21 +173,30 @@ def _lazer_philly(
     jobs: int | None = None,
     cluster: str | None = None,
     path: str | Path | None = None,
+    overheads: str | None = None,
 ) -> Trace:
     """Lazer-style annotation of real Philly jobs (Jeon et al., ATC'19).
 
     The bundled philly-2000 (or ``path``, a canonical trace) with its own arrivals,
     durations and GPU counts, each job one of the Lazer paper's seven models with its
-    catalogue load/save times; ``jobs`` and ``cluster`` as for lazer-earth.
+    load/save times (``overheads``: paper, 113 s and 8 s, or checkpoint); ``jobs`` and
+    ``cluster`` as for lazer-earth.
     """
     from gpusched.workloads.lazer import lazer_philly_workload
 
     cap = _lazer_options(cluster, None)["max_gpus"]
-    return lazer_philly_workload(seed, jobs, path=path, max_gpus=cap)
+    return lazer_philly_workload(
+        seed, jobs, path=path, max_gpus=cap, overheads=overheads or "paper"
+    )
 
 
 def _sjf_bsbf(
-    seed: int, jobs: int | None = None, cluster: str | None = None, load: float | None = None
+    seed: int,
+    jobs: int | None = None,
+    cluster: str | None = None,
+    load: float | None = None,
+    restart_s: float | None = None,
+    gpu_counts: str | None = None,
 ) -> Trace:
     """SJF-BSBF paper (Sec. VI-A): 240 Philly busiest-period jobs with Pollux's six tasks.
 
@@ -150,27 +207,34 @@ def _sjf_bsbf(
     (Sec. VI-C: 0.5x-2x is 120-480 jobs); ``jobs`` with ``load`` must agree. GPU counts
     are capped at ``cluster``'s largest job, default sjf-bsbf-16x4 (64 GPUs). Beyond the
     4,000 bundled jobs the busy window repeats once a day, 240 jobs per 64 GPUs of
-    ``cluster`` each day (for speed runs).
+    ``cluster`` each day (for speed runs). Every start costs ``restart_s`` (default 30 s,
+    Pollux's simulator; 0 for none), written as ``load_s``. ``gpu_counts`` "philly" sizes
+    jobs by their Philly GPU counts (Pollux's workloads-realistic; an ablation).
     """
-    from gpusched.workloads.sjf_bsbf import sjf_bsbf_workload
+    from gpusched.workloads.sjf_bsbf import RESTART_S, sjf_bsbf_workload
 
-    if cluster is None:
-        return sjf_bsbf_workload(seed, jobs, load=load)
-    cap, total = _cluster_gpus(cluster)
-    return sjf_bsbf_workload(seed, jobs, load=load, max_gpus=cap, n_gpus_cluster=total)
+    options: dict[str, Any] = {
+        "load": load,
+        "restart_s": RESTART_S if restart_s is None else restart_s,
+        "gpu_counts": gpu_counts or "pollux",
+    }
+    if cluster is not None:
+        options["max_gpus"], options["n_gpus_cluster"] = _cluster_gpus(cluster)
+    return sjf_bsbf_workload(seed, jobs, **options)
 
 
-def _sjf_bsbf_testbed(seed: int, jobs: int | None = None) -> Trace:
+def _sjf_bsbf_testbed(seed: int, jobs: int | None = None, restart_s: float | None = None) -> Trace:
     """SJF-BSBF paper (Sec. VI-A): the 30-job physical-testbed workload for testbed-4x4.
 
     20 jobs with <= 8 GPUs and 10 with 12 or 16, iterations 100..5000, drawn as sjf-bsbf
-    and scaled down (:func:`gpusched.workloads.sjf_bsbf.sjf_bsbf_testbed_workload`).
+    and scaled down (:func:`gpusched.workloads.sjf_bsbf.sjf_bsbf_testbed_workload`); every
+    start costs ``restart_s`` (default 30 s, as sjf-bsbf).
     """
-    from gpusched.workloads.sjf_bsbf import sjf_bsbf_testbed_workload
+    from gpusched.workloads.sjf_bsbf import RESTART_S, sjf_bsbf_testbed_workload
 
     if jobs is not None and jobs != 30:
         raise GpuschedError(f"sjf-bsbf-testbed has 30 jobs (20 + 10), got --jobs {jobs}")
-    return sjf_bsbf_testbed_workload(seed)
+    return sjf_bsbf_testbed_workload(seed, RESTART_S if restart_s is None else restart_s)
 
 
 def _pollux(seed: int, jobs: int | None = None, load: float | None = None) -> Trace:
@@ -192,6 +256,7 @@ def _pd_ors(
     jobs: int | None = None,
     horizon: int | None = None,
     arrivals: str | None = None,
+    links: str | None = None,
 ) -> Trace:
     """PD-ORS paper (Sec. V): parameter-server jobs (num_gpus 0) with sigmoid utilities.
 
@@ -200,7 +265,9 @@ def _pd_ors(
     10/55/35 % (:mod:`gpusched.workloads.pd_ors`). ``arrivals`` "alternating" (default)
     weighs even slots 2/3 and odd slots 1/3; "philly" scales the bundled Philly sample's
     arrival times onto the horizon (the paper's Google-trace snippet is not bundled).
-    For the pd-ors-100 and pd-ors-30 clusters.
+    ``links`` "c5n" (default: the C5n network [34] over a slot of 145 s from Goyal et
+    al. [22]) or "legacy" (gpusched's former, uncited rates). For the pd-ors-100 and
+    pd-ors-30 clusters.
     """
     from gpusched.workloads.pd_ors import DEFAULT_HORIZON, pd_ors_workload
 
@@ -209,6 +276,7 @@ def _pd_ors(
         jobs,
         horizon=DEFAULT_HORIZON if horizon is None else horizon,
         arrivals=arrivals or "alternating",
+        links=links or "c5n",
     )
 
 
@@ -263,7 +331,10 @@ CLUSTERED: dict[str, str] = {"edge-cloud-testbed": "testbed", "edge-cloud-sim": 
 
 def _check_name(name: str) -> None:
     if name not in WORKLOADS:
-        raise GpuschedError(f"unknown workload '{name}' (known: {', '.join(sorted(WORKLOADS))})")
+        raise GpuschedError(
+            f"unknown workload {show_value(name)}{did_you_mean(name, WORKLOADS)} "
+            f"(known: {', '.join(sorted(WORKLOADS))})"
+        )
 
 
 def build_workload(name: str, seed: int, jobs: int | None = None, **options: Any) -> Trace:
@@ -275,6 +346,9 @@ def build_workload(name: str, seed: int, jobs: int | None = None, **options: Any
     _check_name(name)
     if seed < 0:
         raise GpuschedError(f"--seed must be a whole number >= 0, got {seed}")
+    if jobs is not None and name in MAX_JOBS and not 1 <= jobs <= MAX_JOBS[name]:
+        why = " (a limit of memory: up to 2 KB per job)" if jobs > 1 else ""
+        raise GpuschedError(f"{name} takes --jobs from 1 to {MAX_JOBS[name]:,}, got {jobs:,}{why}")
     given = {k: v for k, v in options.items() if v is not None}
     try:
         return WORKLOADS[name](seed, jobs, **given)

@@ -622,7 +622,8 @@ def _lookup(kind: str) -> Callable[..., tuple[Trace, ImportReport]]:
         return IMPORTERS_WITH_REPORT[kind]
     except KeyError:
         known = ", ".join(sorted(IMPORTERS_WITH_REPORT))
-        raise GpuschedError(f"unknown trace kind {kind!r}; known kinds: {known}") from None
+        hint = did_you_mean(kind, IMPORTERS_WITH_REPORT)
+        raise GpuschedError(f"unknown trace kind {kind!r}{hint}; known kinds: {known}") from None
 
 
 def import_trace_with_report(

@@ -5,8 +5,7 @@ Distributed Deep Learning Acceleration", DAC'26 (DOI 10.1145/3770743.3804432):
 
 * Sec. 3.1: "we follow prior studies and randomly assign one of seven representative
   models -- ConvNeXt, EfficientNet, VGG19, ViT, Swin Transformer, Conformer, and TNT -- to
-  each DT job in the trace" (:data:`MODELS`; their load and save times come from the model
-  catalogue's checkpoints, :meth:`gpusched.jobmodels.catalogue.Catalogue.overheads`).
+  each DT job in the trace" (:data:`MODELS`; their load and save times: item 4 below).
 * Sec. 5.1 and Table 1: the Helios traces Earth, Saturn and Uranus (427K / 698K / 329K
   jobs, mean training time 59.5 / 72.2 / 128.1 min, mean inter-arrival time 39 / 80 /
   243 s), all jobs replayed in simulation; on the testbed, "we sample 100 jobs ... we
@@ -15,20 +14,34 @@ Distributed Deep Learning Acceleration", DAC'26 (DOI 10.1145/3770743.3804432):
 
 Deviation, by necessity: the per-job Helios logs are not bundled (and the project must run
 without them), so :func:`helios_jobs` draws jobs whose count, means and medians are those
-of ``gpusched/data/helios.toml`` (the HeliosArtifact summary and the paper's Table 1):
+of ``gpusched/data/helios.toml`` (the HeliosArtifact summary and the paper's Table 1). Each
+choice below is an option; the default is the first, the paper's setting as closely as the
+published numbers allow:
 
-1. **Arrivals**: Poisson, exponential inter-arrival gaps with Table 1's mean, submit times
-   rounded to whole seconds (the Helios logs' resolution). Real Helios arrivals are burstier
-   (diurnal cycles, bursts of hundreds of submissions in ten minutes); the paper gives
-   only the mean, so the generator takes the memoryless process with that mean.
+1. **Arrivals** (``arrivals``): ``"helios"`` replays the shape of a real Helios submission
+   series at Table 1's mean rate (:func:`profile_arrivals`): the GPU jobs submitted per 10
+   minutes on Venus (the only Helios cluster whose per-bin series is published; bundled
+   as ``gpusched/data/venus_submit_gpu_job.csv.gz``), each bin's count scaled by
+   ``(600 s / Table 1's gap) / 4.804`` (the series' mean) with cumulative rounding, the
+   series tiled from a seeded start bin, arrivals uniform within their bin, whole seconds.
+   It keeps the daily cycle and the bursts (up to 717 submissions in 10 minutes on Venus:
+   "many jobs arrive simultaneously", Sec. 5.3). ``"poisson"``: exponential gaps with
+   Table 1's mean (the memoryless process with the one number the paper gives).
 2. **Durations**: a log-normal truncated to [1 s, the logs' 181 days] whose median is the
    summary's median GPU-job run time and whose mean is Table 1's mean training time
-   (:func:`duration_params` solves for mu and sigma), rounded to whole seconds.
+   (:func:`duration_params` solves for mu and sigma), rounded to whole seconds. Matched:
+   the median and the mean; every other quantile follows from the log-normal shape.
 3. **GPU counts**: powers of two 1..512 with :math:`P(2^k) \\propto r^k` (geometric in
    :math:`\\log_2` of the size), ``r`` solved so the mean is the summary's mean GPUs per job
-   (:func:`gpu_mix`); the median is then 1, as in the summary. The summary gives only the
-   mean and median, so the shape between them is this one-parameter assumption. Durations
-   and GPU counts are independent.
+   (:func:`gpu_mix`); the median is then 1, as in the summary. ``sizes``: ``"copula"``
+   pairs them with the durations through a Gaussian copula whose correlation is solved so
+   that the mean GPU-seconds per job is the summary's coupling (GPU-time per job over mean
+   GPUs times mean run time: 2.48 / 1.88 / 2.18) times the drawn means
+   (:func:`couple_sizes`): the marginals stay as drawn. ``"independent"``: no pairing
+   (GPU-time per job about 1.0 times the product of the means).
+4. **Load and save times** (``overheads``, :func:`annotate_models`): ``"paper"`` gives every
+   job the paper's Sec. 3.2 figures, 113 s per load and 8 s per pause-and-save;
+   ``"checkpoint"`` the model catalogue's checkpoint times (3.7-3.9 s and 7.8-8.0 s).
 
 Each draw is stratified (Latin hypercube): job ``i`` of ``n`` takes a uniform in its own
 slice ``[p_i / n, (p_i + 1) / n)`` of the probability range, ``p`` a random permutation, and
@@ -55,22 +68,29 @@ from gpusched.errors import GpuschedError
 from gpusched.io.trace import Trace
 
 __all__ = [
+    "ARRIVALS",
     "HELIOS_CLUSTERS",
     "MAX_LOG2_GPUS",
     "MODELS",
+    "OVERHEADS",
     "SIM_CLUSTER",
+    "SIZES",
     "SIM_GPUS",
     "TESTBED_CLUSTER",
     "TESTBED_GPUS",
     "HeliosCluster",
     "annotate_models",
+    "couple_sizes",
     "duration_params",
     "gpu_mix",
     "helios_cluster",
     "helios_jobs",
     "lazer_helios_workload",
     "lazer_philly_workload",
+    "paper_overheads",
+    "profile_arrivals",
     "sample_keeping_interarrivals",
+    "venus_profile",
 ]
 
 MODELS: tuple[str, ...] = (
@@ -102,6 +122,15 @@ TESTBED_CLUSTER = "lazer-testbed"
 TESTBED_GPUS = 16
 """GPUs of :data:`TESTBED_CLUSTER` ("four GPU servers with 16 GPUs", Sec. 5.1)."""
 
+ARRIVALS: tuple[str, ...] = ("helios", "poisson")
+"""Arrival processes of :func:`helios_jobs` (module docstring, item 1); the first is the default."""
+
+SIZES: tuple[str, ...] = ("copula", "independent")
+"""Pairings of GPU counts with durations (module docstring, item 3); the first is the default."""
+
+OVERHEADS: tuple[str, ...] = ("paper", "checkpoint")
+"""Load and save times of :func:`annotate_models` (module docstring, item 4); the first is the default."""
+
 _DATA = Path(__file__).resolve().parent.parent / "data" / "helios.toml"
 _MIN_RUN_S = 1.0  # Helios logs time jobs in whole seconds
 
@@ -124,6 +153,10 @@ class HeliosCluster:
         Mean inter-job arrival time (Table 1), s.
     max_run_s
         Longest duration drawn: the logs' span, s.
+    mean_run_s
+        Mean run time of a GPU job in the summary, s.
+    gpu_s_per_job
+        GPU-time per GPU job in the summary (completed, cancelled and failed), GPU-s.
     """
 
     name: str
@@ -134,6 +167,17 @@ class HeliosCluster:
     mean_training_s: float
     mean_interarrival_s: float
     max_run_s: float
+    mean_run_s: float
+    gpu_s_per_job: float
+
+    @property
+    def coupling(self) -> float:
+        """GPU-time per job over mean GPUs times mean run time, from the summary.
+
+        1 if GPU counts and run times were unrelated; 2.48 / 1.88 / 2.18 for Earth /
+        Saturn / Uranus: large jobs run longer.
+        """
+        return self.gpu_s_per_job / (self.mean_gpus * self.mean_run_s)
 
 
 @functools.cache
@@ -167,7 +211,37 @@ def helios_cluster(name: str) -> HeliosCluster:
         mean_training_s=float(c["mean_training_min"]) * 60.0,
         mean_interarrival_s=float(c["mean_interarrival_s"]),
         max_run_s=float(days) * 86400.0,
+        mean_run_s=float(c["mean_run_s"]),
+        gpu_s_per_job=float(sum(c["gpu_time_s"])) / float(c["gpu_jobs"]),
     )
+
+
+def paper_overheads() -> tuple[float, float]:
+    """``(load_s, save_s)`` of every job under ``overheads="paper"`` (Sec. 3.2; helios.toml)."""
+    o = _helios_doc()["overheads"]
+    assert isinstance(o, dict)
+    return float(o["paper"]["load_s"]), float(o["paper"]["save_s"])
+
+
+@functools.cache
+def venus_profile() -> tuple[np.ndarray, float]:
+    """The bundled submission profile: GPU jobs submitted per bin, and the bin length, s.
+
+    Helios Venus, 2020-04-01 to 2020-09-28, 26,064 bins of 600 s (``gpusched/data/README.md``
+    gives its provenance and licence).
+    """
+    import gzip
+
+    doc = _helios_doc()["arrivals"]
+    assert isinstance(doc, dict)
+    path = _DATA.parent / str(doc["profile"])
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        header = f.readline().strip()
+        counts = np.loadtxt(f, dtype=np.int64, ndmin=1)
+    if header != "submit_gpu_job" or counts.size == 0 or (counts < 0).any():
+        raise GpuschedError(f"{path}: expected a column 'submit_gpu_job' of counts >= 0")
+    counts.setflags(write=False)
+    return counts, float(doc["bin_s"])
 
 
 # ------------------------------------------------------------------------ distributions
@@ -275,49 +349,220 @@ def _stratified_uniforms(rng: np.random.Generator, n: int) -> np.ndarray:
     return (rng.permutation(n) + rng.random(n)) / n
 
 
+def profile_arrivals(
+    n: int,
+    mean_gap_s: float,
+    counts: np.ndarray,
+    bin_s: float,
+    start_bin: int,
+    offsets: np.ndarray,
+) -> np.ndarray:
+    """``n`` submit times that follow a per-bin count profile at a given mean gap.
+
+    The profile's counts, scaled by :math:`m = (\\text{bin\\_s} / \\text{mean\\_gap\\_s}) /
+    \\overline{\\text{counts}}`, are tiled cyclically from ``start_bin``; bin ``b`` of the tiling
+    holds :math:`\\lfloor m S_b \\rfloor - \\lfloor m S_{b-1} \\rfloor` jobs (``S`` the cumulative
+    counts: cumulative rounding, so every burst is scaled by ``m`` and the total is exact).
+    Job ``i`` lies at ``offsets[i]`` of its bin's length (uniform within the bin: given the
+    counts, the piecewise-constant-rate Poisson process), rounded down to whole seconds.
+    Times are sorted and start in ``[0, bin_s)`` (the first bin that holds a job is bin 0).
+
+    Parameters
+    ----------
+    n
+        Jobs (>= 1).
+    mean_gap_s
+        Mean inter-arrival time over the tiled profile, s (> 0).
+    counts
+        Jobs per bin (>= 0, some > 0).
+    bin_s
+        Bin length, s.
+    start_bin
+        Bin of ``counts`` the tiling starts at.
+    offsets
+        ``n`` numbers in [0, 1): each job's place within its bin.
+    """
+    c = np.roll(np.asarray(counts, dtype=np.float64), -int(start_bin))
+    cum = np.cumsum(c)
+    total = float(cum[-1])
+    m = (bin_s / mean_gap_s) / (total / c.size)
+    # job i falls in the first tiled bin b with m * S_b >= i + 1 (S_b = q * total + cum[w])
+    need = (np.arange(1, n + 1, dtype=np.float64) - 1e-9) / m
+    q = np.ceil(need / total) - 1.0
+    w = np.searchsorted(cum, need - q * total, side="left")
+    w = np.minimum(w, c.size - 1)  # float round-off at a cycle's very end
+    b = q * c.size + w
+    t = np.sort(np.floor((b + offsets) * bin_s))
+    return np.asarray(t - bin_s * np.floor(t[0] / bin_s), dtype=np.float64)
+
+
+def couple_sizes(
+    z: np.ndarray,
+    duration: np.ndarray,
+    gpus: np.ndarray,
+    target: float,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, float]:
+    """Pair GPU counts with durations so that the mean GPU-seconds per job is ``target``.
+
+    A Gaussian copula: job ``i``'s duration is the ``z[i]`` quantile of its law (``z``
+    standard normal); its GPU count's latent is :math:`\\rho z_i + \\sqrt{1 - \\rho^2}
+    \\varepsilon_i` (:math:`\\varepsilon` drawn here), and the drawn GPU counts are handed
+    out in that latent's rank order, so both marginals stay exactly as drawn. The mean
+    :math:`\\overline{g d}` grows with :math:`\\rho`; :math:`\\rho \\in (-1, 1)` is found by
+    bisection on this sample (the mean is carried by a few jobs of many GPUs and months of
+    run time, so no fixed :math:`\\rho` hits it on every draw).
+
+    Parameters
+    ----------
+    z
+        Standard-normal latent of each job's duration (``duration`` increases with it).
+    duration
+        Durations, s.
+    gpus
+        GPU counts drawn independently (reordered here).
+    target
+        Mean GPU-seconds per job wanted.
+    rng
+        Random generator (``len(z)`` normals).
+
+    Returns
+    -------
+    gpus, rho
+        The GPU counts paired with the jobs, and :math:`\\rho`.
+    """
+    n = z.size
+    eps = rng.standard_normal(n)
+    ranked = np.sort(gpus)
+    d = np.asarray(duration, dtype=np.float64)
+
+    def pair(rho: float) -> tuple[np.ndarray, float]:
+        out = np.empty_like(ranked)
+        out[np.argsort(rho * z + math.sqrt(1.0 - rho * rho) * eps)] = ranked
+        return out, float(np.dot(out.astype(np.float64), d)) / n
+
+    lo, hi = -0.999, 0.999
+    best_rho, (best, mean) = 0.0, pair(0.0)
+    for _ in range(60):
+        rho = 0.5 * (lo + hi)
+        got, mean = pair(rho)
+        if abs(mean / target - 1.0) < abs(float(np.dot(best, d)) / n / target - 1.0):
+            best_rho, best = rho, got
+        if abs(mean / target - 1.0) < 1e-3 or hi - lo < 1e-9:
+            break
+        if mean < target:
+            lo = rho
+        else:
+            hi = rho
+    return best, best_rho
+
+
 # ------------------------------------------------------------------------ workloads
 
 
 def helios_jobs(
-    cluster: HeliosCluster, rng: np.random.Generator, n_jobs: int | None = None
+    cluster: HeliosCluster,
+    rng: np.random.Generator,
+    n_jobs: int | None = None,
+    *,
+    arrivals: str = "helios",
+    sizes: str = "copula",
+    load: float | None = None,
+    n_gpus_cluster: int = SIM_GPUS,
+    max_gpus: int = SIM_GPUS,
 ) -> Trace:
-    """Draw a Helios-like workload (module docstring, steps 1-3): no models yet.
+    """Draw a Helios-like workload (module docstring, items 1-3): no models yet.
 
     Parameters
     ----------
     cluster
         The Helios cluster's numbers.
     rng
-        Random generator; drawn from in this order: inter-arrival gaps, durations, GPU
-        counts (each a permutation, then uniforms).
+        Random generator; drawn from in this order: the arrivals' randomness (helios: the
+        start bin and one uniform per job; poisson: the stratified gaps), durations, GPU
+        counts (each a permutation, then uniforms), the copula's normals (``copula``).
     n_jobs
         Jobs to draw; default the cluster's full count.
+    arrivals, sizes
+        One of :data:`ARRIVALS` and :data:`SIZES`.
+    load
+        If given, the mean inter-arrival time is not Table 1's but the one that makes the
+        offered load :math:`\\sum g d / (\\text{span} \\cdot \\text{n\\_gpus\\_cluster})` equal
+        ``load`` (GPU counts capped at ``max_gpus``, as the workload will be): the
+        profile's counts per bin (or the Poisson rate) are scaled, the 10-minute bins kept.
+    n_gpus_cluster
+        GPUs ``load`` refers to.
+    max_gpus
+        The GPU cap ``load`` assumes.
 
     Returns
     -------
     Trace
-        Jobs ``<cluster>-<number>`` in arrival order, the first at 0 s, with whole-second
-        ``submit_time`` and ``duration`` and ``num_gpus`` in 1..512.
+        Jobs ``<cluster>-<number>`` in arrival order, the first in the first 10 minutes
+        (poisson: at 0 s), whole-second ``submit_time`` and ``duration``, ``num_gpus`` in
+        1..512.
     """
     from scipy.special import ndtr, ndtri
 
+    if arrivals not in ARRIVALS:
+        raise GpuschedError(f"--arrivals must be one of {', '.join(ARRIVALS)}, got {arrivals!r}")
+    if sizes not in SIZES:
+        raise GpuschedError(f"--sizes must be one of {', '.join(SIZES)}, got {sizes!r}")
     n = cluster.n_jobs if n_jobs is None else int(n_jobs)
     if n < 1:
         raise GpuschedError(f"need at least 1 job, got {n}")
-    # 1. Poisson arrivals: exponential gaps with Table 1's mean, stratified
-    gaps = -cluster.mean_interarrival_s * np.log1p(-_stratified_uniforms(rng, n - 1))
-    submit = np.rint(np.concatenate([[0.0], np.cumsum(gaps)]))
+    # 1. the arrivals' randomness (times are made at the end, once the gap is known)
+    if arrivals == "helios":
+        counts, bin_s = venus_profile()
+        start_bin = int(rng.integers(counts.size))
+        offsets = rng.random(n)
+    else:
+        unit_gaps = -np.log1p(-_stratified_uniforms(rng, n - 1))  # exponential, mean 1
     # 2. truncated log-normal durations, stratified inverse CDF
     lo, hi = _MIN_RUN_S, cluster.max_run_s
     mu, sigma = duration_params(cluster.median_run_s, cluster.mean_training_s, lo, hi)
     pa, pb = ndtr((math.log(lo) - mu) / sigma), ndtr((math.log(hi) - mu) / sigma)
     z = ndtri(pa + _stratified_uniforms(rng, n) * (pb - pa))
     duration = np.clip(np.rint(np.exp(mu + sigma * z)), lo, hi)
-    # 3. GPU counts: powers of two, geometric in log2, stratified
-    sizes, probs = gpu_mix(cluster.mean_gpus)
+    # 3. GPU counts: powers of two, geometric in log2, stratified; paired by the copula
+    mix_sizes, probs = gpu_mix(cluster.mean_gpus)
     cum = np.cumsum(probs)
     cum[-1] = 1.0
-    gpus = sizes[np.searchsorted(cum, _stratified_uniforms(rng, n), side="right")]
+    gpus = mix_sizes[np.searchsorted(cum, _stratified_uniforms(rng, n), side="right")]
+    how = f"{arrivals} arrivals" + (
+        f" from profile bin {start_bin}" if arrivals == "helios" else ""
+    )
+    how += f", {sizes} sizes"
+    if sizes == "copula":
+        prod = float(gpus.mean()) * float(duration.mean())
+        gpus, rho = couple_sizes(z, duration, gpus, cluster.coupling * prod, rng)
+        got = float(np.dot(gpus.astype(np.float64), duration)) / n / prod
+        how += f" (rho {rho:.3f}: GPU-s per job {got:.3f}x mean GPUs x mean duration)"
+
+    def submit_times(gap: float) -> np.ndarray:
+        if arrivals == "helios":
+            return profile_arrivals(n, gap, counts, bin_s, start_bin, offsets)
+        return np.asarray(np.rint(np.concatenate([[0.0], np.cumsum(gap * unit_gaps)])))
+
+    # the span the arrivals must cover: Table 1's mean gap between the n jobs, or the one
+    # that gives the offered load sum(g d) / (span * n_gpus_cluster) = load
+    gap = cluster.mean_interarrival_s
+    want = (n - 1) * gap
+    if load is not None:
+        if not (math.isfinite(load) and 0.0 < load <= 100.0):
+            raise GpuschedError(f"--load must be a number in (0, 100], got {load:g}")
+        work = float(np.dot(np.minimum(gpus, max_gpus).astype(np.float64), duration))
+        want = work / (load * n_gpus_cluster)
+        how += f", offered load {load:g} on {n_gpus_cluster} GPUs"
+    submit = submit_times(gap)
+    # the span is about proportional to the gap asked for, but a profile cut at its n-th job
+    # covers a part of a cycle whose rate differs from the mean: correct for it
+    for _ in range(30):
+        span = float(np.ptp(submit))
+        if n < 2 or span <= 0 or abs(span / want - 1.0) < 1e-4:
+            break
+        gap *= want / span
+        submit = submit_times(gap)
     width = len(str(n))
     ids = np.array([f"{cluster.name}-{i:0{width}d}" for i in range(1, n + 1)], dtype=object)
     return Trace(
@@ -327,7 +572,7 @@ def helios_jobs(
         duration=duration,
         iterations=np.full(n, np.nan),
         model=np.full(n, "", dtype=object),
-        source=f"Helios {cluster.name.capitalize()}-like jobs ({n} drawn)",
+        source=f"Helios {cluster.name.capitalize()}-like jobs ({n} drawn; {how})",
     )
 
 
@@ -371,10 +616,12 @@ def sample_keeping_interarrivals(
     return index, np.cumsum(gaps[index - 1])
 
 
-def annotate_models(trace: Trace, rng: np.random.Generator) -> Trace:
+def annotate_models(trace: Trace, rng: np.random.Generator, overheads: str = "paper") -> Trace:
     """Assign each job one of :data:`MODELS` uniformly at random, with its load and save times.
 
-    ``load_s`` and ``save_s`` are the catalogue's checkpoint times of the model
+    ``overheads`` (one of :data:`OVERHEADS`): ``"paper"``, every job loads for 113 s and
+    pauses-and-saves for 8 s (Sec. 3.2; :func:`paper_overheads`); ``"checkpoint"``, the
+    catalogue's checkpoint times of its model
     (:meth:`gpusched.jobmodels.catalogue.Catalogue.overheads`).
 
     Parameters
@@ -383,17 +630,24 @@ def annotate_models(trace: Trace, rng: np.random.Generator) -> Trace:
         Jobs (any ``model`` they have is replaced).
     rng
         Random generator (one integer per job).
+    overheads
+        Where ``load_s`` and ``save_s`` come from.
     """
     from gpusched.jobmodels.catalogue import load_catalogue
 
-    cat = load_catalogue()
-    times = []
-    for name in MODELS:
-        got = cat.overheads(name)
-        if got is None:  # the shipped catalogue has all seven
-            raise GpuschedError(f"{cat.path}: model {name!r} has no checkpoint table")
-        times.append(got)
-    table = np.array(times)
+    if overheads not in OVERHEADS:
+        raise GpuschedError(f"--overheads must be one of {', '.join(OVERHEADS)}, got {overheads!r}")
+    if overheads == "paper":
+        table = np.tile(np.asarray(paper_overheads()), (len(MODELS), 1))
+    else:
+        cat = load_catalogue()
+        times = []
+        for name in MODELS:
+            got = cat.overheads(name)
+            if got is None:  # the shipped catalogue has all seven
+                raise GpuschedError(f"{cat.path}: model {name!r} has no checkpoint table")
+            times.append(got)
+        table = np.array(times)
     pick = rng.integers(0, len(MODELS), size=len(trace))
     return replace(
         trace,
@@ -415,6 +669,7 @@ def _finish(
     max_gpus: int | None,
     what: str,
     rng: np.random.Generator,
+    overheads: str = "checkpoint",
 ) -> Trace:
     """Sample ``jobs`` of ``full`` keeping its gaps, cap GPU counts, describe the result."""
     n_full = len(full)
@@ -437,24 +692,13 @@ def _finish(
         num_gpus=gpus,
         source=(
             f"{what} (seed={seed}): {how}; {n_capped} GPU count(s) capped at {cap}; "
-            "models and load/save times from the catalogue"
+            + (
+                "load 113 s and save 8 s per job (the paper's Sec. 3.2)"
+                if overheads == "paper"
+                else "load/save times from the catalogue's checkpoints"
+            )
         ),
     )
-
-
-def at_load(trace: Trace, load: float, n_gpus_cluster: int, cap: int) -> Trace:
-    """``trace`` with its submit times scaled so that its offered load on ``n_gpus_cluster``
-    GPUs (GPU counts capped at ``cap``, as the workload will be) is ``load``.
-
-    Inter-arrival gaps keep their shape and order; only their scale changes (whole seconds).
-    """
-    from gpusched.workloads.synth import offered_load
-
-    if not (math.isfinite(load) and load > 0):
-        raise GpuschedError(f"--load must be a positive number, got {load}")
-    now = offered_load(replace(trace, num_gpus=np.minimum(trace.num_gpus, cap)), n_gpus_cluster)
-    submit = np.rint(np.asarray(trace.submit_time, dtype=np.float64) * (now / load))
-    return replace(trace, submit_time=submit)
 
 
 def lazer_helios_workload(
@@ -465,6 +709,9 @@ def lazer_helios_workload(
     max_gpus: int | None = None,
     load: float | None = None,
     n_gpus_cluster: int = SIM_GPUS,
+    arrivals: str = "helios",
+    sizes: str = "copula",
+    overheads: str = "paper",
 ) -> Trace:
     """Build ``lazer-earth``, ``lazer-saturn`` or ``lazer-uranus`` (module docstring).
 
@@ -490,11 +737,15 @@ def lazer_helios_workload(
         (the testbed) for a sample. Capping keeps each sampled job (and its share of large
         jobs, which take the whole testbed) instead of redrawing it.
     load
-        If given (full size only), arrivals are rescaled (:func:`at_load`) so that the
-        offered load on ``n_gpus_cluster`` GPUs is ``load``: Table 1's means give only
-        0.3-0.45 on 512 GPUs, where almost no job waits (docs/lazer.md).
+        If given (full size only), the arrival rate is scaled (:func:`helios_jobs`) so
+        that the offered load on ``n_gpus_cluster`` GPUs is ``load``; default none: Table
+        1's rate, as the paper replays every job (offered load 0.93 / 0.80 / 0.54 on 512
+        GPUs with the default sizes, 0.36-0.44 with ``sizes="independent"``).
     n_gpus_cluster
         GPUs ``load`` refers to; default 512 (lazer-sim-512).
+    arrivals, sizes, overheads
+        One of :data:`ARRIVALS`, :data:`SIZES`, :data:`OVERHEADS` (module docstring, items
+        1, 3, 4); the defaults are the paper's setting.
 
     Returns
     -------
@@ -503,15 +754,27 @@ def lazer_helios_workload(
     """
     cluster = helios_cluster(name)
     _check_jobs(jobs, cluster.n_jobs, f"lazer-{name}")
-    rng = np.random.default_rng(seed)
-    full = annotate_models(helios_jobs(cluster, rng), rng)
     what = f"lazer-{name}"
-    if load is not None:
-        if jobs is not None and jobs < cluster.n_jobs:
-            raise GpuschedError(f"{what}: --load applies to the full-size workload, not --jobs")
-        full = at_load(full, load, n_gpus_cluster, max_gpus or SIM_GPUS)
-        what = f"{what} at offered load {load:g} on {n_gpus_cluster} GPUs"
-    return _finish(full, seed, jobs, max_gpus, what, rng)
+    if load is not None and not (math.isfinite(load) and 0.0 < load <= 100.0):
+        raise GpuschedError(f"--load must be a number in (0, 100], got {load:g}")
+    if load is not None and jobs is not None and jobs < cluster.n_jobs:
+        raise GpuschedError(f"{what}: --load applies to the full-size workload, not --jobs")
+    if overheads not in OVERHEADS:  # before a full-size workload is drawn
+        raise GpuschedError(f"--overheads must be one of {', '.join(OVERHEADS)}, got {overheads!r}")
+    rng = np.random.default_rng(seed)
+    jobs_drawn = helios_jobs(
+        cluster,
+        rng,
+        arrivals=arrivals,
+        sizes=sizes,
+        load=load,
+        n_gpus_cluster=n_gpus_cluster,
+        max_gpus=max_gpus or SIM_GPUS,
+    )
+    full = annotate_models(jobs_drawn, rng, overheads)
+    src = jobs_drawn.source
+    what = f"{what} ({src[src.index('; ') + 2 : -1]})"  # the choices helios_jobs made
+    return _finish(full, seed, jobs, max_gpus, what, rng, overheads)
 
 
 def lazer_philly_workload(
@@ -520,6 +783,7 @@ def lazer_philly_workload(
     *,
     path: str | Path | None = None,
     max_gpus: int | None = None,
+    overheads: str = "paper",
 ) -> Trace:
     """Build ``lazer-philly``: real Philly jobs annotated with the seven models.
 
@@ -541,6 +805,8 @@ def lazer_philly_workload(
         Source trace; default the bundled ``philly-2000``.
     max_gpus
         Largest GPU count (see :func:`lazer_helios_workload`).
+    overheads
+        One of :data:`OVERHEADS` (see :func:`annotate_models`).
     """
     from gpusched.io.resources import resolve_trace
     from gpusched.io.trace import read_trace
@@ -563,5 +829,6 @@ def lazer_philly_workload(
         source=src.source,
     )
     rng = np.random.default_rng(seed)
-    full = annotate_models(base, rng)
-    return _finish(full, seed, jobs, max_gpus, f"lazer-philly of {Path(src.source).name}", rng)
+    full = annotate_models(base, rng, overheads)
+    what = f"lazer-philly of {Path(src.source).name}"
+    return _finish(full, seed, jobs, max_gpus, what, rng, overheads)

@@ -20,13 +20,28 @@ is one simulated second there, so ``tau`` (s per sample), the link rates (MB/s),
 
 Choices the paper leaves open, made here:
 
-* **Link rates.** The paper gives none. Reading a slot as one hour, a 10 Gbit/s link
-  (1,250 MB/s) moves 4.5e6 MB per slot: ``bw_external`` = 4.5e6 and ``bw_internal`` = 10x
-  that, 4.5e7, the same for every job. With the intervals above, a job's ideal time
-  (all F workers and F / gamma PSs on one machine) is then 15 slots at the median (10 % of
-  jobs under 3, 10 % over 100), on the scale of theta3 and T = 20; spreading a job over
-  machines makes each sample 12 % slower at the median and 75 % slower at the 90th
-  percentile (``tau + 2 g gamma / (b F)`` with b external instead of internal).
+* **Link rates** (``links="c5n"``, the default). Sec. V gives no link rate and no slot
+  length (tau is "in time slots", so a job's compute time in slots does not depend on
+  the slot's length; only the link rates, in MB per slot, do). Both come from sources
+  the paper cites:
+
+  - the slot: Goyal et al. [22] ("Accurate, large minibatch SGD: Training ImageNet in 1
+    hour", arXiv:1706.02677) train ResNet-50 on ImageNet (1,281,167 training images) for
+    90 epochs on 256 GPUs in about an hour, i.e. :data:`SAMPLE_S` = 256 x 3600 s /
+    (90 x 1,281,167) = 8.0 ms per sample per worker; equating that with the middle of
+    Sec. V's tau range, 5.5e-5 slots, gives :data:`SLOT_S` = 145 s per slot (the ends of
+    the range give 80 s and 800 s);
+  - the external rate: the paper's machines follow "EC2 C5n instances [34]", whose
+    largest, c5n.18xlarge, has a 100 Gbit/s network (12,500 MB/s):
+    :data:`BW_EXTERNAL` = 12,500 MB/s x 145 s = 1.82e6 MB per slot;
+  - the internal rate: 10x that (:data:`BW_INTERNAL`); the paper only says
+    ``b_i^(e) << b_i^(i)`` (Sec. III), so the factor is ours.
+
+  ``links="legacy"`` keeps the rates gpusched used before (ours, uncited: a slot read as
+  one hour at 10 Gbit/s, 4.5e6 MB per slot, internal 10x). The rates barely change how
+  many jobs can finish: most Sec. V jobs need more than T = 20 slots even with F workers
+  and no communication at all (E K tau / F has a median of about 16 slots), which
+  :func:`finishable` counts.
 * **Integer or not.** E, K, gamma, F and the GPU and vCPU counts are drawn as integers
   (uniform over the integers of the interval, ends included); g, tau, memory, storage and
   the theta are drawn as reals and rounded (:data:`DECIMALS`). The trace holds the
@@ -51,10 +66,12 @@ Choices the paper leaves open, made here:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gpusched.core.ledger import RESOURCES
-from gpusched.errors import GpuschedError
+from gpusched.errors import GpuschedError, did_you_mean
 from gpusched.io.trace import MAX_TIME_S, Trace
 from gpusched.workloads.sjf_bsbf import WINDOW_S, load_pool
 
@@ -62,12 +79,18 @@ __all__ = [
     "ARRIVALS",
     "BW_EXTERNAL",
     "BW_INTERNAL",
+    "LEGACY_EXTERNAL",
+    "LEGACY_INTERNAL",
+    "LINKS",
     "CLASSES",
     "DECIMALS",
     "DEFAULT_HORIZON",
     "DEFAULT_JOBS",
     "MAX_JOBS",
     "RANGES",
+    "SAMPLE_S",
+    "SLOT_S",
+    "finishable",
     "pd_ors_workload",
 ]
 
@@ -77,8 +100,9 @@ DEFAULT_JOBS = 50
 DEFAULT_HORIZON = 20
 """Horizon T by default, slots: T = 20, as Figs. 6-8."""
 
-MAX_JOBS = 10_000_000
-"""Most jobs with alternating arrivals (philly arrivals: the 4,000 bundled jobs)."""
+MAX_JOBS = 2_000_000
+"""Most jobs with alternating arrivals (philly arrivals: the 4,000 bundled jobs); each takes
+about 2 KB of memory while drawn and written (10 million ended in a MemoryError)."""
 
 MAX_HORIZON = int(MAX_TIME_S)
 """Longest horizon, slots: the trace's largest time."""
@@ -86,11 +110,28 @@ MAX_HORIZON = int(MAX_TIME_S)
 ARRIVALS = ("alternating", "philly")
 """Arrival patterns: the paper's alternating rates, or the bundled Philly sample's times."""
 
-BW_EXTERNAL = 4.5e6
-"""Worker-PS link rate across machines, MB per slot: 10 Gbit/s for a slot of one hour."""
+SAMPLE_S = 256 * 3600 / (90 * 1_281_167)
+"""Seconds per sample per worker: Goyal et al. [22], ResNet-50 on ImageNet (1,281,167
+images) for 90 epochs on 256 GPUs in one hour (8.0 ms)."""
+
+SLOT_S = SAMPLE_S / ((1e-5 + 1e-4) / 2)
+"""Seconds per slot: :data:`SAMPLE_S` read as the middle of Sec. V's tau range (145 s)."""
+
+BW_EXTERNAL = 100e9 / 8 / 1e6 * SLOT_S
+"""Worker-PS link rate across machines, MB per slot: c5n.18xlarge's 100 Gbit/s [34]
+(12,500 MB/s) for :data:`SLOT_S` (1.82e6)."""
 
 BW_INTERNAL = 10 * BW_EXTERNAL
-"""Worker-PS link rate on one machine, MB per slot: 10x the external rate."""
+"""Worker-PS link rate on one machine, MB per slot: 10x the external rate (ours)."""
+
+LEGACY_EXTERNAL = 4.5e6
+"""``links="legacy"``: 10 Gbit/s for a slot read as one hour (ours, uncited)."""
+
+LEGACY_INTERNAL = 10 * LEGACY_EXTERNAL
+"""``links="legacy"``: 10x the external rate."""
+
+LINKS = ("c5n", "legacy")
+"""Link-rate settings: the cited C5n rates (default) or gpusched's former ones."""
 
 RANGES: dict[str, tuple[float, float]] = {
     "epochs": (50, 200),
@@ -154,10 +195,15 @@ _REALS = (
 )
 
 
-def _check(n: int, horizon: int, arrivals: str) -> None:
+def _check(n: int, horizon: int, arrivals: str, links: str = "c5n") -> None:
     """Refuse bad options with one line naming the option and what it takes."""
+    if links not in LINKS:
+        raise GpuschedError(f"--links must be {' or '.join(LINKS)}, got {links!r}")
     if arrivals not in ARRIVALS:
-        raise GpuschedError(f"--arrivals must be {' or '.join(ARRIVALS)}, got {arrivals!r}")
+        raise GpuschedError(
+            f"--arrivals must be {' or '.join(ARRIVALS)}, got {arrivals!r}"
+            f"{did_you_mean(str(arrivals), ARRIVALS)}"
+        )
     if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer):
         raise GpuschedError(f"--horizon must be a whole number of slots, got {horizon!r}")
     if not 1 <= horizon <= MAX_HORIZON:
@@ -223,6 +269,7 @@ def pd_ors_workload(
     *,
     horizon: int = DEFAULT_HORIZON,
     arrivals: str = "alternating",
+    links: str = "c5n",
 ) -> Trace:
     """Build the PD-ORS paper's synthetic workload (Sec. V): I jobs arriving within T slots.
 
@@ -251,6 +298,9 @@ def pd_ors_workload(
         ``horizon`` column is T for every job.
     arrivals
         ``"alternating"`` (default) or ``"philly"``.
+    links
+        ``"c5n"`` (default: :data:`BW_EXTERNAL`, :data:`BW_INTERNAL`) or ``"legacy"``
+        (:data:`LEGACY_EXTERNAL`, :data:`LEGACY_INTERNAL`); no draw depends on it.
 
     Returns
     -------
@@ -261,17 +311,18 @@ def pd_ors_workload(
     Raises
     ------
     GpuschedError
-        A bad ``jobs``, ``horizon`` or ``arrivals``, named as the CLI option.
+        A bad ``jobs``, ``horizon``, ``arrivals`` or ``links``, named as the CLI option.
     """
     n = DEFAULT_JOBS if jobs is None else jobs
-    _check(n, horizon, arrivals)
+    _check(n, horizon, arrivals, links)
     n, horizon = int(n), int(horizon)
     rng = np.random.default_rng(seed)
     cols = _draw_params(n, rng)
     draw = _alternating_slots if arrivals == "alternating" else _philly_slots
     submit = np.sort(draw(n, horizon, rng)).astype(np.float64)
-    cols["bw_internal"] = np.full(n, BW_INTERNAL)
-    cols["bw_external"] = np.full(n, BW_EXTERNAL)
+    legacy = links == "legacy"  # rates in whole MB per slot
+    cols["bw_internal"] = np.full(n, float(round(LEGACY_INTERNAL if legacy else BW_INTERNAL)))
+    cols["bw_external"] = np.full(n, float(round(LEGACY_EXTERNAL if legacy else BW_EXTERNAL)))
     cols["horizon"] = np.full(n, float(horizon))
     order = [
         "epochs",
@@ -300,6 +351,44 @@ def pd_ors_workload(
         extra={name: _text(cols[name]) for name in order},
         source=(
             f"pd-ors (seed {seed}): {n} jobs, horizon {horizon} slot{'' if horizon == 1 else 's'},"
-            f" {arrivals} arrivals"
+            f" {arrivals} arrivals, {links} links"
         ),
     )
+
+
+def finishable(jobs: Any, capacity: np.ndarray) -> tuple[int, int]:
+    """How many jobs can finish by the horizon: alone, and at most all together.
+
+    Parameters
+    ----------
+    jobs
+        A trace or job table of the PD-ORS job model (arrival ``submit_time``/``submit_s``
+        in slots, ``horizon`` T).
+    capacity
+        ``(H, R)`` capacity of the cluster's machines.
+
+    Returns
+    -------
+    (alone, together)
+        ``alone``: jobs whose fastest schedule (F workers and their PSs on one machine at
+        the internal rate, eq. 13) ends by T, ``ceil(V c_int / F) <= T - a``. ``together``:
+        an upper bound of how many of these any policy can finish, whatever it does: a job
+        that finishes holds at least ``V c_int (alpha^r + beta^r / gamma)`` of resource r
+        for a slot in all, the cluster offers ``T sum_h C_h^r``, so per resource at most
+        the k smallest demands fit; the least k over the resources.
+    """
+    from gpusched.jobmodels.ps import params_of
+
+    p = params_of(jobs)
+    arrival = np.asarray(getattr(jobs, "submit_s", getattr(jobs, "submit_time", None)), float)
+    horizon = float(np.nanmax(p.horizon))
+    c_int = p.sample_time(True)
+    work = p.work_samples * c_int  # worker-slots at the internal rate
+    alone = np.ceil(work / p.batch - 1e-9) <= horizon - arrival
+    need = work[alone, None] * (p.worker[alone] + p.ps[alone] / p.gamma[alone, None])
+    budget = horizon * np.asarray(capacity, dtype=np.float64).sum(axis=0)
+    fits = [
+        int((np.cumsum(np.sort(need[:, r])) <= budget[r] * (1 + 1e-12)).sum())
+        for r in range(len(budget))
+    ]
+    return int(alone.sum()), min(fits) if fits else 0

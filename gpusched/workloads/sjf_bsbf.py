@@ -18,6 +18,18 @@ Deep Learning", OSDI'21; its workload procedure is ``simulator/workload.py`` and
 Source data, bundled: ``gpusched/data/philly_busiest_8h.csv.gz`` (its header says how it was
 derived): 4,000 of the 31,293 Philly jobs Pollux samples from, i.e. duration >= 60 s, GPU
 time < 1000 GPU-h, submitted in hours 2-10 of any day of the trace, with their time of day.
+
+**Restart cost.** The paper's simulation "mainly follow[s] the settings of Pollux" and says
+"preemptive policies such as Tiresias and Pollux often exhibit longer queuing times
+attributable to job migration", without a number. Pollux's simulator charges one: every
+time a job gets a (new) allocation, its first start included, it holds the GPUs and makes
+no progress for 30 s (petuum/adaptdl, branch osdi21-artifact, commit
+c793c7089bd307462686339d29707925c461f9a9, ``simulator/simulator.py`` line 163,
+``self.rescale_time = 30  # Start re-scale countdown.``, spent in ``Job.step``, lines
+100-107); taking a job's GPUs away costs nothing (lines 168-170). So both generators
+write ``load_s`` = :data:`RESTART_S` (30 s after every start of every policy) and
+``save_s`` = 0; ``restart_s=0`` writes neither column (the run's ``--load-s``/``--save-s``
+then apply).
 """
 
 from __future__ import annotations
@@ -35,7 +47,9 @@ from gpusched.io.trace import Trace
 __all__ = [
     "APPLICATIONS",
     "BASE_JOBS",
+    "GPU_COUNTS",
     "MODELS",
+    "RESTART_S",
     "TESTBED_SPAN_S",
     "WINDOW_S",
     "Application",
@@ -46,8 +60,34 @@ __all__ = [
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "philly_busiest_8h.csv.gz"
 
+RESTART_S = 30.0
+"""Seconds every start costs (the job holds its GPUs, no progress): Pollux's simulator's
+``rescale_time = 30`` (see the module docstring). Written as each job's ``load_s``."""
+
+GPU_COUNTS = ("pollux", "philly")
+"""Ways to size jobs: Pollux's starting configurations (its ``workloads`` sets, the default)
+or the Philly job's own GPU count (Pollux's ``workloads-realistic`` set)."""
+
+#: Pollux's ``workloads-realistic`` set (``simulator/workloads-realistic/workload-{1..8}.csv``,
+#: same commit; 1,280 jobs): each application's per-GPU batch (its ``init_batch_size``,
+#: batch_size / num_replicas in every row) and, for the two applications whose GPU count
+#: Pollux redraws from the trace's jobs of their GPU-time class (``workload.py``:
+#: ``rng3.choice(subset.num_gpus)``), the counts drawn, one per published row.
+REALISTIC_BATCH = {
+    "bert": 12,
+    "cifar10": 128,
+    "deepspeech2": 20,
+    "imagenet": 200,
+    "ncf": 256,
+    "yolov3": 8,
+}
+REALISTIC_REDRAWN = {
+    "yolov3": (1,) * 28 + (2,) * 4 + (4,) * 19 + (8,) * 7 + (16,),
+    "imagenet": (8,) * 17 + (16,) * 7 + (32,) * 2,
+}
+
 BASE_JOBS = 240
-MAX_JOBS = 10_000_000  #: beyond the bundled sample, jobs are drawn once a day (see _daily)
+MAX_JOBS = 5_000_000  #: beyond the bundled sample, jobs are drawn once a day (see _daily); about 1 KB of memory each
 """Jobs of the baseline workload (Sec. VI-A); ``load`` L means ``BASE_JOBS * L`` jobs."""
 
 WINDOW_S = 8 * 3600
@@ -201,6 +241,20 @@ def _jobs_for(jobs: int | None, load: float | None, n_pool: int) -> int:
     return n
 
 
+def check_restart_s(restart_s: float) -> float:
+    """``restart_s`` as a float, or a one-line error: 0 (no restart cost) or a finite
+    number of seconds the trace's ``load_s`` column accepts."""
+    from gpusched.io.trace import MAX_TIME_S, MIN_DURATION_S
+
+    value = float(restart_s)
+    if not (value == 0 or MIN_DURATION_S <= value <= MAX_TIME_S):
+        raise GpuschedError(
+            f"--restart-s must be 0 (no restart cost) or a number of seconds in "
+            f"[{MIN_DURATION_S:g}, {MAX_TIME_S:g}], got {restart_s}"
+        )
+    return value
+
+
 def _trace(
     ids: list[str],
     submit: np.ndarray,
@@ -209,8 +263,13 @@ def _trace(
     iterations: list[int],
     philly: np.ndarray,
     source: str,
+    restart_s: float,
 ) -> Trace:
     n = len(ids)
+    phases: dict[str, np.ndarray] = {}
+    if restart_s:
+        phases = {"load_s": np.full(n, restart_s), "save_s": np.zeros(n)}
+        source += f", {restart_s:g} s per start (Pollux's rescale_time)"
     return Trace(
         job_id=np.array(ids, dtype=object),
         submit_time=np.asarray(submit, dtype=np.float64),
@@ -223,6 +282,7 @@ def _trace(
             "philly_job_id": np.array([str(int(p)) for p in philly], dtype=object),
         },
         source=source,
+        **phases,
     )
 
 
@@ -234,6 +294,8 @@ def _daily(
     rng: np.random.Generator,
     n_gpus_cluster: int,
     max_gpus: int,
+    restart_s: float,
+    gpu_counts: str,
 ) -> Trace:
     """More jobs than the bundled sample: the busy period once a day, scaled to the cluster.
 
@@ -256,6 +318,7 @@ def _daily(
         rng,
         f"sjf_bsbf_workload(seed={seed}): {n} jobs, {per_day} a day, of {DATA.name} "
         f"(with replacement), {n_gpus_cluster} GPUs, max {max_gpus} GPUs",
+        (restart_s, gpu_counts, max_gpus),
     )
 
 
@@ -266,13 +329,43 @@ def _annotated(
     fits: dict[str, tuple[tuple[int, int], ...]],
     rng: np.random.Generator,
     source: str,
+    how: tuple[float, str, int],
 ) -> Trace:
-    """Steps 3-5 of :func:`sjf_bsbf_workload` for the pool rows ``pick`` at ``submit``."""
+    """Steps 3-5 of :func:`sjf_bsbf_workload` for the pool rows ``pick`` at ``submit``;
+    ``how`` is ``(restart_s, gpu_counts, max_gpus)``."""
+    restart_s, gpu_counts, max_gpus = how
     apps = [str(a) for a in _application(pool.gpu_time_s[pick], rng)]
-    configs = [fits[a][int(rng.integers(len(fits[a])))] for a in apps]
+    if gpu_counts == "philly":
+        configs = _philly_configs(apps, pool.num_gpus[pick], rng, max_gpus)
+        source += ", GPU counts of the Philly jobs (Pollux's workloads-realistic)"
+    else:
+        configs = [fits[a][int(rng.integers(len(fits[a])))] for a in apps]
     iterations = [_iterations(a, b) for a, (_, b) in zip(apps, configs, strict=True)]
     ids = [f"{a}-{i}" for i, a in enumerate(apps)]
-    return _trace(ids, submit, apps, configs, iterations, pool.philly_id[pick], source)
+    return _trace(ids, submit, apps, configs, iterations, pool.philly_id[pick], source, restart_s)
+
+
+def _philly_configs(
+    apps: list[str], philly_gpus: np.ndarray, rng: np.random.Generator, max_gpus: int
+) -> list[tuple[int, int]]:
+    """``(GPUs, global batch)`` per job the way Pollux's ``workloads-realistic`` set has
+    them (``simulator/workload.py``, the two lines ``rec["num_replicas"] = num_gpus`` and
+    ``rec["batch_size"] = init_batch_size * num_gpus``): the Philly job's own GPU count,
+    except for yolov3 and imagenet, whose count Pollux draws from the trace's jobs of their
+    GPU-time class (here: uniformly from the counts it drew, :data:`REALISTIC_REDRAWN`; the
+    bundled 4,000 jobs hold too few such jobs to redraw from); the per-GPU batch is the
+    application's :data:`REALISTIC_BATCH`. Counts above ``max_gpus`` are an error."""
+    out: list[tuple[int, int]] = []
+    for app, own in zip(apps, philly_gpus.tolist(), strict=True):
+        drawn = REALISTIC_REDRAWN.get(app)
+        g = int(own) if drawn is None else int(drawn[int(rng.integers(len(drawn)))])
+        if g > max_gpus:
+            raise GpuschedError(
+                f"--gpu-counts philly: a {app} job asks for {g} GPUs, more than the "
+                f"cluster's largest job ({max_gpus}); use a cluster with more GPUs"
+            )
+        out.append((g, REALISTIC_BATCH[app] * g))
+    return out
 
 
 def sjf_bsbf_workload(
@@ -282,6 +375,8 @@ def sjf_bsbf_workload(
     load: float | None = None,
     max_gpus: int = 64,
     n_gpus_cluster: int = 64,
+    restart_s: float = RESTART_S,
+    gpu_counts: str = "pollux",
 ) -> Trace:
     """Build the SJF-BSBF simulation workload (Sec. VI-A; 240 jobs, or 120-480 for Fig. 6(a)).
 
@@ -304,6 +399,12 @@ def sjf_bsbf_workload(
        (Pollux computes but never uses the latter). ``batch_size`` is the per-GPU batch
        B_k = ceil(global batch / replicas), Pollux's ``local_bsz`` rounding.
     5. **Iterations** = ceil(epochs x samples per epoch / global batch) (:data:`APPLICATIONS`).
+    6. **Restart cost**: ``load_s`` = ``restart_s`` (default :data:`RESTART_S`, Pollux's
+       simulator's 30 s per allocation) and ``save_s`` = 0 on every row; none if 0.
+
+    ``gpu_counts="philly"`` replaces step 4 by Pollux's other reading, the Philly job's own
+    GPU count (:func:`_philly_configs`): an ablation, not the paper's setting (the paper's
+    GPU numbers "follow those of Pollux", whose evaluation uses step 4).
 
     ``load`` L (Sec. VI-C, "we scale the baseline workload of 240 jobs by 0.5x-2x, ranging
     from 120 jobs to 480 jobs") means 240 L jobs over the same 8-hour period, so arrivals
@@ -325,19 +426,30 @@ def sjf_bsbf_workload(
         Most GPUs one job may get (default 64, the sjf-bsbf-16x4 cluster).
     n_gpus_cluster
         GPUs of the cluster (default 64): sets the daily job count beyond 4,000 jobs.
+    restart_s
+        Seconds each start costs, written as ``load_s`` (0: no ``load_s``/``save_s``).
+    gpu_counts
+        ``pollux`` (default) or ``philly`` (see above).
 
     Returns
     -------
     Trace
         Columns job_id, submit_time (s from the window start), num_gpus, model,
-        iterations, batch_size (per GPU), philly_job_id (the sampled Philly row).
+        iterations, batch_size (per GPU), philly_job_id (the sampled Philly row), and
+        load_s, save_s unless ``restart_s`` is 0.
     """
+    restart_s = check_restart_s(restart_s)
+    if gpu_counts not in GPU_COUNTS:
+        raise GpuschedError(
+            f"--gpu-counts must be one of {', '.join(GPU_COUNTS)}, got {gpu_counts!r}"
+        )
     pool = load_pool()
     n = _jobs_for(jobs, load, MAX_JOBS)
-    fits = {app: _fitting(app, max_gpus) for app in MODELS}
+    # Pollux's configurations must fit the cluster (the Philly counts are checked per job)
+    fits = {app: _fitting(app, max_gpus) for app in MODELS} if gpu_counts == "pollux" else {}
     rng = np.random.default_rng(seed)
     if n > len(pool):
-        return _daily(seed, n, pool, fits, rng, n_gpus_cluster, max_gpus)
+        return _daily(seed, n, pool, fits, rng, n_gpus_cluster, max_gpus, restart_s, gpu_counts)
     pick = np.sort(rng.choice(len(pool), size=n, replace=False))  # pool is time-sorted
     how = f"{n} jobs" + (f" (load {load:g})" if load is not None else "")
     return _annotated(
@@ -347,6 +459,7 @@ def sjf_bsbf_workload(
         fits,
         rng,
         f"sjf_bsbf_workload(seed={seed}): {how} of {DATA.name}, max {max_gpus} GPUs",
+        (restart_s, gpu_counts, max_gpus),
     )
 
 
@@ -359,7 +472,7 @@ def _testbed_iterations(full: int, lo: int, hi: int) -> int:
     return int(round(a * (b / a) ** x))
 
 
-def sjf_bsbf_testbed_workload(seed: int) -> Trace:
+def sjf_bsbf_testbed_workload(seed: int, restart_s: float = RESTART_S) -> Trace:
     """Build the SJF-BSBF physical-testbed workload (Sec. VI-A): 30 jobs for testbed-4x4.
 
     The paper scales the trace down to "30 DDL jobs ... 20 jobs using no more than 8 GPUs
@@ -382,16 +495,21 @@ def sjf_bsbf_testbed_workload(seed: int) -> Trace:
        its testbed makespans are 2,129-2,398 s (Table II), so all jobs arrive well
        within that.
 
+    5. ``load_s`` and ``save_s`` as :func:`sjf_bsbf_workload` step 6.
+
     Parameters
     ----------
     seed
         Seed of every draw.
+    restart_s
+        Seconds each start costs, written as ``load_s`` (0: no ``load_s``/``save_s``).
 
     Returns
     -------
     Trace
         30 jobs; columns as :func:`sjf_bsbf_workload`, sorted by submit time.
     """
+    restart_s = check_restart_s(restart_s)
     pool = load_pool()
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(pool))
@@ -433,4 +551,5 @@ def sjf_bsbf_testbed_workload(seed: int) -> Trace:
         pool.philly_id[idx],
         f"sjf_bsbf_testbed_workload(seed={seed}): 30 jobs (20 with <= 8 GPUs, 10 with 12"
         f" or 16) of {DATA.name}, iterations scaled to 100..5000",
+        restart_s,
     )

@@ -64,7 +64,6 @@ _LABELS = {
     "wall_s": "engine wall time (s)",
     "n_admitted": "admitted",
     "n_rejected": "rejected",
-    "utilization_gpus": "GPU utilisation (ledger)",
     "utilization_cpus": "vCPU utilisation",
     "utilization_mem_gb": "memory utilisation",
     "utilization_storage_gb": "storage utilisation",
@@ -118,13 +117,38 @@ def _value(key: str, v: Any) -> tuple[str, str]:
         return "-", ""
     if isinstance(v, dict):  # a policy's nested key, e.g. ``prediction``
         return _nested(v)
-    if key.endswith("_s") and key != "wall_s":
-        return f"{v:.6g}", fmt_s(v)
     if key == "gpu_utilization" or key.startswith("utilization_"):
-        return f"{v:.6g}", f"{100 * v:.1f}%"
+        return _number(v), f"{100 * v:.1f}%"
+    if key.endswith("_s") and isinstance(v, int | float):
+        unit = _RESOURCE_SECONDS.get(key)
+        if unit is not None:  # resource-time, not a duration: in resource-hours
+            return _number(v), f"{v / 3600:,.3g} {unit}-h"
+        return _number(v), "" if key == "wall_s" else fmt_s(v)  # wall_s: its label says (s)
     if isinstance(v, float):
-        return f"{v:.6g}", ""
+        return _number(v), ""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}", ""
     return str(v), ""
+
+
+#: summary keys in resource-seconds (not durations), with their resource
+_RESOURCE_SECONDS = {
+    "futile_gpu_s": "GPU",
+    "shared_gpu_s": "GPU",
+    "cloud_worker_s": "wkr",
+    "ps_held_s": "PS",
+}
+
+
+def _number(v: float) -> str:
+    """A summary value in the summary.json column: 6 significant digits, grouped, never in
+    exponent notation below 1e15 (``4,267,670``, ``0.0353459``); its unit is in the
+    readable column beside it (``49d09h``, ``1,185.5 GPU-h``, ``72.0%``)."""
+    if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v):
+        return str(v)
+    if abs(v) >= 1e5 and abs(v) < 1e15:
+        return f"{v:,.0f}"
+    return f"{v:,.6g}" if abs(v) >= 1e-4 or v == 0 else f"{v:.3g}"
 
 
 def _nested(v: dict[str, Any]) -> tuple[str, str]:

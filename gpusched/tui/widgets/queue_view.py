@@ -57,6 +57,8 @@ _PS_W = 4
 _CHUNK_FIXED = 7 + 21
 _PLACED_W = 7
 _WHERE_W = 12
+#: the id width kept before the placed or where column of jobs of chunks is shown
+_ID_BEFORE_EXTRA = 10
 C_REJECTED = "#cc0000"
 
 
@@ -116,6 +118,8 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         self.id_w_max = min(max(longest, 3), 14)
         self.id_w = self.id_w_max
         self.bar_w = BAR_W
+        #: jobs of chunks: the placed (queue) or where (running) column is shown
+        self.extra = True
         self.gpu_server = np.asarray(cluster.gpu_server())
         self._servers: dict[int, str] = {}
         self._index: tuple[Frame, np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -136,16 +140,24 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         self.watch_frame(self.frame)
 
     def _widths(self) -> None:
-        """Fit the id column (and the running list's bar) to the width of the view."""
+        """Fit the id column (and the running list's bar) to the width of the view: the
+        ids first, whole if they fit; the progress bar only in the room left (at 80
+        columns every running id read ``bert-`` or ``ec-te``); an id still too long is
+        cut from the left, keeping its distinctive end (:func:`fit_id`). A vertical
+        scrollbar, drawn over the last columns, takes its width from the room."""
         width = self.size.width
+        if self.n_rows + 1 > self.size.height:  # the list scrolls: a scrollbar is drawn
+            width -= self.styles.scrollbar_size_vertical
         if self.tasks is not None:
-            room = width - _CHUNK_FIXED - (_PLACED_W if self.kind == "queued" else _WHERE_W + 1)
-            if self.kind == "queued":
-                self.id_w = min(self.id_w_max, max(room, MIN_ID_W))
-                return
-            self.id_w = min(self.id_w_max, max(room - MIN_BAR_W - 1, MIN_ID_W))
-            bar = room - self.id_w - 1
-            self.bar_w = min(bar, BAR_W) if bar >= MIN_BAR_W else 0
+            room = width - _CHUNK_FIXED
+            extra = _PLACED_W if self.kind == "queued" else _WHERE_W + 1
+            # the placed (queue) or where (running) column only if the ids keep room
+            self.extra = room - extra >= min(self.id_w_max, _ID_BEFORE_EXTRA)
+            room -= extra if self.extra else 0
+            self.id_w = min(self.id_w_max, max(room, MIN_ID_W))
+            if self.kind == "running":
+                bar = room - self.id_w - 1
+                self.bar_w = min(bar, BAR_W) if bar >= MIN_BAR_W else 0
             return
         if self.kind == "queued":
             key = _KEY_W if self.frame is not None and self.frame.key_name else 0
@@ -153,7 +165,7 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
             self.id_w = min(self.id_w_max, max(room, MIN_ID_W))
             return
         room = width - _RUN_FIXED - (_PS_W if self.roles else 0)
-        self.id_w = min(self.id_w_max, max(room - MIN_BAR_W - 1, MIN_ID_W))
+        self.id_w = min(self.id_w_max, max(room, MIN_ID_W))
         bar = room - self.id_w - 1
         self.bar_w = min(bar, BAR_W) if bar >= MIN_BAR_W else 0
 
@@ -218,9 +230,11 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         if self.tasks is not None:
             counts = f"{'chunks':>6}{'done':>5}{'run':>5}{'wait':>5}"
             if self.kind == "queued":
-                return f"{'#':>4}  {'job':<{self.id_w}} {counts}{'placed':>7}"
+                placed = f"{'placed':>7}" if self.extra else ""
+                return f"{'#':>4}  {'job':<{self.id_w}} {counts}{placed}"
             prog = f"{'progress':<{self.bar_w + 5}}" if self.bar_w else "done"
-            return f" {'job':<{self.id_w}} {counts} {'where':<{_WHERE_W - 1}} {prog}"
+            where = f" {'where':<{_WHERE_W - 1}}" if self.extra else ""
+            return f" {'job':<{self.id_w}} {counts}{where} {prog}"
         if self.kind == "queued":
             key = f" {f.key_name:>7}" if f is not None and f.key_name else ""
             return f"{'#':>4}  {'job':<{self.id_w}} {self.size_name:>4} {'waited':>7}{key}"
@@ -291,17 +305,20 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
             f"{int(self.n_chunks[j]):>6}{int(tf.job_done[j]):>5}{int(tf.job_holding[j]):>5}"
             f"{wait:>5}"
         )
-        if self.kind == "queued":
+        if self.kind == "queued" and self.extra:
             counts += f"{int(tf.job_placed[j]):>7}"
         segs = [
             *head,
             Segment("■", self._style(job_color(j))),
-            Segment(f"{str(self.list_id[j])[:w]:<{w}} {counts}", self._style("plain")),
+            Segment(f"{fit_id(self.list_id[j], w)} {counts}", self._style("plain")),
         ]
         if self.kind == "queued":
             return segs
-        where = self._where(j, tf)[: _WHERE_W - 1]
-        segs.append(Segment(f" {where:<{_WHERE_W - 1}} ", self._style("dim")))
+        if self.extra:
+            where = self._where(j, tf)[: _WHERE_W - 1]
+            segs.append(Segment(f" {where:<{_WHERE_W - 1}} ", self._style("dim")))
+        else:
+            segs.append(Segment(" ", self._style("dim")))
         p = float(tf.job_progress[j])
         if self.bar_w:
             bw = self.bar_w
@@ -325,7 +342,7 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
                 Segment(f"{i + 1:>4} ", self._style("dim")),
                 Segment("■", self._style(job_color(j))),
                 Segment(
-                    f"{str(self.job_id[j])[:w]:<{w}} {int(self.job_size[j]):>4} "
+                    f"{fit_id(self.job_id[j], w)} {int(self.job_size[j]):>4} "
                     f"{fmt_s(float(f.queue_waited[i])):>7}",
                     self._style("plain"),
                 ),
@@ -340,6 +357,8 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         p = float(f.run_progress[i])
         shared = f.roles is None and self._is_shared(j, f)
         state = STATUS_NAMES[status] + ("+shared" if shared else "")
+        if shared and self.size.width < _RUN_FIXED + self.id_w + len(state) - 7:
+            state = "shared"  # the state column is narrow: what matters is the partner
         if f.roles is not None:
             size = f"{int(f.roles.run_workers[i]):>4} {int(f.roles.run_ps[i]):>3}"
         else:
@@ -347,7 +366,7 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         segs = [
             Segment("■", self._style(job_color(j))),
             Segment(
-                f"{str(self.job_id[j])[:w]:<{w}} {size} {self._servers_of(j, f):<9} ",
+                f"{fit_id(self.job_id[j], w)} {size} {self._servers_of(j, f):<9} ",
                 self._style("plain"),
             ),
         ]
@@ -373,7 +392,7 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
             Segment(f"{'rej':>4} ", self._style(C_REJECTED)),
             Segment("■", self._style(job_color(j))),
             Segment(
-                f"{str(self.job_id[j])[:w]:<{w}} {int(self.job_size[j]):>4} {'-':>7}",
+                f"{fit_id(self.job_id[j], w)} {int(self.job_size[j]):>4} {'-':>7}",
                 self._style("dim"),
             ),
             Segment(f" {STATUS_NAMES[REJECTED]}", self._style(C_REJECTED)),
@@ -390,6 +409,15 @@ class QueueView(CachedStyles, ScrollView, can_focus=True):
         if f is None or i >= self.n_rows:
             return Strip.blank(width, self.base_style)
         return Strip(self._row(i, f)).adjust_cell_length(width, self.base_style)
+
+
+def fit_id(job_id: object, width: int) -> str:
+    """``job_id`` in a column ``width`` wide: padded, or cut from the left with ``…``
+    (``…testbed-07``): generated ids share their beginning and differ at the end."""
+    text = str(job_id)
+    if len(text) <= width:
+        return text.ljust(width)
+    return "…" + text[len(text) - width + 1 :] if width > 1 else text[:width]
 
 
 def _n(n: int, noun: str) -> str:
