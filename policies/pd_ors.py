@@ -57,6 +57,10 @@ a pause where the schedule leaves a slot empty). Readings where the paper is sil
 
 :mod:`policies.oasis` is this policy with workers and PSs on two disjoint halves of the
 machines (``split``), as the paper's Sec. V runs OASiS.
+
+The module runs past 200 lines only for this docstring: the readings above belong beside
+Alg. 1, and the code itself (Alg. 1's four lines and the slot-by-slot allocation) is about
+140 lines; Alg. 2-4 live in :mod:`gpusched.algorithms.primal_dual`.
 """
 
 from __future__ import annotations
