@@ -138,7 +138,7 @@ def variants(data, exps: tuple[str, ...], title: str, base=("load1", "pollux")) 
 SJF_ARMS = (
     ("sjf", "pollux"),
     ("sjfgp", "tiresias, goodput physics"),
-    ("sjfl30", "tiresias, --load-s 30"),
+    ("sjfsh", "tiresias, sharing model"),
 )
 
 
@@ -148,8 +148,8 @@ def sjf_bsbf(root: Path) -> None:
     print("\n### SJF-BSBF Tables III and IV: Pollux on the sharing workloads (h)\n")
     print(_row(["jobs", "policy", "seeds", "avg JCT all (h) [range]", "large", "small",
                 "avg queuing all (h)", "large", "small", "GPU util", "shared GPU-h",
-                "makespan (h)", "restarts/job"]))
-    print(_row(["---"] * 13))
+                "makespan (h)", "preemptions", "restarts/job"]))
+    print(_row(["---"] * 14))
     for n in (240, 480):
         for prefix, name in SJF_ARMS:
             rows = []
@@ -162,6 +162,7 @@ def sjf_bsbf(root: Path) -> None:
                     jobs = _jobs(run)
                     s = json.loads((run / "summary.json").read_text())
                     out = {"util": s["gpu_utilization"], "makespan": s["makespan_s"] / 3600,
+                           "preempt": sum(int(j["preemptions"]) for j in jobs),
                            "restarts": mean(int(j["preemptions"]) for j in jobs)}
                     for part, keep in (("all", lambda g: True), ("large", lambda g: g > 4),
                                        ("small", lambda g: g <= 4)):
@@ -176,7 +177,8 @@ def sjf_bsbf(root: Path) -> None:
             print(_row([str(n), name, str(len(rows)), f"{f['jct_all']:.2f} [{lo:.2f}-{hi:.2f}]",
                         f"{f['jct_large']:.2f}", f"{f['jct_small']:.2f}", f"{f['wait_all']:.2f}",
                         f"{f['wait_large']:.2f}", f"{f['wait_small']:.2f}", f"{f['util']:.3f}",
-                        "0.0", f"{f['makespan']:.1f}", f"{f['restarts']:.1f}"]))
+                        "0.0", f"{f['makespan']:.2f}", f"{f['preempt']:.0f}",
+                        f"{f['restarts']:.1f}"]))
 
 
 def main(out: str) -> None:

@@ -36,14 +36,14 @@ for s in $SJF_SEEDS; do
   for n in 240 480; do
     gpusched workload sjf-bsbf --jobs "$n" --seed "$s" -o "$OUT/wl/sjf-n$n-s$s.csv" >/dev/null
     gpusched compare "$OUT/wl/sjf-n$n-s$s.csv" -c sjf-bsbf-16x4 -P pollux -o "$OUT/sjf-n$n-s$s" --force >/dev/null
-    # what the physics is worth: Tiresias on the same rows under the goodput job model
+    # what the job model is worth: Tiresias on the same rows under the goodput job model
     # (marked goodput = 1: statistical efficiency, 30 s per start) and under the sharing
-    # model with a 30 s load per start
+    # model (the workload's 30 s per start), as docs/sjf-bsbf.md runs it
     awk -F, -v OFS=, 'NR == 1 {print $0, "goodput"; next} {print $0, 1}' \
       "$OUT/wl/sjf-n$n-s$s.csv" > "$OUT/wl/sjfgp-n$n-s$s.csv"
-    cp "$OUT/wl/sjf-n$n-s$s.csv" "$OUT/wl/sjfl30-n$n-s$s.csv"
+    cp "$OUT/wl/sjf-n$n-s$s.csv" "$OUT/wl/sjfsh-n$n-s$s.csv"
     gpusched compare "$OUT/wl/sjfgp-n$n-s$s.csv" -c sjf-bsbf-16x4 -P tiresias -o "$OUT/sjfgp-n$n-s$s" --force >/dev/null
-    gpusched compare "$OUT/wl/sjf-n$n-s$s.csv" -c sjf-bsbf-16x4 -P tiresias --load-s 30 -o "$OUT/sjfl30-n$n-s$s" --force >/dev/null
+    gpusched compare "$OUT/wl/sjf-n$n-s$s.csv" -c sjf-bsbf-16x4 -P tiresias -o "$OUT/sjfsh-n$n-s$s" --force >/dev/null
   done
 done
 python "$HERE/aggregate.py" "$OUT"
