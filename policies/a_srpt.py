@@ -46,7 +46,9 @@ Ambiguities and the choices made (also in ``docs/a-srpt.md``):
    than one slot ends at the next slot boundary.
 5. "Available number of GPUs" (line 5) is the idle GPU count (on one server when the
    cluster forbids spreading). A job whose predicted size is 0 (unseen group) completes in
-   :math:`\\tilde A_1` at its arrival (Sec. IV-C-3).
+   :math:`\\tilde A_1` at its arrival (Sec. IV-C-3). ``-p unseen=forest`` switches that
+   rule off (a documented variant, not the paper's) and ``-p encoding=ordered`` trains the
+   forest on ordered target statistics (:mod:`gpusched.algorithms.predict`).
 6. :math:`\\tilde\\alpha^{min}`, :math:`\\alpha^{max}` and :math:`\\alpha` use the cluster's own
    NIC, intra-server bandwidth and GPUs per server; unannotated jobs (no ``model``) have
    :math:`\\alpha^{min} = \\alpha^{max} = 1` and one "iteration" per second of duration.
@@ -62,8 +64,8 @@ from typing import Annotated
 import numpy as np
 
 from gpusched.algorithms.pipeline_placer import Placer
-from gpusched.algorithms.predict import fit, prediction_report
-from gpusched.algorithms.predicted import check_predictor
+from gpusched.algorithms.predict import ENCODINGS, UNSEEN, fit, prediction_report
+from gpusched.algorithms.predicted import check_forest_options, check_predictor
 from gpusched.algorithms.virtual_srpt import VirtualSRPT
 from gpusched.core.policy import Decision, Note, Range, Start
 from gpusched.core.state import QUEUED
@@ -84,18 +86,23 @@ class ASRPTPolicy:
         tau: Annotated[float, Range(0, 1e9)] = 256.0,
         comm_heavy: Annotated[float, Range(1, 1e6)] = 1.5,
         predictor: str = "forest",
+        encoding: str = ENCODINGS[0],
+        unseen: str = UNSEEN[0],
         rng: np.random.Generator | None = None,
     ) -> None:
         self.tau = float(tau)
         self.comm_heavy = float(comm_heavy)
         self.predictor = check_predictor(self.name, predictor)
+        # the forest's training encoding and its rule for unseen groups (Sec. IV-C-3)
+        self.encoding, self.unseen = check_forest_options(self.name, predictor, encoding, unseen)
         self.seed = int(rng.integers(2**31)) if rng is not None else 0
 
     def prepare(self, jobs, cluster) -> None:
         """Read each job's model/config, train the predictor, set up :math:`\\tilde A_1`."""
         self.pj = PipelineJobs(jobs, cluster)
         self.jobs = jobs
-        self.fit = fit(self.predictor, jobs, self.seed)  # Sec. IV-C-3, trained on history
+        # Sec. IV-C-3, trained on the history's finished jobs
+        self.fit = fit(self.predictor, jobs, self.seed, encoding=self.encoding, unseen=self.unseen)
         self.n_pred = self.fit.iterations
         # size in A~1: g_i / G * n~_i * alpha~_i^min  (s)
         self.size = self.pj.n_gpus / cluster.n_gpus * self.n_pred * self.pj.alpha_min
@@ -105,7 +112,9 @@ class ASRPTPolicy:
 
     def summary(self) -> dict:
         """summary.json's ``prediction``: the predictors' accuracy on the evaluated jobs."""
-        return {"prediction": prediction_report(self.jobs, self.fit, self.seed)}
+        return {
+            "prediction": prediction_report(self.jobs, self.fit, self.seed, encoding=self.encoding)
+        }
 
     def status_line(self, view, now: float) -> str:
         """What A-SRPT is doing, for the TUI: the pending queue and any delayed job."""

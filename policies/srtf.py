@@ -11,20 +11,23 @@ Ties go to the earlier submission.
 
 On jobs made of data chunks (the edge-cloud family, ``view.tasks``) this is the
 edge-cloud paper's SRTF baseline [16] ("jobs are scheduled in the non-decreasing order of
-remaining training time"), job-level and all-or-nothing
-(:class:`gpusched.algorithms.edge_cloud.JobLevel`): a job's remaining time is the work
-its chunks have left over its k_j workers, at eq. 1's speed with zeta_j = 0. A job that
-finds no room on the edge goes to the cloud, unless ``-p edge_only=true`` (which has no
-effect on gang jobs).
+remaining training time", Sec. V-A), job-level and all-or-nothing
+(:class:`gpusched.algorithms.edge_cloud.JobLevel`, whose docstring gives the reading and
+its sources): a job's remaining time is the work its chunks have left over its k workers,
+at eq. 1's speed with zeta_j = 0. ``workers`` (k_j: ``chunks`` = min(D_j, edge workers of
+its type), or ``trace`` = the trace's ``gang_workers``), ``migrate`` (paused chunks may
+resume on other workers, shipping their data again) and ``edge_only`` (the cloud is not
+used) have no effect on gang jobs.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from gpusched.algorithms.edge_cloud import JobLevel
+from gpusched.algorithms.edge_cloud import WORKER_RULES, JobLevel
 from gpusched.core.policy import KEY_SRTF, Decision, Fused
 from gpusched.core.state import SAVING
+from gpusched.errors import ParamError
 
 
 class SRTFPolicy:
@@ -35,9 +38,28 @@ class SRTFPolicy:
     needs_predictor = False
     work_conserving = True
     runs_tasks = True
+    #: chunk jobs: remaining time is static while a job waits and falls while it runs, so
+    #: a decision looks only at the worker types with events (JobLevel's static_keys)
+    static_keys = True
 
-    def __init__(self, *, edge_only: bool = False, rng: np.random.Generator | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        workers: str = "chunks",
+        migrate: bool = True,
+        edge_only: bool = True,
+        rng: np.random.Generator | None = None,
+    ) -> None:
+        if workers not in WORKER_RULES:
+            raise ParamError(
+                f"policy '{self.name}': workers must be one of {', '.join(WORKER_RULES)}, "
+                f"got '{workers}'"
+            )
+        self.workers = workers
         self.edge_only = edge_only
+        self.migrate = migrate
+        #: chunk jobs: paused chunks may resume on another worker (tasks' migration rule)
+        self.migrates = migrate
         self._rng = rng if rng is not None else np.random.default_rng(0)
         self._gang: JobLevel | None = None
 
@@ -46,16 +68,9 @@ class SRTFPolicy:
 
     def _job_remaining(self, view, jobs: np.ndarray) -> np.ndarray:
         """Remaining training time of each job made of chunks (see the module doc), s."""
-        assert self._gang is not None
-        tv = view.tasks
-        rem = view.job_remaining
-        out = np.empty(jobs.shape[0])
-        for i, p in enumerate(jobs.tolist()):
-            dur = float(view.job_duration[tv.first[p]])
-            left = sum(float(rem[t]) for t in self._gang.begun[p])
-            left += len(self._gang.todo[p]) * dur
-            out[i] = left / self._gang.size(view, p) / tv.rate(p, 0)
-        return out
+        gang = self._gang
+        assert gang is not None
+        return gang.left(view, jobs) / gang.k_now(jobs) / gang.rate0[jobs]
 
     def fused(self) -> Fused:
         return Fused(KEY_SRTF, preemptive=True, blocking=False)
@@ -63,7 +78,14 @@ class SRTFPolicy:
     def decide(self, view, now: float) -> Decision:
         if view.tasks is not None:
             if self._gang is None:
-                self._gang = JobLevel(self._job_remaining, self._rng, edge_only=self.edge_only)
+                self._gang = JobLevel(
+                    self._job_remaining,
+                    self._rng,
+                    workers=self.workers,
+                    migrate=self.migrate,
+                    edge_only=self.edge_only,
+                    static_keys=self.static_keys,
+                )
             return self._gang.decide(view, now)
         holding = view.running[view.job_status[view.running] != SAVING]
         active = np.union1d(view.queued, holding)  # ascending index: ties by submission

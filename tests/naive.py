@@ -512,6 +512,9 @@ def simulate_tasks(
     preempt: bool = False,
     edge_queue: int = 1,
     per_job: int = 0,
+    cloud_workers: list[tuple[str, int]] | None = None,
+    serial: tuple[bool, ...] = (),
+    migrate: bool = False,
 ) -> dict[str, list]:
     """Jobs made of data chunks on typed workers, from the edge-cloud paper's model.
 
@@ -524,45 +527,65 @@ def simulate_tasks(
     of the job placed so far sits in the cloud and 0 from the moment one is placed on the
     edge (its chunks that hold a worker then slow down at once). ``servers`` are the edge
     servers as ``(delay s, [(worker type, count), ...])``: workers are numbered server by
-    server, types in the order given; the unbounded cloud (``cloud_delay`` s, or None for
-    none) gives chunk ``k`` (chunks numbered job by job) its own worker
-    ``n_edge + k``, of every type.
+    server, types in the order given. The cloud (``cloud_delay`` s, or None for none) is
+    unbounded, giving chunk ``k`` (chunks numbered job by job) its own worker ``n_edge +
+    k``, of every type; or, with ``cloud_workers`` (``[(type, count), ...]``), bounded:
+    those typed workers only, numbered after the edge's, which never preempt.
+
+    Shipping: a chunk placed on a server at time t is there ("ready") at t + its delay; on
+    a server whose entry of ``serial`` is true (edge servers in order, then the cloud) a
+    job's chunks travel one after another: ready at max(t, the job's previous chunk's
+    ready time there) + delay.
 
     Decisions happen at multiples of ``slot`` (as :func:`simulate`: a chunk ends at its
     exact time inside a slot, the next decision is at the slot boundary of the earliest
     arrival, completion or ready time). At each one, after the chunks that ended and the
     arrivals:
 
-    1. each arrived chunk not placed yet, in order, is placed for good (no migration) on
-       the worker of its type that has the fewest placed unfinished chunks (lowest index
-       on ties), or in the cloud when there is one and that fewest is >= ``edge_queue``;
+    1. each arrived chunk not placed yet, in order, is placed for good on the worker of its
+       type that has the fewest placed unfinished chunks (lowest index on ties), or in the
+       cloud when there is one and that fewest is >= ``edge_queue`` (a bounded cloud: its
+       worker of the chunk's type with the fewest placed unfinished chunks, if it has one);
        with ``per_job`` > 0, at most that many chunks of a job per decision (the others
-       wait for the next slot, so that a job may reach the edge after the cloud). Its
-       data ships from now for its server's delay; it starts at once, holding the worker while its
-       data arrives, in the cloud or where no other chunk is placed, and otherwise
-       waits there until its data has arrived ("ready") and the worker takes it;
+       wait for the next slot, so that a job may reach the edge after the cloud). Its data
+       ships from now; it starts at once, holding the worker while its data arrives, in
+       the unbounded cloud or where no other chunk is placed, and otherwise waits there
+       until its data has arrived ("ready") and the worker takes it;
     2. with ``preempt``, on each edge worker a ready waiting chunk with strictly less work
        (E_j B_j (m_j + G_j), the smallest, then the first) than the chunk holding it
        preempts that one (unless it started at this decision), which waits there again
        (it keeps its progress);
-    3. each edge worker holding no chunk starts its ready waiting chunk that came first
-       (with ``preempt``: the smallest by work, then the first).
+    3. each edge or bounded-cloud worker holding no chunk starts its ready waiting chunk
+       that came first (with ``preempt``: the smallest by work, then the first);
+    4. with ``migrate``, each edge worker still holding no chunk (in index order) takes
+       the first (by the key of step 3) preempted chunk of its type waiting on a worker
+       that another chunk holds: the chunk moves there, its data ships again (that
+       server's delay, a load phase while it holds the worker), keeping its progress.
 
     Returns per chunk ``start`` (first time it held its worker), ``finish``, ``n_preempt``,
-    ``worker`` and ``train`` (s trained); per job ``jct`` and ``zeta``; ``ps_held_s`` (a
-    job holds one parameter server while a chunk of it holds a worker: the length of the
-    union of those times, summed over jobs) and ``comm_s`` (training time beyond what
-    the chunks would take at zeta_j = 1).
+    ``worker``, ``train`` (s trained), ``transfer`` (s its data spent shipping, moves
+    included) and ``n_migrations``; per job ``jct`` and ``zeta``; ``ps_held_s`` (a job holds
+    one parameter server while a chunk of it holds a worker: the length of the union of
+    those times, summed over jobs) and ``comm_s`` (training time beyond what the chunks
+    would take at zeta_j = 1).
     """
     n_jobs = len(jobs)
     assert all(jobs[i]["submit"] <= jobs[i + 1]["submit"] for i in range(n_jobs - 1))
     w_type: list[str] = []
     w_delay: list[float] = []
-    for delay, workers in servers:
+    w_server: list[int] = []
+    for s_i, (delay, workers) in enumerate(servers):
         for kind, count in workers:
             w_type += [kind] * count
             w_delay += [float(delay)] * count
+            w_server += [s_i] * count
     n_edge = len(w_type)
+    bounded = cloud_delay is not None and cloud_workers is not None
+    for kind, count in cloud_workers or []:  # a bounded cloud's workers follow the edge's
+        w_type += [kind] * count
+        w_delay += [float(cloud_delay or 0.0)] * count
+        w_server += [len(servers)] * count
+    n_fixed = len(w_type)  # edge and bounded-cloud workers
     parent = [j for j, job in enumerate(jobs) for _ in range(int(job["chunks"]))]
     n = len(parent)
     batches = [jobs[j]["epochs"] * jobs[j]["batches"] for j in parent]
@@ -574,6 +597,9 @@ def simulate_tasks(
     zeta: list[int | None] = [None] * n_jobs
     worker: list[int | None] = [None] * n
     ready = [math.inf] * n
+    transfer = [0.0] * n
+    n_migr = [0] * n
+    link: dict[tuple[int, int], float] = {}  # (job, server) -> its last chunk's arrival
     load_end = [0.0] * n  # a holder trains from here on
     start: list[float | None] = [None] * n
     finish: list[float | None] = [None] * n
@@ -588,6 +614,21 @@ def simulate_tasks(
 
     def speed(k: int) -> float:
         return chunk_speed(jobs[parent[k]], 1 if zeta[parent[k]] == 1 else 0)
+
+    def in_cloud(w: int) -> bool:
+        return w >= n_edge
+
+    def ship(k: int, w: int, t: float) -> float:
+        """Chunk k's data leaves for worker w at t: when it is there."""
+        server = w_server[w] if w < n_fixed else len(servers)
+        delay = w_delay[w] if w < n_fixed else float(cloud_delay or 0.0)
+        if server < len(serial) and serial[server]:
+            at = max(t, link.get((parent[k], server), t)) + delay
+            link[(parent[k], server)] = at
+        else:
+            at = t + delay
+        transfer[k] += at - t
+        return at
 
     def hold(k: int, w: int, t: float) -> None:
         holder[w] = k
@@ -616,22 +657,35 @@ def simulate_tasks(
         train[k] += t1 - t0
         return False
 
-    def place(k: int, t: float) -> None:
-        kind = jobs[parent[k]]["type"]
-        mine = [w for w in range(n_edge) if w_type[w] == kind]
-        queued = dict.fromkeys(mine, 0)  # placed unfinished chunks per worker
+    def queued_on(w_list: list[int], k: int) -> dict[int, int]:
+        """Placed unfinished chunks (other than k) per worker of ``w_list``."""
+        queued = dict.fromkeys(w_list, 0)
         for c in range(arrived):
             if worker[c] in queued and finish[c] is None and c != k:
                 queued[worker[c]] += 1
+        return queued
+
+    def place(k: int, t: float) -> None:
+        kind = jobs[parent[k]]["type"]
+        mine = [w for w in range(n_edge) if w_type[w] == kind]
+        clouds = [w for w in range(n_edge, n_fixed) if w_type[w] == kind]
+        queued = queued_on(mine + clouds, k)
         best = min(mine, key=lambda w: (queued[w], w))
         cloud = cloud_delay is not None and queued[best] >= edge_queue
-        w = n_edge + k if cloud else best
+        if bounded and cloud and not clouds:
+            cloud = False  # the bounded cloud has no worker of this type
+        if not cloud:
+            w = best
+        elif bounded:
+            w = min(clouds, key=lambda c: (queued[c], c))
+        else:
+            w = n_edge + k
         worker[k] = w
         p = parent[k]
         if zeta[p] is None or not cloud:
             zeta[p] = 1 if cloud else 0
-        ready[k] = t + (float(cloud_delay) if cloud else w_delay[w])
-        if cloud or queued[best] == 0:
+        ready[k] = ship(k, w, t)
+        if (cloud and not bounded) or queued[w] == 0:
             load_end[k] = ready[k]
             hold(k, w, t)
         else:
@@ -661,11 +715,32 @@ def simulate_tasks(
                         release(h, t)
                         waiting.append(h)
                         ready_on[w].append(h)
-        for w in range(n_edge):
+        for w in range(n_fixed):
             if w not in holder and w in ready_on:
                 k = min(ready_on[w], key=key)
                 waiting.remove(k)
                 load_end[k] = t
+                hold(k, w, t)
+        if migrate:
+            for w in range(n_edge):
+                if w in holder:
+                    continue
+                movable = [
+                    k
+                    for k in waiting
+                    if n_preempt[k] > 0
+                    and w_type[worker[k]] == w_type[w]
+                    and worker[k] in holder
+                    and not in_cloud(worker[k])
+                ]
+                if not movable:
+                    continue
+                k = min(movable, key=key)
+                waiting.remove(k)
+                worker[k] = w
+                n_migr[k] += 1
+                ready[k] = ship(k, w, t)
+                load_end[k] = ready[k]
                 hold(k, w, t)
 
     def boundary(e: float) -> float:
@@ -709,6 +784,8 @@ def simulate_tasks(
         "n_preempt": n_preempt,
         "worker": worker,
         "train": train,
+        "transfer": transfer,
+        "n_migrations": n_migr,
         "jct": [
             max(finish[first[j] : first[j] + int(jobs[j]["chunks"])]) - jobs[j]["submit"]
             for j in range(n_jobs)

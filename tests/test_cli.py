@@ -328,7 +328,7 @@ def test_a_srpt_workload_load_on_a_given_cluster(tmp_path):
         extra = ["-c", cluster] if cluster else []
         r = invoke("workload", "a-srpt", "--jobs", "60", "--load", "0.5", *extra, "-o", w)
         assert r.exit_code == 0, r.output
-        loads[cluster] = offered_load(read_trace(w), n_gpus)
+        loads[cluster] = offered_load(read_trace(w), n_gpus, exclude_top=0.01)  # the body basis
     assert loads["testbed-4x4"] == pytest.approx(0.5, rel=1e-6)
     assert loads[None] == pytest.approx(0.5, rel=1e-6)  # default: a-srpt-250x8's 2,000 GPUs
     r = invoke("workload", "a-srpt", "-c", "nope", "-o", tmp_path / "x.csv")
@@ -389,7 +389,7 @@ def test_help_policies_and_clusters_load_neither_numpy_nor_rich():
 
 
 def test_workload_a_srpt_states_its_offered_load_and_warns_when_idle(tmp_path):
-    """Issue 14: an idle setting must be visible when the workload is made."""
+    """Issues 14 and 32: an idle setting must be visible when the workload is made."""
     from typer.testing import CliRunner
 
     from gpusched.cli import app
@@ -399,21 +399,21 @@ def test_workload_a_srpt_states_its_offered_load_and_warns_when_idle(tmp_path):
         app, ["workload", "a-srpt", "--jobs", "300", "--seed", "1", "--load", "0", "-o", str(out)]
     )
     assert r.exit_code == 0, r.output
-    assert "on a-srpt-250x8 (2,000 GPUs)" in r.output
-    assert "warning: offered load 0." in r.output and "--load" in r.output
-    # 300 jobs ask for fewer GPUs in all than the cluster has: no job need ever wait
-    assert "ask for" in r.output and "GPUs in all" in r.output
-    # by default the workload is contended like the paper's (issue 14 part 1): 20,000 jobs
+    assert "on a-srpt-250x8 (2,000 GPUs)" in r.output and "without the top 1 % of jobs" in r.output
+    assert "warning: the jobs' demand inside the arrival window is 0." in r.output
+    assert "--load" in r.output
+    # by default the workload is contended (issue 32): 20,000 jobs, body load 3, D > 1
     r = runner.invoke(app, ["workload", "a-srpt", "--seed", "1", "-o", str(out)])
     assert r.exit_code == 0, r.output
     assert "wrote 20000 jobs" in r.output
-    assert "offered load 4.00 on a-srpt-250x8" in r.output and "warning" not in r.output
+    assert "on a-srpt-250x8 (2,000 GPUs), 3.00 without the top 1 % of jobs" in r.output
+    assert "warning" not in r.output and "groups: 6" in r.output
     r = runner.invoke(app, ["workload", "a-srpt", "--load", "-1", "-o", str(out)])
     assert r.exit_code == 2 and "--load must be > 0" in r.output
     r = runner.invoke(
         app,
         ["workload", "a-srpt", "--jobs", "300", "--seed", "1", "--load", "2", "-c", "default"]
-        + ["-o", str(out)],
+        + ["--load-basis", "all", "-o", str(out)],
     )
     assert r.exit_code == 0, r.output
     assert "offered load 2.00 on default" in r.output and "warning" not in r.output

@@ -37,8 +37,8 @@ BUNDLED = {
     "lazer-sim-512": (64, 512, 1),
     "pd-ors-100": (100, 3600, 1),
     "pd-ors-30": (30, 1080, 1),
-    # 8 edge servers x 1 GPU + the cloud (0 GPUs; its workers are unbounded)
-    "edge-cloud-testbed": (9, 8, 1),
+    # 8 edge machines x 1 GPU + a ninth as the cloud, bounded like them (Sec. V-A)
+    "edge-cloud-testbed": (9, 9, 1),
     # 100 edge servers of 2 or 8 workers (their GPUs) + the cloud
     "edge-cloud-sim": (101, 530, 1),
     # Pollux's simulated cluster: 16 nodes x 4 T4

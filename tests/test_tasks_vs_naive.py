@@ -3,10 +3,12 @@
 ``tests/naive.py::simulate_tasks`` simulates chunk jobs from the edge-cloud model alone;
 ``tests/chunk_policy.py`` plays the same rule through the engine's actions (Start,
 Dispatch, Preempt, HostPS). Over random small edge-cloud instances (a few jobs of 1-5
-chunks, 1-3 worker types, 1-3 edge servers with random transmission delays, with and
-without a cloud, slots of 0.5-2 s) both must give every chunk the same worker, first
-start, finish, training time and preemption count, every job the same JCT and zeta_j, and
-the run the same communication time and preemption total.
+chunks, 1-3 worker types, 1-3 edge servers with random transmission delays; no cloud, an
+unbounded one or a bounded one of typed workers; parallel or serial shipping per server;
+with and without migration of preempted chunks; slots of 0.5-2 s) both must give every
+chunk the same worker, first start, finish, training time, transfer time, preemption and
+migration count, every job the same JCT and zeta_j, and the run the same communication
+time and preemption total.
 
 The comparison found three engine bugs, fixed since and kept as the regression tests at
 the end: a job's PS was given back at the finish of the chunk a step handled last rather
@@ -52,24 +54,52 @@ COLUMNS = [
 ]
 
 
-def cluster_toml(servers: list[tuple[float, list[tuple[str, int]], int]], cloud: float | None):
-    """Edge servers as (delay s, [(type, count)], PS slots), then the cloud unless None."""
+def cluster_toml(
+    servers: list[tuple[float, list[tuple[str, int]], int]],
+    cloud: float | None,
+    cloud_workers: list[tuple[str, int]] | None = None,
+    serial: tuple[bool, ...] = (),
+):
+    """Edge servers as (delay s, [(type, count)], PS slots), then the cloud unless None:
+    unbounded, or bounded to ``cloud_workers`` (with PS slots without limit); ``serial``
+    per server (edge servers, then the cloud): ``ship = "serial"``."""
     out = ['[cluster]\nname = "ec"\n']
-    for delay, workers, ps in servers:
+
+    def ship(i: int) -> str:
+        return 'ship = "serial"\n' if i < len(serial) and serial[i] else ""
+
+    for i, (delay, workers, ps) in enumerate(servers):
         table = ", ".join(f"{k} = {v}" for k, v in workers)
         out.append(
             f'[[servers]]\ncount = 1\ngpus = 1\ngpu_type = "g"\ntier = "edge"\n'
-            f"delay_s = {delay}\nworkers = {{ {table} }}\nps = {ps}\n"
+            f"delay_s = {delay}\nworkers = {{ {table} }}\nps = {ps}\n" + ship(i)
         )
     if cloud is not None:
+        if cloud_workers is None:
+            kind = "unbounded = true\n"
+        else:
+            table = ", ".join(f"{k} = {v}" for k, v in cloud_workers)
+            kind = f'workers = {{ {table} }}\nps = "unbounded"\n'
         out.append(
             f'[[servers]]\ncount = 1\ngpus = 0\ngpu_type = "c"\ntier = "cloud"\n'
-            f"delay_s = {cloud}\nunbounded = true\n"
+            f"delay_s = {cloud}\n" + kind + ship(len(servers))
         )
     return "\n".join(out)
 
 
-def run_both(jobs, servers, cloud, slot, preempt, edge_queue, per_job=0):
+def run_both(
+    jobs,
+    servers,
+    cloud,
+    slot,
+    preempt,
+    edge_queue,
+    per_job=0,
+    *,
+    cloud_workers=None,
+    serial=(),
+    migrate=False,
+):
     """The engine's run (through gpusched.experiments.run.replay) and the naive one."""
     rows = [
         {
@@ -87,12 +117,26 @@ def run_both(jobs, servers, cloud, slot, preempt, edge_queue, per_job=0):
             w = csv.DictWriter(fh, fieldnames=COLUMNS)
             w.writeheader()
             w.writerows(rows)
-        cluster.write_text(cluster_toml(servers, cloud))
-        params = [f"preempt={preempt}", f"edge_queue={edge_queue}", f"per_job={per_job}"]
+        cluster.write_text(cluster_toml(servers, cloud, cloud_workers, serial))
+        params = [
+            f"preempt={preempt}",
+            f"edge_queue={edge_queue}",
+            f"per_job={per_job}",
+            f"migrate={migrate}",
+        ]
         _, res = replay(str(trace), POLICY, cluster=str(cluster), params=params, slot_s=slot)
     edge = [(delay, workers) for delay, workers, _ in servers]
     ref = simulate_tasks(
-        jobs, edge, cloud, slot, preempt=preempt, edge_queue=edge_queue, per_job=per_job
+        jobs,
+        edge,
+        cloud,
+        slot,
+        preempt=preempt,
+        edge_queue=edge_queue,
+        per_job=per_job,
+        cloud_workers=cloud_workers,
+        serial=serial,
+        migrate=migrate,
     )
     return res, ref
 
@@ -107,6 +151,8 @@ def check_same(res, ref) -> None:
     assert s.job_executed.tolist() == pytest.approx(ref["train"], rel=1e-9, abs=1e-9)
     assert job_records(res)["jct"].tolist() == pytest.approx(ref["jct"], rel=1e-9)
     assert info["zeta"].tolist() == ref["zeta"]
+    assert info["transfer_s"].tolist() == pytest.approx(ref["transfer"], rel=1e-9, abs=1e-9)
+    assert info["n_migrations"].tolist() == ref["n_migrations"]
     assert info["ps_held_s"] == pytest.approx(ref["ps_held_s"], rel=1e-9, abs=1e-9)
     summary = summarize(res)
     assert summary["total_comm_s"] == pytest.approx(ref["comm_s"], rel=1e-9, abs=1e-6)
@@ -145,19 +191,74 @@ def instances(draw):
             }
         )
     slot = draw(st.sampled_from([1.0, 0.5, 2.0]))
-    return jobs, servers, cloud, slot
+    cloud_workers = None
+    if cloud is not None and draw(st.booleans()):  # a bounded cloud of typed workers
+        counts = [(k, draw(st.integers(0, 2))) for k in present]
+        cloud_workers = [(k, c) for k, c in counts if c] or [(present[0], 1)]
+    serial = tuple(draw(st.booleans()) for _ in range(len(servers) + 1))
+    return jobs, servers, cloud, slot, cloud_workers, serial
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     case=instances(),
     preempt=st.booleans(),
     edge_queue=st.integers(1, 3),
     per_job=st.integers(0, 2),
+    migrate=st.booleans(),
 )
-def test_chunk_jobs_match_the_naive_simulator(case, preempt, edge_queue, per_job):
-    jobs, servers, cloud, slot = case
-    res, ref = run_both(jobs, servers, cloud, slot, preempt, edge_queue, per_job)
+def test_chunk_jobs_match_the_naive_simulator(case, preempt, edge_queue, per_job, migrate):
+    jobs, servers, cloud, slot, cloud_workers, serial = case
+    res, ref = run_both(
+        jobs,
+        servers,
+        cloud,
+        slot,
+        preempt,
+        edge_queue,
+        per_job,
+        cloud_workers=cloud_workers,
+        serial=serial,
+        migrate=migrate,
+    )
+    check_same(res, ref)
+
+
+@st.composite
+def migrating_instances(draw):
+    """One worker type on 2-3 edge servers and short jobs arriving over a few slots: about
+    a fifth of these instances move a preempted chunk (the general ones rarely do)."""
+    servers = [
+        (draw(st.sampled_from([0.0, 0.5, 1.0, 2.5])), [("a", draw(st.integers(1, 2)))], 2)
+        for _ in range(draw(st.integers(2, 3)))
+    ]
+    jobs = []
+    t = 0.0
+    for _ in range(draw(st.integers(3, 6))):
+        t += draw(st.sampled_from([0.0, 1.0, 2.0, 4.0]))
+        jobs.append(
+            {
+                "submit": t,
+                "chunks": draw(st.integers(1, 3)),
+                "type": "a",
+                "batches": 1,
+                "epochs": draw(st.integers(1, 2)),
+                "batch_time": draw(st.integers(1, 12)),
+                "update_time": 0,
+                "grad_mb": draw(st.sampled_from([0.0, 62.5])),
+                "bw_mbps": 1000.0,
+                "unit_s": 1.0,
+            }
+        )
+    serial = tuple(draw(st.booleans()) for _ in range(len(servers)))
+    return jobs, servers, serial, draw(st.sampled_from([1.0, 0.5]))
+
+
+@settings(max_examples=50, deadline=None)
+@given(case=migrating_instances())
+def test_moving_preempted_chunks_matches_the_naive_simulator(case):
+    jobs, servers, serial, slot = case
+    res, ref = run_both(jobs, servers, None, slot, True, 1, serial=serial, migrate=True)
     check_same(res, ref)
 
 
@@ -244,6 +345,48 @@ def test_naive_preempts_a_longer_chunk_and_resumes_it_on_its_worker():
     assert ref["finish"] == [23.0, 8.0]
     assert ref["worker"] == [0, 0]
     assert math.isclose(ref["ps_held_s"], 20.0 + 3.0)
+
+
+def test_naive_queues_chunks_on_a_bounded_cloud_and_ships_serially():
+    """One edge worker (delay 0) and a cloud 2 s away, edge_queue 1. Job y (10 s) holds the
+    worker 0-10. Job z (2 chunks of 6 s, comm 6) at 1 goes to the cloud (zeta 1: 6 s per
+    chunk). Unbounded: both chunks ship 1-3 and train 3-9 (JCT 8). Bounded to one worker:
+    chunk 1 waits on it (ready at 3) until chunk 0 ends at 9, then trains 9-15 (JCT 14).
+    Unbounded with serial shipping to the cloud: chunk 1 arrives at 5, trains 5-11 (JCT
+    10; it shipped 4 s)."""
+    jobs = [chunk_job(0, 1, 10), chunk_job(1, 2, 6, comm=6)]
+    edge = [(0.0, [("a", 1)])]
+    free = simulate_tasks(jobs, edge, 2.0, 1.0)
+    assert free["finish"] == pytest.approx([10.0, 9.0, 9.0]) and free["jct"][1] == 8.0
+    one = simulate_tasks(jobs, edge, 2.0, 1.0, cloud_workers=[("a", 1)])
+    assert one["worker"] == [0, 1, 1]
+    assert one["finish"] == pytest.approx([10.0, 9.0, 15.0]) and one["jct"][1] == 14.0
+    assert one["zeta"] == [0, 1]
+    serial = simulate_tasks(jobs, edge, 2.0, 1.0, serial=(False, True))
+    assert serial["finish"] == pytest.approx([10.0, 9.0, 11.0]) and serial["jct"][1] == 10.0
+    assert serial["transfer"] == [0.0, 2.0, 4.0]
+    for kw in ({"cloud_workers": [("a", 1)]}, {"serial": (False, True)}):
+        res, ref = run_both(jobs, [(0.0, [("a", 1)], 1)], 2.0, 1.0, False, 1, **kw)
+        check_same(res, ref)
+
+
+def test_naive_moves_a_preempted_chunk_to_a_freed_worker():
+    """Two servers (delay 1) of one worker each. L (40 s) and M (10 s) at 0 take workers 0
+    and 1 (shipping 0-1); S (30 s) at 2 joins worker 0 (ready at 3) and preempts L at 3
+    (L trained 2 s). M ends at 11. Pinned, L waits for worker 0 until S ends at 33 and ends
+    at 33 + 38 = 71. Moving, L takes worker 1 at 11, ships again 11-12 and ends at 50."""
+    jobs = [chunk_job(0, 1, 40), chunk_job(0, 1, 10), chunk_job(2, 1, 30)]
+    edge = [(1.0, [("a", 1)]), (1.0, [("a", 1)])]
+    pinned = simulate_tasks(jobs, edge, None, 1.0, preempt=True)
+    assert pinned["finish"] == [71.0, 11.0, 33.0] and pinned["n_migrations"] == [0, 0, 0]
+    moved = simulate_tasks(jobs, edge, None, 1.0, preempt=True, migrate=True)
+    assert moved["finish"] == [50.0, 11.0, 33.0] and moved["worker"] == [1, 1, 0]
+    assert moved["n_migrations"] == [1, 0, 0] and moved["transfer"] == [2.0, 1.0, 1.0]
+    servers = [(1.0, [("a", 1)], 1), (1.0, [("a", 1)], 1)]
+    for migrate in (False, True):
+        res, ref = run_both(jobs, servers, None, 1.0, True, 1, migrate=migrate)
+        check_same(res, ref)
+    assert summarize(res)["n_migrations"] == 1 and summarize(res)["migrate_s"] == 1.0
 
 
 # --- what the comparison found in the engine ------------------------------------------

@@ -1,7 +1,9 @@
 """The live TUI on runs of jobs made of chunks (typed workers on edge servers and a cloud).
 
-The bundled ec-30 trace on edge-cloud-testbed under a-online (8 edge servers of one
-``gpu`` and two ``cpu`` workers, and the unbounded cloud). The app is started paused and
+The bundled ec-30 trace on the testbed under a-online (8 edge servers of one ``gpu`` and
+two ``cpu`` workers, and, so that the cloud is busy from the start, the simulator's
+unbounded cloud: ``--cloud unbounded``; the bundled testbed's cloud is one machine, shown
+in the last test). The app is started paused and
 stepped with ``n`` (see tests/test_tui.py); what the screen shows (busy workers per
 server and type, chunks waiting on each worker, the cloud's chunks and jobs, the jobs'
 chunk counts) is compared at every step with the engine's state, recounted here from
@@ -11,6 +13,8 @@ the engine's task book, and at the end the summary with the headless run's.
 from __future__ import annotations
 
 import re
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,11 +26,13 @@ from gpusched.tui.app import GpuschedApp
 from gpusched.tui.screens import SummaryScreen
 from gpusched.tui.session import Driver
 from gpusched.tui.widgets import ClusterView, QueueView, WorkerView
-from gpusched.workloads.edge_cloud import edge_cloud_sim_workload
+from gpusched.workloads.edge_cloud import edge_cloud_cluster, edge_cloud_sim_workload
 from tests.test_tui import line_with, run_async, screen_text, strip_timing
 
 SIZE = (120, 40)
-CLUSTER = "edge-cloud-testbed"
+_DIR = Path(tempfile.mkdtemp(prefix="tui-tasks-"))
+CLUSTER = str(_DIR / "testbed-unbounded.toml")
+Path(CLUSTER).write_text(edge_cloud_cluster(8, 1, "testbed", cloud="unbounded"), encoding="utf-8")
 
 
 def make_engine(trace: str = "ec-30", cluster: str = CLUSTER):
@@ -358,3 +364,23 @@ async def test_worker_view_fits_100_servers(sim_trace, size):
         assert cloud.startswith("cloud  ") and first_int(cloud, "cloud") == truth.cloud_chunks
         assert view.render_line(1).text.startswith("edge   ")
         await pilot.press("q")
+
+
+@run_async
+async def test_the_bundled_testbed_with_its_one_machine_cloud():
+    """The cloud's workers are bounded there: the tiers still add up at every step."""
+    app = make_app(cluster="edge-cloud-testbed")
+    async with app.run_test(size=SIZE) as pilot:
+        await app.settle()
+        seen = 0
+        for _ in range(120):
+            await pilot.press("n")
+            await app.settle()
+            await pilot.pause()
+            if app.summary is not None:
+                break
+            truth = Truth(app.engine)
+            lines = screen_text(app)
+            assert first_int(line_with(lines, "│cloud  "), "cloud") == truth.cloud_chunks
+            seen += truth.cloud_chunks
+        assert seen  # its 3 workers took chunks

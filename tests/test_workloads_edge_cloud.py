@@ -252,7 +252,7 @@ def test_sim_slots_scale_the_window_by_j_over_30(jobs, pool):
 # -- clusters ------------------------------------------------------------------------------
 
 
-def _edges_and_cloud(text: str):
+def _edges_and_cloud(text: str, cloud_kind: str = "unbounded"):
     doc = tomllib.loads(text)
     groups = doc["servers"]
     edges = [g for g in groups if g["tier"] == "edge"]
@@ -260,8 +260,14 @@ def _edges_and_cloud(text: str):
     assert len(edges) + len(clouds) == len(groups)
     assert len(clouds) == 1 and groups[-1] is clouds[0]
     cloud = clouds[0]
-    assert cloud["unbounded"] is True and cloud["count"] == 1 and cloud["gpus"] == 0
-    assert "workers" not in cloud and "ps" not in cloud
+    assert cloud["count"] == 1
+    if cloud_kind == "unbounded":
+        assert cloud["unbounded"] is True and cloud["gpus"] == 0
+        assert "workers" not in cloud and "ps" not in cloud
+    else:  # the testbed's ninth machine (Sec. V-A): an edge machine's hardware and workers
+        assert "unbounded" not in cloud and cloud["ps"] == "unbounded"
+        assert cloud["workers"] == TESTBED_WORKERS
+        assert (cloud["gpus"], cloud["cpus"], cloud["mem_gb"]) == (1, 12, 16.0)
     lo, hi = DELAYS["cloud"]
     assert isinstance(cloud["delay_s"], int) and lo <= cloud["delay_s"] <= hi
     lo, hi = DELAYS["edge"]
@@ -272,7 +278,7 @@ def _edges_and_cloud(text: str):
 
 
 def test_testbed_cluster_counts():
-    doc, edges = _edges_and_cloud(edge_cloud_cluster(TESTBED_SERVERS, 3, "testbed"))
+    doc, edges = _edges_and_cloud(edge_cloud_cluster(TESTBED_SERVERS, 3, "testbed"), "machine")
     assert doc["cluster"]["name"] == "edge-cloud-testbed" and doc["cluster"]["description"]
     assert len(edges) == TESTBED_SERVERS
     for g in edges:
@@ -316,6 +322,48 @@ def test_bundled_cluster_is_the_generator_output_it_names(stem, kind):
     assert servers == (TESTBED_SERVERS if kind == "testbed" else 100)
     assert text == edge_cloud_cluster(servers, seed, kind)
     assert tomllib.loads(text)["cluster"]["name"] == stem
+
+
+@pytest.mark.parametrize("kind", ["testbed", "sim"])
+def test_cluster_cloud_and_shipping_options(kind):
+    """--cloud unbounded gives the testbed the simulator's cloud; --ship serial writes
+    every server's ship; both change nothing else (same draws)."""
+    servers = TESTBED_SERVERS if kind == "testbed" else 12
+    base = edge_cloud_cluster(servers, 4, kind)
+    serial = edge_cloud_cluster(servers, 4, kind, ship="serial")
+    doc = tomllib.loads(serial)
+    assert all(g["ship"] == "serial" for g in doc["servers"])
+    assert "ship" not in base.split("[cluster]")[1]
+    assert [g["delay_s"] for g in doc["servers"]] == [
+        g["delay_s"] for g in tomllib.loads(base)["servers"]
+    ]
+    if kind == "testbed":
+        free = edge_cloud_cluster(servers, 4, kind, cloud="unbounded")
+        _edges_and_cloud(free, "unbounded")
+    else:
+        with pytest.raises(GpuschedError, match="edge-cloud-sim's cloud is unbounded"):
+            edge_cloud_cluster(servers, 4, kind, cloud="machine")
+
+
+def test_the_testbed_cluster_loads_with_a_bounded_cloud():
+    """The bundled testbed: 24 edge workers and the cloud machine's 3 (typed, bounded)."""
+    from gpusched.core.tasks import worker_layout
+    from gpusched.io.cluster import load_cluster
+
+    layout = worker_layout(load_cluster("edge-cloud-testbed"), 1000)
+    assert layout.cloud_first == -1 and layout.n_workers == 27
+    assert int(layout.server_cloud.sum()) == 1
+
+
+@pytest.mark.parametrize("preset", ["edge-cloud-testbed", "edge-cloud-sim"])
+def test_arrival_scale_stretches_the_arrivals(preset):
+    base = build_workload(preset, 3)
+    wide = build_workload(preset, 3, arrival_scale=10.0)
+    a, b = base.submit_time, wide.submit_time
+    assert (b >= a).all() and b.max() >= 9 * a.max()
+    assert wide.extra["chunks"].tolist() == base.extra["chunks"].tolist()  # same draws
+    assert "arrivals x 10" in wide.source
+    assert build_workload(preset, 3, arrival_scale=1.0).submit_time.tolist() == a.tolist()
 
 
 # -- command line --------------------------------------------------------------------------
@@ -366,6 +414,24 @@ def test_cli_testbed_cluster_and_jobs_sweep(tmp_path):
         ),
         (["pd-ors", "--cluster-out", "c.toml"], ["--cluster-out", "'pd-ors' has no cluster"]),
         (["edge-cloud-sim", "--horizon", 5], ["does not take horizon"]),
+        (["edge-cloud-testbed", "--cloud", "unbounded"], ["--cloud", "give --cluster-out"]),
+        (
+            ["edge-cloud-testbed", "--cloud", "fog", "--cluster-out", "c.toml"],
+            ["--cloud must be machine or unbounded", "'fog'"],
+        ),
+        (
+            ["edge-cloud-sim", "--cloud", "machine", "--cluster-out", "c.toml"],
+            ["edge-cloud-sim's cloud is unbounded"],
+        ),
+        (
+            ["edge-cloud-sim", "--ship", "slow", "--cluster-out", "c.toml"],
+            ["--ship must be parallel or serial"],
+        ),
+        (["edge-cloud-sim", "--arrival-scale", 0], ["--arrival-scale", "> 0"]),
+        (["edge-cloud-sim", "--arrival-scale", "nan"], ["--arrival-scale"]),
+        (["edge-cloud-sim", "--arrival-scale", "inf"], ["--arrival-scale"]),
+        (["edge-cloud-testbed", "--arrival-scale", -2], ["--arrival-scale"]),
+        (["pd-ors", "--arrival-scale", 2], ["does not take arrival_scale"]),
     ],
 )
 def test_cli_refuses_bad_options_before_writing(args, needles, tmp_path, monkeypatch):

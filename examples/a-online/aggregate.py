@@ -2,10 +2,18 @@
 
 Usage: python examples/a-online/aggregate.py OUT_DIR
 
-For each experiment (testbed, fig7-jobsN, fig8-serversM) and policy: the mean over seeds
-(and the range) of the JCT rate (total JCT over SRTF's on the same workload), the average
-JCT and waiting (slots), the edge workers' utilisation, the preemptions, the jobs sent
-wholly to the cloud and the communication time.
+* For each experiment (testbed-jobsJ, fig7-jobsJ, fig8-serversS) and policy: the mean over
+  seeds (and the range) of the JCT rate (total JCT over SRTF's on the same workload, the
+  paper's metric), the average JCT and waiting (slots), the edge workers' utilisation, the
+  cloud's (its utilisation when it is one machine, else its mean busy workers), the
+  preemptions, the chunk moves (migrations), and Fig. 6's communication: the worker-PS
+  time (eq. 1's 2 q / b) and the time data spent shipping (moves included), each over
+  SRTF's.
+* Fig. 11: job submissions and the edge's utilisation over time (fig7-jobs300, 20-slot
+  bins), and the makespans.
+* The ablation (abl-WORKLOAD-VARIANT): every policy's JCT rate (over the SRTF of the same
+  comparison, switched back with the others when the variant switches it) and A_online's
+  edge utilisation and makespan over SRTF's.
 """
 
 from __future__ import annotations
@@ -13,50 +21,220 @@ from __future__ import annotations
 import csv
 import re
 import sys
+import tomllib
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
+
+POLICIES = ("a-online", "a-online-e", "srtf", "tiresias-l", "batchsche")
 KEYS = (
     ("jct_rate", "JCT rate", "{:.3f}"),
     ("avg_jct_s", "avg JCT", "{:,.0f}"),
     ("avg_wait_s", "avg wait", "{:,.0f}"),
     ("gpu_utilization", "edge util", "{:.2f}"),
+    ("cloud", "CLOUD", "{:.2f}"),
     ("n_preemptions", "preemptions", "{:,.0f}"),
+    ("n_migrations", "moves", "{:,.0f}"),
     ("n_cloud_jobs", "cloud jobs", "{:.0f}"),
-    ("total_comm_s", "comm", "{:,.0f}"),
+    ("comm_rate", "comm rate", "{:.2f}"),
+    ("ship_rate", "shipping rate", "{:.2f}"),
+)
+VARIANTS = (
+    ("base", "the defaults (the paper's model as read here)"),
+    ("cloud", "cause 1 back: testbed cloud unbounded / sim: serial shipping (sensitivity)"),
+    ("workers", "cause 2 back: baselines' k = trace GPU count"),
+    ("edgeonly", "cause 2 back: baselines may use the cloud"),
+    ("migrate", "cause 2 back: baselines' chunks pinned (no moves)"),
+    ("batches", "cause 3 back: BatchSche per slot, flat prices (cloud 0.5), k = trace"),
+    ("load10", "load: arrivals x 10"),
+    ("load100", "load: arrivals x 100"),
+    ("allback", "causes 1-3 back together (the earlier model)"),
 )
 
 
-def main(out: Path) -> None:
-    runs: dict[str, dict[str, list[dict[str, str]]]] = defaultdict(lambda: defaultdict(list))
+def base_name(label: str) -> str:
+    return label.partition(":")[0]
+
+
+Row = dict[str, float]
+
+
+def read(out: Path) -> dict[str, dict[str, dict[str, Row]]]:
+    """experiment -> seed -> policy (base name) -> its comparison row (numbers)."""
+    runs: dict[str, dict[str, dict[str, Row]]] = defaultdict(dict)
     for comp in sorted(out.glob("*-s*/comparison.csv")):
-        exp = re.sub(r"-s\d+$", "", comp.parent.name)
+        exp, seed = comp.parent.name.rsplit("-s", 1)
         with comp.open() as fh:
-            for row in csv.DictReader(fh):
-                runs[exp][row["policy"]].append(row)
-
-    def order(name: str) -> tuple[str, int]:
-        m = re.match(r"(\D+?)(\d+)$", name)
-        return (m.group(1), int(m.group(2))) if m else (name, 0)
-
-    for exp in sorted(runs, key=order):
-        seeds = len(next(iter(runs[exp].values())))
-        print(f"\n### {exp} ({seeds} seeds: mean, [min, max])\n")
-        print("| policy | " + " | ".join(label for _, label, _ in KEYS) + " |")
-        print("| --- " * (len(KEYS) + 1) + "|")
-        for pol, rows in runs[exp].items():
-            cells = []
-            for key, _, fmt in KEYS:
-                vals = [float(r[key]) for r in rows if r.get(key) not in (None, "")]
-                if not vals:
-                    cells.append("-")
+            rows = list(csv.DictReader(fh))
+        got: dict[str, Row] = {}
+        for r in rows:
+            num = {}
+            for k, v in r.items():
+                try:
+                    num[k] = float(v)
+                except (TypeError, ValueError):
                     continue
-                mean = sum(vals) / len(vals)
-                cells.append(
-                    fmt.format(mean)
-                    + (f" [{fmt.format(min(vals))}, {fmt.format(max(vals))}]" if len(vals) > 1 else "")
-                )
+            num["cloud"] = num.get("cloud_utilization", num.get("mean_busy_cloud", float("nan")))
+            got[base_name(r["policy"])] = num
+        runs[exp][seed] = got
+    return runs
+
+
+def rates(got: dict[str, Row], base: dict[str, Row] | None = None) -> dict[str, Row]:
+    """Each policy's row with its JCT, communication and shipping rates over SRTF's (the
+    rows a variant did not run are the same seed's base comparison's)."""
+    rows = dict(base or {})
+    rows.update(got)
+    srtf = rows["srtf"]
+    out = {}
+    for pol, r in rows.items():
+        r = dict(r)
+        r["jct_rate"] = r["total_jct_s"] / srtf["total_jct_s"]
+        for key, col in (("comm_rate", "total_comm_s"), ("ship_rate", "total_transfer_s")):
+            r[key] = r[col] / srtf[col] if srtf[col] else float("nan")
+        out[pol] = r
+    return out
+
+
+def cell(vals: list[float], fmt: str) -> str:
+    vals = [v for v in vals if v == v]
+    if not vals:
+        return "-"
+    mean = sum(vals) / len(vals)
+    if len(vals) == 1:
+        return fmt.format(mean)
+    return f"{fmt.format(mean)} [{fmt.format(min(vals))}, {fmt.format(max(vals))}]"
+
+
+def order(name: str) -> tuple[str, int]:
+    m = re.match(r"(\D+?)(\d+)$", name)
+    return (m.group(1), int(m.group(2))) if m else (name, 0)
+
+
+def tables(runs: dict[str, dict[str, dict[str, Row]]]) -> None:
+    for exp in sorted((e for e in runs if not e.startswith("abl-")), key=order):
+        seeds = [rates(got) for got in runs[exp].values()]
+        print(f"\n#### {exp} ({len(seeds)} seeds: mean [min, max])\n")
+        bounded = any("cloud_utilization" in r for got in seeds for r in got.values())
+        cloud = "cloud util" if bounded else "busy cloud workers"
+        labels = [cloud if label == "CLOUD" else label for _, label, _ in KEYS]
+        print("| policy | " + " | ".join(labels) + " |")
+        print("| --- " * (len(KEYS) + 1) + "|")
+        for pol in POLICIES:
+            rows = [got[pol] for got in seeds if pol in got]
+            if rows:
+                cells = [cell([r.get(k, float("nan")) for r in rows], fmt) for k, _, fmt in KEYS]
+                print(f"| {pol} | " + " | ".join(cells) + " |")
+
+
+def ablation(runs: dict[str, dict[str, dict[str, Row]]]) -> None:
+    for wl, title in (("tb30", "testbed, 30 jobs"), ("sim300", "simulator, 300 jobs")):
+        base = runs.get(f"abl-{wl}-base", {})
+        if not base:
+            continue
+        print(f"\n#### ablation: {title} ({len(base)} seeds: mean [min, max])\n")
+        head = " | ".join(f"{p} rate" for p in POLICIES)
+        print(f"| variant | {head} | A_online edge util | makespan A_online / SRTF |")
+        print("| --- " * (len(POLICIES) + 3) + "|")
+        for var, text in VARIANTS:
+            exp = f"abl-{wl}-{var}"
+            if exp not in runs:
+                continue
+            seeds = [rates(got, base.get(seed)) for seed, got in runs[exp].items()]
+            cells = [cell([g[p]["jct_rate"] for g in seeds if p in g], "{:.3f}") for p in POLICIES]
+            util = cell([g["a-online"]["gpu_utilization"] for g in seeds], "{:.2f}")
+            span = [g["a-online"]["makespan_s"] / g["srtf"]["makespan_s"] for g in seeds]
+            row = " | ".join(cells)
+            print(f"| {var}: {text} | {row} | {util} | {cell(span, '{:.2f}')} |")
+
+
+def sweeps(runs: dict[str, dict[str, dict[str, Row]]]) -> None:
+    """One table per sweep: a cell per policy and point, the seeds' mean JCT rate, average
+    wait (slots) and edge utilisation, so that no rate is read without the load behind it."""
+    for prefix, title in (
+        ("testbed-jobs", "Fig. 4: testbed, by jobs"),
+        ("fig7-jobs", "Fig. 7: simulator (100 servers), by jobs"),
+        ("fig8-servers", "Fig. 8: simulator (300 jobs), by edge servers"),
+    ):
+        points = sorted(
+            (e for e in runs if e.startswith(prefix)), key=lambda e: int(e[len(prefix) :])
+        )
+        if not points:
+            continue
+        print(f"\n#### {title}: JCT rate / avg wait / edge util (mean over seeds)\n")
+        print("| policy | " + " | ".join(p.removeprefix(prefix) for p in points) + " |")
+        print("| --- " * (len(points) + 1) + "|")
+        for pol in POLICIES:
+            cells = []
+            for p in points:
+                rows = [rates(got)[pol] for got in runs[p].values() if pol in got]
+                rate = np.mean([r["jct_rate"] for r in rows])
+                wait = np.mean([r["avg_wait_s"] for r in rows])
+                util = np.mean([r["gpu_utilization"] for r in rows])
+                cells.append(f"{rate:.3f} / {wait:,.0f} / {util:.2f}")
             print(f"| {pol} | " + " | ".join(cells) + " |")
+
+
+def n_edge(toml: Path) -> int:
+    doc = tomllib.loads(toml.read_text())
+    return sum(
+        g["count"] * sum(g.get("workers", {}).values())
+        for g in doc["servers"]
+        if g.get("tier") == "edge"
+    )
+
+
+def utilisation(out: Path, exp: str = "fig7-jobs300", width: float = 20.0, bins: int = 12) -> None:
+    folders = sorted(out.glob(f"{exp}-s*"))
+    if not folders:
+        return
+    print(f"\n#### Fig. 11: {exp}, submissions and edge utilisation per {width:g}-slot bin\n")
+    edges = np.arange(bins + 1) * width
+    head = " | ".join(f"{int(a)}-{int(b)}" for a, b in zip(edges[:-1], edges[1:], strict=True))
+    print(f"| | {head} | makespan |")
+    print("| --- " * (bins + 2) + "|")
+    subs = np.zeros(bins)
+    util: dict[str, list[np.ndarray]] = defaultdict(list)
+    spans: dict[str, list[float]] = defaultdict(list)
+    for f in folders:
+        seed = f.name.rsplit("-s", 1)[1]
+        trace = out / "wl" / f"sim300-s{seed}.csv"
+        with trace.open() as fh:
+            t = np.array([float(r["submit_time"]) for r in csv.DictReader(fh)])
+        subs += np.histogram(t, edges)[0] / len(folders)
+        workers = n_edge(out / "wl" / f"sim100-s{seed}.toml")
+        for pol in POLICIES:
+            found = [d for d in f.iterdir() if d.is_dir() and d.name.split("-", 1)[1] == pol]
+            if not found:
+                continue
+            tl = found[0] / "timeline.csv"
+            with tl.open() as fh:
+                rows = list(csv.DictReader(fh))
+            times = np.array([float(r["time_s"]) for r in rows])
+            busy = np.array([float(r["busy_edge"]) for r in rows])
+            spans[pol].append(float(times[-1] - times[0]))
+            ends = np.append(times[1:], times[-1])
+            frac = np.zeros(bins)
+            for k in range(bins):
+                lo, hi = edges[k], edges[k + 1]
+                overlap = np.clip(np.minimum(ends, hi) - np.maximum(times, lo), 0, None)
+                frac[k] = float((busy * overlap).sum()) / (workers * width)
+            util[pol].append(frac)
+    print("| jobs submitted | " + " | ".join(f"{v:.0f}" for v in subs) + " | |")
+    for pol in POLICIES:
+        if util[pol]:
+            mean = np.mean(util[pol], axis=0)
+            cells = " | ".join(f"{v:.2f}" for v in mean)
+            print(f"| {pol} edge util | {cells} | {np.mean(spans[pol]):,.0f} |")
+
+
+def main(out: Path) -> None:
+    runs = read(out)
+    sweeps(runs)
+    tables(runs)
+    utilisation(out)
+    ablation(runs)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@ Usage::
     python examples/a-online/competitive.py [--seeds 1-5] [--jobs 5,10,15,20,25]
         [--servers 5] [--eps 0,0.25,0.5] [--time-limit 60]
 
+``--jobs`` and ``--servers`` take lists: Fig. 12 is jobs at 5 servers, Fig. 13 servers at
+15 jobs (``--jobs 15 --servers 5,15,25,35,45``).
+
 Sec. V-C of the edge-cloud paper: "We simplify ILP (4) by setting zeta_j = 1, whose optimal
 objective is smaller than that of ILP (4). As a result, we can use the simplified problem
 to calculate an upper bound of our actual competitive ratio of A_online", on "a reduced
@@ -61,8 +64,12 @@ def write_run_files(inst: dict, eps: float, folder: Path) -> tuple[str, str]:
             ["job_id", "submit_time", "num_gpus", "chunks", "batches", "epochs", "worker_type"]
             + ["batch_time", "update_time", "grad_mb", "bw_mbps"]
         )
-        for j, (r, d, p) in enumerate(zip(inst["release"], inst["chunks"], inst["slots"])):
-            w.writerow([f"j{j}", int(r), 1, int(d), 1, 1, "a", repr(float(p) / (1 + eps)), 0, 0, 1000])
+        for j, (r, d, p) in enumerate(
+            zip(inst["release"], inst["chunks"], inst["slots"], strict=True)
+        ):
+            w.writerow(
+                [f"j{j}", int(r), 1, int(d), 1, 1, "a", repr(float(p) / (1 + eps)), 0, 0, 1000]
+            )
     cluster = folder / "c.toml"
     groups = [
         f'[[servers]]\ncount = 1\ngpus = 1\ngpu_type = "g"\ntier = "edge"\n'
@@ -145,22 +152,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="1-5")
     ap.add_argument("--jobs", default="5,10,15,20,25")
-    ap.add_argument("--servers", type=int, default=5)
+    ap.add_argument("--servers", default="5")
     ap.add_argument("--eps", default="0,0.25,0.5")
     ap.add_argument("--time-limit", type=float, default=60.0)
     args = ap.parse_args()
     epsilons = [float(x) for x in args.eps.split(",")]
-    print("| jobs | seeds | " + " | ".join(f"ratio eps={e:g}" for e in epsilons)
-          + " | JCT ratio eps=0 | optimal | solver s |")
-    print("| --- " * (5 + len(epsilons)) + "|")
-    for n in spans(args.jobs):
+    print(
+        "| jobs | servers | seeds | "
+        + " | ".join(f"ratio eps={e:g}" for e in epsilons)
+        + " | JCT ratio eps=0 | optimal | solver s |"
+    )
+    print("| --- " * (6 + len(epsilons)) + "|")
+    for n, m in [(n, m) for n in spans(args.jobs) for m in spans(args.servers)]:
         ratios: dict[float, list[float]] = {e: [] for e in epsilons}
         jct: list[float] = []
         status: list[str] = []
         secs = 0.0
         seeds = spans(args.seeds)
         for s in seeds:
-            inst = instance(s, n, args.servers)
+            inst = instance(s, n, m)
             opt = exact(inst, args.time_limit)
             status.append(opt.status)
             secs += opt.runtime
@@ -175,7 +185,8 @@ def main() -> None:
             return f"{np.mean(v):.3f} (max {np.max(v):.3f})"
 
         print(
-            f"| {n} | {len(seeds)} | " + " | ".join(cell(ratios[e]) for e in epsilons)
+            f"| {n} | {m} | {len(seeds)} | "
+            + " | ".join(cell(ratios[e]) for e in epsilons)
             + f" | {cell(jct)} | {status.count('optimal')}/{len(seeds)} | {secs:.1f} |"
         )
 

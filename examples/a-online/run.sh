@@ -1,33 +1,109 @@
 #!/usr/bin/env bash
 # Every edge-cloud experiment of docs/a-online.md, then its tables.
-# Usage: bash examples/a-online/run.sh [OUT_DIR]   (default ./a-online-runs; ~1.5 h on 2 cores)
+# Usage: bash examples/a-online/run.sh [OUT_DIR]   (default runs/a-online)
 # Workloads and clusters are regenerated from their seeds (deterministic): nothing is committed.
-# SEEDS="1 2 3" by default; POLICIES overrides the policy list; JOBS and SERVERS the sweeps.
+# SEEDS="1 2 3" by default; POLICIES overrides the policy list; TBJOBS, JOBS and SERVERS the
+# sweeps; PARTS the parts to run (testbed fig7 fig8 ablation; all by default).
+# Each workload's cluster is drawn from the same seed (--cluster-out): its delays vary by seed.
 set -euo pipefail
-OUT=${1:-a-online-runs}
+OUT=${1:-runs/a-online}
 SEEDS=${SEEDS:-"1 2 3"}
+TBJOBS=${TBJOBS:-"10 20 30 40 50"}
 JOBS=${JOBS:-"100 200 300 400 500"}
 SERVERS=${SERVERS:-"40 60 80 100 120"}
+PARTS=${PARTS:-"testbed fig7 fig8 ablation"}
 HERE=$(cd "$(dirname "$0")" && pwd)
 read -r -a NAMES <<< "${POLICIES:-a-online a-online-e srtf tiresias-l batchsche}"
 ALL=()
 for p in "${NAMES[@]}"; do ALL+=(-P "$p"); done
 mkdir -p "$OUT/wl"
+has() { [[ " $PARTS " == *" $1 "* ]]; }
+
+# one compare: NAME TRACE CLUSTER [policy specs...] (the five by default); a comparison
+# already complete is kept (FORCE=1 runs it again), so an interrupted run resumes
+run() {
+  local name=$1 trace=$2 cluster=$3
+  shift 3
+  local specs=("${ALL[@]}")
+  if (($#)); then specs=("$@"); fi
+  if [[ -f "$OUT/$name/comparison.csv" && -z "${FORCE:-}" ]]; then return; fi
+  gpusched compare "$trace" -c "$cluster" "${specs[@]}" -o "$OUT/$name" --force >/dev/null
+}
+
+# the job-level baselines switched back, one cause at a time: only the policies a variant
+# changes run (aggregate.py takes the others from the same seed's base comparison)
+variants() {  # OPTION: srtf and tiresias-l given OPTION
+  echo -P "srtf:$1" -P "tiresias-l:$1"
+}
+OLD_BATCHSCHE="batchsche:batches=slot,price_ratio=1,cloud_price=0.5,workers=trace"
+OLD_JOBLEVEL="workers=trace,edge_only=false,migrate=false"
+
 for s in $SEEDS; do
-  # the testbed setting (Figs. 4-6): 8 edge servers and the cloud, 30 jobs
-  gpusched workload edge-cloud-testbed --seed "$s" -o "$OUT/wl/testbed-s$s.csv" >/dev/null
-  gpusched compare "$OUT/wl/testbed-s$s.csv" -c edge-cloud-testbed "${ALL[@]}" -o "$OUT/testbed-s$s" --force >/dev/null
-  # Figs. 7 and 9: JCT rate and preemptions against the number of jobs (100 servers)
-  for n in $JOBS; do
-    gpusched workload edge-cloud-sim --jobs "$n" --seed "$s" -o "$OUT/wl/jobs$n-s$s.csv" >/dev/null
-    gpusched compare "$OUT/wl/jobs$n-s$s.csv" -c edge-cloud-sim "${ALL[@]}" -o "$OUT/fig7-jobs$n-s$s" --force >/dev/null
-  done
-  # Figs. 8 and 10: against the number of edge servers (300 jobs)
-  for m in $SERVERS; do
-    gpusched workload edge-cloud-sim --jobs 300 --seed "$s" --servers "$m" \
-      --cluster-out "$OUT/wl/servers$m-s$s.toml" -o "$OUT/wl/servers$m-s$s.csv" >/dev/null
-    gpusched compare "$OUT/wl/servers$m-s$s.csv" -c "$OUT/wl/servers$m-s$s.toml" "${ALL[@]}" \
-      -o "$OUT/fig8-servers$m-s$s" --force >/dev/null
-  done
+  w="$OUT/wl"
+  if has testbed; then
+    # Figs. 4-6: the testbed (8 edge machines and a ninth as the cloud), J jobs
+    for n in $TBJOBS; do
+      gpusched workload edge-cloud-testbed --jobs "$n" --seed "$s" -o "$w/tb$n-s$s.csv" \
+        --cluster-out "$w/tb-s$s.toml" >/dev/null
+      run "testbed-jobs$n-s$s" "$w/tb$n-s$s.csv" "$w/tb-s$s.toml"
+    done
+  fi
+  if has fig7; then
+    # Figs. 7, 9, 11: against the number of jobs (100 edge servers)
+    for n in $JOBS; do
+      gpusched workload edge-cloud-sim --jobs "$n" --seed "$s" -o "$w/sim$n-s$s.csv" \
+        --cluster-out "$w/sim100-s$s.toml" >/dev/null
+      run "fig7-jobs$n-s$s" "$w/sim$n-s$s.csv" "$w/sim100-s$s.toml"
+    done
+  fi
+  if has fig8; then
+    # Figs. 8 and 10: against the number of edge servers (300 jobs)
+    for m in $SERVERS; do
+      gpusched workload edge-cloud-sim --jobs 300 --seed "$s" --servers "$m" \
+        --cluster-out "$w/sim$m-s$s.toml" -o "$w/servers$m-s$s.csv" >/dev/null
+      run "fig8-servers$m-s$s" "$w/servers$m-s$s.csv" "$w/sim$m-s$s.toml"
+    done
+  fi
+  if has ablation; then
+    # one cause switched back at a time, on the testbed (30 jobs) and the simulator (300)
+    gpusched workload edge-cloud-testbed --seed "$s" -o "$w/tb30-s$s.csv" \
+      --cluster-out "$w/tb-s$s.toml" >/dev/null
+    gpusched workload edge-cloud-testbed --seed "$s" -o "$w/tb30-s$s.csv" --cloud unbounded \
+      --cluster-out "$w/tb-free-s$s.toml" >/dev/null
+    gpusched workload edge-cloud-sim --seed "$s" -o "$w/sim300-s$s.csv" \
+      --cluster-out "$w/sim100-s$s.toml" >/dev/null
+    gpusched workload edge-cloud-sim --seed "$s" -o "$w/sim300-s$s.csv" --ship serial \
+      --cluster-out "$w/sim100-serial-s$s.toml" >/dev/null
+    for wl in tb30 sim300; do
+      if [[ $wl == tb30 ]]; then cl="$w/tb-s$s.toml"; else cl="$w/sim100-s$s.toml"; fi
+      run "abl-$wl-base-s$s" "$w/$wl-s$s.csv" "$cl"
+      # shellcheck disable=SC2046
+      run "abl-$wl-workers-s$s" "$w/$wl-s$s.csv" "$cl" $(variants workers=trace)
+      # shellcheck disable=SC2046
+      run "abl-$wl-edgeonly-s$s" "$w/$wl-s$s.csv" "$cl" $(variants edge_only=false)
+      # shellcheck disable=SC2046
+      run "abl-$wl-migrate-s$s" "$w/$wl-s$s.csv" "$cl" $(variants migrate=false)
+      run "abl-$wl-batches-s$s" "$w/$wl-s$s.csv" "$cl" -P "$OLD_BATCHSCHE"
+      for f in 10 100; do
+        if [[ $wl == tb30 ]]; then
+          gpusched workload edge-cloud-testbed --seed "$s" --arrival-scale "$f" \
+            -o "$w/$wl-x$f-s$s.csv" >/dev/null
+        else
+          gpusched workload edge-cloud-sim --seed "$s" --arrival-scale "$f" \
+            -o "$w/$wl-x$f-s$s.csv" >/dev/null
+        fi
+        run "abl-$wl-load$f-s$s" "$w/$wl-x$f-s$s.csv" "$cl"
+      done
+    done
+    # the cloud: the testbed's unbounded (the paper's model), the simulator's serial shipping
+    run "abl-tb30-cloud-s$s" "$w/tb30-s$s.csv" "$w/tb-free-s$s.toml"
+    run "abl-sim300-cloud-s$s" "$w/sim300-s$s.csv" "$w/sim100-serial-s$s.toml"
+    # every cause back at once: the model of the earlier page
+    for wl in tb30 sim300; do
+      if [[ $wl == tb30 ]]; then cl="$w/tb-free-s$s.toml"; else cl="$w/sim100-s$s.toml"; fi
+      run "abl-$wl-allback-s$s" "$w/$wl-s$s.csv" "$cl" -P a-online -P a-online-e \
+        -P "srtf:$OLD_JOBLEVEL" -P "tiresias-l:$OLD_JOBLEVEL,thresholds=50,200" -P "$OLD_BATCHSCHE"
+    done
+  fi
 done
 python "$HERE/aggregate.py" "$OUT"

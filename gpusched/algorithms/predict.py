@@ -32,19 +32,32 @@ Choices where the paper is silent (see ``docs/a-srpt.md``):
   known at submission). For ``mean`` this is the mean training duration; for ``median``
   the median one.
 * **Categorical features.** Group and user enter the forest by *target encoding* fitted on
-  the training jobs only, never as ordered integer codes: a category's value is the mean
+  the training jobs only, never as arbitrary integer codes: a category's value is the mean
   log-duration of its training jobs, shrunk towards the training mean by
-  :data:`SMOOTHING` pseudo-jobs. A training job is encoded with its categories' *earlier*
-  training jobs only (ordered target statistics, as CatBoost does), so the forest learns
-  from what was known when each job arrived, never from the job's own target (a
-  leave-one-out encoding would leak: within a category it falls as the job's own target
-  rises, which fully grown trees learn); a job predicted uses its categories' full
-  training encodings. No count feature: it would let the trees split on a job's position
-  in time. Target encoding rather than an exact-match lookup, so that the paper's random
-  forest stays the model and can weigh the user against the group.
+  :data:`SMOOTHING` pseudo-jobs. The paper predicts "based on ``group id`` and user id"
+  and trains on "the first 80% jobs" (Sec. IV-C-3, V-A 1-c): a feature that is a function
+  of the ids. So by default (``encoding="plain"``) a training job and a job predicted carry
+  the same value for the same category, the category's full training encoding. Ordering
+  the categories by their mean response and splitting them as an ordered variable is how a
+  least-squares regression tree treats a categorical feature (Breiman et al., CART, 1984,
+  Sec. 9.4, after Fisher, 1958): it finds the best split into two sets of categories. The
+  option ``encoding="ordered"`` (this module's default until issue 32) encodes a training
+  job with its categories' *earlier* training jobs only (ordered target statistics, as
+  CatBoost does), so the trees learn from what was known when each job arrived; the paper
+  does not describe this, and on recurring workloads it halves the share within 10 % of
+  the jobs of seen groups (``docs/a-srpt.md``). A fully grown tree on the plain encoding
+  fits the training jobs' own targets, but a job predicted is never a training job (the
+  evaluated jobs are not trained on, and a history job is predicted in-sample only for
+  scheduling, as the paper does). No count feature: it would let the trees split on a
+  job's position in time. Target encoding rather than an exact-match lookup, so that the
+  paper's random forest stays the model and can weigh the user against the group.
 * **Unseen groups.** The paper's rule applies to the group only: a job whose group is not
-  among the training jobs is predicted 0 (:attr:`Fit.rule` marks them); an unseen *user*
-  of a seen group gets the training mean as its user encoding.
+  among the training jobs is predicted 0 (``unseen="zero"``, the default; :attr:`Fit.rule`
+  marks them; the Alibaba PAI trace's own simulator does the same, "no history ... duration
+  = 0 ... highest priority"). ``unseen="forest"`` switches the rule off: such a job keeps
+  the forest's prediction, its group encoded as the training mean (so its user decides).
+  :attr:`Fit.unseen` marks jobs of unseen groups in either case. An unseen *user* of a seen
+  group gets the training mean as its user encoding.
 * ``mean``/``median`` are global (they use neither group nor user), so the unseen-group rule
   does not apply to them. With no training job at all (nothing finished before the
   evaluated window) every predictor but the oracle predicts 0 for every job, and
@@ -68,9 +81,11 @@ import numpy as np
 from gpusched.core.jobs import job_iterations
 
 __all__ = [
+    "ENCODINGS",
     "KINDS",
     "SMOOTHING",
     "TRAIN_FRACTION",
+    "UNSEEN",
     "WITHIN",
     "Fit",
     "Split",
@@ -86,6 +101,12 @@ __all__ = [
 
 KINDS = ("forest", "mean", "median", "oracle")
 """Predictor names accepted by :func:`fit_predictor`."""
+
+ENCODINGS = ("plain", "ordered")
+"""How the forest's training jobs encode group and user (module docstring); the first is the default."""
+
+UNSEEN = ("zero", "forest")
+"""What a job of an unseen group gets from the forest: 0 (the paper's rule) or the forest's value."""
 
 TRAIN_FRACTION = 0.8
 """Share of the jobs, earliest by submission, that are history (Sec. V-A 1-c)."""
@@ -174,12 +195,16 @@ class Fit:
         bool per job: predicted 0 by the unseen-group rule (or for want of any training job).
     split
         The history / training / evaluated split it was fitted on.
+    unseen
+        bool per job: its group has no training job (all jobs when nothing was trained on,
+        none without a ``group`` column), whatever the predictor and the rule.
     """
 
     kind: str
     iterations: np.ndarray
     rule: np.ndarray
     split: Split
+    unseen: np.ndarray
 
 
 def _encode(
@@ -217,7 +242,34 @@ def _encode(
     return enc, n_all, enc_train, n_before
 
 
-def fit(kind: str, jobs: Any, seed: int = 0, *, fraction: float = TRAIN_FRACTION) -> Fit:
+def _unseen(jobs: Any, sp: Split, n: int) -> np.ndarray:
+    """Jobs whose group has no training job (see :attr:`Fit.unseen`)."""
+    if sp.train.size == 0:
+        return np.ones(n, dtype=bool)
+    extra = getattr(jobs, "extra", {}) or {}
+    if "group" not in extra:
+        return np.zeros(n, dtype=bool)
+    g = np.asarray(extra["group"]).astype(str)
+    return ~np.isin(g, g[sp.train])
+
+
+def check_options(encoding: str, unseen: str) -> None:
+    """Raise ValueError unless ``encoding`` is in :data:`ENCODINGS` and ``unseen`` in :data:`UNSEEN`."""
+    if encoding not in ENCODINGS:
+        raise ValueError(f"encoding must be one of {', '.join(ENCODINGS)}, got {encoding!r}")
+    if unseen not in UNSEEN:
+        raise ValueError(f"unseen must be one of {', '.join(UNSEEN)}, got {unseen!r}")
+
+
+def fit(
+    kind: str,
+    jobs: Any,
+    seed: int = 0,
+    *,
+    fraction: float = TRAIN_FRACTION,
+    encoding: str = ENCODINGS[0],
+    unseen: str = UNSEEN[0],
+) -> Fit:
     """Train predictor ``kind`` on the training jobs and predict every job's iterations.
 
     Parameters
@@ -231,41 +283,49 @@ def fit(kind: str, jobs: Any, seed: int = 0, *, fraction: float = TRAIN_FRACTION
         ``random_state`` of the forest (bootstrap and feature draws).
     fraction
         Share of jobs (earliest first) that are history (:func:`split`).
+    encoding
+        The forest's training encoding of group and user, ``"plain"`` (default) or
+        ``"ordered"`` (module docstring); ignored by the other predictors.
+    unseen
+        ``"zero"`` (default: the paper's rule, a job of an unseen group is predicted 0) or
+        ``"forest"`` (the rule off); ignored by the other predictors, which use no group.
 
     Returns
     -------
     Fit
-        Predicted iterations, where the unseen-group rule fired, and the split.
+        Predicted iterations, where the unseen-group rule fired, the split, unseen groups.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown predictor {kind!r} (known: {', '.join(KINDS)})")
+    check_options(encoding, unseen)
     y = job_iterations(jobs)
     n = y.shape[0]
     sp = split(jobs, fraction)
     none = np.zeros(n, dtype=bool)
+    new = _unseen(jobs, sp, n)
     if kind == "oracle" or n == 0:
-        return Fit(kind, y.copy(), none, sp)
+        return Fit(kind, y.copy(), none, sp, new)
     if sp.train.size == 0:  # nothing finished before the evaluated window: nothing known
-        return Fit(kind, np.zeros(n), np.ones(n, dtype=bool), sp)
+        return Fit(kind, np.zeros(n), np.ones(n, dtype=bool), sp, new)
     work = np.asarray(jobs.work_s, dtype=np.float64)
     s_per_it = np.where(y > 0, work / np.where(y > 0, y, 1.0), 1.0)  # s per iteration
     tr = sp.train
     if kind == "mean":
-        return Fit(kind, float(np.mean(work[tr])) / s_per_it, none, sp)
+        return Fit(kind, float(np.mean(work[tr])) / s_per_it, none, sp, new)
     if kind == "median":
-        return Fit(kind, float(np.median(work[tr])) / s_per_it, none, sp)
+        return Fit(kind, float(np.median(work[tr])) / s_per_it, none, sp, new)
     z = np.log(work)  # the forest's target: log-duration, comparable across models
     extra = getattr(jobs, "extra", {}) or {}
     feats = [c for c in ("group", "user") if c in extra]
     if not feats:
-        return Fit(kind, float(np.exp(np.mean(z[tr]))) / s_per_it, none, sp)
-    cols, cols_train, unseen = [], [], none
+        return Fit(kind, float(np.exp(np.mean(z[tr]))) / s_per_it, none, sp, new)
+    cols, cols_train = [], []
     for c in feats:
-        enc, cnt, enc_tr, _ = _encode(extra[c], tr, z)
+        enc, _, enc_tr, _ = _encode(extra[c], tr, z)
         cols.append(enc)
-        cols_train.append(enc_tr)
-        if c == "group":
-            unseen = cnt == 0
+        # plain: a training job carries its category's full training encoding, as a job
+        # predicted does; ordered: only its category's earlier training jobs
+        cols_train.append(enc[tr] if encoding == "plain" else enc_tr)
 
     from sklearn.ensemble import RandomForestRegressor  # lazy: ~1.5 s import
 
@@ -274,18 +334,26 @@ def fit(kind: str, jobs: Any, seed: int = 0, *, fraction: float = TRAIN_FRACTION
     )
     forest.fit(np.column_stack(cols_train), z[tr])
     dur = np.exp(np.asarray(forest.predict(np.column_stack(cols)), dtype=np.float64))
+    if unseen == "forest":  # the rule off: every job keeps the forest's prediction
+        return Fit(kind, dur / s_per_it, none, sp, new)
     # Sec. IV-C-3: "We predict 0 iterations for unseen jobs"
-    return Fit(kind, np.where(unseen, 0.0, dur / s_per_it), unseen, sp)
+    return Fit(kind, np.where(new, 0.0, dur / s_per_it), new.copy(), sp, new)
 
 
 def fit_predictor(
-    kind: str, jobs: Any, seed: int = 0, *, fraction: float = TRAIN_FRACTION
+    kind: str,
+    jobs: Any,
+    seed: int = 0,
+    *,
+    fraction: float = TRAIN_FRACTION,
+    encoding: str = ENCODINGS[0],
+    unseen: str = UNSEEN[0],
 ) -> np.ndarray:
     """Predicted iterations :math:`\\tilde n_i` of every job (``fit(...).iterations``).
 
     Parameters
     ----------
-    kind, jobs, seed, fraction
+    kind, jobs, seed, fraction, encoding, unseen
         As for :func:`fit`.
 
     Returns
@@ -293,10 +361,15 @@ def fit_predictor(
     numpy.ndarray
         float64 predicted iterations (>= 0), one per job.
     """
-    return fit(kind, jobs, seed, fraction=fraction).iterations
+    return fit(kind, jobs, seed, fraction=fraction, encoding=encoding, unseen=unseen).iterations
 
 
-def accuracy(pred: np.ndarray, true: np.ndarray, rule: np.ndarray | None = None) -> dict[str, Any]:
+def accuracy(
+    pred: np.ndarray,
+    true: np.ndarray,
+    rule: np.ndarray | None = None,
+    unseen: np.ndarray | None = None,
+) -> dict[str, Any]:
     """Accuracy of predictions the way the paper reports it (Fig. 4, eq. 9).
 
     Parameters
@@ -305,28 +378,45 @@ def accuracy(pred: np.ndarray, true: np.ndarray, rule: np.ndarray | None = None)
         Predicted and true iterations of the jobs evaluated.
     rule
         bool per job: predicted by the unseen-group rule (counted), or None.
+    unseen
+        bool per job: its group has no training job, or None (every group seen).
 
     Returns
     -------
     dict
         ``within_10pct`` (share of jobs with :math:`|\\tilde n_i - n_i| \\le 0.1 n_i`),
         ``mae_iterations`` (:math:`\\bar\\epsilon`, eq. 9), ``n_evaluated`` and
-        ``n_unseen_group_rule``; the share and the error are None for no job.
+        ``n_unseen_group_rule``; then the same over the jobs of seen groups only:
+        ``within_10pct_seen``, ``mae_iterations_seen`` and ``mae_log_seen`` (mean
+        :math:`|\\ln(\\tilde n_i / n_i)|`, a prediction of 0 counted at 1e-9 iterations);
+        ``n_seen``. Shares and errors are None over no job.
     """
     pred = np.asarray(pred, dtype=np.float64)
     true = np.asarray(true, dtype=np.float64)
     err = np.abs(pred - true)
     n = int(true.shape[0])
+    seen = np.ones(n, dtype=bool) if unseen is None else ~np.asarray(unseen, dtype=bool)
+    k = int(seen.sum())
+    ratio = np.maximum(pred[seen], 1e-9) / np.maximum(true[seen], 1e-9)
     return {
         "within_10pct": float(np.mean(err <= WITHIN * true)) if n else None,
         "mae_iterations": float(np.mean(err)) if n else None,
         "n_evaluated": n,
         "n_unseen_group_rule": int(np.sum(rule)) if rule is not None else 0,
+        "within_10pct_seen": float(np.mean(err[seen] <= WITHIN * true[seen])) if k else None,
+        "mae_iterations_seen": float(np.mean(err[seen])) if k else None,
+        "mae_log_seen": float(np.mean(np.abs(np.log(ratio)))) if k else None,
+        "n_seen": k,
     }
 
 
 def prediction_report(
-    jobs: Any, used: Fit, seed: int = 0, *, fraction: float = TRAIN_FRACTION
+    jobs: Any,
+    used: Fit,
+    seed: int = 0,
+    *,
+    fraction: float = TRAIN_FRACTION,
+    encoding: str = ENCODINGS[0],
 ) -> dict[str, Any]:
     """The ``prediction`` block of summary.json: accuracy on the evaluated jobs.
 
@@ -338,26 +428,35 @@ def prediction_report(
         The run's predictor (:func:`fit`).
     seed, fraction
         As for :func:`fit` (the baselines use no seed).
+    encoding
+        The forest encoding, when the comparison predictors include a forest.
 
     Returns
     -------
     dict
         ``predictor`` (its kind), the split's ``n_history``, ``n_train``, ``n_evaluated``
-        and ``cutoff_s``, then one :func:`accuracy` block per predictor: the one used and
+        and ``cutoff_s``, ``unseen_share`` (share of the evaluated jobs whose group has no
+        training job), then one :func:`accuracy` block per predictor: the one used and
         the baselines ``mean``, ``median`` and ``oracle``.
     """
     y = job_iterations(jobs)
     ev = used.split.evaluated
+    new = used.unseen[ev]
     out: dict[str, Any] = {
         "predictor": used.kind,
         "n_history": used.split.n_history,
         "n_train": int(used.split.train.size),
         "n_evaluated": int(ev.size),
         "cutoff_s": used.split.cutoff_s if np.isfinite(used.split.cutoff_s) else None,
+        "unseen_share": float(new.mean()) if ev.size else None,
     }
     for kind in dict.fromkeys((used.kind, "mean", "median", "oracle")):
-        f = used if kind == used.kind else fit(kind, jobs, seed, fraction=fraction)
-        out[kind] = accuracy(f.iterations[ev], y[ev], f.rule[ev])
+        f = (
+            used
+            if kind == used.kind
+            else fit(kind, jobs, seed, fraction=fraction, encoding=encoding)
+        )
+        out[kind] = accuracy(f.iterations[ev], y[ev], f.rule[ev], new)
     return out
 
 

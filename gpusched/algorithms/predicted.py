@@ -1,6 +1,8 @@
 """Shared pieces of the A-SRPT paper's prediction-based policies.
 
-:func:`check_predictor` validates ``-p predictor=...``; :class:`PredictedOrderPolicy`
+:func:`check_predictor` validates ``-p predictor=...`` and :func:`check_forest_options`
+``-p encoding=...`` and ``-p unseen=...`` (the forest's training encoding and its rule for
+jobs of unseen groups, :mod:`gpusched.algorithms.predict`); :class:`PredictedOrderPolicy`
 is the common body of the baselines SPJF, SPWF, WCS-Duration and WCS-Workload (Luo et
 al., INFOCOM 2025, Sec. V-A 1-d): queued jobs in ascending order of a predicted key,
 placed with Heavy-Edge, non-preemptive. Each policy module subclasses it and states its
@@ -22,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gpusched.algorithms.pipeline_placer import start_in_order
-from gpusched.algorithms.predict import KINDS, fit, prediction_report
+from gpusched.algorithms.predict import ENCODINGS, KINDS, UNSEEN, fit, prediction_report
 from gpusched.core.policy import Decision
 from gpusched.errors import ParamError
 from gpusched.jobmodels.pipeline_jobs import PipelineJobs
@@ -48,6 +50,35 @@ def check_predictor(policy: str, predictor: str) -> str:
     return predictor
 
 
+def check_forest_options(
+    policy: str, predictor: str, encoding: str, unseen: str
+) -> tuple[str, str]:
+    """Return ``(encoding, unseen)`` if known and meaningful for ``predictor``, else raise.
+
+    Both shape the random forest only: mean, median and oracle use no group, so a
+    non-default value with them would change nothing and is refused rather than ignored.
+    """
+    if encoding not in ENCODINGS:
+        raise ParamError(
+            f"policy '{policy}': encoding must be one of {', '.join(ENCODINGS)}, got '{encoding}'"
+        )
+    if unseen not in UNSEEN:
+        raise ParamError(
+            f"policy '{policy}': unseen must be one of {', '.join(UNSEEN)}, got '{unseen}'"
+        )
+    if predictor != "forest":
+        for key, value, default in (
+            ("encoding", encoding, ENCODINGS[0]),
+            ("unseen", unseen, UNSEEN[0]),
+        ):
+            if value != default:
+                raise ParamError(
+                    f"policy '{policy}': {key}={value} applies to predictor=forest only"
+                    f" (predictor={predictor} uses no group)"
+                )
+    return encoding, unseen
+
+
 class PredictedOrderPolicy:
     """Queued jobs by a predicted key ascending; Heavy-Edge placement (a base class).
 
@@ -63,6 +94,12 @@ class PredictedOrderPolicy:
     select
         Server selection before Heavy-Edge: ``fewest`` (default), ``most`` or ``least``
         (see the module docstring).
+    encoding
+        The forest's training encoding of group and user: ``plain`` (default) or
+        ``ordered`` (:mod:`gpusched.algorithms.predict`).
+    unseen
+        A job whose group has no training job: ``zero`` (default, the paper's "We predict
+        0 iterations for unseen jobs") or ``forest`` (the rule off).
     rng
         Seeds the random forest.
     """
@@ -78,23 +115,28 @@ class PredictedOrderPolicy:
         *,
         predictor: str = "forest",
         select: str = "fewest",
+        encoding: str = ENCODINGS[0],
+        unseen: str = UNSEEN[0],
         rng: np.random.Generator | None = None,
     ) -> None:
         self.predictor = check_predictor(self.name, predictor)
         self.select = check_select(self.name, select)
+        self.encoding, self.unseen = check_forest_options(self.name, predictor, encoding, unseen)
         self.seed = int(rng.integers(2**31)) if rng is not None else 0
 
     def prepare(self, jobs: Any, cluster: Any) -> None:
         """Read job models and train the predictor on the history's finished jobs."""
         self.pj = PipelineJobs(jobs, cluster)
         self.jobs = jobs
-        self.fit = fit(self.predictor, jobs, self.seed)
+        self.fit = fit(self.predictor, jobs, self.seed, encoding=self.encoding, unseen=self.unseen)
         key = self.fit.iterations * self.pj.alpha_min  # n~_i a~_i^min
         self.key = key * self.pj.n_gpus if self.by_workload else key
 
     def summary(self) -> dict[str, Any]:
         """summary.json's ``prediction``: the predictors' accuracy on the evaluated jobs."""
-        return {"prediction": prediction_report(self.jobs, self.fit, self.seed)}
+        return {
+            "prediction": prediction_report(self.jobs, self.fit, self.seed, encoding=self.encoding)
+        }
 
     def decide(self, view: Any, now: float) -> Decision:
         q = view.queued  # submission order, so the stable sort breaks ties by it

@@ -1,8 +1,10 @@
 """Jobs made of tasks on typed workers in tiers: the engine's side of the task book.
 
 DESIGN.md, "Tasks, typed workers and tiers" (the edge-cloud family): a task runs on one
-worker of its job's type, is bound to it once placed (no migration), is ready only after its
-data has shipped there, and every job with a task on a worker holds one parameter server.
+worker of its job's type, is bound to it once placed (no migration, unless the policy
+declares ``migrates = True``: then a placed task holding no worker may start on another
+worker of its type, its data shipping again), is ready only after its data has shipped
+there, and every job with a task on a worker holds one parameter server.
 The rules are :class:`~gpusched.core.tasks.TaskBook`'s; here the engine checks a policy's
 Start of a task, :class:`~gpusched.core.policy.Dispatch` and
 :class:`~gpusched.core.policy.HostPS` and applies them.
@@ -49,6 +51,11 @@ class TaskDispatch(Mechanism):
             "jobs made of tasks (--load-s/--save-s must be 0; shipping a chunk's data is the load)"
         )
         self.book = TaskBook(tasks, layout, self.state, self.k)
+        self._one_worker = np.zeros(1, dtype=np.int32)  # start_on's GPU list (kept by none)
+        #: tasks started in this decision, still in the kernel's queue (engine._drop_started)
+        self._deq = np.zeros(max(len(self.jobs), 1), dtype=np.int32)
+        self._n_deq = 0
+        self.book.migrates = bool(getattr(self.policy, "migrates", False))
         self.view.tasks = self.book.view
 
     def _task_worker(self, j: int, value: Any, now: float) -> int:
@@ -61,18 +68,22 @@ class TaskDispatch(Mechanism):
         """Start a task on its one worker (the rules of :mod:`gpusched.core.tasks`)."""
         assert self.book is not None
         st = self.state
-        j = self._check_job(action.job, now)
-        err = self._status_problem(j, now, (QUEUED,))
-        if err:
-            raise err
+        j = action.job
+        if type(j) is not int or not 0 <= j < st.job_status.shape[0]:
+            j = self._check_job(j, now)
+        if st.job_status[j] != QUEUED:
+            raise self._status_problem(j, now, (QUEUED,)) or self._fail(j, now, "not queued")
         gpus = action.gpus
-        try:
-            arr = np.asarray(gpus) if gpus is not None else None
-        except (ValueError, TypeError):
-            arr = None
-        if arr is None or arr.shape != (1,):
-            raise self._fail(j, now, f"a task starts on exactly one named worker, got {gpus!r}")
-        w = self._task_worker(j, arr[0].item() if arr.dtype != object else arr[0], now)
+        if type(gpus) is np.ndarray and gpus.shape == (1,) and gpus.dtype.kind in "iu":
+            w = int(gpus[0])  # the common case, checked in one go
+        else:
+            try:
+                arr = np.asarray(gpus) if gpus is not None else None
+            except (ValueError, TypeError):
+                arr = None
+            if arr is None or arr.shape != (1,):
+                raise self._fail(j, now, f"a task starts on exactly one named worker, got {gpus!r}")
+            w = self._task_worker(j, arr[0].item() if arr.dtype != object else arr[0], now)
         why = self.book.start_problem(j, w, now)
         if why:
             raise self._fail(j, now, why)
@@ -82,18 +93,29 @@ class TaskDispatch(Mechanism):
         if action.config is not None:
             raise self._fail(j, now, "gives a config, but tasks take none")
         self.book.before_start(j, w, now)
-        self.k.start_on(st, j, np.asarray([w], dtype=np.int32), now)
+        one = self._one_worker
+        one[0] = w
+        self.k.start_on(st, j, one, now)
         self.book.after_start(j)
+        self._deq[self._n_deq] = j  # out of the kernel's queue at the decision's end
+        self._n_deq += 1
 
     def _apply_dispatch(self, action: Dispatch, now: float) -> None:
         """Place a queued task on a worker without starting it."""
         if self.book is None:
             raise self._fail(None, now, "Dispatch is for jobs made of tasks; this run has none")
-        j = self._check_job(action.job, now)
-        err = self._status_problem(j, now, (QUEUED,))
-        if err:
-            raise err
-        w = self._task_worker(j, action.worker, now)
+        if type(action.job) is np.ndarray:
+            self._apply_dispatch_many(action, now)
+            return
+        st = self.state
+        j = action.job
+        if type(j) is not int or not 0 <= j < st.job_status.shape[0]:
+            j = self._check_job(j, now)
+        if st.job_status[j] != QUEUED:
+            raise self._status_problem(j, now, (QUEUED,)) or self._fail(j, now, "not queued")
+        w = action.worker
+        if type(w) is not int:
+            w = self._task_worker(j, w, now)
         if self.book.bound[j] >= 0:
             raise self._fail(j, now, f"is placed already (on worker {int(self.book.bound[j])})")
         why = self.book.place_problem(j, w)
@@ -103,6 +125,53 @@ class TaskDispatch(Mechanism):
         if self.events is not None:
             ready = float(self.book.ready[j])
             self.events.note(self.state, now, "dispatch", j, f"worker {w}, ready at {ready:.6g} s")
+
+    def _apply_dispatch_many(self, action: Dispatch, now: float) -> None:
+        """Dispatch of several tasks at once (arrays): checked and applied in one go, with
+        the rules and the messages of the one-task form (which reports the first bad one)."""
+        book = self.book
+        assert book is not None
+        jobs: Any = action.job
+        ws: Any = action.worker
+        ok = (
+            type(ws) is np.ndarray
+            and jobs.ndim == 1
+            and ws.shape == jobs.shape
+            and jobs.dtype.kind in "iu"
+            and ws.dtype.kind in "iu"
+        )
+        if ok and jobs.size:
+            lay = book.layout
+            n = self.state.job_status.shape[0]
+            ok = bool(
+                jobs.min() >= 0
+                and jobs.max() < n
+                and ws.min() >= 0
+                and ws.max() < lay.n_workers
+                and np.unique(jobs).size == jobs.size
+            )
+            ok = ok and bool((self.state.job_status[jobs] == QUEUED).all())
+            ok = ok and bool((book.bound[jobs] < 0).all()) and book.place_many_ok(jobs, ws)
+        if not ok:  # the one-task form names the first problem
+            if type(ws) is not np.ndarray or jobs.ndim != 1 or ws.shape != jobs.shape:
+                raise self._fail(
+                    None,
+                    now,
+                    f"Dispatch of several tasks needs two 1-D integer arrays of one length, "
+                    f"got {jobs!r} and {ws!r}",
+                )
+            for j, w in zip(jobs.tolist(), ws.tolist(), strict=True):
+                self._apply_dispatch(Dispatch(j, w), now)
+            raise self._fail(None, now, "Dispatch: a task named twice")  # (the one left)
+        if not jobs.size:
+            return
+        book.dispatch_many(jobs, ws, now)
+        if self.events is not None:
+            for j, w in zip(jobs.tolist(), ws.tolist(), strict=True):
+                ready = float(book.ready[j])
+                self.events.note(
+                    self.state, now, "dispatch", j, f"worker {w}, ready at {ready:.6g} s"
+                )
 
     def _apply_host_ps(self, action: HostPS, now: float) -> None:
         """Put a job's parameter server on a server."""

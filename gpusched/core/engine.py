@@ -585,7 +585,13 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         log = self.events
         since = 0
         started = False  # a Start left its job in the kernel's queue until compact_queue
+        tasks = self.book is not None  # (started tasks leave the queue by dequeue)
+        self._n_deq = 0
         for action in decision.actions:
+            kind = type(action)
+            if kind is Dispatch:  # the commonest action of task runs, which has no reason
+                self._apply_dispatch(action, now)  # type: ignore[arg-type]
+                continue
             reason = getattr(action, "reason", None)
             if reason is not None and not isinstance(reason, str):
                 raise self._fail(
@@ -593,20 +599,24 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
                 )
             if log is not None and reason:
                 since = log.logged(st)
+            if kind is Start and tasks and reason is None:
+                self._apply_task_start(action, now)  # type: ignore[arg-type]
+                started = True
+                continue
             if isinstance(action, Note):
                 j = self._check_job(action.job, now)
                 if log is not None and reason:
                     log.note(st, now, "note", j, reason)
                 continue
             if isinstance(action, Start):
-                if self.book is not None:
+                if tasks:
                     self._apply_task_start(action, now)
                 else:
                     self._apply_start(action, now)
                 started = True
             elif isinstance(action, Preempt):
                 if started:  # the job may have started in this decision: queue it once
-                    self.k.compact_queue(st, 0)
+                    self._drop_started()
                     started = False
                 self._apply_preempt(action, now)
             elif isinstance(action, Dispatch):
@@ -625,7 +635,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             if log is not None and reason:
                 log.reason(st, since, now, int(action.job), reason)
         if decision.actions:
-            self.k.compact_queue(st, 0)  # once: drop the jobs the Starts took out of the queue
+            self._drop_started()  # once: drop the jobs the Starts took out of the queue
         if decision.order is not None and self.ledger is not None:
             raise self._fail(
                 None, now, "gives an order, but jobs placed by roles are started with Allocate"
@@ -649,6 +659,16 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
                     f"job '{self.book.job_id[no_ps[0]]}' has tasks on workers but no parameter "
                     "server (eq. 2e): give it one with HostPS",
                 )
+
+    def _drop_started(self) -> None:
+        """Take the jobs this decision started out of the kernel's queue: tasks by
+        ``dequeue`` (O(1) each; their queue order is read by nothing), others by
+        ``compact_queue`` (keeping the order)."""
+        if self.book is not None:
+            self.k.dequeue(self.state, self._deq, self._n_deq)
+            self._n_deq = 0
+        else:
+            self.k.compact_queue(self.state, 0)
 
     def _apply_order(self, given: Any, blocking: bool, preemptive: bool, now: float) -> None:
         """Fill the GPUs greedily in the order ``given`` (Decision.order), after checking it."""
@@ -766,6 +786,9 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
                 "worker": book.bound.copy(),
                 "cloud": cloud,
                 "transfer_s": book.transfer_s.copy(),
+                "n_migrations": book.n_migrations.copy(),
+                "migrate_s": book.migrate_s.copy(),
+                "n_cloud_workers": int(book.view.cloud_workers.shape[0]),
                 "zeta": book.zeta.copy(),
                 "n_edge_workers": int(book.view.edge_workers.shape[0]),
                 "ps_held_s": float(book.ledger.held_s[0]),

@@ -196,8 +196,8 @@ class Kernels:
 
     #: kernels the Python path calls (bound when compiled)
     PYTHON_PATH = (
-        "step record compact_queue start_on start_job place_consolidated preempt set_rate "
-        "fill_order check_order started_at"
+        "step record compact_queue dequeue start_on start_job place_consolidated preempt "
+        "set_rate fill_order check_order started_at"
     ).split()
     #: kernels called a few times per run (left to the dispatcher)
     OTHERS = ("run_fused", "first_decision_time", "next_event_time", "decision_time", "sync_all")
@@ -251,6 +251,7 @@ class Kernels:
         bind("step", S, C, typeof(done))
         bind("record", S, C, i, typeof(tl))
         bind("compact_queue", S, i)
+        bind("dequeue", S, gpus, i)
         bind("start_on", S, i, gpus, f)
         bind("start_job", S, i, f)
         bind("place_consolidated", S, i, b)

@@ -189,6 +189,7 @@ def _run_remove(st, j):
 def _queue_push(st, j, now):
     nq = st.sim_i[I_N_QUEUE]
     st.queue[nq] = j
+    st.job_queue_pos[j] = nq
     st.sim_i[I_N_QUEUE] = nq + 1
     st.job_status[j] = QUEUED
     st.job_enqueued[j] = now
@@ -872,11 +873,33 @@ def _compact_queue(st, n_sorted=0):
         j = st.queue[i]
         if st.job_status[j] == QUEUED:
             st.queue[nq] = j
+            st.job_queue_pos[j] = nq
             nq += 1
             if i < n_sorted:
                 sorted_kept += 1
     st.sim_i[I_N_QUEUE] = nq
     return sorted_kept
+
+
+@jit(_INNER)
+def _dequeue(st, jobs, n):
+    """Take the first ``n`` of ``jobs`` (just started) out of the queue, each in O(1): the
+    queue's last entry takes its place, so the queue's order changes. For the Python path
+    of runs whose queue order nothing reads (jobs made of tasks: ``view.queued`` is sorted);
+    the fused path keeps an ordered queue and :func:`_compact_queue`."""
+    nq = st.sim_i[I_N_QUEUE]
+    for i in range(n):
+        j = jobs[i]
+        pos = st.job_queue_pos[j]
+        if pos < 0 or pos >= nq or st.queue[pos] != j:
+            continue  # not in the queue
+        nq -= 1
+        last = st.queue[nq]
+        st.queue[pos] = last
+        st.job_queue_pos[last] = pos
+        st.job_queue_pos[j] = -1
+    st.sim_i[I_N_QUEUE] = nq
+    st.sim_i[I_N_SORTED] = 0
 
 
 @jit(_INNER)
@@ -1563,6 +1586,12 @@ def run_fused(st, cfg, tl, max_steps):
 def compact_queue(st, n_sorted):
     """Python's entry to :func:`_compact_queue`."""
     return _compact_queue(st, n_sorted)
+
+
+@jit(_JIT)
+def dequeue(st, jobs, n):
+    """Python's entry to :func:`_dequeue`."""
+    _dequeue(st, jobs, n)
 
 
 @jit(_JIT)

@@ -160,11 +160,13 @@ class Dispatch:
     For jobs made of tasks (``view.tasks``; :mod:`gpusched.core.tasks`): the task is bound to
     ``worker`` for good, its data ships now, and it may be started there from ``now`` plus
     the server's transmission delay on (``view.tasks.ready``); the worker stays free for
-    other tasks meanwhile.
+    other tasks meanwhile. ``job`` and ``worker`` may also be two 1-D integer arrays of one
+    length: every task dispatched to its worker, as one action each in that order (checked
+    and applied at once: the cheaper form for many tasks).
     """
 
-    job: int
-    worker: int
+    job: int | np.ndarray
+    worker: int | np.ndarray
 
 
 @dataclass(frozen=True, slots=True)

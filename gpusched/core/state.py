@@ -135,6 +135,7 @@ class SimState(NamedTuple):
     job_phase_end: np.ndarray  # float64, s at which LOADING/SAVING ends (LOADING: the start
     # itself when the job has no load time, so training began at job_phase_end either way)
     job_run_pos: np.ndarray  # int32, position in ``run`` (-1 if absent)
+    job_queue_pos: np.ndarray  # int32, position in ``queue`` when last put there (dequeue)
     job_seg_start: np.ndarray  # float64, s up to which a holder's accounting is current
     job_anchor_t: np.ndarray  # float64, s from which a holder trains at its current rate
     job_anchor_rem: np.ndarray  # float64, job_remaining at job_anchor_t
@@ -296,6 +297,7 @@ def new_state(
         job_shared_s=np.zeros(n),
         job_phase_end=nan.copy(),
         job_run_pos=np.full(n, -1, dtype=np.int32),
+        job_queue_pos=np.full(n, -1, dtype=np.int32),
         job_seg_start=nan.copy(),
         job_anchor_t=nan.copy(),
         job_anchor_rem=work.copy(),

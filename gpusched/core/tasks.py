@@ -2,13 +2,14 @@
 
 DESIGN.md, "Tasks, typed workers and tiers": a job may consist of tasks (data chunks),
 each placed, started, preempted and finished on its own, pinned to its worker once it is
-placed (no migration), ready only after its transmission delay to the chosen server; the
-job's completion time is its last task's. Servers declare typed workers (the cluster
-TOML's ``workers``), and a tier may be unbounded (the cloud, ``unbounded = true``). One
-engine runs it all: every task is a row of the simulation state that needs one worker,
-and the workers are the state's "GPUs" (:class:`WorkerLayout`). The cloud gets one
-worker per task, so it never runs out (each task ``t`` has its own,
-:meth:`TaskView.cloud_worker`).
+placed (no migration, unless the policy declares ``migrates = True``: below), ready only
+after its transmission delay to the chosen server; the job's completion time is its last
+task's. Servers declare typed workers (the cluster TOML's ``workers``), and a tier may be
+unbounded (the cloud, ``unbounded = true``). One engine runs it all: every task is a row
+of the simulation state that needs one worker, and the workers are the state's "GPUs"
+(:class:`WorkerLayout`). An unbounded cloud gets one worker per task, so it never runs out
+(each task ``t`` has its own, :meth:`TaskView.cloud_worker`); a bounded cloud (a cloud
+group with a ``workers`` table) has those workers only (:attr:`TaskView.cloud_workers`).
 
 The rules the engine enforces with :class:`TaskBook` (a :class:`~gpusched.errors.PolicyError`
 names the task and the rule):
@@ -16,10 +17,19 @@ names the task and the rule):
 * a task runs on one worker of its job's worker type (the cloud's serve every type);
 * placing a task binds it to that worker for good (the paper's eq. 2a and "we do not
   allow migrating jobs' data chunks among servers"); its data is shipped then and takes
-  the server's ``delay_s`` (Δ of eq. 2i). :class:`~gpusched.core.policy.Dispatch` places a task
-  without starting it: the worker stays free for others meanwhile and the task may start
-  from ``now + delay`` on. A :class:`~gpusched.core.policy.Start` of a task never placed places
-  it at once, and the task holds its worker while its data arrives (a load phase);
+  the server's ``delay_s`` (Δ of eq. 2i): a job's tasks placed on a server at once all
+  arrive ``delay_s`` later, or, on a server with ``ship = "serial"``, one after another
+  over one link per job and server (:meth:`TaskView.ship_times`).
+  :class:`~gpusched.core.policy.Dispatch` places a task without starting it: the worker
+  stays free for others meanwhile and the task may start from its ready time on. A
+  :class:`~gpusched.core.policy.Start` of a task never placed places it at once, and the
+  task holds its worker while its data arrives (a load phase);
+* migration is opt-in: a policy that declares ``migrates = True`` (the edge-cloud paper's
+  job-level baselines, whose schedulers "migrate jobs' datasets among different servers")
+  may Start a placed task that holds no worker (preempted, or dispatched and waiting) on
+  another worker of its type; the task is bound there instead and its data ships again,
+  taking that server's delay as a load phase (counted per task: ``n_migrations``, and the
+  delay in ``transfer_s``). A policy that does not declare it (A_online) is refused;
 * one task per worker at a time (eq. 2d) -- the state's GPU capacity;
 * the cloud never preempts (Sec. III: "Preemption is allowed in servers except for the
   cloud");
@@ -80,7 +90,12 @@ class WorkerLayout:
     ps_slots
         Parameter-server slots per server (inf for the unbounded cloud).
     cloud_first
-        Index of the cloud's first worker (-1 without an unbounded cloud).
+        Index of the unbounded cloud's first worker (-1 without an unbounded cloud).
+    cloud_n
+        Workers of the unbounded cloud (0 without one): ``cloud_first:cloud_first +
+        cloud_n``.
+    server_serial
+        Bool per server: a job's chunks ship there one after another (``ship``).
     """
 
     cluster: ClusterSpec
@@ -91,6 +106,8 @@ class WorkerLayout:
     server_delay: np.ndarray
     ps_slots: np.ndarray
     cloud_first: int
+    cloud_n: int = 0
+    server_serial: np.ndarray | None = None
 
     @property
     def n_workers(self) -> int:
@@ -105,6 +122,12 @@ def worker_layout(cluster: ClusterSpec, n_cloud: int) -> WorkerLayout:
     ps: list[float] = []
     cloud_first = -1
     n = 0
+    clouds = [g for g in cluster.groups if g.unbounded]
+    if len(clouds) > 1:
+        raise ClusterError(
+            f"{show_name(cluster.source)}: cluster '{cluster.name}' has {len(clouds)} unbounded "
+            "clouds; at most one"
+        )
     for g in cluster.groups:
         for t, _ in g.workers:
             if t not in types:
@@ -115,9 +138,15 @@ def worker_layout(cluster: ClusterSpec, n_cloud: int) -> WorkerLayout:
         if g.unbounded:
             cloud_first = n
             row = np.full(n_cloud, ANY_TYPE, dtype=np.int16)
+        if g.tier == "cloud" and g.workers and not g.ps_unbounded and g.ps < int(row.shape[0]):
+            raise ClusterError(
+                f"{show_name(cluster.source)}: cluster '{cluster.name}': a bounded cloud server "
+                f"has {int(row.shape[0])} workers but {g.ps} PS slots: a job wholly in the cloud "
+                'has its PS there (eq. 2g), so give one per worker, or ps = "unbounded"'
+            )
         for _ in range(g.count):
             codes.append(row)
-            ps.append(np.inf if g.unbounded else float(g.ps))
+            ps.append(np.inf if g.unbounded or g.ps_unbounded else float(g.ps))
             n += gpus
         groups.append(
             ServerGroup(
@@ -130,6 +159,8 @@ def worker_layout(cluster: ClusterSpec, n_cloud: int) -> WorkerLayout:
                 workers=g.workers,
                 ps=g.ps,
                 unbounded=g.unbounded,
+                ship=g.ship,
+                ps_unbounded=g.ps_unbounded,
             )
         )
     spec = ClusterSpec(
@@ -148,7 +179,8 @@ def worker_layout(cluster: ClusterSpec, n_cloud: int) -> WorkerLayout:
         raise ClusterError(
             f"{show_name(cluster.source)}: cluster '{cluster.name}' has {n_edge} workers but "
             f"{sum(ps):g} parameter-server slots and no unbounded cloud: every running job needs "
-            "a PS (eq. 2e), so give at least one PS slot per worker or a cloud"
+            "a PS (eq. 2e), so give at least one PS slot per worker or a cloud (unbounded, or "
+            'with ps = "unbounded")'
         )
     return WorkerLayout(
         cluster=spec,
@@ -159,6 +191,8 @@ def worker_layout(cluster: ClusterSpec, n_cloud: int) -> WorkerLayout:
         server_delay=np.asarray(cluster.server_delay_s(), dtype=np.float64),
         ps_slots=np.asarray(ps, dtype=np.float64),
         cloud_first=cloud_first,
+        cloud_n=n_cloud if cloud_first >= 0 else 0,
+        server_serial=np.asarray(cluster.server_serial(), dtype=bool),
     )
 
 
@@ -185,6 +219,13 @@ class TaskView:
         transmission delay (s) and PS slots (inf in the cloud).
     edge_workers
         Indices of the workers not in the cloud.
+    cloud_workers
+        Indices of a bounded cloud's workers (typed; empty without one). An unbounded
+        cloud's are not listed: each task has its own (:meth:`cloud_worker`).
+    unbounded_cloud
+        Does the cluster have an unbounded cloud?
+    server_serial
+        Per server: a job's chunks ship there one after another (``ship = "serial"``).
     bound, ready
         Per task: the worker it is placed on (-1: not placed) and the time from which it
         may start there (s; NaN: not placed).
@@ -195,6 +236,11 @@ class TaskView:
         Per job: the server of its parameter server (-1: none).
     gang
         Per job: the workers a job-level (gang) policy gives it at once.
+    n_migrations
+        Per task: times it was placed on another worker after its first placement
+        (policies that declare ``migrates = True``).
+    n_hold
+        Per job: its tasks holding a worker now (before the decision's actions apply).
     """
 
     def __init__(self, book: TaskBook) -> None:
@@ -211,17 +257,33 @@ class TaskView:
         self.server_cloud = _ro(lay.server_cloud)
         self.server_delay = _ro(lay.server_delay)
         self.ps_slots = _ro(lay.ps_slots)
-        self.edge_workers = _ro(np.flatnonzero(~lay.server_cloud[lay.worker_server]))
+        in_cloud = lay.server_cloud[lay.worker_server]
+        self.edge_workers = _ro(np.flatnonzero(~in_cloud))
+        self.cloud_workers = _ro(np.flatnonzero(in_cloud & (lay.worker_type != ANY_TYPE)))
+        self.unbounded_cloud = lay.cloud_first >= 0
+        serial = lay.server_serial
+        self.server_serial = _ro(
+            np.zeros(lay.server_cloud.shape[0], dtype=bool) if serial is None else serial
+        )
         self.bound = _ro(book.bound)
         self.ready = _ro(book.ready)
         self.zeta = _ro(book.zeta)
         self.ps_server = _ro(book.ps_server)
         self.gang = _ro(book.gang)
+        self.n_migrations = _ro(book.n_migrations)
+        self.n_hold = _ro(book.n_hold)
 
     def cloud_worker(self, task: int) -> int:
         """The cloud worker reserved for ``task`` (-1 without a cloud)."""
         first = self._book.layout.cloud_first
         return -1 if first < 0 else first + int(task)
+
+    def ship_times(self, job: int, server: int, now: float, n: int = 1) -> np.ndarray:
+        """When ``n`` more chunks of ``job`` placed on ``server`` at ``now``, one after the
+        other, would be there (s): each ``delay_s`` after ``now``, or on a server with
+        ``ship = "serial"`` one after another behind the job's chunks still in transit there.
+        The engine's own rule (a Dispatch or Start of those chunks gives exactly these)."""
+        return self._book.ship_times(int(job), int(server), float(now), int(n))
 
     def rate(self, job: int, zeta: int) -> float:
         """Progress rate of a task of ``job`` (s of work per s) with the given zeta_j."""
@@ -275,10 +337,18 @@ class TaskBook:
                 f"worker of type {show_value(str(names[t]))} (it has: "
                 f"{', '.join(layout.types) or 'none'})"
             )
+        self._check_rates(tasks)
         n = self.parent.shape[0]
         self.bound = np.full(n, -1, dtype=np.int32)
         self.ready = np.full(n, np.nan)
         self.transfer_s = np.zeros(n)
+        self.n_migrations = np.zeros(n, dtype=np.int32)
+        self.migrate_s = np.zeros(n)  # transmission time of the moves
+        #: may a placed task that holds no worker start on another one (the policy's
+        #: ``migrates``; set by the engine)
+        self.migrates = False
+        #: (job, server) -> when its last chunk shipped there arrives (``ship = "serial"``)
+        self._link: dict[tuple[int, int], float] = {}
         self.zeta = np.full(self.n_parents, -1, dtype=np.int8)
         self.ps_server = np.full(self.n_parents, -1, dtype=np.int32)
         self.n_hold = np.zeros(self.n_parents, dtype=np.int64)
@@ -291,14 +361,28 @@ class TaskBook:
             np.full(self.n_parents, 1),
         )
         self._one = np.zeros(s, dtype=np.int64)
+        self._cloud_w: list[bool] = layout.server_cloud[layout.worker_server].tolist()
         self._touched: set[int] = set()
         self.view = TaskView(self)
+
+    def _check_rates(self, tasks: Any) -> None:
+        """Every job's rate at zeta 0 and 1 is finite and > 0, or a TraceError names its
+        row: policies divide by it (a job model's trace checks should catch it first)."""
+        for p in range(self.n_parents):
+            for zeta in (0, 1):
+                r = float(self.rate(p, zeta))
+                if not (np.isfinite(r) and r > 0):
+                    src = show_name(tasks.parents.source or "<trace>")
+                    line = int(tasks.parents.row[p]) + 2
+                    raise TraceError(
+                        f"{src}:{line}: job '{self.job_id[p]}': its values give its chunks a "
+                        f"rate of {r!r} at zeta = {zeta}; expected a finite number > 0"
+                    )
 
     # --- checks ----------------------------------------------------------------------
 
     def in_cloud(self, w: int) -> bool:
-        lay = self.layout
-        return bool(lay.server_cloud[lay.worker_server[w]])
+        return self._cloud_w[w]
 
     def place_problem(self, t: int, w: int) -> str | None:
         """Why task ``t`` may not be placed on (or run on) worker ``w`` (None: it may)."""
@@ -311,19 +395,36 @@ class TaskBook:
                 f"needs a worker of type '{lay.types[self.task_type[t]]}', and worker {w} is "
                 f"'{lay.types[kind]}'"
             )
-        if lay.cloud_first >= 0 and self.in_cloud(w) and w != lay.cloud_first + t:
-            return f"must use its own cloud worker {lay.cloud_first + t} (view.tasks.cloud_worker)"
+        first = lay.cloud_first
+        if first >= 0 and first <= w < first + lay.cloud_n and w != first + t:
+            return f"must use its own cloud worker {first + t} (view.tasks.cloud_worker)"
         b = int(self.bound[t])
-        if b >= 0 and b != w:
-            return f"is placed on worker {b}: its data stays there (no migration)"
+        if b >= 0 and b != w and not self.migrates:
+            return (
+                f"is placed on worker {b}: its data stays there (no migration; a policy that "
+                "declares migrates = True may move it)"
+            )
         return None
+
+    def place_many_ok(self, ts: np.ndarray, ws: np.ndarray) -> bool:
+        """Would :meth:`place_problem` find no problem with any pair (never-placed tasks)?"""
+        lay = self.layout
+        kind = lay.worker_type[ws]
+        if not ((kind == ANY_TYPE) | (kind == self.task_type[ts])).all():
+            return False
+        first = lay.cloud_first
+        if first >= 0:
+            own = (ws >= first) & (ws < first + lay.cloud_n)
+            if (own & (ws != first + ts)).any():
+                return False
+        return True
 
     def start_problem(self, t: int, w: int, now: float) -> str | None:
         """Why task ``t`` may not start on worker ``w`` now (None: it may)."""
         why = self.place_problem(t, w)
         if why:
             return why
-        if self.bound[t] >= 0 and now < self.ready[t] - 1e-9:
+        if self.bound[t] == w and now < self.ready[t] - 1e-9:
             return f"is not ready on worker {w} before t={self.ready[t]:.6g} s (its data ships)"
         return None
 
@@ -336,36 +437,83 @@ class TaskBook:
 
     # --- changes ---------------------------------------------------------------------
 
+    def ship_times(self, p: int, server: int, now: float, n: int) -> np.ndarray:
+        """See :meth:`TaskView.ship_times`."""
+        lay = self.layout
+        delay = float(lay.server_delay[server])
+        serial = lay.server_serial is not None and bool(lay.server_serial[server])
+        if not serial:
+            return np.full(n, now + delay)
+        start = max(now, self._link.get((p, server), now))
+        return start + delay * np.arange(1, n + 1, dtype=np.float64)
+
     def _bind(self, t: int, w: int, now: float) -> float:
-        """Place task ``t`` on worker ``w`` at ``now``; return its transmission delay."""
+        """Place task ``t`` on worker ``w`` at ``now`` (or move it there, migrating); return
+        the time until its data is there."""
         lay = self.layout
         server = int(lay.worker_server[w])
-        delay = float(lay.server_delay[server])
+        p = int(self.parent[t])
+        if lay.server_serial is not None and lay.server_serial[server]:
+            at = max(now, self._link.get((p, server), now)) + float(lay.server_delay[server])
+            self._link[(p, server)] = at
+            delay = at - now
+        else:
+            delay = float(lay.server_delay[server])
+        if self.bound[t] >= 0:
+            self.n_migrations[t] += 1
+            self.migrate_s[t] += delay
         self.bound[t] = w
         self.ready[t] = now + delay
-        self.transfer_s[t] = delay
-        p = int(self.parent[t])
+        self.transfer_s[t] += delay
         cloud = bool(lay.server_cloud[server])
         if self.zeta[p] == -1:
             self.zeta[p] = 1 if cloud else 0
         elif self.zeta[p] == 1 and not cloud:
-            self.zeta[p] = 0  # no longer wholly in the cloud: its running tasks slow down
-            st = self.st
-            lo, hi = int(self.first[p]), int(self.first[p + 1])
-            status = st.job_status[lo:hi]
-            for k in np.flatnonzero((status == RUNNING) | (status == LOADING)).tolist():
-                self.kernels.set_rate(st, lo + k, float(self.rate(p, 0)))
+            self._leave_cloud(p)
         return delay
+
+    def _leave_cloud(self, p: int) -> None:
+        """Job ``p`` is no longer wholly in the cloud: zeta_j = 0, its running tasks slow
+        down at once (eq. 1)."""
+        self.zeta[p] = 0
+        st = self.st
+        lo, hi = int(self.first[p]), int(self.first[p + 1])
+        status = st.job_status[lo:hi]
+        for k in np.flatnonzero((status == RUNNING) | (status == LOADING)).tolist():
+            self.kernels.set_rate(st, lo + k, float(self.rate(p, 0)))
 
     def dispatch(self, t: int, w: int, now: float) -> None:
         """Place queued task ``t`` on worker ``w`` without starting it (checked)."""
         self._bind(t, w, now)
 
+    def dispatch_many(self, ts: np.ndarray, ws: np.ndarray, now: float) -> None:
+        """:meth:`dispatch` of every pair at once (checked; none placed before): the same
+        ready times, transfers and zeta_j as one by one in this order."""
+        lay = self.layout
+        servers = lay.worker_server[ws]
+        serial = lay.server_serial
+        if serial is not None and serial[servers].any():
+            for t, w in zip(ts.tolist(), ws.tolist(), strict=True):
+                self._bind(t, w, now)
+            return
+        delay = lay.server_delay[servers]
+        self.bound[ts] = ws
+        self.ready[ts] = now + delay
+        self.transfer_s[ts] += delay
+        parents = self.parent[ts]
+        edge = ~lay.server_cloud[servers]
+        for p in np.unique(parents).tolist():  # zeta_j: as _bind, chunk after chunk
+            mine = parents == p
+            if self.zeta[p] == -1:
+                self.zeta[p] = 0 if edge[mine].any() else 1
+            elif self.zeta[p] == 1 and edge[mine].any():
+                self._leave_cloud(p)
+
     def before_start(self, t: int, w: int, now: float) -> None:
         """Make ready to start task ``t`` on worker ``w`` (checked): place it if it is not,
         its data shipping while it holds the worker; set its rate."""
         st = self.st
-        if self.bound[t] < 0:
+        if self.bound[t] != w:  # never placed, or moving (a policy that migrates)
             st.job_load_s[t] = self._bind(t, w, now)
         p = int(self.parent[t])
         st.job_solo_rate[t] = float(self.rate(p, int(self.zeta[p])))
@@ -376,7 +524,7 @@ class TaskBook:
         p = int(self.parent[t])
         self.n_hold[p] += 1
         self._touched.add(p)
-        if self.in_cloud(int(self.bound[t])):
+        if self._cloud_w[self.bound[t]]:
             self.cloud_busy += 1
 
     def released(self, t: int, at: float, *, in_decision: bool = False) -> None:

@@ -35,15 +35,27 @@ Full::
     gpu_mem_gb = 32        # optional, as are cpus, mem_gb, storage_gb, rack
     tier = "cloud"         # optional: "edge" | "cloud" (default)
     delay_s = 0.0          # optional: per-chunk transmission delay, s
+    ship = "parallel"      # optional: "parallel" (default) | "serial" (see below)
     workers = { gpu = 1, cpu = 2 }   # optional: typed workers per server (edge-cloud)
     ps = 2                 # optional: parameter-server slots per server (edge-cloud)
     unbounded = false      # optional: the cloud, with unbounded workers and PSs
 
-Typed workers, ``ps`` and ``unbounded`` describe an edge-cloud cluster (DESIGN.md, "Tasks,
-typed workers and tiers"): jobs made of data chunks run one chunk per worker of the job's
-type (:mod:`gpusched.core.tasks`). ``unbounded`` needs ``tier = "cloud"`` and ``count = 1`` and
-excludes ``workers``/``ps``; worker type names are identifiers of letters, digits, ``-``
-and ``_``.
+Typed workers, ``ps``, ``ship`` and ``unbounded`` describe an edge-cloud cluster (DESIGN.md,
+"Tasks, typed workers and tiers"): jobs made of data chunks run one chunk per worker of the
+job's type (:mod:`gpusched.core.tasks`); worker type names are identifiers of letters,
+digits, ``-`` and ``_``. The cloud's parallelism is explicit:
+
+* ``unbounded = true``: workers of every type and PSs without limit, one worker per chunk
+  (the edge-cloud paper's model, Sec. III-A "infinite workers and PSs"); needs ``tier =
+  "cloud"`` and ``count = 1``, excludes ``workers``/``ps``, and a cluster has at most one;
+* a ``tier = "cloud"`` group with a ``workers`` table is a bounded cloud: those workers
+  only, typed, never preempted (chunks queue for them); its ``ps`` may be ``"unbounded"``
+  (PS slots without limit: PSs are not the cloud's bottleneck in the paper's model).
+
+``ship`` is how a job's chunks placed on a server at once travel there: ``"parallel"`` (the
+default; each arrives ``delay_s`` later, as the paper's Alg. 3 and constraint 2i have it)
+or ``"serial"`` (one after another over one link per job and server: the k-th arrives ``k x
+delay_s`` later; a sensitivity setting).
 
 The defaults of ``nic_gbps`` and ``intra_gbyte_s`` are the A-SRPT paper's
 evaluation settings (10 Gbps NIC, 300 GB/s NVLink of V100 servers).
@@ -97,6 +109,7 @@ __all__ = [
     "MAX_GPU_CAPACITY",
     "MAX_GPU_SLOTS",
     "MAX_SERVERS",
+    "SHIPPING",
     "TIERS",
     "ClusterSpec",
     "ServerGroup",
@@ -108,6 +121,8 @@ __all__ = [
 
 #: Allowed values of :attr:`ServerGroup.tier`.
 TIERS: tuple[str, ...] = ("edge", "cloud")
+#: How a job's chunks placed on a server at once travel there (``ship``).
+SHIPPING: tuple[str, ...] = ("parallel", "serial")
 
 DEFAULT_GPU_TYPE = "generic"
 DEFAULT_NIC_GBPS = 10.0
@@ -169,6 +184,9 @@ class ServerGroup:
         ``"edge"`` or ``"cloud"`` (the edge-cloud model); ``"cloud"`` by default.
     delay_s
         Transmission delay of one data chunk to a server of this group, s (>= 0).
+    ship
+        How a job's chunks travel to such a server: ``"parallel"`` (each ``delay_s``
+        after it is placed) or ``"serial"`` (one after another per job and server).
     workers
         Typed workers per server, as ``(type, count)`` pairs (the edge-cloud model); empty
         for GPU clusters.
@@ -176,6 +194,8 @@ class ServerGroup:
         Parameter-server slots per server (the edge-cloud model).
     unbounded
         The cloud of the edge-cloud model: unbounded workers of every type and PSs.
+    ps_unbounded
+        A bounded cloud group's PS slots are without limit (``ps = "unbounded"``).
     """
 
     count: int
@@ -191,6 +211,8 @@ class ServerGroup:
     workers: tuple[tuple[str, int], ...] = ()
     ps: int = 0
     unbounded: bool = False
+    ship: str = "parallel"
+    ps_unbounded: bool = False
 
     def __post_init__(self) -> None:
         # Backstop for specs built in code; the loader reports file and key first.
@@ -227,6 +249,13 @@ class ServerGroup:
             raise ClusterError(
                 "ServerGroup.unbounded: only one cloud server (tier 'cloud', count 1, "
                 "no workers or ps) is unbounded"
+            )
+        if self.ship not in SHIPPING:
+            raise ClusterError(f"ServerGroup.ship: expected one of {SHIPPING}, got {self.ship!r}")
+        if self.ps_unbounded and (self.tier != "cloud" or self.unbounded or self.ps):
+            raise ClusterError(
+                "ServerGroup.ps_unbounded: only a bounded cloud group (tier 'cloud', not "
+                "unbounded, ps 0) has PS slots without limit"
             )
 
     @property
@@ -466,6 +495,14 @@ class ClusterSpec:
         """Tier of each server (``"edge"``/``"cloud"``), ``str`` array, shape ``(n_servers,)``."""
         return self._per_server(lambda g: g.tier)
 
+    def server_serial(self) -> np.ndarray:
+        """Per server: does a job's chunks ship there one after another (``ship =
+        "serial"``)? bool, shape ``(n_servers,)``."""
+        import numpy as np
+
+        values = np.array([g.ship == "serial" for g in self.groups], dtype=bool)
+        return _readonly(values[self.server_group()])
+
     def server_delay_s(self) -> np.ndarray:
         """Per-chunk transmission delay to each server, s, float64, shape ``(n_servers,)``."""
         import numpy as np
@@ -503,8 +540,12 @@ class ClusterSpec:
                 d["workers"] = dict(g.workers)
             if g.ps:
                 d["ps"] = g.ps
+            if g.ps_unbounded:
+                d["ps"] = "unbounded"
             if g.unbounded:
                 d["unbounded"] = True
+            if g.ship != SHIPPING[0]:
+                d["ship"] = g.ship
             servers.append(d)
         return {
             "cluster": {
@@ -549,6 +590,7 @@ _SERVER_KEYS = (
     "workers",
     "ps",
     "unbounded",
+    "ship",
 )
 _TOP_KEYS = ("cluster", "servers")
 
@@ -990,7 +1032,23 @@ class _Validator:
             else 0.0
         )
         workers = self.workers(entry, where)
-        ps = self.integer(entry, "ps", where, minimum=0, maximum=MAX_GPUS) if "ps" in entry else 0
+        ps_unbounded = entry.get("ps") == "unbounded"
+        if ps_unbounded and (tier != "cloud" or not workers):
+            raise self.fail(
+                f"{where}.ps",
+                '"unbounded" is for a bounded cloud: it needs tier = "cloud" and a workers table',
+            )
+        ps = (
+            self.integer(entry, "ps", where, minimum=0, maximum=MAX_GPUS)
+            if "ps" in entry and not ps_unbounded
+            else 0
+        )
+        ship = entry.get("ship", SHIPPING[0])
+        if ship not in SHIPPING:
+            raise self.fail(
+                f"{where}.ship",
+                f"expected one of {', '.join(map(repr, SHIPPING))}, {self.got(ship)}",
+            )
         unbounded = entry.get("unbounded", False)
         if not isinstance(unbounded, bool):
             raise self.fail(f"{where}.unbounded", f"expected true or false, {self.got(unbounded)}")
@@ -1014,6 +1072,8 @@ class _Validator:
             workers=workers,
             ps=ps,
             unbounded=unbounded,
+            ship=ship,
+            ps_unbounded=ps_unbounded,
         )
 
     def workers(self, entry: dict[str, Any], where: str) -> tuple[tuple[str, int], ...]:

@@ -26,7 +26,11 @@ def float_column(
 
     A value that is not a finite number accepted by ``ok`` (or an empty one without a
     default) appends ``file:line: column 'col': expected <what>, got ...`` to ``errors``.
+    Numbers follow the trace format's grammar (ASCII digits, an optional fraction and
+    exponent): Python's ``float`` would also read ``1_0`` or full-width digits as 10.
     """
+    from gpusched.io.trace import _FLOAT_RE
+
     out = np.full(len(trace), np.nan if default is None else default)
     raw = trace.extra.get(col)
     name = show_name(trace.source)
@@ -34,10 +38,7 @@ def float_column(
         text = "" if raw is None else str(raw[i]).strip()
         if text == "" and default is not None:
             continue
-        try:
-            v = float(text)
-        except ValueError:
-            v = math.nan
+        v = float(text) if _FLOAT_RE.fullmatch(text) else math.nan
         if not (math.isfinite(v) and ok(v)):
             got = "missing" if text == "" else f"got {show_value(text)}"
             errors.append(f"{name}:{int(trace.line[i])}: column '{col}': expected {what}, {got}")

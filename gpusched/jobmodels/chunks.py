@@ -115,6 +115,56 @@ def _ok(col: str) -> Any:
     return lambda v: v >= 0
 
 
+def _check_times(trace: Any, rows: np.ndarray, got: dict[str, np.ndarray]) -> None:
+    """Refuse rows whose derived times the engine cannot simulate exactly (one line each).
+
+    Every column may be fine on its own while their product is not: ``bw_mbps = 1e-300``
+    makes a chunk on the edge take 1e304 slots, ``batch_time = 1e-300`` one in the cloud
+    take 1e-298 slots, and eq. 1's rate on the edge, the ratio of the two, then underflows
+    to 0 (a policy dividing by it fails). The bounds are the trace's own (``MIN_DURATION_S``
+    and ``MAX_TIME_S`` of :mod:`gpusched.io.trace`, slots = simulated seconds): a chunk's
+    time in the cloud (zeta_j = 1) in [MIN, MAX], on the edge (zeta_j = 0) at most MAX, and
+    its D_j chunks one after another on one worker at most MAX. Together they keep the rate
+    on the edge >= MIN / MAX = 1e-13.
+    """
+    from gpusched.io.trace import MAX_TIME_S, MIN_DURATION_S
+
+    if rows.size == 0:
+        return
+    eb = got["epochs"][rows] * got["batches"][rows]
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        cloud = eb * (got["batch_time"][rows] + got["update_time"][rows])
+        comm = 2.0 * got["grad_mb"][rows] * 8.0 / got["bw_mbps"][rows] / got["unit_s"][rows]
+        edge = eb * (got["batch_time"][rows] + got["update_time"][rows] + comm)
+        serial = got["chunks"][rows] * edge
+    bad_cloud = ~((cloud >= MIN_DURATION_S) & (cloud <= MAX_TIME_S))
+    bad_edge = ~(edge <= MAX_TIME_S)
+    bad_serial = ~(serial <= MAX_TIME_S)
+    errors = []
+    name = show_name(trace.source)
+    for k in np.flatnonzero(bad_cloud | bad_edge | bad_serial).tolist():
+        line = f"{name}:{int(trace.line[rows[k]])}"
+        if bad_cloud[k]:
+            errors.append(
+                f"{line}: columns 'epochs', 'batches', 'batch_time', 'update_time': a chunk "
+                f"takes E B (m + G) = {cloud[k]:.3g} slots even in the cloud; expected "
+                f"{MIN_DURATION_S:g} to {MAX_TIME_S:g}"
+            )
+        elif bad_edge[k]:
+            errors.append(
+                f"{line}: columns 'grad_mb', 'bw_mbps', 'unit_s': a chunk on the edge takes "
+                f"E B (m + G + 2 q / b) = {edge[k]:.3g} slots; expected at most {MAX_TIME_S:g}"
+            )
+        else:
+            errors.append(
+                f"{line}: column 'chunks': its {got['chunks'][rows[k]]:g} chunks one after "
+                f"another on one edge worker take {serial[k]:.3g} slots; expected at most "
+                f"{MAX_TIME_S:g}"
+            )
+    if errors:
+        raise TraceError(errors)
+
+
 def params_of(trace: Any, rows: np.ndarray | None = None) -> ChunkParams:
     """Read the chunk columns of ``rows`` (default: every row) of a trace or job table.
 
@@ -150,6 +200,7 @@ def params_of(trace: Any, rows: np.ndarray | None = None) -> ChunkParams:
         types[i] = text
     if errors:
         raise TraceError(errors)
+    _check_times(trace, rows, got)
     return ChunkParams(
         chunks=got["chunks"],
         batches=got["batches"],

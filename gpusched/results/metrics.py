@@ -51,8 +51,11 @@ chunk's (JCT = W + L + T + P still holds); ``preemptions`` add up its chunks';
 + save); ``comm_s`` is the time all its chunks lost to worker-PS communication; ``tier`` says where
 its chunks ran. tasks.csv keeps one record per chunk (with its job and worker). The
 summary's statistics are over jobs; ``gpu_utilization`` is the edge workers' (busy
-worker-time / (edge workers x makespan)); the cloud's unbounded workers count in
-``cloud_worker_s``; ``n_preemptions`` counts chunk preemptions.
+worker-time / (edge workers x makespan)); the cloud's busy worker-time is
+``cloud_worker_s``, ``mean_busy_cloud`` that over the makespan, and a bounded cloud adds
+``cloud_utilization`` (over its workers x makespan); ``n_preemptions`` counts chunk
+preemptions, ``n_migrations`` and ``migrate_s`` the moves of policies that migrate and their
+transmission time.
 """
 
 from __future__ import annotations
@@ -247,9 +250,22 @@ def _task_summary(res: RunResult) -> dict[str, Any]:
         "n_cloud_jobs": int((rec["tier"] == "cloud").sum()) if n else 0,
         "n_cloud_chunks": int(cloud.sum()),
         "cloud_worker_s": float(holding[cloud].sum()),
+        **_cloud_use(float(holding[cloud].sum()), info.get("n_cloud_workers", 0), makespan),
         "ps_held_s": info["ps_held_s"],
         "total_transfer_s": float(info["transfer_s"].sum()),
+        "n_migrations": int(info["n_migrations"].sum()) if "n_migrations" in info else 0,
+        "migrate_s": float(info["migrate_s"].sum()) if "migrate_s" in info else 0.0,
     }
+
+
+def _cloud_use(cloud_s: float, n_cloud: int, makespan: float) -> dict[str, float]:
+    """The cloud's use: mean busy cloud workers over the makespan, and for a bounded cloud
+    (``n_cloud`` workers) its utilisation, that over ``n_cloud``."""
+    busy = cloud_s / makespan if makespan > 0 else 0.0
+    out = {"mean_busy_cloud": busy}
+    if n_cloud:
+        out["cloud_utilization"] = busy / n_cloud
+    return out
 
 
 def _role_records(res: RunResult) -> dict[str, np.ndarray]:

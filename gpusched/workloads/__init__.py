@@ -41,14 +41,17 @@ def _synth_default(seed: int, jobs: int | None = None) -> Trace:
 def _a_srpt(
     seed: int, jobs: int | None = None, cluster: str | None = None, **options: Any
 ) -> Trace:
-    """A-SRPT paper (Sec. V-A): consecutive Philly jobs annotated with Table I models and configurations.
+    """A-SRPT paper (Sec. V-A): consecutive Philly jobs in recurring groups, annotated with Table I models.
 
     ``cluster`` (a bundled name or TOML path) sets the GPUs that ``load`` refers to and the
     performance model's reading the iterations are derived under (its bandwidths are not
     used: iterations come from the catalogue's reference cluster).
-    ``load`` defaults to :data:`gpusched.workloads.a_srpt.DEFAULT_LOAD` and ``jobs`` (without
-    a ``path``) to :data:`~gpusched.workloads.a_srpt.DEFAULT_JOBS` (contended, like the
-    paper's runs); ``load=0`` keeps the source's own arrival times.
+    ``load`` defaults to :data:`gpusched.workloads.a_srpt.DEFAULT_LOAD` on the
+    ``load_basis`` (default ``body``: all jobs but the top 1 % by GPU-seconds) and ``jobs``
+    (without a ``path``) to :data:`~gpusched.workloads.a_srpt.DEFAULT_JOBS` (contended: the
+    baselines wait); ``load=0`` keeps the source's own arrival times. ``groups``
+    (``recurring`` by default, or ``synthesised``), ``group_spread``, ``tight_share`` and
+    ``tight_spread``: see :func:`gpusched.workloads.a_srpt.a_srpt_workload`.
     """
     from gpusched.workloads.a_srpt import DEFAULT_JOBS, DEFAULT_LOAD, a_srpt_workload
 
@@ -280,30 +283,41 @@ def _pd_ors(
     )
 
 
-def _edge_cloud_testbed(seed: int, jobs: int | None = None) -> Trace:
+def _edge_cloud_testbed(
+    seed: int, jobs: int | None = None, arrival_scale: float | None = None
+) -> Trace:
     """Edge-cloud paper (Sec. V-A): the 30-job testbed workload of data-chunk jobs.
 
     Bundled Philly jobs on 1-hour slots, worker type gpu or cpu, a Table II model each, E
     in [20, 60], m, G, q in the simulator's ranges and b = 1000 Mbit/s
     (:mod:`gpusched.workloads.edge_cloud`). ``jobs`` J (the sweep of Figs. 4-5) keeps the
-    8-slot window. For the edge-cloud-testbed cluster (``--cluster-out`` writes it).
+    8-slot window; ``arrival_scale`` F stretches the arrivals F times (the load ablation).
+    For the edge-cloud-testbed cluster (``--cluster-out`` writes it: 8 edge machines and
+    the ninth as the cloud).
     """
     from gpusched.workloads.edge_cloud import edge_cloud_testbed_workload
 
-    return edge_cloud_testbed_workload(seed, jobs)
+    return edge_cloud_testbed_workload(
+        seed, jobs, arrival_scale=1.0 if arrival_scale is None else arrival_scale
+    )
 
 
-def _edge_cloud_sim(seed: int, jobs: int | None = None) -> Trace:
+def _edge_cloud_sim(
+    seed: int, jobs: int | None = None, arrival_scale: float | None = None
+) -> Trace:
     """Edge-cloud paper (Sec. V-A): the simulator's workload of data-chunk jobs (300 by default).
 
     Bundled Philly arrivals scaled up so that J jobs span 8 J / 30 slots, 8 to 10 worker
     types t1..tK (K seeded), a Table II model each, E, m, G, q and b uniform in the paper's
-    ranges (:mod:`gpusched.workloads.edge_cloud`). For the edge-cloud-sim cluster, or one of
+    ranges (:mod:`gpusched.workloads.edge_cloud`); ``arrival_scale`` F stretches the
+    arrivals F times (the load ablation). For the edge-cloud-sim cluster, or one of
     ``--servers`` S written by ``--cluster-out``.
     """
     from gpusched.workloads.edge_cloud import edge_cloud_sim_workload
 
-    return edge_cloud_sim_workload(seed, jobs)
+    return edge_cloud_sim_workload(
+        seed, jobs, arrival_scale=1.0 if arrival_scale is None else arrival_scale
+    )
 
 
 WORKLOADS: dict[str, Callable[..., Trace]] = {
@@ -358,12 +372,19 @@ def build_workload(name: str, seed: int, jobs: int | None = None, **options: Any
         raise
 
 
-def workload_cluster(name: str, seed: int, servers: int | None = None) -> str:
+def workload_cluster(
+    name: str,
+    seed: int,
+    servers: int | None = None,
+    cloud: str | None = None,
+    ship: str | None = None,
+) -> str:
     """The TOML text of the cluster that matches workload ``name`` at ``seed``.
 
     Only the :data:`CLUSTERED` presets have one
     (:func:`gpusched.workloads.edge_cloud.edge_cloud_cluster`); ``servers`` (edge
-    servers) is for edge-cloud-sim only, default 100.
+    servers) is for edge-cloud-sim only, default 100; ``cloud`` (``machine`` or
+    ``unbounded``) and ``ship`` (``parallel`` or ``serial``) as that function takes them.
 
     Raises
     ------
@@ -386,5 +407,6 @@ def workload_cluster(name: str, seed: int, servers: int | None = None) -> str:
                 f"edge-cloud-testbed has {TESTBED_SERVERS} edge servers; --servers is for"
                 " edge-cloud-sim"
             )
-        return edge_cloud_cluster(TESTBED_SERVERS, seed, kind)
-    return edge_cloud_cluster(SIM_SERVERS if servers is None else servers, seed, kind)
+        return edge_cloud_cluster(TESTBED_SERVERS, seed, kind, cloud, ship or "parallel")
+    n = SIM_SERVERS if servers is None else servers
+    return edge_cloud_cluster(n, seed, kind, cloud, ship or "parallel")

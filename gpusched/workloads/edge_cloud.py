@@ -46,6 +46,15 @@ Choices the paper leaves open, made here:
 * **Simulator arrivals.** "Scaling up the submission times": the seconds are multiplied
   by J / 30 before flooring to hours, so J jobs span 8 J / 30 slots (300 jobs: 80 slots)
   at the testbed's rate of 3.75 jobs per slot.
+* **The load this makes**, and why it is still the default. The paper states no arrival
+  rate, span or job count per time: only "one time slot to one hour long", "scaling down
+  the original real-world traces" (30 jobs) and "scaling up the submission times" (300).
+  The rule above offers the edge far more work than it can do (the chunks' work at
+  zeta_j = 0 over the edge's workers x the arrival span: about 30 in the simulator and
+  about 600 on the testbed), while Fig. 11's "utilization rapidly increases at the two
+  peaks of job submission" suggests a cluster not saturated between peaks. Without a
+  stated setting the rule stays, and ``arrival_scale`` F (``--arrival-scale``) stretches
+  every arrival slot by F for the ablation of docs/a-online.md.
 * **Worker requirement** (``gang_workers``): the Philly job's GPU count. On the testbed it
   is capped at the edge's workers of the job's type (8 ``gpu`` or 16 ``cpu`` workers,
   :data:`TESTBED_WORKERS` on :data:`TESTBED_SERVERS` servers); in the simulator, whose
@@ -60,6 +69,15 @@ Choices the paper leaves open, made here:
   G is drawn in milliseconds, rounded to 0.1 ms, and written in slots (ms / 3.6e6); q is
   rounded to 0.1 MB; E and b are whole numbers (uniform over the integers, ends included).
   The trace holds the values the simulation uses.
+* **The testbed's cloud** is one machine like the edge's: "nine physical machines [...]
+  eight of which serve as edge servers, and the other acts as both the remote cloud and a
+  central scheduler". It gets the edge machine's workers (1 ``gpu`` + 2 ``cpu``), never
+  preempts, and its PS slots are unbounded (PSs are not the cloud's bottleneck in eq. 1;
+  A_ps, Alg. 5, assumes one is always eligible; the machine is also the scheduler). The
+  simulator's cloud is the paper's model: "infinite workers and PSs" (Sec. III-A),
+  "unlimited capacities" (Sec. V-C), one delay per chunk. ``cloud="unbounded"`` gives the
+  testbed the simulator's cloud, and ``ship="serial"`` makes a job's chunks travel to a
+  server one after another (both for the ablation of docs/a-online.md).
 * **Worker types in the simulator.** K, the number of types, is drawn uniformly from 8, 9
   and 10 per seed, and each job's type uniformly from ``t1`` .. ``tK``. The simulator
   cluster (:func:`edge_cloud_cluster`) carries all ten types, so it serves a workload of
@@ -76,6 +94,7 @@ from gpusched.io.trace import Trace
 from gpusched.workloads.sjf_bsbf import load_pool
 
 __all__ = [
+    "CLOUDS",
     "CLUSTER_KINDS",
     "DECIMALS",
     "DELAYS",
@@ -85,6 +104,7 @@ __all__ = [
     "RANGES",
     "SIM_JOBS",
     "SIM_SERVER_WORKERS",
+    "SHIPPING",
     "SIM_SERVERS",
     "TESTBED_BW_MBPS",
     "TESTBED_JOBS",
@@ -160,6 +180,16 @@ TYPE_NAMES = tuple(f"t{k}" for k in range(1, N_TYPES[1] + 1))
 CLUSTER_KINDS = ("sim", "testbed")
 """Kinds of cluster :func:`edge_cloud_cluster` builds."""
 
+CLOUDS = ("machine", "unbounded")
+"""The cloud a cluster gets: one machine like the edge's (the testbed's, Sec. V-A) or
+unbounded (the simulator's, Sec. III-A)."""
+
+SHIPPING = ("parallel", "serial")
+"""How a job's chunks travel to a server (the cluster's ``ship``)."""
+
+MAX_ARRIVAL_SCALE = 1e6
+"""Largest ``arrival_scale``: arrivals stay far below the trace's time bounds."""
+
 MAX_SERVERS = 10_000
 """Most edge servers :func:`edge_cloud_cluster` writes (one ``[[servers]]`` group each)."""
 
@@ -192,10 +222,30 @@ def _sample(n: int, preset: str, rng: np.random.Generator) -> tuple[np.ndarray, 
     return pool.philly_id[pick], pool.offset_s[pick], pool.num_gpus[pick]
 
 
-def _slots(offset_s: np.ndarray, scale_num: int, scale_den: int) -> np.ndarray:
-    """Whole hours of ``offset_s * scale_num / scale_den``, shifted so the first is 0."""
-    hours: np.ndarray = (offset_s.astype(np.int64) * scale_num) // (scale_den * UNIT_S)
+def _slots(
+    offset_s: np.ndarray, scale_num: int, scale_den: int, stretch: float = 1.0
+) -> np.ndarray:
+    """Whole hours of ``offset_s * scale_num / scale_den * stretch``, the first shifted to 0."""
+    if stretch == 1.0:
+        hours: np.ndarray = (offset_s.astype(np.int64) * scale_num) // (scale_den * UNIT_S)
+    else:
+        x = offset_s.astype(np.float64) * (scale_num * stretch) / (scale_den * UNIT_S)
+        hours = np.floor(x).astype(np.int64)
     return hours - int(hours.min())
+
+
+def _stretched(stretch: float) -> str:
+    return "" if stretch == 1.0 else f" (arrivals x {stretch:g})"
+
+
+def _check_stretch(arrival_scale: float) -> float:
+    """``--arrival-scale``: a number > 0 and at most :data:`MAX_ARRIVAL_SCALE`."""
+    f = arrival_scale
+    if isinstance(f, bool) or not isinstance(f, int | float) or not 0 < f <= MAX_ARRIVAL_SCALE:
+        raise GpuschedError(
+            f"--arrival-scale must be a number > 0 and <= {MAX_ARRIVAL_SCALE:g}, got {f!r}"
+        )
+    return float(f)
 
 
 def _uniform(name: str, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -264,7 +314,9 @@ def _trace(
     )
 
 
-def edge_cloud_testbed_workload(seed: int, jobs: int | None = None) -> Trace:
+def edge_cloud_testbed_workload(
+    seed: int, jobs: int | None = None, arrival_scale: float = 1.0
+) -> Trace:
     """Build the edge-cloud paper's testbed workload (Sec. V-A): Philly jobs on 1-hour slots.
 
     Steps, every draw from ``np.random.default_rng(seed)``, in this order:
@@ -284,6 +336,8 @@ def edge_cloud_testbed_workload(seed: int, jobs: int | None = None) -> Trace:
         Seed of every draw (>= 0).
     jobs
         Number of jobs J (default 30; 1 to 4,000), e.g. for the sweep over J of Figs. 4-5.
+    arrival_scale
+        Every arrival slot x this (default 1: the rule above; the load ablation).
 
     Returns
     -------
@@ -298,11 +352,12 @@ def edge_cloud_testbed_workload(seed: int, jobs: int | None = None) -> Trace:
     """
     preset = "edge-cloud-testbed"
     _check_seed(seed)
+    stretch = _check_stretch(arrival_scale)
     n = TESTBED_JOBS if jobs is None else jobs
     rng = np.random.default_rng(seed)
     philly_id, offset_s, gpus = _sample(n, preset, rng)
     n = int(n)
-    submit = _slots(offset_s, 1, 1)
+    submit = _slots(offset_s, 1, 1, stretch)
     is_gpu = rng.random(n) < 0.5
     types = np.where(is_gpu, "gpu", "cpu")
     cap = np.where(
@@ -321,11 +376,13 @@ def edge_cloud_testbed_workload(seed: int, jobs: int | None = None) -> Trace:
         philly_id,
         rng,
         f"edge-cloud-testbed (seed {seed}): {n} Philly jobs over {span} slot"
-        f"{'' if span == 1 else 's'} of 1 h, worker types gpu/cpu",
+        f"{'' if span == 1 else 's'} of 1 h{_stretched(stretch)}, worker types gpu/cpu",
     )
 
 
-def edge_cloud_sim_workload(seed: int, jobs: int | None = None) -> Trace:
+def edge_cloud_sim_workload(
+    seed: int, jobs: int | None = None, arrival_scale: float = 1.0
+) -> Trace:
     """Build the edge-cloud paper's simulator workload (Sec. V-A): Philly arrivals scaled up.
 
     Steps, every draw from ``np.random.default_rng(seed)``, in this order:
@@ -344,6 +401,8 @@ def edge_cloud_sim_workload(seed: int, jobs: int | None = None) -> Trace:
         Seed of every draw (>= 0).
     jobs
         Number of jobs J (default 300; 1 to 4,000).
+    arrival_scale
+        Every arrival slot x this (default 1: the rule above; the load ablation).
 
     Returns
     -------
@@ -358,11 +417,12 @@ def edge_cloud_sim_workload(seed: int, jobs: int | None = None) -> Trace:
     """
     preset = "edge-cloud-sim"
     _check_seed(seed)
+    stretch = _check_stretch(arrival_scale)
     n = SIM_JOBS if jobs is None else jobs
     rng = np.random.default_rng(seed)
     philly_id, offset_s, gpus = _sample(n, preset, rng)
     n = int(n)
-    submit = _slots(offset_s, n, _ARRIVAL_SCALE_JOBS)
+    submit = _slots(offset_s, n, _ARRIVAL_SCALE_JOBS, stretch)
     k = int(rng.integers(N_TYPES[0], N_TYPES[1], endpoint=True))
     types = np.array(TYPE_NAMES, dtype=object)[rng.integers(k, size=n)]
     bw = _integers("bw_mbps", n, rng)
@@ -376,7 +436,7 @@ def edge_cloud_sim_workload(seed: int, jobs: int | None = None) -> Trace:
         philly_id,
         rng,
         f"edge-cloud-sim (seed {seed}): {n} Philly jobs over {span} slot"
-        f"{'' if span == 1 else 's'} of 1 h, {k} worker types t1..t{k}",
+        f"{'' if span == 1 else 's'} of 1 h{_stretched(stretch)}, {k} worker types t1..t{k}",
     )
 
 
@@ -393,12 +453,44 @@ _DELAY_NOTE = (
     "#                   [1, 4], the cloud in [10, 15] (Sec. V-A), drawn once and fixed\n"
     "#                   here. The paper draws Delta_js per job and server; here the\n"
     "#                   cluster fixes it per server, the same for every job.\n"
+)
+
+_UNBOUNDED_NOTE = (
     "#   the cloud:      one group, unbounded: infinite workers of every type and PSs (Sec.\n"
-    '#                   III-A, "infinite workers and PSs"); gpus = 0 as it has no count.\n'
+    '#                   III-A, "infinite workers and PSs"; Sec. V-C "unlimited\n'
+    '#                   capacities"); gpus = 0 as it has no count.\n'
+)
+
+_MACHINE_NOTE = (
+    "#   the cloud:      the ninth machine (quoted above): the edge machine's hardware and\n"
+    "#                   workers, never preempted (Sec. III-A), delay_s as the cloud's; its\n"
+    '#                   PS slots unbounded (ps = "unbounded"): PSs are not the cloud\'s\n'
+    "#                   bottleneck in eq. 1, A_ps (Alg. 5) assumes one is always\n"
+    "#                   eligible, and the machine is also the scheduler; `gpusched\n"
+    "#                   workload edge-cloud-testbed --cloud unbounded` writes the\n"
+    "#                   simulator's unbounded cloud instead.\n"
+)
+
+_SERIAL_NOTE = (
+    '#   ship = "serial": a job\'s chunks travel to a server one after another (a\n'
+    "#                   sensitivity setting; the paper's Alg. 3 ships each in Delta_js).\n"
 )
 
 
-def _testbed_header(seed: int, servers: int) -> str:
+def _cloud_notes(cloud: str, ship: str) -> str:
+    return (_MACHINE_NOTE if cloud == "machine" else _UNBOUNDED_NOTE) + (
+        _SERIAL_NOTE if ship == "serial" else ""
+    )
+
+
+def _options_note(kind: str, cloud: str, ship: str) -> str:
+    """The workload command's options that write this file (beyond the defaults)."""
+    default = "machine" if kind == "testbed" else "unbounded"
+    out = "" if cloud == default else f" --cloud {cloud}"
+    return out + ("" if ship == "parallel" else f" --cloud-ship {ship}")
+
+
+def _testbed_header(seed: int, servers: int, cloud: str, ship: str) -> str:
     return (
         f"# edge-cloud-testbed: the edge-cloud paper's testbed, {servers} edge servers and a cloud.\n"
         "#\n"
@@ -410,8 +502,9 @@ def _testbed_header(seed: int, servers: int) -> str:
         "# cores, 2GB RAM, respectively. There is one type of PSs, and each hosts 2 CPUs, 3GB\n"
         '# RAM."\n'
         f"# Generated by gpusched.workloads.edge_cloud.edge_cloud_cluster({servers}, seed={seed},\n"
-        f'# kind="testbed"); `gpusched workload edge-cloud-testbed --seed {seed} -o FILE.csv\n'
-        "# --cluster-out FILE.toml` writes the same file.\n"
+        f'# kind="testbed"{_args_note(cloud, ship, "machine")}); `gpusched workload edge-cloud-testbed\n'
+        f"# --seed {seed}{_options_note('testbed', cloud, ship)} -o FILE.csv --cluster-out FILE.toml`\n"
+        "# writes the same file.\n"
         "# Sources of the numbers:\n"
         f"#   count:          {servers} edge servers, one group each (their delays differ)\n"
         "#   gpus, cpus, mem_gb, storage_gb, gpu_type: the machine above\n"
@@ -421,11 +514,18 @@ def _testbed_header(seed: int, servers: int) -> str:
         "#                   cores and 13 of the 16 GB, the rest for the GPU worker's host\n"
         "#                   process and the system. A third cpu worker would need 13 cores; a\n"
         "#                   third PS would take all 12 cores and 16 GB. The paper gives no\n"
-        "#                   split; this one is gpusched's.\n" + _DELAY_NOTE
+        "#                   split; this one is gpusched's.\n"
+        + _DELAY_NOTE
+        + _cloud_notes(cloud, ship)
     )
 
 
-def _sim_header(seed: int, servers: int) -> str:
+def _args_note(cloud: str, ship: str, default: str) -> str:
+    out = "" if cloud == default else f', cloud="{cloud}"'
+    return out + ("" if ship == "parallel" else f', ship="{ship}"')
+
+
+def _sim_header(seed: int, servers: int, cloud: str, ship: str) -> str:
     return (
         f"# {_sim_name(servers)}: the edge-cloud paper's simulator, {servers} edge servers and a\n"
         "# virtual cloud.\n"
@@ -437,8 +537,9 @@ def _sim_header(seed: int, servers: int) -> str:
         "# of workers and PSs are set to be 8 to 10, the type of each worker and PS in each\n"
         '# server is randomly picked."\n'
         f"# Generated by gpusched.workloads.edge_cloud.edge_cloud_cluster({servers}, seed={seed},\n"
-        f'# kind="sim"); `gpusched workload edge-cloud-sim --seed {seed} --servers {servers}\n'
-        "# -o FILE.csv --cluster-out FILE.toml` writes the same file.\n"
+        f'# kind="sim"{_args_note(cloud, ship, "unbounded")}); `gpusched workload edge-cloud-sim\n'
+        f"# --seed {seed} --servers {servers}{_options_note('sim', cloud, ship)} -o FILE.csv\n"
+        "# --cluster-out FILE.toml` writes the same file.\n"
         "# Sources of the numbers (gpusched bundles no per-server table of the Philly trace):\n"
         f"#   count:          {servers} edge servers, one group each\n"
         "#   gpus:           2 or 8 with even odds, the two machine sizes of Philly's machine\n"
@@ -450,7 +551,9 @@ def _sim_header(seed: int, servers: int) -> str:
         "#                   one job and every running job holds a worker, so this many PSs is\n"
         "#                   plentiful yet finite. PSs are untyped: jobs ask only for a worker\n"
         "#                   type.\n"
-        '#   gpu_type = "generic": the paper names no GPU.\n' + _DELAY_NOTE
+        '#   gpu_type = "generic": the paper names no GPU.\n'
+        + _DELAY_NOTE
+        + _cloud_notes(cloud, ship)
     )
 
 
@@ -472,7 +575,7 @@ def _edge_group(
     )
 
 
-def _cloud_group(gpu_type: str, delay: int) -> str:
+def _cloud_group(gpu_type: str, delay: int, ship: str) -> str:
     return (
         "[[servers]]\n"
         "count = 1\n"
@@ -480,8 +583,25 @@ def _cloud_group(gpu_type: str, delay: int) -> str:
         f'gpu_type = "{gpu_type}"\n'
         'tier = "cloud"\n'
         f"delay_s = {delay}\n"
-        "unbounded = true\n"
+        "unbounded = true\n" + _ship_line(ship)
     )
+
+
+def _machine_cloud_group(delay: int, machine: str, ship: str) -> str:
+    """The testbed's ninth machine as the cloud (Sec. V-A)."""
+    return (
+        "[[servers]]\n"
+        "count = 1\n"
+        "gpus = 1\n"
+        'gpu_type = "RTX2060"\n' + machine + 'tier = "cloud"\n'
+        f"delay_s = {delay}\n"
+        f"workers = {_workers_table(TESTBED_WORKERS)}\n"
+        'ps = "unbounded"\n' + _ship_line(ship)
+    )
+
+
+def _ship_line(ship: str) -> str:
+    return "" if ship == "parallel" else f'ship = "{ship}"\n'
 
 
 def _delays(tier: str, n: int, rng: np.random.Generator) -> list[int]:
@@ -489,8 +609,10 @@ def _delays(tier: str, n: int, rng: np.random.Generator) -> list[int]:
     return [int(d) for d in rng.integers(lo, hi, size=n, endpoint=True).tolist()]
 
 
-def edge_cloud_cluster(servers: int, seed: int, kind: str) -> str:
-    """The TOML text of an edge-cloud cluster: ``servers`` edge servers and an unbounded cloud.
+def edge_cloud_cluster(
+    servers: int, seed: int, kind: str, cloud: str | None = None, ship: str = "parallel"
+) -> str:
+    """The TOML text of an edge-cloud cluster: ``servers`` edge servers and a cloud.
 
     Every draw comes from ``np.random.default_rng([seed, 1])``, a stream apart from the
     workload's, so one ``--seed`` gives a workload and its cluster. The header comments
@@ -512,6 +634,11 @@ def edge_cloud_cluster(servers: int, seed: int, kind: str) -> str:
         Seed of every draw (>= 0).
     kind
         ``"sim"`` or ``"testbed"``.
+    cloud
+        ``"machine"`` (the testbed's default: its ninth machine, bounded) or
+        ``"unbounded"`` (the simulator's default and only choice).
+    ship
+        ``"parallel"`` (default) or ``"serial"``: written as every server's ``ship``.
 
     Returns
     -------
@@ -523,35 +650,52 @@ def edge_cloud_cluster(servers: int, seed: int, kind: str) -> str:
     Raises
     ------
     GpuschedError
-        A bad ``servers``, ``seed`` or ``kind``.
+        A bad ``servers``, ``seed``, ``kind``, ``cloud`` or ``ship``.
     """
     if kind not in CLUSTER_KINDS:
         raise GpuschedError(f"cluster kind must be {' or '.join(CLUSTER_KINDS)}, got {kind!r}")
+    cloud = cloud if cloud is not None else ("machine" if kind == "testbed" else "unbounded")
+    if cloud not in CLOUDS:
+        raise GpuschedError(f"--cloud must be {' or '.join(CLOUDS)}, got {cloud!r}")
+    if kind == "sim" and cloud != "unbounded":
+        raise GpuschedError(
+            'edge-cloud-sim\'s cloud is unbounded (Sec. III-A "infinite workers", Sec. V-C '
+            '"unlimited capacities"); --cloud machine is the testbed\'s'
+        )
+    if ship not in SHIPPING:
+        raise GpuschedError(f"--ship must be {' or '.join(SHIPPING)}, got {ship!r}")
     _check_seed(seed)
     _check_count("servers", servers, MAX_SERVERS, f"edge-cloud-{kind}")
     servers = int(servers)
     rng = np.random.default_rng([int(seed), _CLUSTER_STREAM])
     if kind == "testbed":
-        return _testbed_toml(servers, int(seed), rng)
-    return _sim_toml(servers, int(seed), rng)
+        return _testbed_toml(servers, int(seed), rng, cloud, ship)
+    return _sim_toml(servers, int(seed), rng, ship)
 
 
-def _testbed_toml(servers: int, seed: int, rng: np.random.Generator) -> str:
+def _testbed_toml(servers: int, seed: int, rng: np.random.Generator, cloud: str, ship: str) -> str:
     delays = _delays("edge", servers, rng)
-    cloud = _delays("cloud", 1, rng)[0]
+    delay_c = _delays("cloud", 1, rng)[0]
     machine = "cpus = 12\nmem_gb = 16.0\nstorage_gb = 500.0\n"
+    what = "a ninth machine as the cloud" if cloud == "machine" else "an unbounded cloud"
     parts = [
-        _testbed_header(seed, servers),
+        _testbed_header(seed, servers, cloud, ship),
         "\n[cluster]\n",
         'name = "edge-cloud-testbed"\n',
         f'description = "Edge-cloud testbed (Sec. V-A): {servers} edge servers x 1 RTX 2060'
-        ' (1 gpu + 2 cpu workers, 2 PSs), 1 GbE, and an unbounded cloud"\n',
+        f' (1 gpu + 2 cpu workers, 2 PSs), 1 GbE, and {what}"\n',
         "nic_gbps = 1.0\ngpu_capacity = 1\nallow_spread = true\n",
     ]
     for delay in delays:
         parts.append("\n")
-        parts.append(_edge_group(1, "RTX2060", delay, TESTBED_WORKERS, TESTBED_PS, machine))
-    parts.append("\n" + _cloud_group("RTX2060", cloud))
+        parts.append(
+            _edge_group(1, "RTX2060", delay, TESTBED_WORKERS, TESTBED_PS, machine)
+            + _ship_line(ship)
+        )
+    if cloud == "machine":
+        parts.append("\n" + _machine_cloud_group(delay_c, machine, ship))
+    else:
+        parts.append("\n" + _cloud_group("RTX2060", delay_c, ship))
     return "".join(parts)
 
 
@@ -560,13 +704,13 @@ def _sim_name(servers: int) -> str:
     return "edge-cloud-sim" if servers == SIM_SERVERS else f"edge-cloud-sim-{servers}"
 
 
-def _sim_toml(servers: int, seed: int, rng: np.random.Generator) -> str:
+def _sim_toml(servers: int, seed: int, rng: np.random.Generator, ship: str) -> str:
     sizes = rng.choice(np.array(SIM_SERVER_WORKERS), size=servers)
     types = rng.integers(len(TYPE_NAMES), size=int(sizes.sum()))
     delays = _delays("edge", servers, rng)
     cloud = _delays("cloud", 1, rng)[0]
     parts = [
-        _sim_header(seed, servers),
+        _sim_header(seed, servers, "unbounded", ship),
         "\n[cluster]\n",
         f'name = "{_sim_name(servers)}"\n',
         f'description = "Edge-cloud simulator (Sec. V-A): {servers} edge servers of 2 or 8'
@@ -579,6 +723,6 @@ def _sim_toml(servers: int, seed: int, rng: np.random.Generator) -> str:
         start += size
         counts = {t: int(c) for t, c in zip(TYPE_NAMES, mine.tolist(), strict=True)}
         parts.append("\n")
-        parts.append(_edge_group(size, "generic", delay, counts, size, ""))
-    parts.append("\n" + _cloud_group("generic", cloud))
+        parts.append(_edge_group(size, "generic", delay, counts, size, "") + _ship_line(ship))
+    parts.append("\n" + _cloud_group("generic", cloud, ship))
     return "".join(parts)

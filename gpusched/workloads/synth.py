@@ -34,9 +34,11 @@ from gpusched.io.trace import Trace
 __all__ = [
     "PHILLY_DURATION_MIXTURE",
     "PHILLY_GPU_MIX",
+    "demand_load",
     "offered_load",
     "philly_durations",
     "synth_trace",
+    "top_jobs",
     "trace_stats",
 ]
 
@@ -180,10 +182,29 @@ def synth_trace(
     )
 
 
-def offered_load(trace: Trace, n_gpus_cluster: int) -> float:
+def top_jobs(gpu_s: np.ndarray, share: float) -> np.ndarray:
+    """Mask of the ``ceil(share * n)`` jobs with the most GPU-seconds (ties: the earlier job).
+
+    Parameters
+    ----------
+    gpu_s
+        GPU-seconds per job (``num_gpus * duration``).
+    share
+        Share of jobs to mark, in [0, 1]; 0 marks none.
+    """
+    x = np.asarray(gpu_s, dtype=np.float64)
+    mask = np.zeros(x.shape[0], dtype=bool)
+    k = int(np.ceil(share * x.shape[0] - 1e-9)) if share > 0 else 0
+    if k > 0:
+        mask[np.argsort(-x, kind="stable")[:k]] = True
+    return mask
+
+
+def offered_load(trace: Trace, n_gpus_cluster: int, exclude_top: float = 0.0) -> float:
     """Offered load ``sum(num_gpus * duration) / (span * n_gpus_cluster)``.
 
-    Only jobs with a duration count; ``span`` is last minus first submit time, seconds.
+    Only jobs with a duration count; ``span`` is last minus first submit time, seconds (of
+    all jobs, whatever ``exclude_top`` leaves out).
 
     Parameters
     ----------
@@ -191,6 +212,9 @@ def offered_load(trace: Trace, n_gpus_cluster: int) -> float:
         The trace.
     n_gpus_cluster
         GPUs in the cluster.
+    exclude_top
+        Share of jobs, most GPU-seconds first (:func:`top_jobs`), left out of the sum: 0.01
+        gives the load of the "body" without the top 1 % of jobs.
 
     Returns
     -------
@@ -199,11 +223,47 @@ def offered_load(trace: Trace, n_gpus_cluster: int) -> float:
         is no work and no span).
     """
     has = ~np.isnan(trace.duration)
-    work = float(np.dot(trace.num_gpus[has].astype(np.float64), trace.duration[has]))
+    g = trace.num_gpus[has].astype(np.float64)
+    d = trace.duration[has]
+    if exclude_top > 0:
+        keep = ~top_jobs(g * d, exclude_top)
+        g, d = g[keep], d[keep]
+    work = float(np.dot(g, d))
     span = float(np.ptp(trace.submit_time)) if len(trace) else 0.0
     if span == 0:
         return float("inf") if work > 0 else float("nan")
     return work / (span * n_gpus_cluster)
+
+
+def demand_load(trace: Trace, n_gpus_cluster: int) -> float:
+    """The GPU-time that jobs ask for *inside* the arrival window, over the window's capacity.
+
+    :math:`D = \\sum_i g_i \\min(d_i, t_{last} - s_i) / (\\text{span} \\cdot G)`: each job counts
+    only the part of its duration that would fall before the last arrival if it started on
+    arrival. Below 1 an unbounded start-on-arrival schedule would not fill the cluster
+    during the window, so few jobs need wait however high the offered load (whose work may
+    lie mostly after the window, in a few long jobs).
+
+    Parameters
+    ----------
+    trace
+        The trace (jobs without a duration do not count).
+    n_gpus_cluster
+        GPUs in the cluster.
+
+    Returns
+    -------
+    float
+        The ratio (NaN when the span is 0).
+    """
+    has = ~np.isnan(trace.duration)
+    s = trace.submit_time[has]
+    span = float(np.ptp(trace.submit_time)) if len(trace) else 0.0
+    if span == 0:
+        return float("nan")
+    end = float(np.max(trace.submit_time))
+    inside = np.minimum(trace.duration[has], end - s)
+    return float(np.dot(trace.num_gpus[has].astype(np.float64), inside)) / (span * n_gpus_cluster)
 
 
 def _percentiles(x: np.ndarray) -> dict[str, float] | None:
