@@ -67,7 +67,14 @@ ROLE_POLICIES = [p for p in ALL_POLICIES if getattr(load_policy_class(p), "place
 #: policies that run jobs made of data chunks (srtf runs both those and gangs)
 TASK_POLICIES = [p for p in ALL_POLICIES if getattr(load_policy_class(p), "runs_tasks", False)]
 _TASK_ONLY = [p for p in TASK_POLICIES if getattr(load_policy_class(p), "needs_tasks", False)]
-GANG_POLICIES = [p for p in ALL_POLICIES if p not in ROLE_POLICIES and p not in _TASK_ONLY]
+#: policies whose jobs follow one job model (Pollux and Optimus: goodput jobs, which the
+#: small generic traces are not)
+MODEL_POLICIES = [p for p in ALL_POLICIES if getattr(load_policy_class(p), "job_model", None)]
+GANG_POLICIES = [
+    p
+    for p in ALL_POLICIES
+    if p not in ROLE_POLICIES and p not in _TASK_ONLY and p not in MODEL_POLICIES
+]
 
 
 class Scripted:

@@ -1058,3 +1058,165 @@ def simulate_lazer(
         }
         for j in range(n)
     ]
+
+
+def simulate_elastic(
+    jobs: list[tuple[float, float]],
+    n_gpus: int,
+    hi: list[int],
+    speed: list[list[float]],
+    load: list[float],
+    slot: float,
+    interval: float,
+) -> list[dict]:
+    """Elastic gangs with rates that change with progress, under a scripted re-allocation.
+
+    ``jobs`` = [(submit s, work s), ...] (sorted by submit) on ``n_gpus`` GPUs. Job ``j``
+    may hold 1 to ``hi[j]`` GPUs; on ``K`` GPUs in stage ``q`` it trains at rate
+    ``K * speed[j][q]``; stage ``q`` lasts while its remaining work is above
+    ``work * (1 - (q + 1) / S)`` (``S = len(speed[j])``): when a decision point finds the
+    remaining work at or below that level (within 1e-6 s), the job takes the next stage's
+    rate from then on (so it overshoots by less than a slot). Every start loads for
+    ``load[j]`` s holding its GPUs; a job preempted while loading releases at once (futile).
+
+    The scripted policy, at every multiple of ``interval`` (at the first decision point at
+    or after it): over the jobs that have arrived and not finished, in index order, hand
+    out the GPUs one at a time round-robin, each job up to its ``hi``; every job whose
+    count changes is preempted (if it holds GPUs) and started again on the lowest-numbered
+    free GPUs, in index order; no other decision changes anything.
+
+    Returns one dict per job: ``first_start``, ``finish``, ``n_preempt``, ``n_futile``,
+    ``load`` (s spent loading), ``futile`` (s of load wasted), ``gpus`` (counts of its
+    starts, in order).
+    """
+    n = len(jobs)
+    submit = [float(j[0]) for j in jobs]
+    work = [float(j[1]) for j in jobs]
+    remaining = list(work)
+    stage = [0] * n
+    k_of = [0] * n  # GPUs held now (0: none)
+    phase: dict[int, str] = {}
+    phase_end: dict[int, float] = {}
+    last_start = [0.0] * n
+    first_start: list[float | None] = [None] * n
+    finish: list[float | None] = [None] * n
+    n_preempt = [0] * n
+    n_futile = [0] * n
+    spent_load = [0.0] * n
+    futile = [0.0] * n
+    starts: list[list[int]] = [[] for _ in range(n)]
+    arrived = 0
+    next_cycle: float | None = None
+
+    def rate(j: int) -> float:
+        return k_of[j] * speed[j][stage[j]]
+
+    def level(j: int) -> float:
+        s = len(speed[j])
+        return work[j] * (1 - (stage[j] + 1) / s) if stage[j] + 1 < s else -math.inf
+
+    def advance(j: int, t0: float, t1: float) -> bool:
+        if phase[j] == "load":
+            end = min(phase_end[j], t1)
+            spent_load[j] += end - t0
+            if phase_end[j] > t1 + EPS_T:
+                return False
+            phase[j] = "run"
+            t0 = phase_end[j]
+        dt = max(t1 - t0, 0.0)
+        v = rate(j)
+        if remaining[j] <= v * dt + EPS_T * v:
+            finish[j] = t0 + remaining[j] / v
+            remaining[j] = 0.0
+            del phase[j], phase_end[j]
+            k_of[j] = 0
+            return True
+        remaining[j] -= v * dt
+        return False
+
+    def start(j: int, k: int, t: float) -> None:
+        k_of[j] = k
+        starts[j].append(k)
+        if first_start[j] is None:
+            first_start[j] = t
+        last_start[j] = t
+        phase[j] = "load" if load[j] > 0 else "run"
+        phase_end[j] = t + load[j]
+
+    def preempt(j: int, t: float) -> None:
+        n_preempt[j] += 1
+        if phase[j] == "load" or t <= phase_end[j] + EPS_T:
+            if load[j] > 0:
+                n_futile[j] += 1
+                futile[j] += t - last_start[j]
+        del phase[j], phase_end[j]
+        k_of[j] = 0
+
+    def cycle(t: float) -> None:
+        active = [j for j in range(arrived) if finish[j] is None]
+        want = dict.fromkeys(active, 0)
+        left = n_gpus
+        grew = True
+        while left > 0 and grew:
+            grew = False
+            for j in active:
+                if left > 0 and want[j] < hi[j]:
+                    want[j] += 1
+                    left -= 1
+                    grew = True
+        changed = [j for j in active if want[j] != k_of[j]]
+        for j in changed:
+            if k_of[j]:
+                preempt(j, t)
+        for j in changed:
+            if want[j]:
+                start(j, want[j], t)
+
+    def boundary(e: float) -> float:
+        return math.ceil((e - EPS_T) / slot) * slot
+
+    t = boundary(submit[0]) if n else 0.0
+    t_prev = t
+    done = 0
+    while done < n:
+        for j in range(n):
+            if k_of[j] and advance(j, t_prev, t):
+                done += 1
+        while arrived < n and submit[arrived] <= t + EPS_T:
+            arrived += 1
+        for j in range(n):  # milestones reached: the next stage's rate from now on
+            if k_of[j] and remaining[j] <= level(j) + 1e-6:
+                while remaining[j] <= level(j) + 1e-6:
+                    stage[j] += 1
+        if next_cycle is None:
+            next_cycle = math.ceil(t / interval - 1e-9) * interval
+        if t >= next_cycle - 1e-9:
+            cycle(t)
+            next_cycle = (math.floor(t / interval + 1e-9) + 1.0) * interval
+        if done == n:
+            break
+        events = [next_cycle]
+        if arrived < n:
+            events.append(submit[arrived])
+        for j in range(n):
+            if k_of[j]:
+                begin = max(t, phase_end[j])
+                events.append(begin + remaining[j] / rate(j))
+                if level(j) > -math.inf:
+                    events.append(begin + (remaining[j] - level(j)) / rate(j))
+        nxt = boundary(min(events))
+        if nxt <= t:
+            nxt = (math.floor(t / slot + 0.5) + 1) * slot
+        t_prev, t = t, nxt
+    return [
+        {
+            "first_start": first_start[j],
+            "finish": finish[j],
+            "n_preempt": n_preempt[j],
+            "n_futile": n_futile[j],
+            "load": spent_load[j],
+            "futile": futile[j],
+            "gpus": starts[j],
+        }
+        for j in range(n)
+    ]

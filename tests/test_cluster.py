@@ -41,6 +41,8 @@ BUNDLED = {
     "edge-cloud-testbed": (9, 9, 1),
     # 100 edge servers of 2 or 8 workers (their GPUs) + the cloud
     "edge-cloud-sim": (101, 530, 1),
+    # Pollux's simulated cluster: 16 nodes x 4 T4
+    "pollux-16x4": (16, 64, 1),
 }
 
 

@@ -12,7 +12,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from gpusched.core.state import STATUS_NAMES
 from gpusched.experiments.run import replay
-from tests.helpers import GANG_POLICIES, ROLE_POLICIES, TASK_POLICIES
+from tests.helpers import GANG_POLICIES, MODEL_POLICIES, ROLE_POLICIES, TASK_POLICIES
 
 
 class TextSnapshot(SingleFileSnapshotExtension):
@@ -59,4 +59,23 @@ def test_golden_ec_30(policy, snapshot):
 @pytest.mark.parametrize("policy", ROLE_POLICIES)
 def test_golden_ps_20(policy, snapshot):
     _, result = replay("ps-20", policy, cluster="pd-ors-30")
+    assert event_log(result) == snapshot(extension_class=TextSnapshot)
+
+
+@pytest.fixture(scope="module")
+def pollux_24(tmp_path_factory):
+    """The first 24 jobs of the Pollux simulator's workload 1 (goodput jobs)."""
+    import numpy as np
+
+    from gpusched.io.trace import write_trace
+    from gpusched.workloads.pollux import pollux_workload
+
+    path = tmp_path_factory.mktemp("golden") / "pollux-24.csv"
+    write_trace(pollux_workload(1).take(np.arange(24)), path)
+    return str(path)
+
+
+@pytest.mark.parametrize("policy", [*MODEL_POLICIES, "tiresias", "fifo"])
+def test_golden_pollux_24(policy, pollux_24, snapshot):
+    _, result = replay(pollux_24, policy, cluster="pollux-16x4")
     assert event_log(result) == snapshot(extension_class=TextSnapshot)

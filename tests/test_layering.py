@@ -36,6 +36,7 @@ def test_core_finds_the_builtin_job_models_by_name():
     assert names == [
         "gpusched.jobmodels.catalogue",
         "gpusched.jobmodels.chunks",
+        "gpusched.jobmodels.goodput",
         "gpusched.jobmodels.pipeline_jobs",
         "gpusched.jobmodels.ps",
         "gpusched.jobmodels.sharing",

@@ -103,7 +103,8 @@ def workload_cmd(
             " offered load on the --cluster. a-srpt: default 3 on --load-basis body"
             " (contended: the paper's baselines wait); 0 keeps the source's own arrival"
             " times. lazer-*: default Table 1's rate (the paper's); the 10-minute bins of"
-            " --arrivals helios are kept",
+            " --arrivals helios are kept. pollux: the set, 1 (default), 0.5, 1.5, 2, or 0"
+            " (realistic configurations); --seed 1-8 picks the workload",
         ),
     ] = None,
     load_basis: Annotated[
@@ -260,7 +261,7 @@ def workload_cmd(
 ) -> None:
     """Build a paper's evaluation workload reproducibly.
 
-    Presets: synth-default, a-srpt, lazer-earth, lazer-saturn, lazer-uranus, lazer-philly, sjf-bsbf, sjf-bsbf-testbed, pd-ors, edge-cloud-testbed, edge-cloud-sim.
+    Presets: synth-default, a-srpt, lazer-earth, lazer-saturn, lazer-uranus, lazer-philly, sjf-bsbf, sjf-bsbf-testbed, pollux, pd-ors, edge-cloud-testbed, edge-cloud-sim.
     """
     from gpusched.errors import GpuschedError
     from gpusched.io.trace import write_trace

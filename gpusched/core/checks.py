@@ -59,6 +59,8 @@ class Mechanism:
     #: starts waiting for saves to end: job -> its GPUs (see GangLifecycle._apply_start)
     _pending: dict[int, np.ndarray]
     _started_buf: np.ndarray
+    #: elastic gangs: each job's fewest and most GPUs (None: every gang has its fixed size)
+    _elastic: tuple[np.ndarray, np.ndarray] | None
 
     def _fail(self, job: int | None, now: float, what: str) -> PolicyError:
         who = f" job '{self.jobs.job_id[job]}' (index {job})" if job is not None else ""

@@ -203,6 +203,8 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         if events:
             slots = int(cluster.server_gpus().sum()) * int(cluster.gpu_capacity)
             self.events, ev_size = new_log(slots, len(jobs), roles is not None)
+        max_gang = cluster.n_gpus if cluster.allow_spread else int(cluster.server_gpus().max())
+        room = self._setup_elastic(perf, np.asarray(jobs.n_gpus, dtype=np.int64), max_gang)
         self.state = new_state(
             jobs.submit_s,
             jobs.n_gpus,
@@ -214,9 +216,11 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             kind=kind,
             xi=xi,
             events=ev_size,
+            alloc_size=room,
             rule_queues=self.mode == "fused" and fused is not None and fused.key == KEY_LAZER,
         )
         st = self.state
+        self._setup_progress(len(jobs))
         if self.events is not None:
             self.events.arm(st)
         if not (np.isfinite(st.job_load_s).all() and np.isfinite(st.job_save_s).all()):
@@ -273,6 +277,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             knows_duration=bool(getattr(policy, "knows_duration", False)),
             configs=self._config,
         )
+        self.view.perf = perf
         self._tl: list[Timeline] = []  # full timeline chunks
         self._tl_rows = 0
         self._delays: list[float] = []
@@ -302,6 +307,11 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
     def now(self) -> float:
         """Current simulated time, s (-inf before the first decision point)."""
         return float(self.state.sim_f[F_NOW])
+
+    @property
+    def elastic(self) -> bool:
+        """Jobs are elastic gangs: a job's GPU count may change from stint to stint."""
+        return self._elastic is not None
 
     @property
     def finished(self) -> bool:
@@ -503,6 +513,8 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         now = st.sim_f.item(F_NOW)
         if self._pending:
             self._honour_pending(now)
+        if self._levels is not None:
+            self._rerate_due(now)  # rates that change with progress (see core.sharing)
         view, policy = self.view, self.policy
         view.refresh(arrived, self._done_buf[:n_done].copy() if n_done else _NONE)
         if self._pending or view.pending.size:  # no array per decision when none wait
@@ -526,6 +538,8 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             w = call_policy(self.name, "wake", now, wake, view, now)
             if w is not None:
                 self._set_wake(self._as_time(w, "wake() returned", now), now)
+        if self._levels is not None:
+            self._milestone_wake()
         if self.ledger is not None and np.isfinite(self.cfg.until_s):
             # jobs placed by roles may wait for room until the horizon (then unfinished)
             st.sim_f[F_WAKE] = min(st.sim_f[F_WAKE], self.cfg.until_s + self.slot_s)
@@ -819,6 +833,9 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         if self.events is not None:
             end = self.now if np.isfinite(self.now) else self._stopped_at()
             extra["events"] = self.events.table(self.state, self.jobs.job_id, end)
+        held = self.held_gpu_s()
+        if held is not None:  # elastic gangs: GPU-s held per job (their sizes varied)
+            extra["held_gpu_s"] = held
         hook = getattr(self.policy, "summary", None)
         if hook is not None:  # the policy's own summary keys (e.g. prediction accuracy)
             extra["policy_summary"] = dict(call_policy(self.name, "summary", None, hook) or {})

@@ -21,7 +21,9 @@ The table (:meth:`EventLog.table`, events.csv) has one row per event in time ord
     ``arrive``, ``start``, ``loaded``, ``preempt``, ``requeue`` (a save ended: back in
     the queue), ``finish``, ``reject``, ``dispatch`` (a task bound to a worker),
     ``allocate`` (a role job's workers and parameter servers), ``share`` and ``unshare``
-    (another job starts or stops holding one of its GPUs; GPU-sharing clusters) or
+    (another job starts or stops holding one of its GPUs; GPU-sharing clusters),
+    ``config`` (the performance model's description of the job's configuration when it
+    changes, e.g. the batch size Pollux's agent picked: models with ``describe(job)``) or
     ``note`` (a policy's remark without an action).
 ``job_id``
     The job (a task's id for jobs made of tasks).
@@ -133,6 +135,16 @@ class _Chunk:
     gpus: np.ndarray  # the chunk's ev_gpu rows; ``arg`` of starts indexes it
 
 
+def _start_gpus(c: _Chunk) -> list[tuple[int, int, int]]:
+    """``(row, offset, count)`` of the GPUs of each start of chunk ``c``: a start's GPUs
+    run from its offset to the next start's (the kernel appends them in order), so an
+    elastic job's count is the one of that start."""
+    rows = np.flatnonzero(c.kind == EV_START)
+    offs = c.arg[rows].astype(np.int64)
+    ends = np.append(offs[1:], c.gpus.size)
+    return list(zip(rows.tolist(), offs.tolist(), (ends - offs).tolist(), strict=True))
+
+
 @dataclass
 class EventLog:
     """Collects a run's events (see the module docstring).
@@ -235,10 +247,7 @@ class EventLog:
         detail[pre] = np.asarray(_PREEMPT_DETAIL, dtype=object)[arg[pre]]
         i = 0
         for c in ch:  # GPUs of the starts, chunk by chunk (their offsets are per chunk)
-            for r in np.flatnonzero(c.kind == EV_START).tolist():
-                j = int(c.job[r])
-                off = int(c.arg[r])
-                size = int(st.job_alloc_off[j + 1] - st.job_alloc_off[j])
+            for r, off, size in _start_gpus(c):
                 gpus[i + r] = format_gpus(c.gpus[off : off + size]) if size else ""
             i += c.t.size
         for k, text in self._reasons.items():
@@ -305,10 +314,8 @@ class EventLog:
         holds: dict[int, list[tuple[float, float, int, int]]] = {}  # GPU -> (t0, t1, job, row)
         i = 0
         for c in ch:
-            for r in np.flatnonzero(c.kind == EV_START).tolist():
+            for r, off, size in _start_gpus(c):
                 j = int(c.job[r])
-                off = int(c.arg[r])
-                size = int(st.job_alloc_off[j + 1] - st.job_alloc_off[j])
                 for g in c.gpus[off : off + size].tolist():
                     holds.setdefault(g, []).append((float(t[i + r]), release[i + r], j, i + r))
             i += c.t.size

@@ -29,6 +29,12 @@ them, so a paper family's machinery stays in its own subpackage:
 ``summary(result) -> dict | None``
     A family's own keys for summary.json (e.g. total utility): the one extension point of
     the summary, so the core's list stays fixed.
+``adopt(trace) -> trace``
+    With a ``name``: the rows this model can serve, marked as its own (so its ``owns``
+    claims them). A policy that declares ``job_model = NAME`` has the trace adopted by the
+    model of that name before the jobs are prepared, and may give that model's ``perf``
+    keyword options (``job_model_options = {NAME: {...}}``); e.g. Pollux runs the six
+    applications of the sharing workloads under its goodput model.
 
 The built-in job models are the modules of :mod:`gpusched.jobmodels` that define
 ``JOB_MODEL``; a package adds one through the entry-point group ``gpusched.jobmodels``
@@ -48,6 +54,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "adopt",
     "duration_problem",
     "durations",
     "job_models",
@@ -147,13 +154,36 @@ def overheads(jobs: Any) -> tuple[np.ndarray, np.ndarray]:
     return load, save
 
 
-def perf(jobs: Any, cluster: Any) -> Any:
-    """The first job model's performance model for these jobs, or None (rate 1 everywhere)."""
-    for hook in _hooks("perf"):
-        model = hook(jobs, cluster)
+def perf(jobs: Any, cluster: Any, options: dict[str, dict[str, Any]] | None = None) -> Any:
+    """The first job model's performance model for these jobs, or None (rate 1 everywhere).
+
+    ``options``: keyword options per job model name, for that model's ``perf`` hook.
+    """
+    for m in job_models():
+        hook = getattr(m, "perf", None)
+        if hook is None:
+            continue
+        given = (options or {}).get(getattr(m, "name", ""), {})
+        model = hook(jobs, cluster, **given)
         if model is not None:
             return model
     return None
+
+
+def adopt(trace: Any, name: str) -> Any:
+    """``trace`` as the job model ``name`` adopts it (its ``adopt`` hook).
+
+    Raises
+    ------
+    GpuschedError
+        No job model of that name can adopt rows.
+    """
+    from gpusched.errors import GpuschedError
+
+    for m in job_models():
+        if getattr(m, "name", None) == name and hasattr(m, "adopt"):
+            return m.adopt(trace)
+    raise GpuschedError(f"no job model named {name!r} adopts a trace's rows")
 
 
 def roles(jobs: Any, cluster: Any) -> Any:

@@ -139,11 +139,12 @@ def _log(st, kind, j, t, arg):
 
 @jit(_INNER)
 def _log_start(st, j, t):
-    """Log the start of job ``j`` with the GPUs it holds."""
+    """Log the start of job ``j`` with the GPUs it holds (the first ``job_n_gpus`` of its
+    room: an elastic job's room may be larger)."""
     if st.ev_t.shape[0] == 0:
         return
     lo = st.job_alloc_off[j]
-    g = st.job_alloc_off[j + 1] - lo
+    g = st.job_n_gpus[j]
     off = st.sim_i[I_N_EV_GPUS]
     if off + g > st.ev_gpu.shape[0]:
         st.sim_i[I_EV_LOST] += 1
@@ -432,6 +433,8 @@ def _rerate_gpus_of(st, j, t):
     """Recompute the rate of job ``j`` and of every job sharing one of its GPUs."""
     for k in range(st.job_alloc_off[j], st.job_alloc_off[j + 1]):
         gpu = st.alloc_gpu[k]
+        if gpu < 0:  # the unused room of an elastic job
+            continue
         for s in range(st.gpu_n_jobs[gpu]):
             _rerate(st, st.gpu_job[gpu, s], t)
 

@@ -6,6 +6,13 @@ The kernel keeps the phases (``kernel.start_on``, ``kernel.preempt``); here the 
 checks a policy's Start and Preempt and applies them. A start onto GPUs still held by saving
 jobs is *pending* and made at the decision point of the save's end, before the policy is
 called.
+
+*Elastic gangs*: when the performance model declares ``gang_range() -> (lo, hi)`` (per-job
+arrays), a Start may name any number of GPUs in ``[lo, hi]`` of its job, and the job's
+``job_n_gpus`` becomes that count for the stint (its attained service, its rate and the
+event log follow it). A re-allocation is a Preempt and a Start in one decision: with no
+save time the job releases its GPUs at once and pays its load time once, on the new ones.
+The GPU-seconds a job held are kept per stint size (:meth:`GangLifecycle.held_gpu_s`).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import numpy as np
 from gpusched.core.policy import Preempt, Start
 from gpusched.core.sharing import Sharing
 from gpusched.core.state import LOADING, QUEUED, RUNNING, SAVING
+from gpusched.errors import InvariantError
 
 __all__ = ["GangLifecycle"]
 
@@ -31,6 +39,7 @@ class GangLifecycle(Sharing):
         if err:
             raise err
         g = int(st.job_n_gpus[j])
+        lo, hi = (g, g) if self._elastic is None else (self._elastic[0][j], self._elastic[1][j])
         self._take_config(j, action.config, now)
         if action.gpus is None:
             self._check_start(j, np.empty(0, np.int32), now)  # alone: only its config
@@ -42,8 +51,10 @@ class GangLifecycle(Sharing):
             gpus = np.asarray(action.gpus)
         except (ValueError, TypeError):
             gpus = np.asarray([None], dtype=object)
-        if gpus.ndim != 1 or gpus.size != g or gpus.dtype.kind not in "iu":
-            raise self._fail(j, now, f"needs exactly {g} GPU indices, got {action.gpus!r}")
+        if gpus.ndim != 1 or not lo <= gpus.size <= hi or gpus.dtype.kind not in "iu":
+            need = f"exactly {g}" if lo == hi else f"{lo} to {hi}"
+            raise self._fail(j, now, f"needs {need} GPU indices, got {action.gpus!r}")
+        g = int(gpus.size)
         n_gpus = st.gpu_n_jobs.shape[0]
         as_list = gpus.tolist()  # small lists: Python is cheaper than numpy calls here
         if g and (min(as_list) < 0 or max(as_list) >= n_gpus):
@@ -66,7 +77,59 @@ class GangLifecycle(Sharing):
             holder = self.jobs.job_id[st.gpu_job[gpu, 0]]
             raise self._fail(j, now, f"GPU {gpu} is already allocated (to job '{holder}')")
         self._check_start(j, gpus, now)
+        self._start_on(j, gpus, now)
+
+    def _start_on(self, j: int, gpus: np.ndarray, now: float) -> None:
+        """Start ``j`` on ``gpus`` (checked); an elastic job takes their count first."""
+        if self._elastic is not None and gpus.size != self.state.job_n_gpus[j]:
+            self._resize(j, int(gpus.size))
         self.k.start_on(j, gpus, now)
+
+    def _setup_elastic(self, perf: object, n_gpus: np.ndarray, max_gang: int) -> np.ndarray | None:
+        """Read the performance model's ``gang_range()``; return each job's room of GPUs
+        (None: fixed gangs)."""
+        self._elastic = None
+        got = getattr(perf, "gang_range", None)
+        if got is None:
+            return None
+        lo, hi = (np.asarray(a, dtype=np.int64) for a in got())
+        n = n_gpus.shape[0]
+        if lo.shape != (n,) or hi.shape != (n,):
+            raise InvariantError(
+                "the performance model's gang_range() must give one (lo, hi) per job"
+            )
+        bad = (lo < 1) | (lo > n_gpus) | (hi < n_gpus) | (hi > max_gang)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise InvariantError(
+                f"the performance model's gang range of job '{self.jobs.job_id[j]}' is "
+                f"[{int(lo[j])}, {int(hi[j])}]; expected 1 <= lo <= its {int(n_gpus[j])} "
+                f"GPUs <= hi <= {max_gang}"
+            )
+        self._elastic = (lo, hi)
+        self._held_prev = np.zeros(n)  # GPU-s of load and save at earlier stint sizes
+        self._phase_mark = np.zeros(n)  # load + save s spent when the size last changed
+        return hi
+
+    def _resize(self, j: int, g: int) -> None:
+        """An elastic job (queued) takes ``g`` GPUs for its next stint."""
+        st = self.state
+        spent = st.job_load_spent_s[j] + st.job_save_spent_s[j]
+        self._held_prev[j] += (spent - self._phase_mark[j]) * st.job_n_gpus[j]
+        self._phase_mark[j] = spent
+        st.job_n_gpus[j] = g
+
+    def held_gpu_s(self) -> np.ndarray | None:
+        """GPU-seconds each elastic job held its GPUs (loading, training, saving; None for
+        fixed gangs, where it is the time held times the gang size). Call after ``sync``."""
+        if self._elastic is None:
+            return None
+        st = self.state
+        spent = st.job_load_spent_s + st.job_save_spent_s
+        held: np.ndarray = (
+            st.job_attained + self._held_prev + (spent - self._phase_mark) * st.job_n_gpus
+        )
+        return held
 
     def _apply_preempt(self, action: Preempt, now: float) -> None:
         """Preempt a job that holds GPUs, workers or machines' resources: it saves (if it
@@ -122,7 +185,7 @@ class GangLifecycle(Sharing):
             if not full.any():
                 del self._pending[j]
                 self._check_start(j, gpus, now)
-                self.k.start_on(j, gpus, now)
+                self._start_on(j, gpus, now)
                 continue
             if taken.size:
                 raise self._fail(

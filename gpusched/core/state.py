@@ -108,7 +108,7 @@ class SimState(NamedTuple):
 
     # jobs: static
     job_submit: np.ndarray  # float64, s
-    job_n_gpus: np.ndarray  # int32, GPUs of the gang
+    job_n_gpus: np.ndarray  # int32, GPUs of the gang (of an elastic job: of its last start)
     job_work: np.ndarray  # float64, s of exclusive run time at rate 1 (the duration)
     job_rate: np.ndarray  # float64, progress (s of work) per s while running: solo rate / xi
     job_solo_rate: np.ndarray  # float64, the rate alone on its GPUs (a performance model's)
@@ -151,7 +151,8 @@ class SimState(NamedTuple):
     job_seq: np.ndarray  # float64, KEY_LAS: place in that list, smaller first (nan = not in
     # one yet): < 0 if it held GPUs at a re-pack since, else when it joined the back (s after
     # the first submission)
-    alloc_gpu: np.ndarray  # int32 (sum of n_gpus), GPUs held by each job (-1 when none)
+    alloc_gpu: np.ndarray  # int32 (sum of n_gpus, or of alloc_size), GPUs held by each job
+    # (-1 when none), from the start of the job's room
     queue: np.ndarray  # int32, queued jobs; the first I_N_QUEUE entries are live
     run: np.ndarray  # int32, jobs holding GPUs; the first I_N_RUN entries are live
     run_end: np.ndarray  # float64, per ``run`` position: the holder's next event (completion
@@ -200,6 +201,7 @@ def new_state(
     kind: np.ndarray | None = None,
     xi: np.ndarray | None = None,
     events: tuple[int, int] = (0, 0),
+    alloc_size: np.ndarray | None = None,
     rule_queues: bool = False,
 ) -> SimState:
     """Build a fresh state with every job PENDING and every GPU free.
@@ -225,6 +227,10 @@ def new_state(
         at ``rate / xi[kind[j], kind[p]]`` (the largest over its partners).
     events
         Room in the event log: (rows, GPU indices); (0, 0) keeps no log.
+    alloc_size
+        Optional per-job room in ``alloc_gpu`` (default ``n_gpus``): an *elastic* job
+        (one a start may give any GPU count up to this many) needs room for the most it
+        may hold. Its ``job_n_gpus`` is then the count of its current (or last) start.
     rule_queues
         Allocate the arrays of a fused rule that keeps its own queues (``job_flag`` ...);
         else they have length 0.
@@ -238,7 +244,7 @@ def new_state(
     server_gpus = np.asarray(server_gpus, dtype=np.int32)
     n_gpu_total = int(server_gpus.sum())
     alloc_off = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(gpus, out=alloc_off[1:])
+    np.cumsum(gpus if alloc_size is None else np.asarray(alloc_size, np.int64), out=alloc_off[1:])
     server_off = np.zeros(len(server_gpus) + 1, dtype=np.int32)
     np.cumsum(server_gpus, out=server_off[1:])
     nan = np.full(n, np.nan)

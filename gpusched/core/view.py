@@ -89,6 +89,9 @@ class View:
         For runs of jobs placed by roles (parameter-server jobs on multi-resource
         machines): a :class:`~gpusched.core.ledger.LedgerView` of capacities, free resources,
         demands and allocations; None otherwise.
+    perf
+        The run's performance model (None: every job at its static rate), for policies
+        that read what it reports (e.g. Pollux's per-job agents); read-only by contract.
     tasks
         For runs of jobs made of tasks on typed workers (the edge-cloud family): a
         :class:`~gpusched.core.tasks.TaskView` of each task's job, type, worker and ready time,
@@ -140,6 +143,7 @@ class View:
         self._running: np.ndarray | None = None
         self.ledger: Any = None
         self.tasks: Any = None
+        self.perf: Any = None
 
     def refresh(self, arrived: np.ndarray, finished: np.ndarray) -> None:
         """Engine hook: take the events of this decision point."""

@@ -158,7 +158,13 @@ def build_engine(
     pol = make_policy(cls, kwargs, seed)
     spec_cluster = load_cluster(cluster)
     path = resolve_trace(trace)
-    jobs = prepare_jobs(_read_for(path, spec_cluster), spec_cluster, drop_oversized=drop_oversized)
+    from gpusched.core import jobmodel
+
+    rows = _read_for(path, spec_cluster)
+    wanted = getattr(cls, "job_model", None)  # e.g. Pollux's goodput model
+    if wanted is not None:
+        rows = jobmodel.adopt(rows, str(wanted))
+    jobs = prepare_jobs(rows, spec_cluster, drop_oversized=drop_oversized)
     give_back_memory()  # what reading the trace used (1M jobs: 170 MB)
     if len(jobs):
         # slot boundaries k * slot must stay exact floats over the whole run: an upper
@@ -170,9 +176,8 @@ def build_engine(
                 f"{horizon:.3g} s, {horizon / slot_s:.2g} slots; at most 2^50 are exact): "
                 "use a coarser slot"
             )
-    from gpusched.core import jobmodel
-
-    perf = jobmodel.perf(jobs, spec_cluster)  # e.g. pipeline jobs (A-SRPT eq. 4-7)
+    options = getattr(pol, "job_model_options", None)  # the policy's options for its model
+    perf = jobmodel.perf(jobs, spec_cluster, options)  # e.g. pipeline jobs (A-SRPT eq. 4-7)
     roles = jobmodel.roles(jobs, spec_cluster)  # e.g. parameter-server jobs (PD-ORS eq. 1-3)
     horizon_s = getattr(roles, "horizon_s", math.inf)  # the trace's horizon T, if any
     if until_s is None and math.isfinite(horizon_s):

@@ -140,12 +140,20 @@ def t_comp(p: Profile, b: float) -> float:
     return p.alpha_comp_s + p.beta_comp_s * b
 
 
-def t_comm(p: Profile, n_gpus: int, n_servers: int) -> float:
+def t_comm(p: Profile, n_gpus: Any, n_servers: Any) -> Any:
     """eq. 4: all-reduce time of one iteration on ``n_gpus`` GPUs over ``n_servers``, s.
 
     0 on one GPU; else ``alpha + beta * max(n_gpus - 2, 0)`` of the intra-server link when
-    ``n_servers == 1``, of the inter-server link otherwise.
+    ``n_servers == 1``, of the inter-server link otherwise. Integers give a float; arrays
+    (broadcast together) give an array, elementwise the same (Pollux's goodput model,
+    :mod:`gpusched.jobmodels.goodput`, evaluates many configurations at once).
     """
+    if np.ndim(n_gpus) or np.ndim(n_servers):
+        k = np.asarray(n_gpus)
+        extra = np.maximum(k - 2, 0)
+        intra = p.intra_alpha_s + p.intra_beta_s * extra
+        inter = p.inter_alpha_s + p.inter_beta_s * extra
+        return np.where(k <= 1, 0.0, np.where(np.asarray(n_servers) <= 1, intra, inter))
     if n_gpus <= 1:
         return 0.0
     extra = max(n_gpus - 2, 0)
@@ -154,8 +162,11 @@ def t_comm(p: Profile, n_gpus: int, n_servers: int) -> float:
     return p.inter_alpha_s + p.inter_beta_s * extra
 
 
-def t_iter(p: Profile, batch: int, sub_batch: int, n_gpus: int, n_servers: int) -> float:
+def t_iter(p: Profile, batch: Any, sub_batch: Any, n_gpus: Any, n_servers: Any) -> Any:
     """eq. 7: one iteration of ``batch`` samples per GPU in steps of at most ``sub_batch``, s.
+
+    Pollux's eq. 11 is the same form: an atomic batch ``m`` with ``s`` accumulation steps
+    is ``t_iter(p, m * (s + 1), m, ...)``. Integer arrays broadcast (see :func:`t_comm`).
 
     Parameters
     ----------

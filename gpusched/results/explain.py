@@ -396,6 +396,7 @@ _OTHER = {
     "note": "policy's note",
     "dispatch": "placed",
     "allocate": "allocated",
+    "config": "configured",
 }
 
 

@@ -145,7 +145,7 @@ def task_records(res: RunResult) -> dict[str, np.ndarray]:
         "finish": st.job_finish,
         "jct": jct,
         "wait_s": np.where(done, st.job_wait_s, np.nan),
-        "gpus": st.job_n_gpus,
+        "gpus": np.asarray(res.jobs.n_gpus),  # asked for (an elastic job's vary)
         "duration": st.job_work,
         "preemptions": st.job_n_preempt,
         "load_s": st.job_load_spent_s,
@@ -398,7 +398,9 @@ def summarize(res: RunResult) -> dict[str, Any]:
     else:
         makespan = 0.0
     holding = st.job_executed + st.job_load_spent_s + st.job_save_spent_s
-    busy_gpu_s = float((holding * st.job_n_gpus).sum()) - float(st.sim_f[F_EXTRA_GPU_S])
+    held = res.extra.get("held_gpu_s")  # elastic gangs: their sizes varied from stint to stint
+    held_gpu_s = float((holding * st.job_n_gpus).sum()) if held is None else float(held.sum())
+    busy_gpu_s = held_gpu_s - float(st.sim_f[F_EXTRA_GPU_S])
     util = busy_gpu_s / (res.cluster.n_gpus * makespan) if makespan > 0 else 0.0
     delays = res.sched_delay_s
     rejected = int((st.job_status == REJECTED).sum())

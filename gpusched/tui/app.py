@@ -274,7 +274,10 @@ class GpuschedApp(App[dict[str, Any] | None]):
         legend = self.query_one(Legend)
         if legend.level != cluster.shown_level:
             legend.refresh()
-        info = cluster.describe(self.frame, self.jobs.job_id, self.jobs.n_gpus)
+        sizes = self.jobs.n_gpus
+        if self.frame is not None and self.frame.job_gpus is not None:
+            sizes = self.frame.job_gpus  # elastic gangs: the GPUs each job holds now
+        info = cluster.describe(self.frame, self.jobs.job_id, sizes)
         if info.markup != self._info:
             self._info = info.markup
             self.query_one("#server-info", Static).update(info, layout=False)

@@ -331,6 +331,7 @@ class Frame:
     rejected: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))  # newest first
     roles: RoleFrame | None = None  # the ledger, in runs of jobs placed by roles
     tasks: TaskFrame | None = None  # chunks on workers, in runs of jobs made of tasks
+    job_gpus: np.ndarray | None = None  # elastic gangs: each job's GPUs now (or last held)
 
     @property
     def stopped(self) -> bool:
@@ -666,6 +667,7 @@ class Driver:
             rejected=rejected[::-1][:QUEUE_ROWS].copy(),
             roles=self._roles(run),
             tasks=self._tasks(order),
+            job_gpus=st.job_n_gpus.copy() if eng.elastic else None,
         )
 
     def _roles(self, run: np.ndarray) -> RoleFrame | None:

@@ -240,6 +240,20 @@ def _sjf_bsbf_testbed(seed: int, jobs: int | None = None, restart_s: float | Non
     return sjf_bsbf_testbed_workload(seed, RESTART_S if restart_s is None else restart_s)
 
 
+def _pollux(seed: int, jobs: int | None = None, load: float | None = None) -> Trace:
+    """Pollux paper (Sec. 5.3, Fig. 7-8): the simulator's workload ``seed`` (1-8) of 160 jobs.
+
+    The artifact's own files (bundled), each job one of the six applications with its
+    TunedJobs GPUs and batch, and the whole application's progress to make
+    (:mod:`gpusched.workloads.pollux`); goodput jobs, for pollux, optimus and any other
+    policy. ``load`` picks the set: 1 (default), 0.5, 1.5, 2 (Fig. 8a), or 0 (the
+    realistic configurations). For the pollux-16x4 cluster (64 T4 GPUs).
+    """
+    from gpusched.workloads.pollux import pollux_workload
+
+    return pollux_workload(seed, jobs, load=load)
+
+
 def _pd_ors(
     seed: int,
     jobs: int | None = None,
@@ -315,6 +329,7 @@ WORKLOADS: dict[str, Callable[..., Trace]] = {
     "lazer-philly": _lazer_philly,
     "sjf-bsbf": _sjf_bsbf,
     "sjf-bsbf-testbed": _sjf_bsbf_testbed,
+    "pollux": _pollux,
     "pd-ors": _pd_ors,
     "edge-cloud-testbed": _edge_cloud_testbed,
     "edge-cloud-sim": _edge_cloud_sim,

@@ -1,0 +1,195 @@
+"""Tables of the Pollux experiments (docs/pollux.md) from the run folders of run.sh.
+
+Usage: python examples/pollux/aggregate.py OUT
+
+Each figure is the mean over the workloads run (the artifact's own 8 by default): per
+experiment and policy, the average JCT (h), utilisation and average waiting (h), the
+restarts per job (preemptions: with no save time each is a re-allocation or a suspension)
+and, for the headline, Pollux's reduction against each baseline.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+from statistics import mean
+
+
+def _policy(run: Path) -> str:
+    manifest = json.loads((run / "manifest.json").read_text())
+    params = manifest.get("params") or {}
+    shown = ",".join(f"{k}={v}" for k, v in params.items() if k != "rng")
+    return manifest["policy"] + (f":{shown}" if shown else "")
+
+
+def _jobs(run: Path) -> list[dict[str, str]]:
+    with open(run / "jobs.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _figures(run: Path) -> dict[str, float]:
+    s = json.loads((run / "summary.json").read_text())
+    jobs = _jobs(run)
+    return {
+        "jct_h": s["avg_jct_s"] / 3600,
+        "p99_h": s["p99_jct_s"] / 3600,
+        "makespan_h": s["makespan_s"] / 3600,
+        "util": s["gpu_utilization"],
+        "wait_h": s["avg_wait_s"] / 3600,
+        "restarts": mean(int(j["preemptions"]) for j in jobs),
+        "n": s["n_finished"],
+    }
+
+
+def _by_app(run: Path) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = defaultdict(list)
+    for j in _jobs(run):
+        out[j["job_id"].rsplit("-", 1)[0]].append(float(j["jct"]) / 3600)
+    return out
+
+
+def _load(root: Path) -> dict[tuple[str, str], dict[str, dict[str, float]]]:
+    """(experiment, policy) -> workload -> figures."""
+    data: dict[tuple[str, str], dict[str, dict[str, float]]] = defaultdict(dict)
+    for folder in sorted(root.iterdir()):
+        m = re.fullmatch(r"(.+)-([ws]\d+)", folder.name)
+        if not folder.is_dir() or m is None:
+            continue
+        for run in sorted(p for p in folder.iterdir() if (p / "jobs.csv").exists()):
+            data[(m.group(1), _policy(run))][m.group(2)] = _figures(run)
+    return data
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def headline(data, loads=("load0.5", "load1", "load1.5", "load2")) -> None:
+    print("\n### Headline: average JCT (h), mean over workloads\n")
+    print(_row(["load", "workloads", "Pollux", "Optimus+Oracle", "Tiresias", "vs Optimus",
+                "vs Tiresias", "util P / O / T", "wait (h) P / O / T"]))
+    print(_row(["---"] * 9))
+    for load in loads:
+        runs = {p.split(":")[0]: v for (e, p), v in data.items() if e == load}
+        if not {"pollux", "optimus", "tiresias"} <= set(runs):
+            continue
+        f = {k: {m: mean(w[m] for w in v.values()) for m in ("jct_h", "util", "wait_h")}
+             for k, v in runs.items()}
+        p, o, t = f["pollux"], f["optimus"], f["tiresias"]
+        print(_row([
+            load[4:] + "x", str(len(runs["pollux"])), f"{p['jct_h']:.3f}", f"{o['jct_h']:.3f}",
+            f"{t['jct_h']:.3f}", f"{p['jct_h'] / o['jct_h'] - 1:+.1%}",
+            f"{p['jct_h'] / t['jct_h'] - 1:+.1%}",
+            f"{p['util']:.2f} / {o['util']:.2f} / {t['util']:.2f}",
+            f"{p['wait_h']:.3f} / {o['wait_h']:.3f} / {t['wait_h']:.3f}",
+        ]))
+
+
+def per_workload(data, exp="load1") -> None:
+    print(f"\n### {exp}: average JCT (s) per workload\n")
+    runs = {p.split(":")[0]: v for (e, p), v in data.items() if e == exp}
+    names = sorted(runs.get("pollux", {}), key=lambda w: int(w[1:]))
+    print(_row(["policy", *names]))
+    print(_row(["---"] * (len(names) + 1)))
+    for pol in ("pollux", "optimus", "tiresias"):
+        if pol in runs:
+            print(_row([pol, *(f"{runs[pol][w]['jct_h'] * 3600:.0f}" for w in names)]))
+
+
+def per_app(root: Path, exp="load1") -> None:
+    print(f"\n### {exp}: average JCT (h) per application, over all its jobs\n")
+    apps: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for folder in sorted(root.glob(f"{exp}-w*")):
+        for run in sorted(p for p in folder.iterdir() if (p / "jobs.csv").exists()):
+            pol = _policy(run).split(":")[0]
+            for app, jcts in _by_app(run).items():
+                apps[app][pol] += jcts
+    print(_row(["application", "jobs", "Pollux", "Optimus+Oracle", "Tiresias"]))
+    print(_row(["---"] * 5))
+    for app in ("ncf", "cifar10", "bert", "deepspeech2", "yolov3", "imagenet"):
+        if app in apps:
+            v = apps[app]
+            print(_row([app, str(len(v["pollux"])),
+                        *(f"{mean(v[p]):.2f}" if v[p] else "" for p in ("pollux", "optimus", "tiresias"))]))
+
+
+def variants(data, exps: tuple[str, ...], title: str, base=("load1", "pollux")) -> None:
+    print(f"\n### {title}\n")
+    print(_row(["policy", "workloads", "avg JCT (h)", "vs Pollux on the same workloads",
+                "p99 (h)", "util", "wait (h)", "restarts/job"]))
+    print(_row(["---"] * 8))
+    ref = data.get(base, {})
+    for (e, pol), runs in sorted(data.items()):
+        if e not in exps:
+            continue
+        ws = sorted(runs)
+        f = {m: mean(runs[w][m] for w in ws) for m in ("jct_h", "p99_h", "util", "wait_h", "restarts")}
+        same = [w for w in ws if w in ref]
+        vs = (mean(runs[w]["jct_h"] for w in same) / mean(ref[w]["jct_h"] for w in same) - 1
+              if same else float("nan"))
+        print(_row([pol, str(len(ws)), f"{f['jct_h']:.3f}", f"{vs:+.1%}", f"{f['p99_h']:.2f}",
+                    f"{f['util']:.2f}", f"{f['wait_h']:.3f}", f"{f['restarts']:.1f}"]))
+
+
+SJF_ARMS = (
+    ("sjf", "pollux"),
+    ("sjfgp", "tiresias, goodput physics"),
+    ("sjfsh", "tiresias, sharing model"),
+)
+
+
+def sjf_bsbf(root: Path) -> None:
+    """Rows in docs/sjf-bsbf.md's format: Pollux, and the Tiresias arms that attribute its
+    difference (the goodput physics; the sharing physics with Pollux's 30 s restart)."""
+    print("\n### SJF-BSBF Tables III and IV: Pollux on the sharing workloads (h)\n")
+    print(_row(["jobs", "policy", "seeds", "avg JCT all (h) [range]", "large", "small",
+                "avg queuing all (h)", "large", "small", "GPU util", "shared GPU-h",
+                "makespan (h)", "preemptions", "restarts/job"]))
+    print(_row(["---"] * 14))
+    for n in (240, 480):
+        for prefix, name in SJF_ARMS:
+            rows = []
+            for folder in sorted(root.glob(f"{prefix}-n{n}-s*")):
+                # large/small by the GPUs the trace asks for, as the paper splits them
+                # (Pollux's jobs.csv gives the elastic job's own count, not the request)
+                with open(root / "wl" / f"{folder.name}.csv", newline="") as f:
+                    asked = {r["job_id"]: int(r["num_gpus"]) for r in csv.DictReader(f)}
+                for run in (p for p in folder.iterdir() if (p / "jobs.csv").exists()):
+                    jobs = _jobs(run)
+                    s = json.loads((run / "summary.json").read_text())
+                    out = {"util": s["gpu_utilization"], "makespan": s["makespan_s"] / 3600,
+                           "preempt": sum(int(j["preemptions"]) for j in jobs),
+                           "restarts": mean(int(j["preemptions"]) for j in jobs)}
+                    for part, keep in (("all", lambda g: True), ("large", lambda g: g > 4),
+                                       ("small", lambda g: g <= 4)):
+                        sel = [j for j in jobs if keep(asked[j["job_id"]]) and j["jct"]]
+                        out[f"jct_{part}"] = mean(float(j["jct"]) for j in sel) / 3600
+                        out[f"wait_{part}"] = mean(float(j["wait_s"]) for j in sel) / 3600
+                    rows.append(out)
+            if not rows:
+                continue
+            f = {k: mean(r[k] for r in rows) for k in rows[0]}
+            lo, hi = min(r["jct_all"] for r in rows), max(r["jct_all"] for r in rows)
+            print(_row([str(n), name, str(len(rows)), f"{f['jct_all']:.2f} [{lo:.2f}-{hi:.2f}]",
+                        f"{f['jct_large']:.2f}", f"{f['jct_small']:.2f}", f"{f['wait_all']:.2f}",
+                        f"{f['wait_large']:.2f}", f"{f['wait_small']:.2f}", f"{f['util']:.3f}",
+                        "0.0", f"{f['makespan']:.2f}", f"{f['preempt']:.0f}",
+                        f"{f['restarts']:.1f}"]))
+
+
+def main(out: str) -> None:
+    root = Path(out)
+    data = _load(root)
+    headline(data)
+    per_workload(data)
+    per_app(root)
+    variants(data, ("load1", "ablation", "ga"), "Ablations at load 1 (Pollux unless named)")
+    sjf_bsbf(root)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
