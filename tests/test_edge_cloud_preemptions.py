@@ -99,3 +99,18 @@ def test_a_replayed_job_level_pause_is_one_pause_of_two_chunks(tmp_path):
         "jobs": 1,
     }
     assert got["untaken"] == 0
+
+
+def test_the_paper_order_counts_seeds_and_takes_unchanged_policies_from_base():
+    """SRTF < A_online < A_online-E per seed; a variant that runs only SRTF is compared
+    with the same seed's base A_online and A_online-E."""
+    got = {
+        ("base", "a-online"): {"1": {"u": 5.0}, "2": {"u": 5.0}},
+        ("base", "a-online-e"): {"1": {"u": 9.0}, "2": {"u": 9.0}},
+        ("base", "srtf"): {"1": {"u": 7.0}, "2": {"u": 4.0}},
+        ("workers", "srtf"): {"1": {"u": 1.0}, "2": {"u": 5.0}},  # seed 2: a tie is not <
+    }
+    assert pre.in_order(got, "base", "u") == "1/2"
+    assert pre.in_order(got, "workers", "u") == "1/2"
+    got[("workers", "srtf")]["2"] = {"u": 4.9}
+    assert pre.in_order(got, "workers", "u") == "2/2"

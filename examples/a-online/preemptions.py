@@ -110,14 +110,30 @@ VARIANTS = (
 POLICIES = ("a-online", "a-online-e", "srtf", "tiresias-l", "batchsche")
 
 
-def read(out: Path) -> dict[tuple[str, str], list[dict[str, float]]]:
-    """(variant, policy) -> the counts of each seed's run (run.sh's
+Counts = dict[str, float]
+
+
+def read(out: Path) -> dict[tuple[str, str], dict[str, Counts]]:
+    """(variant, policy) -> seed -> the counts of its run (run.sh's
     ``fig9-VARIANT-sSEED/POLICY`` folders)."""
-    got: dict[tuple[str, str], list[dict[str, float]]] = {}
+    got: dict[tuple[str, str], dict[str, Counts]] = {}
     for ev in sorted(out.glob("fig9-*-s*/*/events.csv")):
-        variant = ev.parent.parent.name.removeprefix("fig9-").rsplit("-s", 1)[0]
-        got.setdefault((variant, ev.parent.name), []).append(count_run(ev.parent))
+        variant, seed = ev.parent.parent.name.removeprefix("fig9-").rsplit("-s", 1)
+        got.setdefault((variant, ev.parent.name), {})[seed] = count_run(ev.parent)
     return got
+
+
+def in_order(got: dict[tuple[str, str], dict[str, Counts]], variant: str, unit: str) -> str:
+    """On how many seeds the paper's order, SRTF < A_online < A_online-E (P:L459), holds in
+    ``unit`` (a policy the variant does not run is the same seed's base run): "k/n"."""
+
+    def of(pol: str) -> dict[str, Counts]:
+        return got.get((variant, pol)) or got.get(("base", pol), {})
+
+    srtf, ao, ae = of("srtf"), of("a-online"), of("a-online-e")
+    seeds = sorted(set(srtf) & set(ao) & set(ae))
+    k = sum(srtf[s][unit] < ao[s][unit] < ae[s][unit] for s in seeds)
+    return f"{k}/{len(seeds)}"
 
 
 def cell(vals: list[float], fmt: str = "{:,.0f}") -> str:
@@ -128,7 +144,8 @@ def cell(vals: list[float], fmt: str = "{:,.0f}") -> str:
 
 
 def table(out: Path) -> None:
-    """Fig. 9's table: each variant and policy's mean [min, max] over the seeds, per unit."""
+    """Fig. 9's tables: each variant and policy's mean [min, max] over the seeds per unit,
+    and the seeds on which each variant gives the paper's order in each unit."""
     got = read(out)
     if not got:
         return
@@ -140,11 +157,18 @@ def table(out: Path) -> None:
     print("| --- " * (len(keys) + 6) + "|")
     for var, text in VARIANTS:
         for pol in POLICIES:
-            rows = got.get((var, pol))
-            if rows:
+            runs = got.get((var, pol))
+            if runs:
+                rows = list(runs.values())
                 cells = [cell([r[k] for r in rows]) for k in [*keys, "untaken", "avg_wait"]]
                 cells.append(cell([r["edge_util"] for r in rows], "{:.2f}"))
                 print(f"| {var}: {text} | {pol} | {len(rows)} | {' | '.join(cells)} |")
+    print("\n#### Fig. 9: seeds on which SRTF < A_online < A_online-E, by unit\n")
+    print("| variant | " + " | ".join(keys) + " |")
+    print("| --- " * (len(keys) + 1) + "|")
+    for var, text in VARIANTS:
+        if any(v == var for v, _ in got):
+            print(f"| {var}: {text} | " + " | ".join(in_order(got, var, k) for k in keys) + " |")
 
 
 if __name__ == "__main__":
