@@ -69,3 +69,28 @@ def test_cold_first_run(benchmark, tmp_path):
     Target: <= 10 s. One round: a second would find the cache no longer empty."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
     benchmark.pedantic(_run, args=(["replay", "-P", "tiresias"], tmp_path, env), rounds=1)
+
+
+def test_cold_first_big_run(benchmark, tmp_path):
+    """Issue 33: a 100k-job replay on an empty Numba cache (it compiles in the background
+    while it goes on interpreted), then the same replay again (warm). Target: the first
+    within 3x the second. One round each: a second would find the cache filled."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    _run(["trace", "synth", "-n", "100000", "-c", "philly-64x8", "-o", "t.csv"], tmp_path)
+    args = ["replay", "t.csv", "-c", "philly-64x8", "-P", "fifo", "-o"]
+    benchmark.pedantic(_run, args=(args + ["cold"], tmp_path, env), rounds=1)
+    benchmark.extra_info["then_warm_s"] = _timed(args + ["warm"], tmp_path, env)
+
+
+def test_warm_up_on_an_empty_cache(benchmark, tmp_path):
+    """Issue 33: ``gpusched warm-up`` compiling both engine paths. Target: <= 15 s."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    benchmark.pedantic(_run, args=(["warm-up"], tmp_path, env), rounds=1)
+
+
+def _timed(args: list[str], cwd: Path, env: dict[str, str]) -> float:
+    import time
+
+    t0 = time.perf_counter()
+    _run(args, cwd, env)
+    return time.perf_counter() - t0

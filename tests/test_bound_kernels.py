@@ -30,12 +30,12 @@ def test_check_order_reports_the_first_problem_of_each_kind_in_turn():
     eng.step(1)  # jobs 0-2 queued, job 3 pending
     st = eng.state
     check = eng.k.check_order
-    assert tuple(check(st, np.array([2, 0, 1], np.int32))) == (0, -1)
+    assert tuple(check(np.array([2, 0, 1], np.int32))) == (0, -1)
     # an unknown index is reported before an earlier repeat, a repeat before a status
-    assert tuple(check(st, np.array([0, 0, 9], np.int32))) == (1, 2)
-    assert tuple(check(st, np.array([3, 1, 1], np.int32))) == (2, 2)
-    assert tuple(check(st, np.array([1, 3], np.int32))) == (3, 1)
-    assert tuple(check(st, np.array([-1], np.int32))) == (1, 0)
+    assert tuple(check(np.array([0, 0, 9], np.int32))) == (1, 2)
+    assert tuple(check(np.array([3, 1, 1], np.int32))) == (2, 2)
+    assert tuple(check(np.array([1, 3], np.int32))) == (3, 1)
+    assert tuple(check(np.array([-1], np.int32))) == (1, 0)
     assert not st.job_mark.any()  # the scratch is left clean, whatever the outcome
 
 
@@ -59,9 +59,9 @@ def test_started_at_lists_the_holders_started_at_that_time_in_run_order():
     eng.step(1)
     st = eng.state
     out = np.zeros(4, np.int32)
-    n = eng.k.started_at(st, 0.0, out)
+    n = eng.k.started_at(0.0, out)
     assert out[:n].tolist() == st.run[: st.sim_i[2]].tolist() == [1, 0]
-    assert eng.k.started_at(st, 1.0, out) == 0
+    assert eng.k.started_at(1.0, out) == 0
 
 
 def test_bound_kernels_refuse_arguments_of_other_types():
@@ -72,20 +72,21 @@ def test_bound_kernels_refuse_arguments_of_other_types():
     if not hasattr(kernel.start_on, "compile"):
         pytest.skip("NUMBA_DISABLE_JIT: the plain functions are called")
     with pytest.raises(TypeError):
-        eng.k.start_on(eng.state, 0, np.zeros(1, np.float64), 0.0)
+        eng.k.start_on(0, np.zeros(1, np.float64), 0.0)
     assert eng.state.job_status[0] == QUEUED
 
 
 def test_bound_and_dispatched_kernels_leave_the_same_state():
-    """A start and a completion through the bound entry points and through numba's
-    dispatcher give the same state, array by array."""
+    """A start and a completion through the bound entry points (the state by its handle)
+    and through numba's dispatcher (the state tuple itself) give the same state, array by
+    array."""
     a, b = engine(), engine()
     for eng in (a, b):
         eng.step(1)
-    a.k.start_on(a.state, 0, np.array([1], np.int32), 0.0)
+    a.k.start_on(0, np.array([1], np.int32), 0.0)
     kernel.start_on(b.state, 0, np.array([1], np.int32), 0.0)
     done_a, done_b = np.zeros(4, np.int32), np.zeros(4, np.int32)
-    got_a = a.k.step(a.state, a.cfg, done_a)
+    got_a = a.k.step(a.cfg, done_a)
     got_b = kernel.step(b.state, b.cfg, done_b)
     assert tuple(got_a) == tuple(got_b)
     for name, x, y in zip(a.state._fields, a.state, b.state, strict=True):

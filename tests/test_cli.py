@@ -349,12 +349,13 @@ def test_entry_point_policy(monkeypatch):
     from importlib.metadata import EntryPoint
 
     import gpusched.core.registry as registry
+    from gpusched.core import plugins
 
     ep = EntryPoint(
         name="third-party", value="tests.ep_policy:ThirdPartyFIFO", group=registry.GROUP
     )
     monkeypatch.setattr(
-        registry, "entry_points", lambda group: [ep] if group == registry.GROUP else []
+        plugins, "entry_points", lambda group: [ep] if group == registry.GROUP else []
     )
     assert "third-party" in registry.available_policies()
     r = invoke("replay", "tiny", "-P", "third-party", "--json")
@@ -451,3 +452,73 @@ def test_every_command_reads_an_absent_help_flag_without_pydantic():
     assert len(seen) > 10
     for path, cmd in seen:
         assert isinstance(cmd, (_common.Command, _common.Group)), " ".join(path)
+
+
+def test_plain_option_values_are_coerced_as_typer_would_without_pydantic():
+    """cli._common's plain coercion gives typer's (pydantic's) value, type and all, for
+    every value it takes; any other value (and every error) is left to typer."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from typer._coercion import build_runtime_param
+
+    from gpusched.cli import _common
+
+    root = typer_command()
+    replay_cmd = root.commands["replay"]
+    params = {p.name: p for p in replay_cmd.params}
+    cases = {"slot": float, "seed": int, "cluster": str, "out": Path}
+
+    decimals = st.one_of(
+        st.integers(-(10**30), 10**30).map(str),
+        st.floats(allow_nan=False, allow_infinity=False).map(repr),
+        st.from_regex(r"[+-]?[0-9]{0,4}\.?[0-9]{0,4}([eE][+-]?[0-9]{1,3})?", fullmatch=True),
+        st.text(max_size=6),
+    )
+
+    @settings(max_examples=300, deadline=None)
+    @given(value=decimals)
+    def check(value):
+        for name in cases:
+            param = params[name]
+            plain = _common._plain_value(param, value)
+            if plain is _common._NOT_PLAIN:
+                continue
+            own = build_runtime_param(param.type_descriptor).coerce(value, param, None)
+            assert type(plain) is type(own) and plain == own, (name, value)
+
+    check()
+    own = build_runtime_param(params["param"].type_descriptor)
+    for raw in [None, (), ("a=1", "b=2")]:
+        want = own.coerce(raw, params["param"], None)
+        got = _common._plain_value(params["param"], raw)
+        assert type(got) is type(want) and got == want
+    assert _common._plain_value(params["slot"], "nan") is _common._NOT_PLAIN
+    assert _common._plain_value(params["seed"], "1_000") is _common._NOT_PLAIN
+
+
+def typer_command():
+    import typer
+
+    return typer.main.get_command(app)
+
+
+def test_a_replay_with_plain_options_imports_no_pydantic(tmp_path):
+    """Typer would build a pydantic adapter for each option (about 0.1 s of a small run)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from gpusched.cli import app\n"
+        "try:\n"
+        "    app(['replay', 'tiny', '-c', 'default', '-P', 'tiresias', '--slot', '2', '--seed',"
+        " '3', '-o', 'out', '--load-s', '1.5', '-p', 'starve=2'])\n"
+        "except SystemExit as e:\n"
+        "    assert e.code in (0, None), e.code\n"
+        "print('pydantic' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True
+    ).stdout
+    assert out.strip().splitlines()[-1] == "False"
+    assert (tmp_path / "out" / "jobs.csv").is_file()

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
+from gpusched.core import background, kernel, warmup
 from gpusched.core import engine as engine_module
-from gpusched.core import kernel, warmup
 from gpusched.core.engine import Engine
 from gpusched.core.jit import SUFFIX, Switch, interpreted
 from gpusched.core.jobs import prepare_jobs
@@ -156,23 +156,88 @@ def test_a_small_replay_never_imports_numba(tmp_path):
         assert (tmp_path / "runs" / p / "jobs.csv").is_file()
 
 
-@pytest.mark.parametrize("cached", [False, True])
-def test_a_short_run_on_a_cold_cache_stays_interpreted_and_says_so(monkeypatch, cached):
-    """A run whose rest would take less than a compile stays interpreted when the cache
-    is empty (the result says so, for the CLI's warm-up hint), and moves on when it is
-    not."""
+class _FakeCompile:
+    """A background compile that reports ``outcome`` after ``polls`` polls."""
+
+    def __init__(self, polls, outcome):
+        self.polls, self.outcome, self.asked = polls, outcome, 0
+
+    def poll(self):
+        self.asked += 1
+        return None if self.asked <= self.polls else self.outcome
+
+
+def _cold_run(monkeypatch, compile_, policy="fifo", mode="auto", n=300):
+    """An "auto" run on a cache said to be empty, with a switch rule that fires at once."""
+    started = []
     monkeypatch.setattr(warmup, "_warm", set())
-    monkeypatch.setattr(
-        engine_module, "SWITCH", Switch(min_s=0.0, load_s=0.0, compile_s=1e9, chunk=16)
-    )
-    monkeypatch.setattr(Engine, "_compiled_cached", lambda self: cached)
-    cluster = ClusterSpec.homogeneous(1, 2)
-    rows = [(float(i), 1, 5.0) for i in range(64)]
+    monkeypatch.setattr(engine_module, "SWITCH", Switch(min_s=0.0, load_s=0.0, chunk=16))
+    monkeypatch.setattr(Engine, "_compiled_cached", lambda self: False)
+    monkeypatch.setattr(background, "start", lambda m: started.append(m) or compile_)
+    rng = np.random.default_rng(5)
+    rows = [
+        (float(t), int(g), float(d))
+        for t, g, d in zip(
+            np.cumsum(rng.exponential(20, n)).round(3),
+            rng.choice([1, 1, 2, 4], n),
+            rng.exponential(300, n).round(3) + 1,
+            strict=True,
+        )
+    ]
+    cluster = ClusterSpec.homogeneous(2, 4)
     jobs = prepare_jobs(make_trace(rows), cluster)
+    eng = Engine(jobs, cluster, make_policy(load_policy_class(policy), {}, 0), mode=mode)
+    seen = []
+    while eng.step(16):
+        seen.append(eng.kernels)
+    return eng, eng.result(), seen, started, (2, 4, rows, 1.0)
+
+
+@pytest.mark.parametrize("mode", ["auto", "python"])
+@pytest.mark.parametrize("policy", ["fifo", "tiresias"])
+def test_a_first_run_compiles_in_the_background_and_moves_on_when_done(monkeypatch, policy, mode):
+    """On an empty cache the run starts one background compile of its engine path, goes on
+    interpreted while it runs, moves to the compiled kernels once it is done, and ends
+    with the schedule of a compiled-only run."""
+    fake = _FakeCompile(polls=3, outcome=True)
+    eng, a, seen, started, w = _cold_run(monkeypatch, fake, policy, mode)
+    assert started == [eng.mode]
+    # the first chunk starts the compile; each later one asks once
+    assert seen[:4] == ["interpreted"] * 4 and set(seen[4:]) == {"compiled"}
+    assert a.extra["background_compile"] is True and not a.extra["uncompiled"]
+    _, b = _run(policy, w, (np.zeros(300), np.zeros(300)), mode, "compiled")
+    _same(a, b)
+
+
+def test_a_run_whose_background_compile_fails_ends_interpreted(monkeypatch):
+    eng, a, seen, _, w = _cold_run(monkeypatch, _FakeCompile(polls=2, outcome=False))
+    assert set(seen) == {"interpreted"} and eng.kernels == "interpreted"
+    assert a.extra["background_compile"] is False and a.extra["uncompiled"] is True
+    _, b = _run("fifo", w, (np.zeros(300), np.zeros(300)), "auto", "compiled")
+    _same(a, b)
+
+
+def test_a_run_shorter_than_the_compile_ends_interpreted_and_says_so(monkeypatch):
+    """The compile goes on after the run (it fills the cache for the next one); the result
+    says so, for the command line's note."""
+    eng, a, seen, started, _ = _cold_run(monkeypatch, _FakeCompile(polls=10**9, outcome=True))
+    assert len(started) == 1 and set(seen) == {"interpreted"}
+    assert a.extra["background_compile"] == "running" and a.extra["uncompiled"] is True
+
+
+def test_a_long_first_run_starts_compiling_at_once(monkeypatch):
+    """A run of more than max_jobs jobs does not wait for the switch rule to start it."""
+    monkeypatch.setattr(engine_module, "SWITCH", Switch(max_jobs=10, min_s=1e9))
+    monkeypatch.setattr(warmup, "_warm", set())
+    monkeypatch.setattr(Engine, "_compiled_cached", lambda self: False)
+    started = []
+    monkeypatch.setattr(background, "start", lambda m: started.append(m) or _FakeCompile(0, True))
+    cluster = ClusterSpec.homogeneous(1, 2)
+    jobs = prepare_jobs(make_trace([(float(i), 1, 5.0) for i in range(20)]), cluster)
     eng = Engine(jobs, cluster, make_policy(load_policy_class("fifo"), {}, 0))
-    res = eng.run()
-    assert eng.kernels == ("compiled" if cached else "interpreted")
-    assert res.extra["uncompiled"] is (not cached)
+    assert started == ["fused"] and eng.kernels == "interpreted"
+    eng.step(1)
+    assert eng.kernels == "compiled"
 
 
 def test_a_run_moves_on_once_its_interpreted_time_reaches_the_load_cost(monkeypatch):

@@ -68,3 +68,40 @@ def test_summaries_of_awkward_modules_match_parsing_the_whole_module(tmp_path, t
         assert got == ("Fine." if text.startswith('"""Fine."""') else "")
     else:
         assert got == full_parse_summary(text)
+
+
+def test_a_bundled_name_loads_without_listing_installed_packages(monkeypatch):
+    """A bundled policy comes first, so its file is loaded without a scan of every
+    installed package's entry points (about 20 ms); other names still get the scan."""
+
+    def scan():
+        raise AssertionError("entry points scanned")
+
+    monkeypatch.setattr(registry, "available_policies", scan)
+    assert registry.load_policy_class("srtf-periodic").name == "srtf-periodic"
+    assert registry.load_policy_class("fifo").name == "fifo"
+    for name in ("srtf_periodic", "no-such-policy"):
+        with pytest.raises(AssertionError, match="entry points scanned"):
+            registry.load_policy_class(name)
+    monkeypatch.undo()
+    from gpusched.errors import PolicyError
+
+    with pytest.raises(PolicyError, match="unknown policy 'srtf_periodic'"):
+        registry.load_policy_class("srtf_periodic")
+
+
+def test_a_policys_lazy_generator_draws_default_rngs_stream():
+    import pickle
+
+    import numpy as np
+
+    lazy, real = registry.LazyGenerator(7), np.random.default_rng(7)
+    assert lazy.integers(0, 10**9, 5).tolist() == real.integers(0, 10**9, 5).tolist()
+    again = pickle.loads(pickle.dumps(lazy))  # a used one goes on where it stood
+    assert again.random(3).tolist() == real.random(3).tolist()
+    fresh = pickle.loads(pickle.dumps(registry.LazyGenerator(7)))
+    assert fresh.random() == np.random.default_rng(7).random()
+    pol = registry.make_policy(registry.load_policy_class("fifo-ps"), {}, 3)
+    assert (
+        pol.rng.integers(1, 31, 4).tolist() == np.random.default_rng(3).integers(1, 31, 4).tolist()
+    )

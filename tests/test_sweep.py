@@ -721,13 +721,14 @@ def test_entry_point_policy_is_keyed_by_its_module_file(monkeypatch: pytest.Monk
     from importlib.metadata import EntryPoint
 
     import gpusched.core.registry as registry
+    from gpusched.core import plugins
     from gpusched.experiments.sweep import input_digests
 
     ep = EntryPoint(
         name="third-party", value="tests.ep_policy:ThirdPartyFIFO", group=registry.GROUP
     )
     monkeypatch.setattr(
-        registry, "entry_points", lambda group: [ep] if group == registry.GROUP else []
+        plugins, "entry_points", lambda group: [ep] if group == registry.GROUP else []
     )
     ((cell, key),) = keyed_cells(parse_spec('traces = ["tiny"]\npolicies = ["third-party"]\n'))
     module_file = Path(__file__).parent / "ep_policy.py"

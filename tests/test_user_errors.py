@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpusched.cli import app
-from gpusched.cli._common import WARM_UP_HINT_S, compile_notice, suggest_warm_up
+from gpusched.cli._common import compile_notice, suggest_warm_up
 from gpusched.core.view import _ro
 
 runner = CliRunner()
@@ -304,18 +304,28 @@ def test_compile_notice_only_when_slow(capsys):
 
 
 @pytest.mark.parametrize(
-    ("uncompiled", "wall_s", "hint"),
-    [(True, WARM_UP_HINT_S, True), (True, WARM_UP_HINT_S / 2, False), (False, 60.0, False)],
+    ("state", "note"),
+    [
+        ("running", "compiling in the background"),
+        (False, "compiling the simulation kernels failed"),
+    ],
 )
-def test_a_long_interpreted_run_on_a_cold_cache_suggests_warm_up(capsys, uncompiled, wall_s, hint):
+def test_a_run_on_a_cold_cache_says_what_became_of_its_compile(capsys, state, note):
     class Result:
-        extra = {"uncompiled": uncompiled}
+        extra = {"uncompiled": True, "background_compile": state}
 
-    Result.wall_s = wall_s
     suggest_warm_up(Result())
     captured = capsys.readouterr()
-    assert captured.out == ""
-    assert ("'gpusched warm-up' compiles them once" in captured.err) is hint
+    assert captured.out == "" and note in captured.err
+
+
+@pytest.mark.parametrize("state", [None, True])
+def test_a_run_on_compiled_kernels_says_nothing_of_them(capsys, state):
+    class Result:
+        extra = {"uncompiled": False, "background_compile": state}
+
+    suggest_warm_up(Result())
+    assert capsys.readouterr() == ("", "")
 
 
 def test_warm_up_loads_both_engine_paths(monkeypatch):

@@ -51,7 +51,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
+
+from gpusched.core.helpers import helper
 
 __all__ = [
     "JobTimes",
@@ -198,7 +199,7 @@ def worth_sharing(
     return out
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _pair_jct(solo_a, solo_b, xi_a, xi_b):  # type: ignore[no-untyped-def]
     """:func:`pair_jct` of one pair (the same operations in the same order: bit-equal)."""
     shared_a = solo_a * xi_a
@@ -208,7 +209,7 @@ def _pair_jct(solo_a, solo_b, xi_a, xi_b):  # type: ignore[no-untyped-def]
     return (2 * shared_b + solo_a - shared_b / xi_a) / 2.0
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _worth_sharing(  # type: ignore[no-untyped-def]
     work, shape, kind_a, kind_b, solo_b, mem_b, t_iter, t_full, mem_gb, n_sub, xi, limit, shortcut
 ):
@@ -289,7 +290,7 @@ def first_of_each_shape(
     return out
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _first_of_each_shape(need, shape, refused, pos, stop, room):  # type: ignore[no-untyped-def]
     seen = refused.copy()  # a shape refused or already taken
     out = np.empty(max(stop - pos, 0), dtype=np.int64)
@@ -320,7 +321,7 @@ def alone_holders(
     return jobs, counts
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _alone_holders(one, holder, status, skip):  # type: ignore[no-untyped-def]
     """The distinct holders are kept ascending as they are met (a binary search each, and
     the previous GPU's holder checked first: a gang's GPUs are mostly adjacent), not by
@@ -376,7 +377,7 @@ def sjf_order(
     return order, need, shape
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _sjf_order(queued, duration, n_gpus, shape_of):  # type: ignore[no-untyped-def]
     key = np.empty(queued.shape[0], dtype=np.float64)
     for i in range(queued.shape[0]):
@@ -404,7 +405,7 @@ def first_enough(ok: np.ndarray, n_own: np.ndarray, n_free: int, need: np.ndarra
     )
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _first_enough(ok, n_own, n_free, need):  # type: ignore[no-untyped-def]
     for i in range(ok.shape[0]):
         some = False
@@ -800,7 +801,7 @@ def plan_sjf_bsbf(
     return starts, []
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _consolidated(n_on, server, n_servers, g, out, at):  # type: ignore[no-untyped-def]
     """:func:`consolidated` of the GPUs with ``n_on == 0`` into ``out[at:at + g]`` (the
     caller checked that there are ``g``)."""
@@ -835,7 +836,7 @@ def _consolidated(n_on, server, n_servers, g, out, at):  # type: ignore[no-untyp
 _GLOBAL, _ONE_SERVER, _SPREAD = 0, 1, 2
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _alg2(j, partners, solo_b, mem_b, t_share, tables, limit):  # type: ignore[no-untyped-def]
     """Line 11 for job ``j`` beside each of ``partners``, as :func:`best_sub_batches` row by
     row (A shares at ``t_share``, waits at its ideal full-batch time): per partner whether
@@ -874,7 +875,7 @@ def _alg2(j, partners, solo_b, mem_b, t_share, tables, limit):  # type: ignore[n
     return share, best_t, best_k
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _smaller_sub(s, k, sub, sub_value):  # type: ignore[no-untyped-def]
     """The smaller of sub-batch indices ``k`` and ``sub`` of shape ``s`` (0 and -1: none
     chosen; reading 1: the job takes the smallest its partners need)."""
@@ -883,7 +884,7 @@ def _smaller_sub(s, k, sub, sub_value):  # type: ignore[no-untyped-def]
     return sub
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _place_kept(  # type: ignore[no-untyped-def]
     j, g, n_on, holder, partners, solo_b, mem_b, t_share, tables, limit, out, at
 ):
@@ -918,7 +919,7 @@ def _place_kept(  # type: ignore[no-untyped-def]
     return max(sub, 0)
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _place_one_server(  # type: ignore[no-untyped-def]
     j, g, n_on, holder, server, n_servers, partners, solo_b, mem_b, tables, limit, out, at
 ):
@@ -974,7 +975,7 @@ def _place_one_server(  # type: ignore[no-untyped-def]
     return max(sub, 0)
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _on_one_server(okrow, partners, n_on, holder, server, n_servers, g):  # type: ignore[no-untyped-def]
     """Whether some server's idle GPUs plus its GPUs alone with a partner in ``okrow``
     hold ``g`` (``partners`` ascending)."""
@@ -992,7 +993,7 @@ def _on_one_server(okrow, partners, n_on, holder, server, n_servers, g):  # type
     return False
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _first_placeable(  # type: ignore[no-untyped-def]
     ok, cand_jobs, cand_need, partners, n_own, free_n, solo_b, mem_b, gpu, tables, scalars
 ):
@@ -1049,7 +1050,7 @@ def _first_placeable(  # type: ignore[no-untyped-def]
     return ok.shape[0], _GLOBAL, none
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _plan_sjf_bsbf(queued, job, gpu, mem_run, tables, scalars):  # type: ignore[no-untyped-def]
     """:func:`plan_sjf_bsbf`; ``tables`` are :class:`JobTimes`'s arrays, ``scalars`` the
     memory limit, whether the run's xi are all >= 1, the queued status and whether to
@@ -1206,7 +1207,7 @@ def _plan_sjf_bsbf(queued, job, gpu, mem_run, tables, scalars):  # type: ignore[
     return _packed(jobs, subs, offsets, gpus, n_start, offsets[:0])
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _packed(jobs, subs, offsets, gpus, n, missing):  # type: ignore[no-untyped-def]
     """:func:`plan_sjf_bsbf`'s arrays in one: ``[n, len(missing), jobs[:n], subs[:n],
     offsets[:n + 1], gpus[:offsets[n]], missing]``."""

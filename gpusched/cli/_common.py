@@ -6,10 +6,12 @@ import errno
 import functools
 import math
 import os
+import re
 import sys
 import threading
 import time
 import traceback
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,8 +56,102 @@ class _HelpFlagFalse:
         return option
 
 
-class Command(_HelpFlagFalse, typer.core.TyperCommand):
-    """A Typer command whose ``--help`` costs nothing when not given (``cls=Command``)."""
+_INT = re.compile(r"[+-]?[0-9]+\Z")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+_NOT_PLAIN = object()
+
+
+def _plain_value(param: Any, value: Any) -> Any:
+    """``value`` of ``param`` as typer would coerce it, when that is plain (else _NOT_PLAIN).
+
+    Plain: a missing value; a ``str`` (or a list of them); an ``int`` or ``float`` written
+    as a plain decimal
+    (what Python's ``int``/``float`` and pydantic read alike, to the same number); a
+    ``Path`` from a non-empty string; a value that is already of the option's type (its
+    default). Options with a parser, bounds or path checks are never plain.
+    """
+    desc = param.type_descriptor
+    info = desc.parameter_info
+    if param.multiple or param.nargs == -1:
+        if value is None:
+            return ()
+        if desc.annotation == list[str] and all(type(v) is str for v in value):
+            return list(value)
+        return _NOT_PLAIN
+    if value is None:
+        return None
+    if info.parser is not None or info.min is not None or info.max is not None:
+        return _NOT_PLAIN
+    kind = desc.annotation
+    args = [a for a in getattr(kind, "__args__", ()) if a is not type(None)]
+    if isinstance(kind, types.UnionType) and len(args) == 1:
+        kind = args[0]  # X | None
+    if kind is str and type(value) is str:
+        return value
+    if kind is int and type(value) is str and _INT.match(value):
+        return int(value)
+    if kind is float and type(value) is str and _FLOAT.match(value):
+        return float(value)
+    if kind is Path and type(value) is str and value and not _path_checks(info):
+        return Path(value)
+    if kind in (int, float, str, Path) and type(value) is kind:
+        return value
+    return _NOT_PLAIN
+
+
+def _path_checks(info: Any) -> bool:
+    return bool(
+        getattr(info, "exists", False)
+        or getattr(info, "resolve_path", False)
+        or getattr(info, "allow_dash", False)
+        or getattr(info, "path_type", None) is not None
+        or not getattr(info, "file_okay", True)
+        or not getattr(info, "dir_okay", True)
+        or getattr(info, "writable", False)
+        or getattr(info, "readable", True) is not True
+    )
+
+
+class _PlainCoercion:
+    """Typer's coercion of a parameter's value, without pydantic for plain values.
+
+    Typer (0.29) coerces every value through a pydantic ``TypeAdapter`` built for the
+    parameter; importing pydantic and building the adapters took about 0.1 s of a small
+    run's 0.4 s. Plain values (see :func:`_plain_value`) are converted here, to what the
+    adapter would give; any other value goes to typer's own coercion, error messages
+    included.
+    """
+
+    def __init__(self, param: Any) -> None:
+        self.param = param
+        self.typer_own: Any = None
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        plain = _plain_value(param, value)
+        if plain is not _NOT_PLAIN:
+            return plain
+        if self.typer_own is None:
+            from typer._coercion import build_runtime_param
+
+            self.typer_own = build_runtime_param(param.type_descriptor)
+        return self.typer_own.coerce(value, param=param, ctx=ctx)
+
+
+class _PlainParams:
+    """Parameters coerced by :class:`_PlainCoercion` (when typer coerces with pydantic)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        for param in self.params:  # type: ignore[attr-defined]
+            if getattr(param, "_runtime_param", False) is None and hasattr(
+                param, "type_descriptor"
+            ):
+                param._runtime_param = _PlainCoercion(param)
+        return super().parse_args(ctx, args)  # type: ignore[misc, no-any-return]
+
+
+class Command(_PlainParams, _HelpFlagFalse, typer.core.TyperCommand):
+    """A Typer command whose ``--help`` costs nothing when not given, and whose plain option
+    values skip pydantic (``cls=Command``)."""
 
 
 class Group(_HelpFlagFalse, typer.core.TyperGroup):
@@ -145,7 +241,7 @@ def compile_notice(delay_s: float = 1.0) -> Iterator[None]:
     timer = threading.Timer(
         delay_s,
         lambda: print(
-            "compiling simulation kernels, first run only (up to a minute)...",
+            "compiling simulation kernels, first run only (several seconds)...",
             file=sys.stderr,
             flush=True,
         ),
@@ -158,18 +254,20 @@ def compile_notice(delay_s: float = 1.0) -> Iterator[None]:
         timer.cancel()
 
 
-#: s; an interpreted run at least this long suggests ``gpusched warm-up``
-WARM_UP_HINT_S = 2.0
-
-
 def suggest_warm_up(result: Any) -> None:
-    """After a run that went on the interpreted kernels only because Numba's cache is
-    empty (a small run does not wait a minute for a compile), say how to compile them."""
-    if result.extra.get("uncompiled") and result.wall_s >= WARM_UP_HINT_S:
+    """After a run that went on the interpreted kernels because Numba's cache lacked the
+    compiled ones, say what became of their compile in the background."""
+    state = result.extra.get("background_compile")
+    if state == "running":
         typer.echo(
-            "note: this run used the interpreted kernels (not compiled yet); "
-            "'gpusched warm-up' compiles them once (about a minute) and makes runs like "
-            "this several times faster",
+            "note: the simulation kernels are compiling in the background (once per install); "
+            "later runs will load them",
+            err=True,
+        )
+    elif state is False:
+        typer.echo(
+            "note: compiling the simulation kernels failed, so runs stay on their interpreted "
+            "copy; 'gpusched warm-up' compiles them in the foreground and shows the error",
             err=True,
         )
 

@@ -95,7 +95,7 @@ class TaskDispatch(Mechanism):
         self.book.before_start(j, w, now)
         one = self._one_worker
         one[0] = w
-        self.k.start_on(st, j, one, now)
+        self.k.start_on(j, one, now)
         self.book.after_start(j)
         self._deq[self._n_deq] = j  # out of the kernel's queue at the decision's end
         self._n_deq += 1

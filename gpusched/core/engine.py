@@ -23,7 +23,7 @@ import numpy as np
 from gpusched.core.checks import check_invariants
 from gpusched.core.dispatch import TaskDispatch
 from gpusched.core.events import EventLog, new_log
-from gpusched.core.jit import KERNEL_MODULE, SWITCH, Kernels, compiled, is_cached
+from gpusched.core.jit import KERNEL_MODULE, SWITCH, Kernels, compiled, is_cached, state_handle
 from gpusched.core.jobs import JobTable
 from gpusched.core.ledger import RESOURCES, Ledger
 from gpusched.core.lifecycle import GangLifecycle
@@ -244,19 +244,25 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         self._started_buf = np.zeros(max(len(jobs), 1), dtype=np.int32)
         self._tl_buf = new_timeline(0)  # the python path's chunk being filled
         self._notice = notice
-        #: the kernels this run calls (see _Kernels); interpreted until use_compiled
-        self.k: Any = Kernels()
+        #: the kernels this run calls, bound to its state (see Kernels); interpreted until use_compiled
+        self.k: Any = Kernels(self.state)
         #: "auto" while the run may still move to the compiled kernels (see _maybe_compile)
         from gpusched.core import warmup  # (it imports this module)
 
         self._auto = kernels == "auto" and not warmup.loaded(self.mode)
         self._interp_s = 0.0  # s spent on the interpreted kernels
         self._cold: bool | None = None  # compiled kernels missing from Numba's cache?
+        #: the compile this run waits for while it goes on interpreted (see _maybe_compile)
+        self.compiling: Any = None
         if self._auto and len(jobs) > SWITCH.max_jobs:
             self._cold = not self._compiled_cached()
             self._auto = self._cold
+            if self._cold:
+                self._compile_in_background()
         if kernels == "compiled" or (kernels == "auto" and not self._auto):
             self._use_compiled(notice if self._cold is not False else None)
+        else:
+            self.k.use_interpreted()
         #: the configuration each started job carries (Start.config), for its lifetime
         self._config: dict[int, Any] = {}
         self.view = View(
@@ -308,10 +314,10 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         if self.finished:
             return np.inf
         if st.sim_f[F_NOW] == -np.inf:
-            return float(self.k.first_decision_time(st, self.cfg))
+            return float(self.k.first_decision_time(self.cfg))
         if st.sim_i[I_N_FINISHED] + st.sim_i[I_N_REJECTED] == len(self.jobs):
             return np.inf
-        e = self.k.next_event_time(st, self.cfg)
+        e = self.k.next_event_time(self.cfg)
         return np.inf if e == np.inf else float(self.k.decision_time(e, self.slot_s, self.now))
 
     def step(self, n: int = 1) -> bool:
@@ -342,16 +348,26 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
 
         with notice() if notice is not None else nullcontext():
             warm_up(self.mode)  # no-op when loaded (and in the warm-up's own engines)
-            self.k.use_compiled(
-                self.state, self.cfg, self._tl_buf, self._done_buf, self.mode == "python"
-            )
+            self.k.use_compiled(self.cfg, self._tl_buf, self._done_buf, self.mode == "python")
         self._auto = False
 
     def _maybe_compile(self, spent: float) -> None:
         """Move to the compiled kernels when the rest of the run would take longer
         interpreted than loading them (see :class:`gpusched.core.jit.Switch`); ``spent`` is
-        the CPU time of the last step."""
+        the CPU time of the last step. When they are not in Numba's cache yet, they are
+        compiled in another process while the run goes on, and the run moves once that
+        process is done (see :mod:`gpusched.core.background`)."""
         self._interp_s += spent
+        if self.compiling is not None:
+            ready = self.compiling.poll()
+            if ready is None:
+                return  # still compiling: go on interpreted
+            if ready:
+                self._cold = False
+                self._use_compiled(None)  # from the cache now
+            else:
+                self._auto = False  # the compile failed: end the run interpreted
+            return
         if self._interp_s < SWITCH.min_s:
             return
         st = self.state
@@ -365,14 +381,26 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             return
         if self._cold is None:
             self._cold = not self._compiled_cached()
-        if self._cold and left <= SWITCH.compile_s:
+        if self._cold:
+            self._compile_in_background()
             return
-        self._use_compiled(self._notice if self._cold else None)
+        self._use_compiled(None)
+
+    def _background_state(self) -> bool | str | None:
+        if self.compiling is None:
+            return None
+        ready = self.compiling.poll()
+        return "running" if ready is None else ready
+
+    def _compile_in_background(self) -> None:
+        from gpusched.core import background
+
+        self.compiling = background.start(self.mode)
 
     def _compiled_cached(self) -> bool:
         """Are this path's compiled kernels in Numba's cache (or loaded)?"""
         module = compiled(KERNEL_MODULE)
-        st, cfg = self.state, self.cfg
+        st, cfg = state_handle(self.state), self.cfg
         if self.mode == "fused":
             return is_cached(module.run_fused, (st, cfg, new_timeline(1), 1))
         return is_cached(module.step, (st, cfg, self._done_buf))
@@ -404,9 +432,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
                 self._tl_rows = 0
             at = self._tl_rows
             size = min(n, _CHUNK - at)
-            rows, code = self.k.run_fused(
-                st, self.cfg, Timeline(*(b[at:] for b in self._tl_buf)), size
-            )
+            rows, code = self.k.run_fused(self.cfg, Timeline(*(b[at:] for b in self._tl_buf)), size)
             if self.events is not None:
                 self.events.ensure_room(st)
             self._tl_rows += rows
@@ -456,7 +482,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         events = self.events
         if events is not None:
             events.ensure_room(st)
-        code, n_done, n_arrived = self.k.step(st, self.cfg, self._done_buf)
+        code, n_done, n_arrived = self.k.step(self.cfg, self._done_buf)
         if events is not None:
             events.ensure_room(st)
         if self.ledger is not None:
@@ -509,7 +535,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
                 self._tl.append(self._tl_buf)
             self._tl_buf = new_timeline(_CHUNK)
             self._tl_rows = 0
-        self.k.record(st, self.cfg, self._tl_rows, self._tl_buf)
+        self.k.record(self.cfg, self._tl_rows, self._tl_buf)
         self._tl_rows += 1
         if self.ledger is not None:
             why = self.ledger.check()
@@ -611,7 +637,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
                 self._apply_host_ps(action, now)
             elif isinstance(action, Allocate):
                 if started:  # it may pause a job started in this decision
-                    self.k.compact_queue(st, 0)
+                    self.k.compact_queue(0)
                 self._apply_allocate(action, now)
                 started = True
             elif isinstance(action, Reject):
@@ -651,14 +677,13 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         ``dequeue`` (O(1) each; their queue order is read by nothing), others by
         ``compact_queue`` (keeping the order)."""
         if self.book is not None:
-            self.k.dequeue(self.state, self._deq, self._n_deq)
+            self.k.dequeue(self._deq, self._n_deq)
             self._n_deq = 0
         else:
-            self.k.compact_queue(self.state, 0)
+            self.k.compact_queue(0)
 
     def _apply_order(self, given: Any, blocking: bool, preemptive: bool, now: float) -> None:
         """Fill the GPUs greedily in the order ``given`` (Decision.order), after checking it."""
-        st = self.state
         order = given
         if not (  # the common case: already what the kernel takes
             type(order) is np.ndarray
@@ -673,7 +698,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             if order.ndim != 1 or (order.size and order.dtype.kind not in "iu"):
                 raise self._fail(None, now, "order must be a 1-D array of job indices")
             order = np.ascontiguousarray(order, dtype=np.int32)
-        problem, at = self.k.check_order(st, order)
+        problem, at = self.k.check_order(order)
         if problem == 1:
             raise self._fail(None, now, f"unknown job index {int(order[at])} in order")
         if problem == 2:
@@ -683,7 +708,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             raise self._status_problem(j, now, (QUEUED, RUNNING, LOADING, SAVING)) or (
                 self._fail(j, now, "bad")
             )
-        self.k.fill_order(st, self.cfg, order, bool(blocking), bool(preemptive))
+        self.k.fill_order(self.cfg, order, bool(blocking), bool(preemptive))
 
     def _set_wake(self, w: float, now: float) -> None:
         if not w > now:
@@ -708,8 +733,20 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
     def timeline(self) -> dict[str, np.ndarray]:
         """The timeline so far: time (s), busy GPUs, queued jobs, jobs holding GPUs,
         GPUs held by loading and by saving jobs, and GPUs holding two or more jobs."""
+        if len(self._tl) > 1:  # one chunk from now on, joined a column at a time (memory)
+            parts: list[list[Any]] = [list(c) for c in self._tl]
+            self._tl = []
+            cols = []
+            for k in range(len(Timeline._fields)):
+                cols.append(np.concatenate([p[k] for p in parts]))
+                for p in parts:
+                    p[k] = None
+            self._tl = [Timeline(*cols)]
         chunks = self._tl + [Timeline(*(b[: self._tl_rows] for b in self._tl_buf))]
-        tl = {k: np.concatenate([getattr(c, k) for c in chunks]) for k in Timeline._fields}
+        if self._tl_rows == 0 and len(chunks) == 2:
+            tl = chunks[0]._asdict()  # (the arrays themselves: the caller must not write them)
+        else:
+            tl = {k: np.concatenate([getattr(c, k) for c in chunks]) for k in Timeline._fields}
         if self.ledger is not None:  # resources held by role jobs, per resource
             held = np.asarray(self._ledger_rows).reshape(-1, len(RESOURCES))
             for r, name in enumerate(RESOURCES):
@@ -723,7 +760,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
     def sync(self) -> None:
         """Bring every running job's accounting (remaining, executed, attained) up to now."""
         if np.isfinite(self.now):
-            self.k.sync_all(self.state)
+            self.k.sync_all()
 
     def snapshot(self) -> Snapshot:
         """Copies of the state a viewer draws."""
@@ -816,6 +853,9 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
                 "kernels": self.kernels,  # the ones that ended the run
                 # ran interpreted because Numba's cache lacks the compiled kernels
                 "uncompiled": self.kernels == "interpreted" and self._cold is True,
+                # compiled in the background during the run: None (not), True (done, in
+                # the cache), False (failed) or "running" (still, after the run)
+                "background_compile": self._background_state(),
                 **extra,
             },
         )

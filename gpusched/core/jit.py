@@ -8,11 +8,12 @@ Numba import, no compilation, the same statements on the same arrays. Both twins
 write a :class:`~gpusched.core.state.SimState` alike, so a run may start on one and go on with
 the other.
 
-Why both. Importing Numba and loading the cached kernels costs about a second in every
-process, and compiling them on the first run after an install much longer; a small run
-is over in the interpreter before that. :class:`~gpusched.core.engine.Engine` starts on the
-interpreted twin and moves to the compiled one when the run turns out to be long
-(:data:`SWITCH`).
+Why both. Importing Numba and loading the cached kernels costs about 0.2 s of CPU in every
+process, and compiling them on the first run after an install several seconds; a small
+run is over in the interpreter before that. :class:`~gpusched.core.engine.Engine` starts on
+the interpreted twin and moves to the compiled one when the run turns out to be long
+(:data:`SWITCH`); on a first run, once another process has compiled them
+(:mod:`gpusched.core.background`).
 
 ``NUMBA_DISABLE_JIT=1`` still works as Numba documents it: the "compiled" twin then holds
 the plain functions too.
@@ -24,6 +25,7 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -53,15 +55,15 @@ class Switch:
     (tiresias with ``starve`` on philly-2000 projected under a second left for 3.5 s);
     moving at the latest once ``t`` reaches ``load_s`` bounds any run at about twice the
     cost of the better choice, whatever the projection said (the rent-or-buy rule).
-    When the compiled kernels are not in the cache yet (a first run), compiling them takes
-    tens of seconds, so the run stays interpreted unless the projection leaves more than
-    ``compile_s``. A run of more than ``max_jobs`` jobs (interpreted, 0.2-2 ms each)
-    starts on the compiled kernels when they are in the cache.
+    A run of more than ``max_jobs`` jobs (interpreted, 0.2-2 ms each) starts on the
+    compiled kernels when they are in the cache. When they are not (a first run), the
+    run starts compiling them in another process at the moment it would have moved on,
+    goes on interpreted meanwhile, and moves on once they are in the cache
+    (:mod:`gpusched.core.background`).
     """
 
     min_s: float = 0.05
     load_s: float = 0.2
-    compile_s: float = 20.0
     max_jobs: int = 5000
     chunk: int = 128  #: decision points per call while interpreted (fused path)
 
@@ -78,10 +80,32 @@ def jit(options: dict[str, Any]) -> Callable[[F], F]:
             return fn
         from numba import njit
 
-        _quiet_blas_probe()
-        return njit(**options)(fn)  # type: ignore[no-any-return]
+        from gpusched.core import stateref
+
+        if not stateref.JIT:
+            return njit(**options)(fn)  # type: ignore[no-any-return]
+        dispatcher = njit(**{k: v for k, v in options.items() if k != "cache"})(fn)
+        dispatcher.__class__ = stateref.PlainArgsDispatcher  # callees for plain types
+        if options.get("cache"):
+            dispatcher.enable_caching()  # keyed by stateref.VERSION too
+        return dispatcher  # type: ignore[no-any-return]
 
     return decorate
+
+
+def _same(st: Any) -> Any:
+    return st
+
+
+def by_ref(module: str) -> Callable[[Any], Any]:
+    """What kernel module ``module`` calls as ``ref(st)`` in its entry points before handing
+    the state to its inner functions: in compiled code a pointer to the state tuple (see
+    :mod:`gpusched.core.stateref`), in the interpreted twin (or without the JIT) the tuple."""
+    if module.endswith(SUFFIX):
+        return _same
+    from gpusched.core import stateref
+
+    return stateref.ref if stateref.JIT else _same  # type: ignore[return-value]
 
 
 def interpreted(name: str) -> ModuleType:
@@ -121,7 +145,7 @@ def is_cached(dispatcher: Any, args: tuple[Any, ...]) -> bool:
     return load_cached(dispatcher, tuple(typeof(a) for a in args))
 
 
-def load_cached(dispatcher: Any, sig: tuple[Any, ...]) -> bool:
+def load_cached(dispatcher: Any, sig: tuple[Any, ...], fast: bool = True) -> bool:
     """Load ``dispatcher``'s compiled version for the argument types ``sig`` from Numba's
     on-disk cache, as its first call would; False if it is not there (nothing compiled).
 
@@ -130,6 +154,9 @@ def load_cached(dispatcher: Any, sig: tuple[Any, ...]) -> bool:
     not need; a compilation later in the process builds it as usual. This does what
     ``Dispatcher.compile`` does on a cache hit, without that step. It uses Numba's cache
     object, which Numba does not document: if that fails, Numba's own loading is used.
+    ``fast=False`` uses Numba's own loading: it also sets up what compiled code that
+    allocates arrays needs (Numba's runtime); the kernels allocate nothing (see
+    :mod:`gpusched.core.kernel`), the families' helpers do.
     """
     if not hasattr(dispatcher, "compile"):
         return True
@@ -139,9 +166,13 @@ def load_cached(dispatcher: Any, sig: tuple[Any, ...]) -> bool:
         if dispatcher.overloads.get(tuple(sig)) is not None:
             return True
         ctx = dispatcher.targetctx
-        try:
-            cres = dispatcher._cache._load_overload(sig, ctx)
-        except Exception:  # noqa: BLE001 - an undocumented API: fall back to Numba's way
+        cres = None
+        if fast:
+            try:
+                cres = dispatcher._cache._load_overload(sig, ctx)
+            except Exception:  # noqa: BLE001 - an undocumented API: fall back to Numba's way
+                fast = False
+        if not fast:
             cres = dispatcher._cache.load_overload(sig, ctx)
         if cres is None:
             return False
@@ -154,7 +185,7 @@ def load_cached(dispatcher: Any, sig: tuple[Any, ...]) -> bool:
 _blas_checked = False
 
 
-def _quiet_blas_probe() -> None:
+def quiet_blas_probe() -> None:
     """Keep Numba from importing SciPy's linear algebra only to probe for BLAS.
 
     When Numba first builds its CPU target it imports ``numba.np.arraymath``, which
@@ -163,7 +194,9 @@ def _quiet_blas_probe() -> None:
     module is imported with ``scipy.linalg`` hidden: Numba then records that BLAS is
     missing, which only affects jitted code calling ``np.dot`` (it falls back to a loop)
     or ``np.linalg`` (none here). A process that already imported ``scipy.linalg`` keeps
-    Numba's normal probe.
+    Numba's normal probe. Called before a kernel compiles (see
+    :class:`gpusched.core.stateref.PlainArgsDispatcher`), not when cached kernels are
+    loaded: they need none of it (6 MB and 30 ms).
     """
     global _blas_checked
     if _blas_checked:
@@ -179,19 +212,23 @@ def _quiet_blas_probe() -> None:
 
 
 class Kernels:
-    """The kernels one run calls: the interpreted twin's plain functions or the compiled ones.
+    """The kernels one run calls, bound to its state: the interpreted twin's plain functions
+    or the compiled ones.
 
-    :meth:`use_interpreted` takes the plain functions of :mod:`gpusched.core.kernel`'s
-    interpreted twin (see :mod:`gpusched.core.jit`); nothing imports Numba. :meth:`use_compiled`
-    takes its Numba dispatchers, and binds the ones the Python path calls to their compiled
-    entry points for this run: the dispatcher types every argument at every call, which for
-    the state tuple's ~60 arrays costs 13-27 us a call, several calls per decision point,
-    against about 1.5 us for the compiled entry point itself. The engine knows the types
-    (the state, its config and timeline are fixed for the run; jobs are ``int``, times
-    ``float``, GPU lists ``int32``), so it asks the dispatcher once for the entry point of
-    those types (loading or compiling it as a call would) and calls that. Every call below
-    must pass exactly these types (``compact_queue`` its second argument explicitly).
-    Without the JIT (``NUMBA_DISABLE_JIT=1``) the plain functions are used.
+    Each kernel that takes the state is called without it (``k.step(cfg, done)`` for
+    ``kernel.step(st, cfg, done)``): :meth:`use_interpreted` binds the plain functions of
+    :mod:`gpusched.core.kernel`'s interpreted twin to the state tuple (see
+    :mod:`gpusched.core.jit`; nothing imports Numba). :meth:`use_compiled` binds the Numba
+    dispatchers to a :class:`~gpusched.core.stateref.StateHandle` of the state (one object
+    to convert per call instead of the tuple's ~60 arrays), and the ones the Python path
+    calls to their compiled entry points for this run: the dispatcher types every argument
+    at every call, several calls per decision point, against about a microsecond for the
+    compiled entry point itself. The engine knows the types (the state, its config and
+    timeline are fixed for the run; jobs are ``int``, times ``float``, GPU lists
+    ``int32``), so it asks the dispatcher once for the entry point of those types (loading
+    or compiling it as a call would) and calls that. Every call below must pass exactly
+    these types (``compact_queue`` its argument explicitly). Without the JIT
+    (``NUMBA_DISABLE_JIT=1``) the plain functions are used.
     """
 
     #: kernels the Python path calls (bound when compiled)
@@ -201,62 +238,91 @@ class Kernels:
     ).split()
     #: kernels called a few times per run (left to the dispatcher)
     OTHERS = ("run_fused", "first_decision_time", "next_event_time", "decision_time", "sync_all")
+    #: the one kernel that takes no state
+    STATELESS = ("decision_time",)
 
-    def __init__(self) -> None:
-        self.compiled = False
-        self.use_interpreted()
+    def __init__(self, state: SimState) -> None:
+        self.state = state
+        self.compiled = False  # (nothing bound until use_interpreted or use_compiled)
 
     def use_interpreted(self) -> None:
         """Call the plain Python functions of the kernel's interpreted twin."""
-        module = interpreted(KERNEL_MODULE)
-        for name in self.PYTHON_PATH + list(self.OTHERS):
-            setattr(self, name, getattr(module, name))
+        self._bind(interpreted(KERNEL_MODULE), self.state)
         self.compiled = False
 
-    def use_compiled(
-        self, st: SimState, cfg: KernelConfig, tl: Timeline, done: np.ndarray, python: bool
-    ) -> None:
+    def _bind(self, module: ModuleType, st: Any) -> None:
+        for name in self.PYTHON_PATH + list(self.OTHERS):
+            fn = getattr(module, name)
+            setattr(self, name, fn if name in self.STATELESS else partial(fn, st))
+
+    def use_compiled(self, cfg: KernelConfig, tl: Timeline, done: np.ndarray, python: bool) -> None:
         """Call the compiled kernels (loaded from Numba's cache, or compiled), the Python
         path's (if ``python``) bound to these types."""
         import numba
         from numba import types
 
         module = compiled(KERNEL_MODULE)
+        if not hasattr(module.run_fused, "compile"):  # NUMBA_DISABLE_JIT: plain functions
+            self._bind(module, self.state)
+            self.compiled = True
+            return
+        handle = state_handle(self.state)
         typeof: Callable[[Any], Any] = numba.typeof
-        S, C = typeof(st), typeof(cfg)
+        S, C = handle.numba_type, typeof(cfg)
         i, f, b = types.int64, types.float64, types.boolean
         gpus = typeof(np.empty(0, np.int32))
         fused_sig = (S, C, typeof(tl), i)
         if not python:  # loaded now, without Numba's slower way of a first call
             load_cached(module.run_fused, fused_sig)
         load_cached(module.sync_all, (S,))
-        for name in self.OTHERS:
-            setattr(self, name, getattr(module, name))
+        self._bind(module, handle)
         self.compiled = True
         if not python:
             # a fused rule that asks the policy (Fused.asks) crosses into the kernel once
             # per question: bound as the Python path's kernels are (see above)
-            if hasattr(module.run_fused, "compile"):
-                self.run_fused = module.run_fused.compile(fused_sig)
+            self.run_fused = partial(module.run_fused.compile(fused_sig), handle)
             return
 
         def bind(name: str, *sig: Any) -> None:
             fn = getattr(module, name)
-            if not hasattr(fn, "compile"):  # NUMBA_DISABLE_JIT
-                setattr(self, name, fn)
-                return
-            load_cached(fn, sig)
-            setattr(self, name, fn.compile(sig))  # the entry point loaded, or compiled now
+            load_cached(fn, (S, *sig))
+            # the entry point loaded, or compiled now
+            setattr(self, name, partial(fn.compile((S, *sig)), handle))
 
-        bind("step", S, C, typeof(done))
-        bind("record", S, C, i, typeof(tl))
-        bind("compact_queue", S, i)
-        bind("dequeue", S, gpus, i)
-        bind("start_on", S, i, gpus, f)
-        bind("start_job", S, i, f)
-        bind("place_consolidated", S, i, b)
-        bind("preempt", S, i, f)
-        bind("set_rate", S, i, f)
-        bind("fill_order", S, C, gpus, b, b)
-        bind("check_order", S, gpus)
-        bind("started_at", S, f, gpus)
+        bind("step", C, typeof(done))
+        bind("record", C, i, typeof(tl))
+        bind("compact_queue", i)
+        bind("dequeue", gpus, i)
+        bind("start_on", i, gpus, f)
+        bind("start_job", i, f)
+        bind("place_consolidated", i, b)
+        bind("preempt", i, f)
+        bind("set_rate", i, f)
+        bind("fill_order", C, gpus, b, b)
+        bind("check_order", gpus)
+        bind("started_at", f, gpus)
+
+    def load_peek(self, cfg: KernelConfig) -> bool:
+        """Load the compiled kernels that only ``Engine.peek`` calls (the TUI) from Numba's
+        cache, without the typing context a first call builds; False if one is missing."""
+        import numba
+        from numba import types
+
+        module = compiled(KERNEL_MODULE)
+        if not hasattr(module.run_fused, "compile"):
+            return True
+        typeof: Callable[[Any], Any] = numba.typeof
+        S, C, f = state_handle(self.state).numba_type, typeof(cfg), types.float64
+        return (
+            load_cached(module.first_decision_time, (S, C))
+            and load_cached(module.next_event_time, (S, C))
+            and load_cached(module.decision_time, (f, f, f))
+        )
+
+
+def state_handle(st: SimState) -> Any:
+    """What compiled entry points take for the state ``st`` (imports Numba): a
+    :class:`~gpusched.core.stateref.StateHandle`, or ``st`` itself without the JIT."""
+    from gpusched.core import stateref
+
+    return stateref.StateHandle(st) if stateref.JIT else st

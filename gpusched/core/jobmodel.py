@@ -71,9 +71,9 @@ def job_models() -> tuple[Any, ...]:
         model = getattr(importlib.import_module(f"{_BUILTIN}.{info.name}"), "JOB_MODEL", None)
         if model is not None:
             found.append(model)
-    from importlib.metadata import entry_points
+    from gpusched.core.plugins import entry_points
 
-    for ep in sorted(entry_points(group=_GROUP), key=lambda e: e.name):
+    for ep in sorted(entry_points(_GROUP), key=lambda e: e.name):
         found.append(ep.load())
     return tuple(found)
 

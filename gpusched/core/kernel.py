@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusched.core.jit import jit
+from gpusched.core.jit import by_ref, jit
 from gpusched.core.state import (
     ASK,
     DONE,
@@ -108,6 +108,10 @@ _JIT = {"cache": True, "nogil": True, "_nrt": False}
 #: time per function; without them, compiling every kernel on a first run took 48 s
 #: instead of 91 s (each entry point Python calls is a thin function at the end).
 _INNER = {**_JIT, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+#: ``ref(st)``: the entry points (``_JIT``) hand the inner functions the state by reference
+#: (compiled: a pointer to the tuple in the entry's frame; interpreted: the tuple itself),
+#: see :mod:`gpusched.core.stateref`
+ref = by_ref(__name__)
 
 
 # --- small bookkeeping helpers ---------------------------------------------------------
@@ -369,8 +373,9 @@ def _end_time(st, j, begin):
 
 
 @jit(_JIT)
-def set_rate(st, j, rate):
+def set_rate(state, j, rate):
     """Change holder ``j``'s solo progress rate from now on (performance models)."""
+    st = ref(state)
     now = st.sim_f[F_NOW]
     _sync(st, j, now)  # at the old rate
     st.job_solo_rate[j] = rate
@@ -447,7 +452,8 @@ def _start_job(st, j, now):
     else:
         st.job_status[j] = RUNNING
         st.job_phase_end[j] = now  # training begins at once
-    if np.isnan(st.job_first_start[j]):
+    first = st.job_first_start[j]
+    if first != first:  # NaN: never started (x != x, not np.isnan: the interpreted twin)
         st.job_first_start[j] = now
     st.job_last_start[j] = now
     st.job_seg_start[j] = now
@@ -458,8 +464,9 @@ def _start_job(st, j, now):
 
 
 @jit(_JIT)
-def start_on(st, j, gpus, now):
+def start_on(state, j, gpus, now):
     """Start queued job ``j`` on the given GPUs (validated by the caller); False if full."""
+    st = ref(state)
     for k in range(gpus.shape[0]):
         if not _assign(st, j, k, gpus[k]):
             _release_at(st, j, now)
@@ -661,7 +668,7 @@ def _next_event_time(st, cfg):
         # queue the re-pack would change nothing, so it is not an event
         for i in range(n):
             c = st.run_cross[i]
-            if np.isnan(c) or c <= now + EPS:
+            if c != c or c <= now + EPS:  # NaN: not computed yet
                 c = _crossing(st, st.run[i], now, cfg.thresholds)
                 st.run_cross[i] = c
             e = min(e, c)
@@ -788,7 +795,8 @@ def _las_place(st, cfg, j, now):
     att -= st.job_base_att[j]  # service since its last promotion (starvation)
     lvl = las_level(att, cfg.thresholds)
     t0 = st.job_submit[0]
-    if np.isnan(st.job_seq[j]):
+    seq = st.job_seq[j]
+    if seq != seq:  # NaN: in no list yet
         st.job_level[j] = lvl
         st.job_seq[j] = st.job_submit[j] - t0
     elif lvl > st.job_level[j]:
@@ -991,7 +999,7 @@ def fill(st, cfg, c, m, blocking, preemptive):
                 break
     # the queue keeps only jobs still QUEUED
     if started > 0 or preemptive:
-        _compact_queue(st)
+        _compact_queue(st, 0)
     return started
 
 
@@ -1042,8 +1050,9 @@ def started_at(st, t, out):
 
 
 @jit(_JIT)
-def fill_order(st, cfg, order, blocking, preemptive):
+def fill_order(state, cfg, order, blocking, preemptive):
     """Priority fill with an order computed in Python (see :func:`fill`)."""
+    st = ref(state)
     m = order.shape[0]
     for i in range(m):
         st.cand[i] = order[i]
@@ -1538,7 +1547,7 @@ def _record(st, cfg, k, tl):
 
 
 @jit(_JIT)
-def run_fused(st, cfg, tl, max_steps):
+def run_fused(state, cfg, tl, max_steps):
     """Run a built-in policy (``cfg.key``) for up to ``max_steps`` decisions.
 
     Returns ``(rows, code)``: timeline rows written to ``tl`` (a
@@ -1546,6 +1555,7 @@ def run_fused(st, cfg, tl, max_steps):
     again to continue; ASK: answer the rule's question (``I_ASK_JOB``) in ``F_ANSWER``,
     set ``I_ANSWERED``, and call again: the decision in progress resumes).
     """
+    st = ref(state)
     dummy = st.cand[:0]  # no completions wanted; kernels allocate nothing (see _JIT)
     rows = 0
     limit = min(max_steps, tl.time_s.shape[0])
@@ -1582,13 +1592,13 @@ def run_fused(st, cfg, tl, max_steps):
 @jit(_JIT)
 def compact_queue(st, n_sorted):
     """Python's entry to :func:`_compact_queue`."""
-    return _compact_queue(st, n_sorted)
+    return _compact_queue(ref(st), n_sorted)
 
 
 @jit(_JIT)
 def dequeue(st, jobs, n):
     """Python's entry to :func:`_dequeue`."""
-    _dequeue(st, jobs, n)
+    _dequeue(ref(st), jobs, n)
 
 
 @jit(_JIT)
@@ -1600,46 +1610,46 @@ def decision_time(e, slot_s, now):
 @jit(_JIT)
 def first_decision_time(st, cfg):
     """Python's entry to :func:`_first_decision_time`."""
-    return _first_decision_time(st, cfg)
+    return _first_decision_time(ref(st), cfg)
 
 
 @jit(_JIT)
 def next_event_time(st, cfg):
     """Python's entry to :func:`_next_event_time`."""
-    return _next_event_time(st, cfg)
+    return _next_event_time(ref(st), cfg)
 
 
 @jit(_JIT)
 def place_consolidated(st, j, allow_spread):
     """Python's entry to :func:`_place_consolidated`."""
-    return _place_consolidated(st, j, allow_spread)
+    return _place_consolidated(ref(st), j, allow_spread)
 
 
 @jit(_JIT)
 def preempt(st, j, now):
     """Python's entry to :func:`_preempt`."""
-    return _preempt(st, j, now)
+    return _preempt(ref(st), j, now)
 
 
 @jit(_JIT)
 def record(st, cfg, k, tl):
     """Python's entry to :func:`_record`."""
-    return _record(st, cfg, k, tl)
+    return _record(ref(st), cfg, k, tl)
 
 
 @jit(_JIT)
 def start_job(st, j, now):
     """Python's entry to :func:`_start_job`."""
-    return _start_job(st, j, now)
+    return _start_job(ref(st), j, now)
 
 
 @jit(_JIT)
 def step(st, cfg, out_done):
     """Python's entry to :func:`_step`."""
-    return _step(st, cfg, out_done)
+    return _step(ref(st), cfg, out_done)
 
 
 @jit(_JIT)
 def sync_all(st):
     """Python's entry to :func:`_sync_all`."""
-    return _sync_all(st)
+    return _sync_all(ref(st))

@@ -34,9 +34,9 @@ class GangLifecycle(Sharing):
         self._take_config(j, action.config, now)
         if action.gpus is None:
             self._check_start(j, np.empty(0, np.int32), now)  # alone: only its config
-            if not self.k.place_consolidated(st, j, self.cfg.allow_spread):
+            if not self.k.place_consolidated(j, self.cfg.allow_spread):
                 raise self._fail(j, now, f"needs {g} GPUs but only {self.view.free_gpus} are idle")
-            self.k.start_job(st, j, now)
+            self.k.start_job(j, now)
             return
         try:
             gpus = np.asarray(action.gpus)
@@ -66,13 +66,12 @@ class GangLifecycle(Sharing):
             holder = self.jobs.job_id[st.gpu_job[gpu, 0]]
             raise self._fail(j, now, f"GPU {gpu} is already allocated (to job '{holder}')")
         self._check_start(j, gpus, now)
-        self.k.start_on(st, j, gpus, now)
+        self.k.start_on(j, gpus, now)
 
     def _apply_preempt(self, action: Preempt, now: float) -> None:
         """Preempt a job that holds GPUs, workers or machines' resources: it saves (if it
         has a save time) and returns to the queue; a role job's resources and a task's
         worker are released at once."""
-        st = self.state
         j = self._check_job(action.job, now)
         err = self._status_problem(j, now, (RUNNING, LOADING))
         if err:
@@ -83,10 +82,10 @@ class GangLifecycle(Sharing):
             why = self.book.preempt_problem(j)
             if why:
                 raise self._fail(j, now, why)
-            self.k.preempt(st, j, now)
+            self.k.preempt(j, now)
             self.book.released(j, now, in_decision=True)
         else:
-            self.k.preempt(st, j, now)
+            self.k.preempt(j, now)
 
     def _check_promised(self, j: int, gpus: np.ndarray, now: float) -> None:
         """Refuse a start of a job whose start already waits, or onto GPUs promised to
@@ -123,7 +122,7 @@ class GangLifecycle(Sharing):
             if not full.any():
                 del self._pending[j]
                 self._check_start(j, gpus, now)
-                self.k.start_on(st, j, gpus, now)
+                self.k.start_on(j, gpus, now)
                 continue
             if taken.size:
                 raise self._fail(
@@ -132,6 +131,6 @@ class GangLifecycle(Sharing):
                     f"its start waiting for saves to end on GPUs {gpus.tolist()} found one "
                     f"taken by job '{self.jobs.job_id[taken[0]]}'",
                 )
-        self.k.compact_queue(st, 0)
+        self.k.compact_queue(0)
         if self.perf is not None:
             self._apply_perf(now)

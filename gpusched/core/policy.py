@@ -411,6 +411,8 @@ def check_params(cls: type[Any], params: dict[str, Any]) -> None:
     ParamError
         Naming the policy, the parameter, its range and the value given.
     """
+    if not params:
+        return  # (nothing to check: the annotations are not evaluated)
     ranges = param_ranges(cls)
     name = getattr(cls, "name", cls.__name__)
     for key, value in params.items():
@@ -462,6 +464,8 @@ def parse_params(cls: type, pairs: list[str] | dict[str, str]) -> dict[str, Any]
     ParamError
         Unknown key, missing ``=``, or a value of the wrong type.
     """
+    if not pairs:
+        return {}  # (the annotations are not evaluated: one imports numpy.random)
     declared = policy_params(cls)
     name = getattr(cls, "name", cls.__name__)
     items: list[tuple[str, str]] = []

@@ -24,7 +24,6 @@ import sys
 import threading
 import tokenize
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -83,13 +82,15 @@ def _first_statement(text: str) -> str:
 
 def available_policies() -> dict[str, PolicyInfo]:
     """Every policy name that ``--policy`` accepts, mapped to its info (no imports)."""
+    from gpusched.core.plugins import entry_points
+
     found: dict[str, PolicyInfo] = {}
     for path in sorted(bundled_dir("policies").glob("*.py")):
         if path.name.startswith("_"):
             continue
         name = path.stem.replace("_", "-")
         found[name] = PolicyInfo(name, str(path))
-    for ep in entry_points(group=GROUP):
+    for ep in entry_points(GROUP):
         if ep.name not in found:
             found[ep.name] = PolicyInfo(ep.name, ep.value)
     return dict(sorted(found.items()))
@@ -154,7 +155,12 @@ def load_policy_class(spec: str) -> type:
             raise PolicyError(f"policy file not found: {show_name(spec)}")
         mod_name = f"gpusched_user_policies.{path.stem}"
         return _policy_class(_module_from_path(path.resolve(), mod_name), str(path))
-    known = available_policies()
+    bundled = bundled_dir("policies") / f"{spec.replace('-', '_')}.py"
+    if "_" not in spec and not spec.startswith("-") and bundled.is_file():
+        # a bundled name (they come first): no scan of the installed packages' entry points
+        known = {spec: PolicyInfo(spec, str(bundled))}
+    else:
+        known = available_policies()
     if spec not in known:
         hint = did_you_mean(spec, known)
         raise PolicyError(
@@ -172,15 +178,38 @@ def load_policy_class(spec: str) -> type:
         raise PolicyError(f"policy '{spec}' ({origin}) failed to load: {exc}") from exc
 
 
+class LazyGenerator:
+    """``np.random.default_rng(seed)``, made at its first use.
+
+    Most policies take an ``rng`` and never draw from it; importing ``numpy.random`` to make
+    one cost about 25 ms of a small run. Every attribute is the generator's (the same
+    stream as ``np.random.default_rng(seed)``, from its first draw).
+    """
+
+    __slots__ = ("_seed", "_gen")
+
+    def __init__(self, seed: int, gen: Any = None) -> None:
+        self._seed = seed
+        self._gen = gen
+
+    def __getattr__(self, name: str) -> Any:
+        if self._gen is None:
+            import numpy as np
+
+            self._gen = np.random.default_rng(self._seed)
+        return getattr(self._gen, name)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (LazyGenerator, (self._seed, self._gen))
+
+
 def make_policy(cls: type[Any], params: dict[str, Any], seed: int) -> Any:
     """Instantiate a policy class with validated parameters and its own RNG."""
-    import numpy as np
-
     from gpusched.core.policy import call_policy, check_params
 
     check_params(cls, params)
     kwargs = dict(params)
     if "rng" in inspect.signature(cls.__init__).parameters:
-        kwargs["rng"] = np.random.default_rng(seed)
+        kwargs["rng"] = LazyGenerator(seed)
     name = str(getattr(cls, "name", cls.__name__))
     return call_policy(name, "__init__", None, cls, **kwargs)

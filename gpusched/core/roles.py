@@ -140,15 +140,15 @@ class Roles(Mechanism):
         if int(w.sum()) == 0:  # pause: back to the queue, keeping its progress
             if not queued:
                 self.ledger.release(j, now)
-                self.k.preempt(st, j, now)
+                self.k.preempt(j, now)
             return
         rate = float(self.roles.rate(j, w, s))
         if not (rate > 0 and np.isfinite(rate)):
             raise InvariantError(f"role model gave rate {rate} for job {self.jobs.job_id[j]}")
         self.ledger.set(j, w, s, now)
         if queued:
-            self.k.start_on(st, j, np.empty(0, np.int32), now)
-        self.k.set_rate(st, j, rate)
+            self.k.start_on(j, np.empty(0, np.int32), now)
+        self.k.set_rate(j, rate)
 
     def _apply_reject(self, action: Reject, now: float) -> None:
         """End a queued job that never ran with status rejected."""

@@ -97,7 +97,7 @@ class Sharing(Mechanism):
     def _apply_perf(self, now: float) -> None:
         """Set the progress rate of every job (re)started at ``now`` from its placement."""
         st = self.state
-        n = self.k.started_at(st, now, self._started_buf)
+        n = self.k.started_at(now, self._started_buf)
         for j in self._started_buf[:n].tolist():
             gpus = st.alloc_gpu[st.job_alloc_off[j] : st.job_alloc_off[j + 1]]
             rate = float(self.perf.rate(int(j), gpus, self._config.get(j)))
@@ -105,4 +105,4 @@ class Sharing(Mechanism):
                 raise InvariantError(
                     f"performance model gave rate {rate} for job {self.jobs.job_id[j]}"
                 )
-            self.k.set_rate(st, j, rate)
+            self.k.set_rate(j, rate)

@@ -244,6 +244,8 @@ def new_state(
     nan = np.full(n, np.nan)
 
     def per_job(values: np.ndarray | None, default: float) -> np.ndarray:
+        if values is None and default == 0.0:
+            return np.zeros(n, dtype=np.float64)  # (pages untouched until written: memory)
         if values is None:
             return np.full(n, default, dtype=np.float64)
         return np.ascontiguousarray(values, dtype=np.float64)

@@ -480,7 +480,7 @@ class TaskBook:
         lo, hi = int(self.first[p]), int(self.first[p + 1])
         status = st.job_status[lo:hi]
         for k in np.flatnonzero((status == RUNNING) | (status == LOADING)).tolist():
-            self.kernels.set_rate(st, lo + k, float(self.rate(p, 0)))
+            self.kernels.set_rate(lo + k, float(self.rate(p, 0)))
 
     def dispatch(self, t: int, w: int, now: float) -> None:
         """Place queued task ``t`` on worker ``w`` without starting it (checked)."""

@@ -7,6 +7,7 @@ them from its cache (or compiles and caches them).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ from gpusched.core.policy import Decision, Fused, Preempt, Start
 from gpusched.core.state import KEY_LAS
 from gpusched.core.view import View
 
-__all__ = ["compiled_in_cache", "loaded", "warm_up"]
+__all__ = ["compiled_in_cache", "kernel_count", "loaded", "warm_up"]
 
 
 class _WarmUpPolicy:
@@ -54,18 +55,62 @@ def compiled_in_cache(mode: str = "python") -> bool:
     return _warm_up_engine(mode, "interpreted")._compiled_cached()
 
 
-def warm_up(mode: str = "python") -> None:
+def warm_up(mode: str = "python", compiling: Callable[[str], None] | None = None) -> None:
     """Load the kernels of one engine path now (compiling them on the first run after install).
 
     Numba loads (or compiles) a kernel at its first call; without this, the first run
-    of a process would pay that inside its ``wall_s`` (about a second from the cache,
-    tens of seconds on a first run). Runs a tiny simulation on the ``"fused"`` or
-    ``"python"`` path; later calls for the same path return at once.
+    of a process would pay that inside its ``wall_s`` (0.2 s from the cache, seconds on
+    a first run). Runs a tiny simulation on the ``"fused"`` or ``"python"`` path; later
+    calls for the same path return at once. ``compiling(name)`` is called as each kernel
+    function starts compiling (none when all are in the cache); :func:`kernel_count` of
+    them compile on a first warm-up of both paths.
     """
     if mode in _warm:
         return
     _warm.add(mode)
-    _warm_up_engine(mode, "compiled").run()
+    if compiling is None:
+        _run(mode)
+        return
+    import numba.core.event as ev
+
+    from gpusched.core.jit import KERNEL_MODULE
+
+    seen: set[str] = set()
+    report = compiling
+
+    class Listener(ev.Listener):
+        def on_start(self, event: Any) -> None:
+            fn = event.data["dispatcher"].py_func
+            if fn.__module__ == KERNEL_MODULE and fn.__name__ not in seen:
+                seen.add(fn.__name__)
+                report(fn.__name__)
+
+        def on_end(self, event: Any) -> None:
+            pass
+
+    with ev.install_listener("numba:compile", Listener()):
+        _run(mode)
+
+
+def _run(mode: str) -> None:
+    eng = _warm_up_engine(mode, "compiled")
+    if not eng.k.load_peek(eng.cfg):  # compile the three small kernels the TUI's peek calls
+        eng.peek()
+        eng.step()
+        eng.peek()
+    eng.run()
+
+
+def kernel_count() -> int:
+    """How many kernel functions a first warm-up of both engine paths compiles (all of them)."""
+    from gpusched.core.jit import KERNEL_MODULE, compiled
+
+    module = compiled(KERNEL_MODULE)
+    return sum(
+        1
+        for v in vars(module).values()
+        if getattr(getattr(v, "py_func", None), "__module__", None) == KERNEL_MODULE
+    )
 
 
 def _warm_up_engine(mode: str, kernels: str) -> Engine:
@@ -95,3 +140,24 @@ class _UnitRate:
 
     def rate(self, job: int, gpus: np.ndarray, config: Any = None) -> float:
         return 1.0
+
+
+def main(argv: list[str]) -> int:
+    """``python -m gpusched.core.warmup MODE [LOCK]``: compile (or load) engine path MODE's
+    kernels into Numba's cache, then remove the lock file LOCK (see
+    :mod:`gpusched.core.background`)."""
+    mode = argv[0]
+    try:
+        warm_up(mode)
+    finally:
+        if len(argv) > 1:
+            from pathlib import Path
+
+            Path(argv[1]).unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))
