@@ -14,6 +14,7 @@ Usage: python examples/a-online/aggregate.py OUT_DIR
 * The ablation (abl-WORKLOAD-VARIANT): every policy's JCT rate (over the SRTF of the same
   comparison, switched back with the others when the variant switches it) and A_online's
   edge utilisation and makespan over SRTF's.
+* Fig. 9 by counting unit (fig9-VARIANT-sSEED/POLICY event logs): preemptions.py.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import preemptions  # examples/a-online/preemptions.py (this script's folder is on the path)
 
 POLICIES = ("a-online", "a-online-e", "srtf", "tiresias-l", "batchsche")
 KEYS = (
@@ -234,6 +236,7 @@ def main(out: Path) -> None:
     sweeps(runs)
     tables(runs)
     utilisation(out)
+    preemptions.table(out)
     ablation(runs)
 
 

@@ -3,7 +3,7 @@
 # Usage: bash examples/a-online/run.sh [OUT_DIR]   (default runs/a-online)
 # Workloads and clusters are regenerated from their seeds (deterministic): nothing is committed.
 # SEEDS="1 2 3" by default; POLICIES overrides the policy list; TBJOBS, JOBS and SERVERS the
-# sweeps; PARTS the parts to run (testbed fig7 fig8 ablation; all by default).
+# sweeps; PARTS the parts to run (testbed fig7 fig8 fig9 ablation; all by default).
 # Each workload's cluster is drawn from the same seed (--cluster-out): its delays vary by seed.
 set -euo pipefail
 OUT=${1:-runs/a-online}
@@ -11,7 +11,7 @@ SEEDS=${SEEDS:-"1 2 3"}
 TBJOBS=${TBJOBS:-"10 20 30 40 50"}
 JOBS=${JOBS:-"100 200 300 400 500"}
 SERVERS=${SERVERS:-"40 60 80 100 120"}
-PARTS=${PARTS:-"testbed fig7 fig8 ablation"}
+PARTS=${PARTS:-"testbed fig7 fig8 fig9 ablation"}
 HERE=$(cd "$(dirname "$0")" && pwd)
 read -r -a NAMES <<< "${POLICIES:-a-online a-online-e srtf tiresias-l batchsche}"
 ALL=()
@@ -54,6 +54,35 @@ for s in $SEEDS; do
       gpusched workload edge-cloud-sim --jobs "$n" --seed "$s" -o "$w/sim$n-s$s.csv" \
         --cluster-out "$w/sim100-s$s.toml" >/dev/null
       run "fig7-jobs$n-s$s" "$w/sim$n-s$s.csv" "$w/sim100-s$s.toml"
+    done
+  fi
+  if has fig9; then
+    # Fig. 9's counting units (preemptions.py, printed by aggregate.py): 300 jobs on 100
+    # edge servers, one replay per policy with its event log (compare keeps none), at the
+    # defaults and with the simulator's ablation variants that change a preemptive policy
+    gpusched workload edge-cloud-sim --seed "$s" -o "$w/sim300-s$s.csv" \
+      --cluster-out "$w/sim100-s$s.toml" >/dev/null
+    gpusched workload edge-cloud-sim --seed "$s" -o "$w/sim300-s$s.csv" --ship serial \
+      --cluster-out "$w/sim100-serial-s$s.toml" >/dev/null
+    for f in 10 100; do
+      gpusched workload edge-cloud-sim --seed "$s" --arrival-scale "$f" \
+        -o "$w/sim300-x$f-s$s.csv" >/dev/null
+    done
+    # one replay: VARIANT TRACE CLUSTER POLICY[:OPTIONS] (a finished one is kept)
+    ev() {
+      local d="$OUT/fig9-$1-s$s/${4%%:*}"
+      if [[ -f "$d/events.csv" && -z "${FORCE:-}" ]]; then return; fi
+      gpusched replay "$2" -c "$3" -P "$4" --out "$d" --events --force >/dev/null
+    }
+    base=("$w/sim300-s$s.csv" "$w/sim100-s$s.toml")
+    for p in "${NAMES[@]}"; do ev base "${base[@]}" "$p"; done
+    for v in workers:workers=trace edgeonly:edge_only=false migrate:migrate=false; do
+      for p in srtf tiresias-l; do ev "${v%%:*}" "${base[@]}" "$p:${v#*:}"; done
+    done
+    for p in a-online a-online-e srtf tiresias-l; do
+      ev serial "$w/sim300-s$s.csv" "$w/sim100-serial-s$s.toml" "$p"
+      ev load10 "$w/sim300-x10-s$s.csv" "$w/sim100-s$s.toml" "$p"
+      ev load100 "$w/sim300-x100-s$s.csv" "$w/sim100-s$s.toml" "$p"
     done
   fi
   if has fig8; then
