@@ -246,8 +246,8 @@ def _pollux(seed: int, jobs: int | None = None, load: float | None = None) -> Tr
     The artifact's own files (bundled), each job one of the six applications with its
     TunedJobs GPUs and batch, and the whole application's progress to make
     (:mod:`gpusched.workloads.pollux`); goodput jobs, for pollux, optimus and any other
-    policy. ``load`` picks the set: 1 (default), 0.5, 1.5, 2 (Fig. 8a), or 0 (the
-    realistic configurations). For the pollux-16x4 cluster (64 T4 GPUs).
+    policy. ``load`` picks the set: 1 (default), 0.5, 1.5, 2 (Fig. 8a). For the
+    pollux-16x4 cluster (64 T4 GPUs).
     """
     from gpusched.workloads.pollux import pollux_workload
 
