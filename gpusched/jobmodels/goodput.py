@@ -66,7 +66,13 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import CatalogueError, TraceError, did_you_mean, show_name
-from gpusched.jobmodels.sharing import MODELS, Profile, load_profiles, t_iter
+from gpusched.jobmodels.sharing import (
+    MODELS,
+    THROUGHPUT_FIELDS,
+    Profile,
+    load_profiles,
+    t_iter,
+)
 
 __all__ = [
     "ADAPTIVE",
@@ -98,15 +104,7 @@ EXPLORE = ("prior", "oracle")
 THROUGHPUT = ("sharing", "refit")
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
-_THETA = (
-    "alpha_comp_s",
-    "beta_comp_s",
-    "intra_alpha_s",
-    "intra_beta_s",
-    "inter_alpha_s",
-    "inter_beta_s",
-    "delta",
-)
+_THETA = THROUGHPUT_FIELDS
 _EPS = 1e-8  # gp L110: tolerance of the floor/ceil of the batch splits
 _N_CANDIDATES = 50  # gp L108: np.geomspace's default
 

@@ -70,7 +70,8 @@ PLAIN = len(MODELS)
 
 _DEFAULT = Path(__file__).resolve().parent.parent / "data" / "sharing.toml"
 _GAVEL = _DEFAULT.with_name("sharing_xi_gavel.toml")
-_FIELDS = (
+#: The 7 parameters of eq. 7's iteration time (the goodput model fits the same ones).
+THROUGHPUT_FIELDS = (
     "alpha_comp_s",
     "beta_comp_s",
     "intra_alpha_s",
@@ -78,6 +79,9 @@ _FIELDS = (
     "inter_alpha_s",
     "inter_beta_s",
     "delta",
+)
+_FIELDS = (
+    *THROUGHPUT_FIELDS,
     "batch_size",
     "params",
     "mem_base_gb",
