@@ -1,7 +1,7 @@
 """Tests of gpusched.io.cluster: bundled specs, derived arrays and the loader's errors.
 
 The totals of the bundled specs are written out by hand from their sources (the
-comment at the top of each TOML file); nothing here reads ../shared.
+comment at the top of each TOML file); nothing here reads files outside the repository.
 """
 
 from __future__ import annotations
