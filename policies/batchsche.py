@@ -52,6 +52,10 @@ iteration", with "a good parameterized competitive ratio". The rules here read t
   them round robin and each worker trains its own one after another. On an unbounded
   cloud every chunk has its own worker and starts when its data arrives. Never preempted.
 * Where both fit, the job goes to the lower cost (the cloud on a tie).
+
+Why this module is longer than ~200 lines: the edge-cloud paper describes BatchSche in a
+sentence, so the readings above (batches, prices, workers) are all ours, and each is kept
+beside its code with the earlier rules as options for the ablation of docs/a-online.md.
 """
 
 from __future__ import annotations

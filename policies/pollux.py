@@ -36,6 +36,11 @@ Deviations, chosen: the cluster-autoscaling objective and the interference avoid
 (Sec. 4.3, 5.3.3) are not modelled (the simulator's defaults turn them off); a job's
 attained service counts the GPU-seconds it trained (the simulator also counts its
 restarts); the GA keeps NSGA-II's front-and-crowding selection, not pymoo's every detail.
+
+The module runs a little past 200 lines because PolluxSched has two searches (the DP of
+:mod:`gpusched.algorithms.pollux_search` and the artifact's GA) and turns their allocation
+into the engine's actions (re-allocations as Preempt + Start); the searches themselves
+live in :mod:`gpusched.algorithms.pollux_search`.
 """
 
 from __future__ import annotations
