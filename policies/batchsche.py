@@ -54,8 +54,9 @@ iteration", with "a good parameterized competitive ratio". The rules here read t
 * Where both fit, the job goes to the lower cost (the cloud on a tie).
 
 Why this module is longer than ~200 lines: the edge-cloud paper describes BatchSche in a
-sentence, so the readings above (batches, prices, workers) are all ours, and each is kept
-beside its code with the earlier rules as options for the ablation of docs/a-online.md.
+few lines, so the readings above (batches, prices, workers) are ours or its source's,
+each kept beside its code with the earlier rules as options for the ablation of
+docs/a-online.md.
 """
 
 from __future__ import annotations
