@@ -14,6 +14,9 @@ Usage: python examples/a-online/aggregate.py OUT_DIR
 * The ablation (abl-WORKLOAD-VARIANT): every policy's JCT rate (over the SRTF of the same
   comparison, switched back with the others when the variant switches it) and A_online's
   edge utilisation and makespan over SRTF's.
+* Fig. 8's A_online-E trend by variant (abl-fig8-VARIANT-serversS): A_online-E's JCT rate
+  against the number of edge servers with one factor switched back at a time, the seeds on
+  which it falls, and both policies' waits and edge utilisation.
 * Fig. 9 by counting unit (fig9-VARIANT-sSEED/POLICY event logs): preemptions.py.
 """
 
@@ -151,6 +154,106 @@ def ablation(runs: dict[str, dict[str, dict[str, Row]]]) -> None:
             print(f"| {var}: {text} | {row} | {util} | {cell(span, '{:.2f}')} |")
 
 
+FIG8_VARIANTS = (
+    ("base", "the defaults"),
+    ("workers", "SRTF's k = trace GPU count"),
+    ("edgeonly", "SRTF may use the cloud"),
+    ("migrate", "SRTF's chunks pinned"),
+    ("serial", "serial shipping"),
+    ("load10", "arrivals x 10"),
+    ("load100", "arrivals x 100"),
+)
+
+
+# the variants whose runs leave the other policies as they are (their rates are the base
+# runs' totals over the variant's SRTF); serial shipping and the arrival stretches rerun
+# only A_online-E and SRTF, so they have no row in the every-policy table
+FIG8_ALL = ("base", "workers", "edgeonly", "migrate")
+FIG8_WAY = {"a-online": "rises", "a-online-e": "falls", "tiresias-l": "falls", "batchsche": "rises"}
+
+
+def fig8_ablation(runs: dict[str, dict[str, dict[str, Row]]]) -> None:
+    """A_online-E's JCT rate by edge servers per variant (mean [min, max] over seeds), and
+    on how many seeds it falls from the fewest servers to the most (the paper's Fig. 8
+    trend, P:L457) and falls at every step; then waits and edge utilisation."""
+    prefix = "abl-fig8-base-servers"
+    points = sorted(int(e[len(prefix) :]) for e in runs if e.startswith(prefix))
+    if not points:
+        return
+    got: dict[str, dict[int, dict[str, dict[str, Row]]]] = {}
+    for var, _ in FIG8_VARIANTS:
+        per: dict[int, dict[str, dict[str, Row]]] = {}
+        for m in points:
+            base = runs.get(f"abl-fig8-base-servers{m}", {})
+            exp = runs.get(f"abl-fig8-{var}-servers{m}", {})
+            if exp:
+                per[m] = {seed: rates(g, base.get(seed)) for seed, g in exp.items()}
+        if len(per) == len(points):
+            got[var] = per
+    lo, hi = points[0], points[-1]
+    print("\n#### Fig. 8 ablation: A_online-E's JCT rate by edge servers (mean [min, max])\n")
+    head = " | ".join(str(m) for m in points)
+    print(f"| variant | {head} | {hi}/{lo} | falls {lo}->{hi} | falls every step |")
+    print("| --- " * (len(points) + 4) + "|")
+    for var, text in FIG8_VARIANTS:
+        if var not in got:
+            continue
+        per = got[var]
+        cells = [
+            cell([g["a-online-e"]["jct_rate"] for g in per[m].values()], "{:.3f}") for m in points
+        ]
+        seeds = sorted(set.intersection(*(set(per[m]) for m in points)))
+        curve = {sd: [per[m][sd]["a-online-e"]["jct_rate"] for m in points] for sd in seeds}
+        ratio = cell([c[-1] / c[0] for c in curve.values()], "{:.2f}")
+        falls = sum(c[-1] < c[0] for c in curve.values())
+        every = sum(all(b < a for a, b in zip(c, c[1:], strict=False)) for c in curve.values())
+        row = " | ".join(cells)
+        print(f"| {var}: {text} | {row} | {ratio} | {falls}/{len(seeds)} | {every}/{len(seeds)} |")
+    print(
+        "\nEvery policy's rate at the fewest and the most servers (seed means), and the seeds"
+        " on which it moves the paper's way (P:L457) from the first to the last and at every"
+        " step (the variants that change only the job-level baselines):\n"
+    )
+    names = [p for p in POLICIES if p in FIG8_WAY]
+    print("| variant | " + " | ".join(f"{p} ({FIG8_WAY[p]})" for p in names) + " |")
+    print("| --- " * (len(names) + 1) + "|")
+    for var in FIG8_ALL:
+        per = got.get(var)
+        if per is None or not all(p in g for m in points for g in per[m].values() for p in names):
+            continue
+        seeds = sorted(set.intersection(*(set(per[m]) for m in points)))
+        cells = []
+        for pol in names:
+            sign = 1.0 if FIG8_WAY[pol] == "rises" else -1.0
+            curve = [[per[m][sd][pol]["jct_rate"] for m in points] for sd in seeds]
+            ends = sum(sign * (c[-1] - c[0]) > 0 for c in curve)
+            steps = sum(
+                all(sign * (b - a) > 0 for a, b in zip(c, c[1:], strict=False)) for c in curve
+            )
+            first = np.mean([c[0] for c in curve])
+            last = np.mean([c[-1] for c in curve])
+            cells.append(f"{first:.3f} -> {last:.3f} ({ends}/{len(seeds)}, {steps}/{len(seeds)})")
+        print(f"| {var} | " + " | ".join(cells) + " |")
+    print("\nAverage wait A_online-E / SRTF (slots), edge util A_online-E / SRTF (seed means):\n")
+    print(f"| variant | {head} |")
+    print("| --- " * (len(points) + 1) + "|")
+    for var, _ in FIG8_VARIANTS:
+        if var not in got:
+            continue
+        cells = []
+        for m in points:
+            rows = list(got[var][m].values())
+
+            def mean(pol: str, key: str, rows: list[dict[str, Row]] = rows) -> float:
+                return float(np.mean([r[pol][key] for r in rows]))
+
+            cells.append(
+                f"{mean('a-online-e', 'avg_wait_s'):,.0f} / {mean('srtf', 'avg_wait_s'):,.0f}, "
+                f"{mean('a-online-e', 'gpu_utilization'):.2f} / {mean('srtf', 'gpu_utilization'):.2f}"
+            )
+        print(f"| {var} | " + " | ".join(cells) + " |")
+
+
 def sweeps(runs: dict[str, dict[str, dict[str, Row]]]) -> None:
     """One table per sweep: a cell per policy and point, the seeds' mean JCT rate, average
     wait (slots) and edge utilisation, so that no rate is read without the load behind it."""
@@ -238,6 +341,7 @@ def main(out: Path) -> None:
     utilisation(out)
     preemptions.table(out)
     ablation(runs)
+    fig8_ablation(runs)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 # Usage: bash examples/a-online/run.sh [OUT_DIR]   (default runs/a-online)
 # Workloads and clusters are regenerated from their seeds (deterministic): nothing is committed.
 # SEEDS="1 2 3" by default; POLICIES overrides the policy list; TBJOBS, JOBS and SERVERS the
-# sweeps; PARTS the parts to run (testbed fig7 fig8 fig9 ablation; all by default).
+# sweeps; PARTS the parts to run (testbed fig7 fig8 fig9 ablation fig8ab; all by default).
 # Each workload's cluster is drawn from the same seed (--cluster-out): its delays vary by seed.
 set -euo pipefail
 OUT=${1:-runs/a-online}
@@ -11,7 +11,7 @@ SEEDS=${SEEDS:-"1 2 3"}
 TBJOBS=${TBJOBS:-"10 20 30 40 50"}
 JOBS=${JOBS:-"100 200 300 400 500"}
 SERVERS=${SERVERS:-"40 60 80 100 120"}
-PARTS=${PARTS:-"testbed fig7 fig8 fig9 ablation"}
+PARTS=${PARTS:-"testbed fig7 fig8 fig9 ablation fig8ab"}
 HERE=$(cd "$(dirname "$0")" && pwd)
 read -r -a NAMES <<< "${POLICIES:-a-online a-online-e srtf tiresias-l batchsche}"
 ALL=()
@@ -91,6 +91,33 @@ for s in $SEEDS; do
       gpusched workload edge-cloud-sim --jobs 300 --seed "$s" --servers "$m" \
         --cluster-out "$w/sim$m-s$s.toml" -o "$w/servers$m-s$s.csv" >/dev/null
       run "fig8-servers$m-s$s" "$w/servers$m-s$s.csv" "$w/sim$m-s$s.toml"
+    done
+  fi
+  if has fig8ab; then
+    # Fig. 8's A_online-E trend, one factor switched back at a time, against the number of
+    # edge servers (300 jobs): the five policies at the defaults; a variant of the job-level
+    # baselines runs SRTF and Tiresias-L (the others are the same seed's base runs); serial
+    # shipping and the arrival stretches A_online-E and SRTF (its rate's denominator)
+    for m in $SERVERS; do
+      gpusched workload edge-cloud-sim --jobs 300 --seed "$s" --servers "$m" \
+        --cluster-out "$w/sim$m-s$s.toml" -o "$w/servers$m-s$s.csv" >/dev/null
+      gpusched workload edge-cloud-sim --jobs 300 --seed "$s" --servers "$m" --ship serial \
+        --cluster-out "$w/sim$m-serial-s$s.toml" -o "$w/servers$m-s$s.csv" >/dev/null
+      tr=("$w/servers$m-s$s.csv" "$w/sim$m-s$s.toml")
+      run "abl-fig8-base-servers$m-s$s" "${tr[@]}"
+      for v in workers:workers=trace edgeonly:edge_only=false migrate:migrate=false; do
+        # shellcheck disable=SC2046
+        run "abl-fig8-${v%%:*}-servers$m-s$s" "${tr[@]}" $(variants "${v#*:}")
+      done
+      run "abl-fig8-serial-servers$m-s$s" "$w/servers$m-s$s.csv" "$w/sim$m-serial-s$s.toml" \
+        -P a-online-e -P srtf
+      for f in 10 100; do
+        gpusched workload edge-cloud-sim --jobs 300 --seed "$s" --servers "$m" \
+          --arrival-scale "$f" --cluster-out "$w/sim$m-s$s.toml" -o "$w/servers$m-x$f-s$s.csv" \
+          >/dev/null
+        run "abl-fig8-load$f-servers$m-s$s" "$w/servers$m-x$f-s$s.csv" "$w/sim$m-s$s.toml" \
+          -P a-online-e -P srtf
+      done
     done
   fi
   if has ablation; then
