@@ -329,7 +329,7 @@ class JobLevel:
         if self.clairvoyant:
             self.rem_s[p] -= float(view.job_remaining[t])
         self.exe_s[p] -= float(view.job_executed[t])
-        acts.append(Start(t, np.asarray([w])))
+        self._to_w.append(w)  # one Start of all the decision's tasks (decide)
         started.append(t)
 
     def _preempt(self, view: Any, t: int, acts: list[Any], preempted: list[int]) -> None:
@@ -360,6 +360,7 @@ class JobLevel:
         acts: list[Any] = []
         started: list[int] = []
         preempted: list[int] = []
+        self._to_w: list[int] = []  # the workers of ``started``'s tasks
         if self.migrate and self.static_keys:  # only the types something happened to
             due = [ty for ty, at in self.wake_types.items() if at <= now + 1e-9]
             for ty in due:
@@ -392,6 +393,8 @@ class JobLevel:
             self._fill_pinned(view, now, edge_jobs, acts, started, preempted)
         if not self.edge_only:
             self._run_cloud(view, order, acts, started)
+        if started:  # after the Preempts, which free workers: as if each came first
+            acts.append(Start(np.asarray(started, dtype=np.int64), np.asarray(self._to_w)))
         acts += assign_ps(view, self.rng, started, preempted, self.cloud_jobs)
         wake, self.wake = self.wake, np.inf
         return Decision(actions=acts, wake_at=None if wake == np.inf else wake)
@@ -589,6 +592,14 @@ def tie_q(x: float) -> float:
         return x
     m, e = math.frexp(x)
     return math.ldexp(round(m * 4294967296.0), e - 32)
+
+
+def tie_q_many(x: np.ndarray) -> np.ndarray:
+    """:func:`tie_q` of every value of ``x`` (the same values: frexp, ldexp and rounding
+    half to even are exact in both)."""
+    m, e = np.frexp(x)
+    out: np.ndarray = np.ldexp(np.round(m * 4294967296.0), e - 32)
+    return out
 
 
 class ChunkRows:
