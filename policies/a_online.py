@@ -335,13 +335,14 @@ class AOnlinePolicy:
                 held = float(work_of[parent[holder]])
                 if key >= held:
                     continue  # the running chunk comes first, or equal γ: it keeps its worker
-                actions.append(Preempt(holder))  # postponed on the same worker
-                preempted.append(holder)
+                preempted.append(holder)  # postponed on the same worker
                 heapq.heappush(heap, (held, holder))
             heapq.heappop(heap)
             started.append(best)
             to_w.append(w)
         self.dirty.clear()
+        if preempted:  # one Preempt of them all, then one Start
+            actions.append(Preempt(np.asarray(preempted, dtype=np.int64)))
         if started:  # after the Preempts, which free their workers: as if each came first
             actions.append(Start(np.asarray(started, dtype=np.int64), np.asarray(to_w)))
         return actions, started, preempted

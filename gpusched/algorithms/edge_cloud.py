@@ -337,8 +337,7 @@ class JobLevel:
         if self.clairvoyant:
             self.rem_s[p] += float(view.job_remaining[t])
         self.exe_s[p] += float(view.job_executed[t])
-        acts.append(Preempt(t))
-        preempted.append(t)
+        preempted.append(t)  # one Preempt of all the decision's (decide)
 
     def _new_chunk(self, p: int) -> int:
         t = int(self.ptr[p])
@@ -393,6 +392,8 @@ class JobLevel:
             self._fill_pinned(view, now, edge_jobs, acts, started, preempted)
         if not self.edge_only:
             self._run_cloud(view, order, acts, started)
+        if preempted:  # (nothing else in acts: a Preempt of them all, then a Start)
+            acts.append(Preempt(np.asarray(preempted, dtype=np.int64)))
         if started:  # after the Preempts, which free workers: as if each came first
             acts.append(Start(np.asarray(started, dtype=np.int64), np.asarray(self._to_w)))
         acts += assign_ps(view, self.rng, started, preempted, self.cloud_jobs)
@@ -475,10 +476,15 @@ class JobLevel:
                 self._preempt(view, t, acts, preempted)
         kk = self.k_now(np.asarray(chosen, dtype=np.int64)).tolist()
         ready = tv.ready
+        n_hold = tv.n_hold.tolist()  # per job, its chunks holding a worker (all begun)
         for p, k in zip(chosen, kk, strict=True):
             mine = free[int(self.kind[p])]
-            paused = sorted(t for t in self.begun[p] if status[t] == QUEUED)
-            need = k - (len(self.begun[p]) - len(paused))
+            begun = self.begun[p]
+            # every begun chunk holds a worker: none paused (no need to look at each)
+            paused = (
+                [] if len(begun) == n_hold[p] else sorted(t for t in begun if status[t] == QUEUED)
+            )
+            need = k - (len(begun) - len(paused))
             for t in paused[:need]:
                 w = int(tv.bound[t])
                 here = ready[t] <= now + 1e-9  # (preempted while its data was shipping)

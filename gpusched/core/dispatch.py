@@ -147,13 +147,7 @@ class TaskDispatch(Mechanism):
             for j, w in zip(jobs.tolist(), ws.tolist(), strict=True):
                 self._apply_task_start(Start(j, np.asarray([w]), action.config), now)
             raise self._fail(None, now, "Start: a task or a worker named twice")  # (left)
-        one = self._one_worker
-        k = self.k
-        for j, w in zip(jobs.tolist(), ws.tolist(), strict=True):
-            book.before_start(j, w, now)
-            one[0] = w
-            k.start_on(j, one, now)
-            book.after_start(j)
+        book.start_many(jobs.tolist(), ws.tolist(), now, self.k.start_on)
         m = self._n_deq
         self._deq[m : m + jobs.size] = jobs
         self._n_deq = m + jobs.size

@@ -105,10 +105,12 @@ class Start:
 class Preempt:
     """Preempt a job that holds GPUs (it saves, if it has a save time, then requeues).
 
-    ``reason``: optional, for the event log, as :attr:`Start.reason`.
+    ``reason``: optional, for the event log, as :attr:`Start.reason`. For jobs made of tasks
+    (``view.tasks``), ``job`` may also be a 1-D integer array: each task preempted, as one
+    Preempt each in that order (checked at once; no reason).
     """
 
-    job: int
+    job: int | np.ndarray
     reason: str | None = None
 
 

@@ -457,6 +457,11 @@ class TaskBook:
             return False
         return not (here & (now < self.ready[ts] - 1e-9)).any()
 
+    def preempt_many_ok(self, ts: np.ndarray) -> bool:
+        """Would :meth:`preempt_problem` find no problem with any task of ``ts``?"""
+        b = self.bound[ts]
+        return not (self.layout.server_cloud[self.layout.worker_server[b]] & (b >= 0)).any()
+
     def preempt_problem(self, t: int) -> str | None:
         """Why a holding task may not be preempted (None: it may): not in the cloud."""
         b = int(self.bound[t])
@@ -556,6 +561,33 @@ class TaskBook:
         if self._cloud_w[self.bound[t]]:
             self.cloud_busy += 1
 
+    def start_many(self, ts: list[int], ws: list[int], now: float, start_on: Any) -> None:
+        """Start every task ``ts[i]`` on worker ``ws[i]`` (checked), in that order: for each,
+        :meth:`before_start`, ``start_on(t, [w], now)`` (the kernel's), :meth:`after_start`."""
+        st = self.st
+        load = st.job_load_s
+        solo = st.job_solo_rate
+        bound = self.bound
+        parent = self.parent
+        zeta = self.zeta
+        rates = self._rates
+        n_hold = self.n_hold
+        cloud_w = self._cloud_w
+        touched = self._touched
+        one = np.zeros(1, dtype=np.int32)
+        for t, w in zip(ts, ws, strict=True):
+            if bound[t] != w:  # never placed, or moving (a policy that migrates)
+                load[t] = self._bind(t, w, now)
+            p = int(parent[t])
+            solo[t] = rates[p, zeta[p]]
+            one[0] = w
+            start_on(t, one, now)
+            load[t] = 0.0  # it holds its worker: a later start on it ships nothing
+            n_hold[p] += 1
+            touched.add(p)
+            if cloud_w[w]:
+                self.cloud_busy += 1
+
     def released(self, t: int, at: float, *, in_decision: bool = False) -> None:
         """Task ``t`` gave its worker back at ``at`` (finished, or preempted by a decision).
 
@@ -564,13 +596,15 @@ class TaskBook:
         preempted and another started in the same decision keeps its PS (Alg. 5 line 3).
         """
         p = int(self.parent[t])
-        self.n_hold[p] -= 1
-        if self.in_cloud(int(self.bound[t])):
+        n = self.n_hold[p] - 1
+        self.n_hold[p] = n
+        if self._cloud_w[self.bound[t]]:
             self.cloud_busy -= 1
         self._touched.add(p)
         self._may_drop = True
-        if not in_decision:
-            self._drop_idle_ps(p, at)
+        if not in_decision and n == 0 and self.ps_server[p] >= 0:  # (_drop_idle_ps)
+            self.ledger.release(p, at)
+            self.ps_server[p] = -1
 
     def _drop_idle_ps(self, p: int, at: float) -> None:
         if self.n_hold[p] == 0 and self.ps_server[p] >= 0:
