@@ -827,6 +827,8 @@ def test_deciding_only_types_with_events_gives_the_same_schedules(name, params, 
             "queued|holds no|not running",
         ),
         ([Preempt(np.array([1]))], "queued|holds no|not running"),
+        ([Start(np.array([]), np.array([]))], "integer arrays naming each task"),
+        ([Preempt(np.array([]))], "integer array naming each once"),
     ],
 )
 def test_many_tasks_in_one_action_break_the_rules_as_one_by_one(tmp_path, actions, message):

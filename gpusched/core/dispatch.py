@@ -146,7 +146,12 @@ class TaskDispatch(Mechanism):
                 raise self._fail(None, now, "Start of several tasks takes no reason")
             for j, w in zip(jobs.tolist(), ws.tolist(), strict=True):
                 self._apply_task_start(Start(j, np.asarray([w]), action.config), now)
-            raise self._fail(None, now, "Start: a task or a worker named twice")  # (left)
+            raise self._fail(  # (what is left)
+                None,
+                now,
+                "Start of several tasks needs two 1-D integer arrays naming each task and "
+                "each worker once",
+            )
         book.start_many(jobs.tolist(), ws.tolist(), now, self.k.start_on)
         m = self._n_deq
         self._deq[m : m + jobs.size] = jobs

@@ -191,7 +191,9 @@ class GangLifecycle(Sharing):
                 raise self._fail(None, now, "Preempt of several tasks takes no reason")
             for j in jobs.tolist():
                 self._apply_preempt(Preempt(j), now)
-            raise self._fail(None, now, "Preempt: a task named twice")  # (the one left)
+            raise self._fail(  # (what is left)
+                None, now, "Preempt of several tasks needs a 1-D integer array naming each once"
+            )
         assert book is not None
         preempt = self.k.preempt
         for j in jobs.tolist():
