@@ -427,7 +427,7 @@ class TaskBook:
 
     def start_problem(self, t: int, w: int, now: float) -> str | None:
         """Why task ``t`` may not start on worker ``w`` now (None: it may)."""
-        if self.bound[t] == w:  # placed there (checked then): only its data may be missing
+        if w >= 0 and self.bound[t] == w:  # placed there (checked then): its data may be missing
             if now < self.ready[t] - 1e-9:
                 return f"is not ready on worker {w} before t={self.ready[t]:.6g} s (its data ships)"
             return None
@@ -441,7 +441,7 @@ class TaskBook:
     def start_many_ok(self, ts: np.ndarray, ws: np.ndarray, now: float) -> bool:
         """Would :meth:`start_problem` find no problem with any pair (workers in range)?"""
         b = self.bound[ts]
-        if (b == ws).all():  # placed there (checked then): only their data may be missing
+        if ((b == ws) & (b >= 0)).all():  # placed there (checked then): their data may be missing
             return not (now < self.ready[ts] - 1e-9).any()
         lay = self.layout
         kind = lay.worker_type[ws]
