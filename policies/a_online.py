@@ -68,7 +68,7 @@ import heapq
 
 import numpy as np
 
-from gpusched.algorithms.edge_cloud import ChunkRows, assign_ps, tie_q
+from gpusched.algorithms.edge_cloud import ChunkRows, assign_ps, tie_q, tie_q_many
 from gpusched.core.policy import Decision, Dispatch, Preempt, Start
 from gpusched.core.state import QUEUED
 from gpusched.errors import PolicyError
@@ -97,8 +97,10 @@ class AOnlinePolicy:
         #: per worker (edge or bounded cloud): its unfinished chunks
         self.rows: ChunkRows | None = None
         self.dirty: set[int] = set()
-        #: (ready time, worker or -1 for an unbounded cloud's, chunk)
-        self.due: list[tuple[float, int, int]] = []
+        #: a heap of (ready time, n, the (worker or -1 for an unbounded cloud's, chunk) pairs
+        #: whose data is there then), one entry per job and ready time (n: in push order)
+        self.due: list[tuple[float, int, list[tuple[int, int]]]] = []
+        self._n_due = 0
         self.work_of: np.ndarray | None = None  # per job, D_j x its chunk time on the edge
         self.ready_at: np.ndarray | None = None  # per chunk, when its data is on its worker
         self.wholly: np.ndarray | None = None  # per job: every chunk in the cloud (zeta_j = 1)
@@ -232,7 +234,7 @@ class AOnlinePolicy:
         wholly = True  # every chunk of j placed so far is in the cloud (zeta_j = 1)
         self.wholly[j] = True
         q.update(q_of(clouds, p_cloud))
-        tq = {w: tie_q(v) for w, v in q.items()}
+        tq = dict(zip(q, tie_q_many(np.fromiter(q.values(), float, len(q))).tolist(), strict=True))
         heap = [(tq[w], bool(in_cloud[w]), w) for w in q]
         heapq.heapify(heap)
         q_cloud = np.inf
@@ -240,28 +242,31 @@ class AOnlinePolicy:
             cloud_server = int(tv.worker_server[tv.cloud_worker(lo)])
             delay_c = float(tv.server_delay[cloud_server])
             q_cloud = (delay_c + p_cloud) / d_j  # Alg. 3 line 8, zeta_j = 1
+        tq_cloud = tie_q(q_cloud)
         to_t: list[int] = []  # the chunks dispatched, and their workers (one action)
         to_w: list[int] = []
         sent: dict[int, int] = {}  # chunks of j shipped to each server by this decision
+        due: dict[float, list[tuple[int, int]]] = {}  # ready time -> (worker, chunk) pairs
         for d in range(d_j):
             t = lo + d
             while heap and heap[0][0] != tq[heap[0][2]]:
                 heapq.heappop(heap)  # stale
             best_q, cloud, best = heap[0] if heap else (np.inf, True, -1)  # line 11
-            if best < 0 or tie_q(q_cloud) < best_q:  # lines 12-16: this and later chunks
+            if best < 0 or tq_cloud < best_q:  # lines 12-16: this and later chunks
                 if d == 0:
                     self.to_cloud.add(j)
                 arrive = tv.ship_times(j, cloud_server, now, hi - t)
                 for i, u in enumerate(range(t, hi)):
                     to_t.append(u)
                     to_w.append(tv.cloud_worker(u))
-                    heapq.heappush(self.due, (float(arrive[i]), -1, u))
+                    due.setdefault(float(arrive[i]), []).append((-1, u))
                 break
             if not cloud and wholly:  # lines 17-20: no longer wholly in the cloud
                 wholly = False
                 self.wholly[j] = False
                 if own_cloud:
                     q_cloud = (delay_c + p_edge) / d_j
+                    tq_cloud = tie_q(q_cloud)
                 for w, v in q_of(clouds, p_edge).items():  # a bounded cloud: at zeta_j = 0
                     q[w] = v
                     tq[w] = tie_q(v)
@@ -278,7 +283,7 @@ class AOnlinePolicy:
             else:
                 ready = now + float(self.w_delay[best])
             self.ready_at[t] = ready
-            heapq.heappush(self.due, (ready, best, t))
+            due.setdefault(ready, []).append((best, t))
             # lines 21-22: the chunk just queued is ahead of j's next one (equal γ), so Q
             # grows by p / D_j (the reference path recomputes it)
             p = p_cloud if cloud and wholly else p_edge
@@ -287,6 +292,9 @@ class AOnlinePolicy:
             heapq.heappush(heap, (tq[best], cloud, best))
         if wholly and clouds:
             self.to_cloud.add(j)  # wholly on the bounded cloud's workers: its PS goes there
+        for ready, pairs in due.items():
+            heapq.heappush(self.due, (ready, self._n_due, pairs))
+            self._n_due += 1
         return [Dispatch(np.asarray(to_t, dtype=np.int64), np.asarray(to_w, dtype=np.int64))]
 
     # --- the schedule of Alg. 4 ---------------------------------------------------------
@@ -302,14 +310,19 @@ class AOnlinePolicy:
         work_of = self.work_of
         parent = self.parent
         heaps = self.ready_heap
+        to_w: list[int] = []  # the workers of ``started``'s chunks (one Start at the end)
+        cloud: list[tuple[float, int]] = []  # (ready time, chunk) of the cloud's due now
         while self.due and self.due[0][0] <= now + 1e-9:
-            _, w, u = heapq.heappop(self.due)
-            if w >= 0:  # its data is on its worker: the worker may take it now
-                heapq.heappush(heaps.setdefault(w, []), (float(work_of[parent[u]]), u))
-                self.dirty.add(w)
-            elif status[u] == QUEUED:
-                actions.append(Start(u, np.asarray([tv.cloud_worker(u)])))
-                started.append(u)
+            ready, _, pairs = heapq.heappop(self.due)
+            for w, u in pairs:
+                if w >= 0:  # its data is on its worker: the worker may take it now
+                    heapq.heappush(heaps.setdefault(w, []), (float(work_of[parent[u]]), u))
+                    self.dirty.add(w)
+                elif status[u] == QUEUED:
+                    cloud.append((ready, u))
+        for _, u in sorted(cloud):  # in order of arrival, then index
+            started.append(u)
+            to_w.append(tv.cloud_worker(u))
         for w in sorted(self.dirty):
             heap = heaps.get(w)
             if not heap:
@@ -322,13 +335,16 @@ class AOnlinePolicy:
                 held = float(work_of[parent[holder]])
                 if key >= held:
                     continue  # the running chunk comes first, or equal γ: it keeps its worker
-                actions.append(Preempt(holder))  # postponed on the same worker
-                preempted.append(holder)
+                preempted.append(holder)  # postponed on the same worker
                 heapq.heappush(heap, (held, holder))
             heapq.heappop(heap)
-            actions.append(Start(best, np.asarray([w])))
             started.append(best)
+            to_w.append(w)
         self.dirty.clear()
+        if preempted:  # one Preempt of them all, then one Start
+            actions.append(Preempt(np.asarray(preempted, dtype=np.int64)))
+        if started:  # after the Preempts, which free their workers: as if each came first
+            actions.append(Start(np.asarray(started, dtype=np.int64), np.asarray(to_w)))
         return actions, started, preempted
 
     # --- Alg. 1 ----------------------------------------------------------------------------

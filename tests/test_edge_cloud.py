@@ -807,3 +807,83 @@ def test_deciding_only_types_with_events_gives_the_same_schedules(name, params, 
             res = engine.run()
             runs.append((res.state.job_finish.tolist(), res.extra["tasks"]["worker"].tolist()))
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize(
+    ("actions", "message"),
+    [
+        ([Start(np.array([0, 1]), np.array([0, 1]))], "needs a worker of type 'a'"),
+        ([Start(np.array([0, 1]), np.array([0]))], "two 1-D integer arrays of one length"),
+        ([Dispatch(0, 0), Start(np.array([0]), np.array([0]))], "not ready"),
+        ([Start(np.array([0, 1]), np.array([0, 0]))], "busy"),
+        ([Start(np.array([0, 0]), np.array([0, 2]))], "is loading, cannot be acted on"),
+        ([Start(np.array([0]), np.array([0]), reason="why")], "takes no reason"),
+        (
+            [Start(np.array([0]), np.array([2])), HostPS(0, 1), Preempt(np.array([0]))],
+            "does not preempt",
+        ),
+        (
+            [Start(np.array([0]), np.array([0])), HostPS(0, 0), Preempt(np.array([0, 0]))],
+            "queued|holds no|not running",
+        ),
+        ([Preempt(np.array([1]))], "queued|holds no|not running"),
+        ([Start(0, np.asarray([-1]))], "unknown worker -1"),
+        ([Start(np.array([0]), np.array([-1]))], "unknown worker -1"),
+        ([Start(np.array([]), np.array([]))], "integer arrays naming each task"),
+        ([Preempt(np.array([]))], "integer array naming each once"),
+    ],
+)
+def test_many_tasks_in_one_action_break_the_rules_as_one_by_one(tmp_path, actions, message):
+    rows = [job("x", 0, 2, "a", 5)]
+    engine = engine_for(tmp_path, rows, TWO_TYPES, actions)
+    with pytest.raises(PolicyError, match=message):
+        engine.step()
+
+
+def test_starting_and_preempting_many_tasks_at_once_is_one_by_one(tmp_path):
+    """Job x (3 chunks): chunk 0 starts in the cloud, then chunk 1 on the edge in the same
+    Start (zeta 1 -> 0: chunk 0, loading, is re-rated), y's chunk on the other worker; at
+    t = 5 both edge chunks are preempted (y gives its PS back). Every state array is as
+    with one action per task."""
+    rows = [job("x", 0, 3, "a", 5, comm=2.0), job("y", 0, 1, "b", 5)]
+    seen = []
+    for many in (False, True):
+        engine = engine_for(tmp_path, rows, TWO_TYPES, [])
+        ts, ws = [0, 1, 3], [2 + 0, 0, 1]
+        starts = (
+            [Start(np.asarray(ts), np.asarray(ws))]
+            if many
+            else [Start(t, np.asarray([w])) for t, w in zip(ts, ws, strict=True)]
+        )
+        engine.policy.actions = starts + [HostPS(0, 1), HostPS(1, 1)]
+        engine.policy.wake = 5.0
+        engine.step()
+        st, book = engine.state, engine.book
+        first = (
+            st.job_solo_rate.tolist(),
+            st.job_status.tolist(),
+            st.job_load_s.tolist(),
+            book.n_hold.tolist(),
+            book.zeta.tolist(),
+            book.cloud_busy,
+        )
+        engine.policy.actions = [Preempt(np.asarray([1, 3]))] if many else [Preempt(1), Preempt(3)]
+        engine.step()
+        assert engine.now == 5.0
+        seen.append(
+            (
+                first,
+                st.job_status.tolist(),
+                st.job_executed.tolist(),
+                st.job_n_preempt.tolist(),
+                book.n_hold.tolist(),
+                book.ps_server.tolist(),
+                book.ledger.held_s.tolist(),
+            )
+        )
+    assert seen[0] == seen[1]
+    rates = seen[1][0][0]
+    assert rates[0] == rates[1] < 1.0  # chunk 0 re-rated when chunk 1 went to the edge
+    assert seen[1][3] == [0, 1, 0, 1]  # chunk 1 and y's preempted
+    assert seen[1][4] == [1, 0]  # x holds its cloud chunk, y nothing
+    assert seen[1][5] == [1, -1]  # y gave its PS back

@@ -329,7 +329,7 @@ class JobLevel:
         if self.clairvoyant:
             self.rem_s[p] -= float(view.job_remaining[t])
         self.exe_s[p] -= float(view.job_executed[t])
-        acts.append(Start(t, np.asarray([w])))
+        self._to_w.append(w)  # one Start of all the decision's tasks (decide)
         started.append(t)
 
     def _preempt(self, view: Any, t: int, acts: list[Any], preempted: list[int]) -> None:
@@ -337,8 +337,7 @@ class JobLevel:
         if self.clairvoyant:
             self.rem_s[p] += float(view.job_remaining[t])
         self.exe_s[p] += float(view.job_executed[t])
-        acts.append(Preempt(t))
-        preempted.append(t)
+        preempted.append(t)  # one Preempt of all the decision's (decide)
 
     def _new_chunk(self, p: int) -> int:
         t = int(self.ptr[p])
@@ -360,6 +359,7 @@ class JobLevel:
         acts: list[Any] = []
         started: list[int] = []
         preempted: list[int] = []
+        self._to_w: list[int] = []  # the workers of ``started``'s tasks
         if self.migrate and self.static_keys:  # only the types something happened to
             due = [ty for ty, at in self.wake_types.items() if at <= now + 1e-9]
             for ty in due:
@@ -392,6 +392,10 @@ class JobLevel:
             self._fill_pinned(view, now, edge_jobs, acts, started, preempted)
         if not self.edge_only:
             self._run_cloud(view, order, acts, started)
+        if preempted:  # (nothing else in acts: a Preempt of them all, then a Start)
+            acts.append(Preempt(np.asarray(preempted, dtype=np.int64)))
+        if started:  # after the Preempts, which free workers: as if each came first
+            acts.append(Start(np.asarray(started, dtype=np.int64), np.asarray(self._to_w)))
         acts += assign_ps(view, self.rng, started, preempted, self.cloud_jobs)
         wake, self.wake = self.wake, np.inf
         return Decision(actions=acts, wake_at=None if wake == np.inf else wake)
@@ -472,10 +476,15 @@ class JobLevel:
                 self._preempt(view, t, acts, preempted)
         kk = self.k_now(np.asarray(chosen, dtype=np.int64)).tolist()
         ready = tv.ready
+        n_hold = tv.n_hold.tolist()  # per job, its chunks holding a worker (all begun)
         for p, k in zip(chosen, kk, strict=True):
             mine = free[int(self.kind[p])]
-            paused = sorted(t for t in self.begun[p] if status[t] == QUEUED)
-            need = k - (len(self.begun[p]) - len(paused))
+            begun = self.begun[p]
+            # every begun chunk holds a worker: none paused (no need to look at each)
+            paused = (
+                [] if len(begun) == n_hold[p] else sorted(t for t in begun if status[t] == QUEUED)
+            )
+            need = k - (len(begun) - len(paused))
             for t in paused[:need]:
                 w = int(tv.bound[t])
                 here = ready[t] <= now + 1e-9  # (preempted while its data was shipping)
@@ -589,6 +598,14 @@ def tie_q(x: float) -> float:
         return x
     m, e = math.frexp(x)
     return math.ldexp(round(m * 4294967296.0), e - 32)
+
+
+def tie_q_many(x: np.ndarray) -> np.ndarray:
+    """:func:`tie_q` of every value of ``x`` (the same values: frexp, ldexp and rounding
+    half to even are exact in both)."""
+    m, e = np.frexp(x)
+    out: np.ndarray = np.ldexp(np.round(m * 4294967296.0), e - 32)
+    return out
 
 
 class ChunkRows:

@@ -69,6 +69,9 @@ class TaskDispatch(Mechanism):
         assert self.book is not None
         st = self.state
         j = action.job
+        if type(j) is np.ndarray:
+            self._apply_task_start_many(action, now)
+            return
         if type(j) is not int or not 0 <= j < st.job_status.shape[0]:
             j = self._check_job(j, now)
         if st.job_status[j] != QUEUED:
@@ -99,6 +102,60 @@ class TaskDispatch(Mechanism):
         self.book.after_start(j)
         self._deq[self._n_deq] = j  # out of the kernel's queue at the decision's end
         self._n_deq += 1
+
+    def _apply_task_start_many(self, action: Start, now: float) -> None:
+        """Start of several tasks at once (``job`` and ``gpus`` two 1-D integer arrays of
+        one length, task ``job[i]`` on worker ``gpus[i]``): checked in one go, then applied
+        as one Start each in that order, with the rules and the messages of the one-task
+        form (which reports the first bad one)."""
+        book = self.book
+        assert book is not None
+        st = self.state
+        jobs: Any = action.job
+        ws: Any = action.gpus
+        ok = (
+            type(ws) is np.ndarray
+            and jobs.ndim == 1
+            and ws.shape == jobs.shape
+            and jobs.dtype.kind in "iu"
+            and ws.dtype.kind in "iu"
+            and action.config is None
+            and action.reason is None
+        )
+        if ok and jobs.size:
+            n = st.job_status.shape[0]
+            ok = bool(
+                jobs.min() >= 0
+                and jobs.max() < n
+                and ws.min() >= 0
+                and ws.max() < book.layout.n_workers
+                and len(set(jobs.tolist())) == jobs.size
+                and len(set(ws.tolist())) == ws.size
+            )
+            ok = ok and bool((st.job_status[jobs] == QUEUED).all())
+            ok = ok and bool((st.gpu_n_jobs[ws] == 0).all()) and book.start_many_ok(jobs, ws, now)
+        if not ok:  # the one-task form names the first problem
+            if type(ws) is not np.ndarray or jobs.ndim != 1 or ws.shape != jobs.shape:
+                raise self._fail(
+                    None,
+                    now,
+                    f"Start of several tasks needs two 1-D integer arrays of one length, "
+                    f"got {jobs!r} and {ws!r}",
+                )
+            if action.reason is not None:
+                raise self._fail(None, now, "Start of several tasks takes no reason")
+            for j, w in zip(jobs.tolist(), ws.tolist(), strict=True):
+                self._apply_task_start(Start(j, np.asarray([w]), action.config), now)
+            raise self._fail(  # (what is left)
+                None,
+                now,
+                "Start of several tasks needs two 1-D integer arrays naming each task and "
+                "each worker once",
+            )
+        book.start_many(jobs.tolist(), ws.tolist(), now, self.k.start_on)
+        m = self._n_deq
+        self._deq[m : m + jobs.size] = jobs
+        self._n_deq = m + jobs.size
 
     def _apply_dispatch(self, action: Dispatch, now: float) -> None:
         """Place a queued task on a worker without starting it."""

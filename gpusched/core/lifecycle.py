@@ -17,6 +17,8 @@ The GPU-seconds a job held are kept per stint size (:meth:`GangLifecycle.held_gp
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gpusched.core.policy import Preempt, Start
@@ -135,6 +137,9 @@ class GangLifecycle(Sharing):
         """Preempt a job that holds GPUs, workers or machines' resources: it saves (if it
         has a save time) and returns to the queue; a role job's resources and a task's
         worker are released at once."""
+        if type(action.job) is np.ndarray:
+            self._apply_preempt_many(action, now)
+            return
         j = self._check_job(action.job, now)
         err = self._status_problem(j, now, (RUNNING, LOADING))
         if err:
@@ -149,6 +154,51 @@ class GangLifecycle(Sharing):
             self.book.released(j, now, in_decision=True)
         else:
             self.k.preempt(j, now)
+
+    def _apply_preempt_many(self, action: Preempt, now: float) -> None:
+        """Preempt of several tasks at once (a 1-D integer array): checked in one go, then
+        applied as one Preempt each in that order, with the rules and the messages of the
+        one-task form (which reports the first bad one)."""
+        book = self.book
+        st = self.state
+        jobs: Any = action.job
+        ok = (
+            book is not None
+            and self.ledger is None
+            and action.reason is None
+            and jobs.ndim == 1
+            and jobs.dtype.kind in "iu"
+        )
+        if ok and jobs.size:
+            assert book is not None
+            ok = bool(
+                jobs.min() >= 0
+                and jobs.max() < st.job_status.shape[0]
+                and len(set(jobs.tolist())) == jobs.size
+            )
+            if ok:
+                status = st.job_status[jobs]
+                ok = bool(((status == RUNNING) | (status == LOADING)).all())
+            ok = ok and book.preempt_many_ok(jobs)
+        if not ok:  # the one-task form names the first problem
+            if book is None or self.ledger is not None or jobs.ndim != 1:
+                raise self._fail(
+                    None,
+                    now,
+                    f"Preempt of several at once is for tasks, as a 1-D integer array; got {jobs!r}",
+                )
+            if action.reason is not None:
+                raise self._fail(None, now, "Preempt of several tasks takes no reason")
+            for j in jobs.tolist():
+                self._apply_preempt(Preempt(j), now)
+            raise self._fail(  # (what is left)
+                None, now, "Preempt of several tasks needs a 1-D integer array naming each once"
+            )
+        assert book is not None
+        preempt = self.k.preempt
+        for j in jobs.tolist():
+            preempt(j, now)
+            book.released(j, now, in_decision=True)
 
     def _check_promised(self, j: int, gpus: np.ndarray, now: float) -> None:
         """Refuse a start of a job whose start already waits, or onto GPUs promised to

@@ -89,9 +89,13 @@ class Start:
     reason
         Optional: why, in a few words, for the event log (``replay --events``; e.g.
         "shares with job 12: both finish sooner"). Every action that names a job takes one.
+
+    For jobs made of tasks (``view.tasks``), ``job`` and ``gpus`` may also be two 1-D integer
+    arrays of one length: task ``job[i]`` starts on worker ``gpus[i]``, as one Start each in
+    that order (checked at once: the cheaper form for many tasks; no config or reason).
     """
 
-    job: int
+    job: int | np.ndarray
     gpus: np.ndarray | None = None
     config: Any = None
     reason: str | None = None
@@ -101,10 +105,12 @@ class Start:
 class Preempt:
     """Preempt a job that holds GPUs (it saves, if it has a save time, then requeues).
 
-    ``reason``: optional, for the event log, as :attr:`Start.reason`.
+    ``reason``: optional, for the event log, as :attr:`Start.reason`. For jobs made of tasks
+    (``view.tasks``), ``job`` may also be a 1-D integer array: each task preempted, as one
+    Preempt each in that order (checked at once; no reason).
     """
 
-    job: int
+    job: int | np.ndarray
     reason: str | None = None
 
 

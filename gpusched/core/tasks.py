@@ -363,14 +363,20 @@ class TaskBook:
         self._one = np.zeros(s, dtype=np.int64)
         self._cloud_w: list[bool] = layout.server_cloud[layout.worker_server].tolist()
         self._touched: set[int] = set()
+        #: a job of _touched may have been left holding no worker but a PS since
+        #: ps_problem last dropped those (released, or host_ps of a job holding none)
+        self._may_drop = False
         self.view = TaskView(self)
 
     def _check_rates(self, tasks: Any) -> None:
         """Every job's rate at zeta 0 and 1 is finite and > 0, or a TraceError names its
         row: policies divide by it (a job model's trace checks should catch it first)."""
+        #: rate(p, zeta) per job and zeta (the job model's, read once: starts use it)
+        self._rates = np.empty((self.n_parents, 2))
         for p in range(self.n_parents):
             for zeta in (0, 1):
                 r = float(self.rate(p, zeta))
+                self._rates[p, zeta] = r
                 if not (np.isfinite(r) and r > 0):
                     src = show_name(tasks.parents.source or "<trace>")
                     line = int(tasks.parents.row[p]) + 2
@@ -421,12 +427,40 @@ class TaskBook:
 
     def start_problem(self, t: int, w: int, now: float) -> str | None:
         """Why task ``t`` may not start on worker ``w`` now (None: it may)."""
+        if w >= 0 and self.bound[t] == w:  # placed there (checked then): its data may be missing
+            if now < self.ready[t] - 1e-9:
+                return f"is not ready on worker {w} before t={self.ready[t]:.6g} s (its data ships)"
+            return None
         why = self.place_problem(t, w)
         if why:
             return why
         if self.bound[t] == w and now < self.ready[t] - 1e-9:
             return f"is not ready on worker {w} before t={self.ready[t]:.6g} s (its data ships)"
         return None
+
+    def start_many_ok(self, ts: np.ndarray, ws: np.ndarray, now: float) -> bool:
+        """Would :meth:`start_problem` find no problem with any pair (workers in range)?"""
+        b = self.bound[ts]
+        if ((b == ws) & (b >= 0)).all():  # placed there (checked then): their data may be missing
+            return not (now < self.ready[ts] - 1e-9).any()
+        lay = self.layout
+        kind = lay.worker_type[ws]
+        if not ((kind == ANY_TYPE) | (kind == self.task_type[ts])).all():
+            return False
+        first = lay.cloud_first
+        if first >= 0:
+            own = (ws >= first) & (ws < first + lay.cloud_n)
+            if (own & (ws != first + ts)).any():
+                return False
+        here = b == ws
+        if not self.migrates and not ((b < 0) | here).all():
+            return False
+        return not (here & (now < self.ready[ts] - 1e-9)).any()
+
+    def preempt_many_ok(self, ts: np.ndarray) -> bool:
+        """Would :meth:`preempt_problem` find no problem with any task of ``ts``?"""
+        b = self.bound[ts]
+        return not (self.layout.server_cloud[self.layout.worker_server[b]] & (b >= 0)).any()
 
     def preempt_problem(self, t: int) -> str | None:
         """Why a holding task may not be preempted (None: it may): not in the cloud."""
@@ -516,7 +550,7 @@ class TaskBook:
         if self.bound[t] != w:  # never placed, or moving (a policy that migrates)
             st.job_load_s[t] = self._bind(t, w, now)
         p = int(self.parent[t])
-        st.job_solo_rate[t] = float(self.rate(p, int(self.zeta[p])))
+        st.job_solo_rate[t] = self._rates[p, self.zeta[p]]
 
     def after_start(self, t: int) -> None:
         """Task ``t`` holds its worker: a later start on it ships nothing."""
@@ -527,6 +561,33 @@ class TaskBook:
         if self._cloud_w[self.bound[t]]:
             self.cloud_busy += 1
 
+    def start_many(self, ts: list[int], ws: list[int], now: float, start_on: Any) -> None:
+        """Start every task ``ts[i]`` on worker ``ws[i]`` (checked), in that order: for each,
+        :meth:`before_start`, ``start_on(t, [w], now)`` (the kernel's), :meth:`after_start`."""
+        st = self.st
+        load = st.job_load_s
+        solo = st.job_solo_rate
+        bound = self.bound
+        parent = self.parent
+        zeta = self.zeta
+        rates = self._rates
+        n_hold = self.n_hold
+        cloud_w = self._cloud_w
+        touched = self._touched
+        one = np.zeros(1, dtype=np.int32)
+        for t, w in zip(ts, ws, strict=True):
+            if bound[t] != w:  # never placed, or moving (a policy that migrates)
+                load[t] = self._bind(t, w, now)
+            p = int(parent[t])
+            solo[t] = rates[p, zeta[p]]
+            one[0] = w
+            start_on(t, one, now)
+            load[t] = 0.0  # it holds its worker: a later start on it ships nothing
+            n_hold[p] += 1
+            touched.add(p)
+            if cloud_w[w]:
+                self.cloud_busy += 1
+
     def released(self, t: int, at: float, *, in_decision: bool = False) -> None:
         """Task ``t`` gave its worker back at ``at`` (finished, or preempted by a decision).
 
@@ -535,12 +596,15 @@ class TaskBook:
         preempted and another started in the same decision keeps its PS (Alg. 5 line 3).
         """
         p = int(self.parent[t])
-        self.n_hold[p] -= 1
-        if self.in_cloud(int(self.bound[t])):
+        n = self.n_hold[p] - 1
+        self.n_hold[p] = n
+        if self._cloud_w[self.bound[t]]:
             self.cloud_busy -= 1
         self._touched.add(p)
-        if not in_decision:
-            self._drop_idle_ps(p, at)
+        self._may_drop = True
+        if not in_decision and n == 0 and self.ps_server[p] >= 0:  # (_drop_idle_ps)
+            self.ledger.release(p, at)
+            self.ps_server[p] = -1
 
     def _drop_idle_ps(self, p: int, at: float) -> None:
         if self.n_hold[p] == 0 and self.ps_server[p] >= 0:
@@ -550,8 +614,10 @@ class TaskBook:
     def ps_problem(self, p: int, server: int, now: float) -> str | None:
         """Why job ``p`` may not have its parameter server on ``server`` now (the PSs of
         jobs this decision left holding no worker count as free)."""
-        for q in self._touched:
-            self._drop_idle_ps(q, now)
+        if self._may_drop:  # (else each is as the last call left it: nothing to drop)
+            for q in self._touched:
+                self._drop_idle_ps(q, now)
+            self._may_drop = False
         lay = self.layout
         if not 0 <= server < lay.server_cloud.shape[0]:
             return f"unknown server {server}"
@@ -574,6 +640,8 @@ class TaskBook:
         self.ledger.set(p, one, one, now)
         self.ps_server[p] = server
         self._touched.add(p)
+        if self.n_hold[p] == 0:
+            self._may_drop = True
 
     def after_decision(self, now: float) -> list[int]:
         """End a decision at ``now``: jobs left holding no worker give their PS back; return
@@ -584,4 +652,5 @@ class TaskBook:
             if self.n_hold[p] > 0 and self.ps_server[p] < 0:
                 bad.append(p)
         self._touched.clear()
+        self._may_drop = False
         return bad
