@@ -113,15 +113,7 @@ class TaskDispatch(Mechanism):
         st = self.state
         jobs: Any = action.job
         ws: Any = action.gpus
-        ok = (
-            type(ws) is np.ndarray
-            and jobs.ndim == 1
-            and ws.shape == jobs.shape
-            and jobs.dtype.kind in "iu"
-            and ws.dtype.kind in "iu"
-            and action.config is None
-            and action.reason is None
-        )
+        ok = _int_pairs(jobs, ws) and action.config is None and action.reason is None
         if ok and jobs.size:
             n = st.job_status.shape[0]
             ok = bool(
@@ -190,13 +182,7 @@ class TaskDispatch(Mechanism):
         assert book is not None
         jobs: Any = action.job
         ws: Any = action.worker
-        ok = (
-            type(ws) is np.ndarray
-            and jobs.ndim == 1
-            and ws.shape == jobs.shape
-            and jobs.dtype.kind in "iu"
-            and ws.dtype.kind in "iu"
-        )
+        ok = _int_pairs(jobs, ws)
         if ok and jobs.size:
             lay = book.layout
             n = self.state.job_status.shape[0]
@@ -247,3 +233,15 @@ class TaskDispatch(Mechanism):
         if why:
             raise self._fail(None, now, f"HostPS: job '{book.job_id[int(p)]}' {why}")
         book.host_ps(int(p), s, now)
+
+
+def _int_pairs(jobs: Any, ws: Any) -> bool:
+    """``jobs`` and ``ws`` are two 1-D integer arrays of one length (the many-task forms)."""
+    return bool(
+        type(jobs) is np.ndarray
+        and type(ws) is np.ndarray
+        and jobs.ndim == 1
+        and ws.shape == jobs.shape
+        and jobs.dtype.kind in "iu"
+        and ws.dtype.kind in "iu"
+    )

@@ -413,7 +413,8 @@ class TaskBook:
         return None
 
     def place_many_ok(self, ts: np.ndarray, ws: np.ndarray) -> bool:
-        """Would :meth:`place_problem` find no problem with any pair (never-placed tasks)?"""
+        """Would :meth:`place_problem` find no problem with any pair (never-placed tasks)?
+        (Its worker-type and own-cloud-worker checks serve :meth:`start_many_ok` too.)"""
         lay = self.layout
         kind = lay.worker_type[ws]
         if not ((kind == ANY_TYPE) | (kind == self.task_type[ts])).all():
@@ -443,15 +444,8 @@ class TaskBook:
         b = self.bound[ts]
         if ((b == ws) & (b >= 0)).all():  # placed there (checked then): their data may be missing
             return not (now < self.ready[ts] - 1e-9).any()
-        lay = self.layout
-        kind = lay.worker_type[ws]
-        if not ((kind == ANY_TYPE) | (kind == self.task_type[ts])).all():
+        if not self.place_many_ok(ts, ws):  # worker types and own cloud workers
             return False
-        first = lay.cloud_first
-        if first >= 0:
-            own = (ws >= first) & (ws < first + lay.cloud_n)
-            if (own & (ws != first + ts)).any():
-                return False
         here = b == ws
         if not self.migrates and not ((b < 0) | here).all():
             return False
