@@ -445,6 +445,28 @@ def _place_row_jit(free, multi_on, r, per_node, row):  # type: ignore[no-untyped
 
 
 @njit(cache=True, nogil=True)
+def _free_without(st, node_gpus, free, multi_on, a, b):  # type: ignore[no-untyped-def]
+    """Fill ``free`` with each node's GPUs left by every job but ``a`` and ``b`` (-1: none)
+    and ``multi_on`` with the nodes a multi-node job among them uses."""
+    n_nodes = node_gpus.shape[0]
+    for n in range(n_nodes):
+        free[n] = node_gpus[n]
+        multi_on[n] = False
+    for i in range(st.shape[0]):
+        if i == a or i == b:
+            continue
+        spans = 0
+        for n in range(n_nodes):
+            free[n] -= st[i, n]
+            if st[i, n] > 0:
+                spans += 1
+        if spans > 1:
+            for n in range(n_nodes):
+                if st[i, n] > 0:
+                    multi_on[n] = True
+
+
+@njit(cache=True, nogil=True)
 def _polish(st, speedup, factor, base, max_gpus, node_gpus, scale, p, pairs):  # type: ignore[no-untyped-def]
     """Local search under the exact (separable) objective: move one job to its current
     allocation or to any GPU count that fits the GPUs the others leave free, while that
@@ -464,21 +486,7 @@ def _polish(st, speedup, factor, base, max_gpus, node_gpus, scale, p, pairs):  #
     for _ in range(4 * n_jobs + 8):
         improved = False
         for j in range(n_jobs):
-            for n in range(n_nodes):
-                free[n] = node_gpus[n]
-                multi_on[n] = False
-            for i in range(n_jobs):
-                if i == j:
-                    continue
-                spans = 0
-                for n in range(n_nodes):
-                    free[n] -= st[i, n]
-                    if st[i, n] > 0:
-                        spans += 1
-                if spans > 1:
-                    for n in range(n_nodes):
-                        if st[i, n] > 0:
-                            multi_on[n] = True
+            _free_without(st, node_gpus, free, multi_on, j, -1)
             best = cost[j] - 1e-12 * abs(cost[j]) - 1e-15
             found = False
             fits = True  # the current allocation again (no restart)
@@ -603,21 +611,7 @@ def _pairs(st, cost, speedup, factor, base, max_gpus, node_gpus, scale, p):  # t
         for b in range(n_jobs):
             if a == b:
                 continue
-            for n in range(n_nodes):
-                free[n] = node_gpus[n]
-                multi_on[n] = False
-            for i in range(n_jobs):
-                if i == a or i == b:
-                    continue
-                spans = 0
-                for n in range(n_nodes):
-                    free[n] -= st[i, n]
-                    if st[i, n] > 0:
-                        spans += 1
-                if spans > 1:
-                    for n in range(n_nodes):
-                        if st[i, n] > 0:
-                            multi_on[n] = True
+            _free_without(st, node_gpus, free, multi_on, a, b)
             old = cost[a] + cost[b]
             ka, kb = 0, 0
             for n in range(n_nodes):
