@@ -184,59 +184,19 @@ def load_cached(dispatcher: Any, sig: tuple[Any, ...], fast: bool = True) -> boo
     return True
 
 
-#: address ranges of LLVM's library that hold only file pages (see release_llvm_pages)
-_llvm_ranges: list[tuple[int, int]] | None = None
-
-
 def release_llvm_pages() -> None:
     """Let the system take back the pages of LLVM's library (llvmlite's) this process
-    touched but does not need now (Linux; elsewhere nothing is done).
+    touched but does not need now (see :func:`gpusched.core.memory.release_library_pages`).
 
     Loading the library runs LLVM's static initialisers, which touch about 37 MB of its
-    code and read-only data spread over the file; loading cached kernels touches some
-    more. Those pages count in the process's resident memory (a 10k-job run's peak was
-    130 MB, a third of it these pages) though running the compiled kernels needs none of
-    them. Only mappings that the process cannot write and that hold no page of its own
-    (``Anonymous: 0`` in ``/proc/self/smaps``: never copied on write, so every page equals
-    the file's) are released, with ``madvise(MADV_DONTNEED)``: a page used again is read
-    back from the page cache (a minor fault), so nothing changes but the count. Called
-    after importing Numba and after loading kernels from its cache.
+    code and read-only data; loading cached kernels touches some more. A 10k-job run's
+    peak was 130 MB, a third of it these pages, though running the compiled kernels
+    needs none of them. Called after importing Numba and around loading a kernel from
+    its cache.
     """
-    global _llvm_ranges
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
+    from gpusched.core.memory import release_library_pages
 
-        if _llvm_ranges is None:
-            _llvm_ranges = _file_only_ranges("libllvmlite")
-        if not _llvm_ranges:
-            return
-        madvise = ctypes.CDLL(None).madvise
-        madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-        for start, end in _llvm_ranges:
-            madvise(start, end - start, 4)  # MADV_DONTNEED
-    except (OSError, AttributeError, ValueError):  # no /proc, no madvise: keep the pages
-        _llvm_ranges = []
-
-
-def _file_only_ranges(name: str) -> list[tuple[int, int]]:
-    """Address ranges of the mappings of a library whose path contains ``name`` that the
-    process cannot write and that hold no anonymous (copied-on-write) page."""
-    ranges: list[tuple[int, int]] = []
-    current: list[Any] | None = None
-    with open("/proc/self/smaps", encoding="ascii", errors="replace") as fh:
-        for line in fh:
-            head = line.split(maxsplit=5)
-            if not head[0].endswith(":"):  # a mapping: address range, perms, ..., path
-                path = head[5].strip() if len(head) > 5 else ""
-                current = [head[0], head[1], path] if name in path else None
-            elif current is not None and head[0] == "Anonymous:":
-                if "w" not in current[1] and int(head[1]) == 0:
-                    lo, hi = (int(x, 16) for x in current[0].split("-"))
-                    ranges.append((lo, hi))
-                current = None
-    return ranges
+    release_library_pages("libllvmlite")
 
 
 _blas_checked = False

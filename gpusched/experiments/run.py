@@ -166,6 +166,7 @@ def build_engine(
     if wanted is not None:
         rows = jobmodel.adopt(rows, str(wanted))
     jobs = prepare_jobs(rows, spec_cluster, drop_oversized=drop_oversized)
+    del rows  # (the job table holds what the run needs of it)
     give_back_memory()  # what reading the trace used (1M jobs: 170 MB)
     if len(jobs):
         # slot boundaries k * slot must stay exact floats over the whole run: an upper

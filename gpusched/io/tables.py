@@ -31,7 +31,7 @@ from gpusched.errors import GpuschedError, show_name
 FORMATS = ("csv", "parquet")
 #: rows formatted at a time, so that the text of a table never needs much memory at once
 #: (1M jobs: 100k rows at a time peak 60 MB lower than 500k, at the same speed)
-_CHUNK_ROWS = int(__import__("os").environ.get("CH", "100000"))
+_CHUNK_ROWS = 100_000
 #: tables of up to this many rows are written row by row with ``csv.writer``: for them,
 #: importing pyarrow's compute functions costs more than the formatting saves, in time
 #: and in memory (jobs.csv and timeline.csv of 10k jobs, 10k and 20k rows: 0.06 s and
