@@ -168,6 +168,8 @@ Alloc = tuple[float, np.ndarray, np.ndarray]
 _TOL = 1e-9
 #: The most draws per rounding batch (the first is 2 * rounds; each next one doubles).
 _BATCH_MAX = 4096
+#: The most draws' numbers per batch when the generator is the rounding's own (:class:`_Fresh`)
+_BATCH_CELLS = 32768
 #: How L is set: eq. 14 (the paper's definition) or Lemma 8's condition (reading 2).
 BOTTOMS = ("eq14", "lemma8")
 
@@ -385,6 +387,19 @@ class Miss(enum.Enum):
 
 #: A generator, or a function that makes one when the first draw is needed.
 RngSource = np.random.Generator | Callable[[], np.random.Generator]
+
+
+class _Fresh:
+    """Makes the generator of one (slot, workload)'s rounding (reading 12), seeded by
+    ``key``; no one else draws from it, so the rounding may draw in batches of any size."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: list[int]) -> None:
+        self.key = key
+
+    def __call__(self) -> np.random.Generator:
+        return np.random.default_rng(self.key)
 
 
 def _empty(h: int) -> Alloc:
@@ -791,7 +806,10 @@ def _round(
     gen = rng if isinstance(rng, np.random.Generator) else rng()
     best: tuple[float, np.ndarray] | None = None
     n_ok = n_bad = 0
-    batch = min(2 * rounds, _BATCH_MAX)
+    top = _BATCH_MAX  # the draws are the stream's rows in order, whatever the batches
+    if isinstance(rng, _Fresh):  # no one draws from gen after us: small batches, same rows
+        top = min(_BATCH_MAX, max(2 * rounds, _BATCH_CELLS // max(len(thr), 1)))
+    batch = min(2 * rounds, top)
     while n_ok < rounds and n_bad < max_failures:
         draws = gen.random((batch, len(thr)))  # entry j rounds up iff its draw < its fraction
         stop, found, row, cost = _draw_pass(
@@ -802,7 +820,7 @@ def _round(
         n_bad += stop - found
         if row >= 0 and (best is None or cost < best[0]):
             best = (cost, (draws[row] < thr).astype(np.float64))
-        batch = min(2 * batch, _BATCH_MAX)
+        batch = min(2 * batch, top)
     if best is None:
         return Miss.UNLUCKY
     x_hat = base.copy()
@@ -954,16 +972,15 @@ def _draw_pass(
     best = -1
     best_cost = np.inf
     for r in range(draws.shape[0]):
-        n_w = base_w
-        n_s = base_s
-        cost = 0.0
+        # count first (no branch on the draws: most draws fail), the cost only if feasible
+        up = 0
+        up_w = 0
         for j in range(k):
-            if draws[r, j] < thr[j]:
-                if is_w[j]:
-                    n_w += 1.0
-                else:
-                    n_s += 1.0
-                cost += cost_up[j]
+            u = 1 if draws[r, j] < thr[j] else 0
+            up += u
+            up_w += u if is_w[j] else 0
+        n_w = base_w + up_w
+        n_s = base_s + (up - up_w)
         ok = n_w <= batch and n_w >= d and n_w <= gamma * n_s and n_s >= 1.0  # eq. 25-26
         if ok:
             for m in range(cw.shape[0]):  # eq. 24 where it can bind
@@ -973,6 +990,10 @@ def _draw_pass(
                     ok = False
                     break
         if ok:
+            cost = 0.0
+            for j in range(k):
+                if draws[r, j] < thr[j]:
+                    cost += cost_up[j]
             n_ok += 1
             if cost < best_cost:
                 best, best_cost = r, cost
@@ -1214,13 +1235,11 @@ class _Rows:
             inner = None
             if machine[i] >= 0:
                 inner = _alloc_internal(slot.h, int(machine[i]), n_w[i], n_s[i], inner_cost[i])
-            key = [*self.seed, self.job.arrival + t, int(num[i]), int(den[i])]
-
-            def rng(key: list[int] = key) -> np.random.Generator:
-                if self.shared is not None:
-                    return self.shared  # one stream in call order (the former draws)
-                return np.random.default_rng(key)  # reading 12
-
+            rng: RngSource
+            if self.shared is not None:
+                rng = self.shared  # one stream in call order (the former draws)
+            else:  # reading 12
+                rng = _Fresh([*self.seed, self.job.arrival + t, int(num[i]), int(den[i])])
             got = _theta(
                 slot,
                 float(v[i]),
