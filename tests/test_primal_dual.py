@@ -793,9 +793,7 @@ def test_round_setup_is_the_numpy_checks(twin: bool) -> None:
         d = float(np.floor(x_bar[:h]).sum() + rng.uniform(-1, 3))
         coef = rng.uniform(0, 5, 2 * h)
         want = _round_reference(job, d, x_bar, free, coef, g_delta)
-        got = setup(
-            x_bar, g_delta, job.worker, job.ps, free, d, float(job.batch), job.gamma, coef
-        )
+        got = setup(x_bar, g_delta, job.worker, job.ps, free, d, float(job.batch), job.gamma, coef)
         assert got[0] == want[0]
         for a, b in zip(got[1:], want[1:], strict=True):
             np.testing.assert_array_equal(a, b)

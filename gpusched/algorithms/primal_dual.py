@@ -80,7 +80,10 @@ Readings of the paper (where it is ambiguous or silent), each a deliberate choic
    Alg. 4 line 11 loops "if infeasible or iter < S"; we keep the cheapest of the first
    ``rounds`` feasible draws (S = ``rounds``) and give up after ``max_failures`` infeasible
    draws (the paper's Sec. V uses 5,000), returning the best feasible draw found.
-   Draws are made in batches (one ``rng.random`` call per batch). Before any draw,
+   Draws are made in batches (one ``rng.random`` call per batch, the rows of the stream
+   in order, so the batch sizes change no draw; with a generator of the rounding's own,
+   reading 12, the batches are smaller and never longer than the draws still allowed,
+   and a draw's cost is summed only when it is feasible). Before any draw,
    whether *some* rounding of x' is feasible is decided exactly (:func:`_any_rounding`:
    each machine rounds its fractional worker and PS entries up or down independently, so
    the most PSs any rounding with j more workers can have is a sum of the best j gains,
@@ -758,7 +761,8 @@ def _any_rounding(
     the PSs each machine adds without an extra worker (one if it fits) plus the ``j``
     largest gains of giving a machine its extra worker (+1 if the worker and a PS fit,
     0 if only the worker, -1 if only the worker and the PS alone would have fit).
-    ``fit`` is :func:`_fit_table` (computed if not given).
+    ``fit`` is :func:`_fit_table` (computed if not given). :func:`_round` runs the same
+    arithmetic jitted (:func:`_round_setup`); this is its reference.
     """
     h = free_t.shape[0]
     bw, bs = base[:h], base[h:]
@@ -806,11 +810,16 @@ def _round(
     gen = rng if isinstance(rng, np.random.Generator) else rng()
     best: tuple[float, np.ndarray] | None = None
     n_ok = n_bad = 0
-    top = _BATCH_MAX  # the draws are the stream's rows in order, whatever the batches
-    if isinstance(rng, _Fresh):  # no one draws from gen after us: small batches, same rows
+    # the draws are the stream's rows in order, whatever the batches; when no one draws
+    # from gen after us, smaller batches and no more rows than can still be looked at
+    fresh = isinstance(rng, _Fresh)
+    top = _BATCH_MAX
+    if fresh:
         top = min(_BATCH_MAX, max(2 * rounds, _BATCH_CELLS // max(len(thr), 1)))
     batch = min(2 * rounds, top)
     while n_ok < rounds and n_bad < max_failures:
+        if fresh:
+            batch = min(batch, rounds - n_ok + max_failures - n_bad - 1)
         draws = gen.random((batch, len(thr)))  # entry j rounds up iff its draw < its fraction
         stop, found, row, cost = _draw_pass(
             draws, thr, is_w, base_w, base_s, d, float(job.batch), job.gamma, cw, cs, fit_r,
