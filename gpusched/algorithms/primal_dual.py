@@ -1204,6 +1204,12 @@ class _Rows:
         self.fine, self.split = fine, split
         self.g_delta, self.rounds, self.max_failures = g_delta, rounds, max_failures
         self.seed, self.all_counts, self.shared = list(seed), all_counts, shared
+
+        def same() -> np.random.Generator:  # (shared may be a lazily made generator)
+            assert shared is not None
+            return shared
+
+        self._shared = same
         self.cost: dict[int, np.ndarray] = {}
         self.limit: dict[int, int] = {}
         self.slots: dict[int, _Slot] = {}
@@ -1246,7 +1252,7 @@ class _Rows:
                 inner = _alloc_internal(slot.h, int(machine[i]), n_w[i], n_s[i], inner_cost[i])
             rng: RngSource
             if self.shared is not None:
-                rng = self.shared  # one stream in call order (the former draws)
+                rng = self._shared  # one stream in call order (the former draws)
             else:  # reading 12
                 rng = _Fresh([*self.seed, self.job.arrival + t, int(num[i]), int(den[i])])
             got = _theta(
