@@ -181,6 +181,33 @@ def sjf_bsbf(root: Path) -> None:
                         f"{f['restarts']:.1f}"]))
 
 
+APPS = ("ncf", "cifar10", "bert", "deepspeech2", "yolov3", "imagenet")
+
+
+def attribution(root: Path, title: str, exps: tuple[str, ...]) -> None:
+    """Per (experiment, policy): the means over workloads and the per-application average
+    JCT (h, over all the application's jobs): the table and periodic-Tiresias ablations."""
+    print(f"\n### {title}\n")
+    print(_row(["experiment", "policy", "workloads", "avg JCT (h)", "util", "wait (h)",
+                "restarts/job", *APPS]))
+    print(_row(["---"] * (7 + len(APPS))))
+    for exp in exps:
+        runs: dict[str, list[Path]] = defaultdict(list)
+        for folder in sorted(root.glob(f"{exp}-w*")):
+            for run in sorted(p for p in folder.iterdir() if (p / "jobs.csv").exists()):
+                runs[_policy(run)].append(run)
+        for pol, rs in sorted(runs.items()):
+            f = [_figures(r) for r in rs]
+            apps: dict[str, list[float]] = defaultdict(list)
+            for r in rs:
+                for app, jcts in _by_app(r).items():
+                    apps[app] += jcts
+            print(_row([exp, pol, str(len(rs)), f"{mean(x['jct_h'] for x in f):.3f}",
+                        f"{mean(x['util'] for x in f):.2f}", f"{mean(x['wait_h'] for x in f):.3f}",
+                        f"{mean(x['restarts'] for x in f):.1f}",
+                        *(f"{mean(apps[a]):.2f}" if apps[a] else "" for a in APPS)]))
+
+
 def main(out: str) -> None:
     root = Path(out)
     data = _load(root)
@@ -188,6 +215,9 @@ def main(out: str) -> None:
     per_workload(data)
     per_app(root)
     variants(data, ("load1", "ablation", "ga"), "Ablations at load 1 (Pollux unless named)")
+    attribution(root, "Load 1: fitted throughput (load1) against the measured tables (table), "
+                "Tiresias every 60 s (tper, tpertable)", ("load1", "table", "tper", "tpertable"))
+    attribution(root, "The realistic set (--load 0; the measured tables)", ("real",))
     sjf_bsbf(root)
 
 
