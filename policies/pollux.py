@@ -83,7 +83,7 @@ class PolluxPolicy:
         for key, value, allowed in (
             ("search", search, SEARCHES),
             ("explore", explore, EXPLORE),
-            ("throughput", throughput, ("", *THROUGHPUT)),
+            ("throughput", throughput or THROUGHPUT[0], THROUGHPUT),  # "": the trace's
         ):
             if value not in allowed:
                 raise ParamError(

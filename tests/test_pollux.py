@@ -218,7 +218,7 @@ def test_tui_frame_and_status_line(small):
         (["-p", "interval=0"], "interval must be a number in (0, 86400]"),
         (["-p", "search=annealing"], "search must be one of dp, ga"),
         (["-p", "explore=magic"], "explore must be one of prior, oracle"),
-        (["-p", "throughput=mine"], "throughput must be one of sharing, refit"),
+        (["-p", "throughput=mine"], "throughput must be one of sharing, refit, table"),
         (["-p", "p=1000"], "p must be a number in [-100, 100]"),
     ],
 )
