@@ -33,6 +33,11 @@ so that results can be cross-checked:
   waits, GPUs freed by a completion stay idle and a level crossing counts at the next
   cycle. The lists are kept as above (arrivals join in submission order). It runs on the
   Python path only (no fused rule), and cannot be combined with ``starve``.
+* ``-p order=arrival`` (default ``held-first``, the list order above): the jobs holding
+  GPUs are not moved to the front of their lists, so each level stays in the order jobs
+  joined it and a waiting job preempts holders that joined after it, as the Pollux
+  artifact's two queues (``tiresias.py`` L79-88: queue 0 in arrival order, queue 1 in
+  demotion order). Python path only.
 
 Deviations, chosen deliberately: a job is demoted at the decision point of its exact
 crossing time, when a_j reaches T_k (the paper's rule); the simulator checks at
@@ -65,6 +70,11 @@ from gpusched.core.policy import KEY_LAS, Decision, Fused, Range, parse_levels
 from gpusched.core.state import QUEUED, SAVING
 
 
+#: A level's list order: holders moved to the front after each re-pack (the Tiresias
+#: simulator's), or arrival order kept (the Pollux artifact's queues, tiresias.py L79-88)
+ORDERS = ("held-first", "arrival")
+
+
 class TiresiasPolicy:
     """Discretized 2D-LAS over attained GPU-seconds, one list per level.
 
@@ -85,6 +95,7 @@ class TiresiasPolicy:
         thresholds: str = "3250,7200",
         starve: Annotated[float, Range(0, 1e6)] = 0.0,
         interval: Annotated[float, Range(0, 1e9)] = 0.0,
+        order: str = "held-first",
         rng: np.random.Generator | None = None,
     ) -> None:
         from gpusched.errors import ParamError
@@ -105,10 +116,15 @@ class TiresiasPolicy:
         if interval > 0 and starve > 0:
             raise ParamError("policy 'tiresias': interval and starve cannot be combined")
         self.interval = float(interval)
+        if order not in ORDERS:
+            raise ParamError(
+                f"policy 'tiresias': order must be one of {', '.join(ORDERS)}, got {order!r}"
+            )
+        self.order = order
         self.prepare(None, None)
 
     def fused(self) -> Fused | None:
-        if self.interval > 0:  # the periodic reading runs on the Python path only
+        if self.interval > 0 or self.order != ORDERS[0]:  # these run on the Python path only
             return None
         return Fused(
             KEY_LAS, preemptive=True, thresholds=tuple(self.thresholds), starve=self.starve
@@ -242,7 +258,8 @@ class TiresiasPolicy:
                 self._enter(view)
             return Decision(wake_at=wake_at)  # nothing waits: the re-pack keeps every holder
         held = set(holding.tolist())
-        self._lists.to_front(held)
+        if self.order == ORDERS[0]:
+            self._lists.to_front(held)
         if self.starve > 0:
             if not self._no_saves:  # (else no job entered the queue since the wake)
                 self._enter(view)

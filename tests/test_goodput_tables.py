@@ -1,7 +1,8 @@
 """The goodput job model's ``throughput=table`` option: the Pollux artifact's measured
 profiles interpolated as its simulator does (gpusched/jobmodels/goodput_tables.py), checked
 against values read by hand from the bundled rows (pollux_profiles.csv.gz, the artifact's
-placements.csv / scalability.csv text); and Tiresias' periodic mode (``interval``)."""
+placements.csv / scalability.csv text); and the artifact's Tiresias: its periodic mode
+(``interval``) and arrival-ordered queues (``order=arrival``)."""
 
 from __future__ import annotations
 
@@ -147,3 +148,22 @@ def test_tiresias_periodic_rejects_starve():
         TiresiasPolicy(interval=60, starve=2)
     assert TiresiasPolicy().fused() is not None
     assert TiresiasPolicy(interval=60).fused() is None
+    assert TiresiasPolicy(order="arrival").fused() is None
+    with pytest.raises(ParamError, match="order must be one of held-first, arrival"):
+        TiresiasPolicy(order="fifo")
+
+
+def test_tiresias_arrival_order_by_hand():
+    # One server of 2 GPUs, no demotion. A(0 s, 1 GPU, 10 s) runs; B(1 s, 2 GPUs, 4 s) does
+    # not fit and waits; C(2 s, 1 GPU, 10 s) takes the idle GPU. When A ends at 10:
+    # held-first (the default) keeps C in front of B, so B waits until C ends at 12 (12-16);
+    # order=arrival keeps level 0 in arrival order, so B (before C) runs 10-14, preempting
+    # C, which resumes at 14 with 2 s left (ends 16).
+    rows = [(0, 1, 10), (1, 2, 4), (2, 1, 10)]
+    st = run(rows, "tiresias", 1, 2, params=["thresholds=1000"]).state
+    assert st.job_first_start.tolist() == [0, 12, 2]
+    assert st.job_finish.tolist() == [10, 16, 12]
+    st = run(rows, "tiresias", 1, 2, params=["thresholds=1000", "order=arrival"]).state
+    assert st.job_first_start.tolist() == [0, 10, 2]
+    assert st.job_finish.tolist() == [10, 14, 16]
+    assert st.job_n_preempt.tolist() == [0, 0, 1]

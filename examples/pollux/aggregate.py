@@ -216,7 +216,8 @@ def main(out: str) -> None:
     per_app(root)
     variants(data, ("load1", "ablation", "ga"), "Ablations at load 1 (Pollux unless named)")
     attribution(root, "Load 1: fitted throughput (load1) against the measured tables (table), "
-                "Tiresias every 60 s (tper, tpertable)", ("load1", "table", "tper", "tpertable"))
+                "Tiresias every 60 s (tper, tpertable), also in arrival order (tart, tarttable)",
+                ("load1", "table", "tper", "tpertable", "tart", "tarttable"))
     attribution(root, "The realistic set (--load 0; the measured tables)", ("real",))
     sjf_bsbf(root)
 

@@ -35,12 +35,18 @@ for w in $WORKLOADS; do
     -o "$OUT/tper-w$w" --force >/dev/null
   gpusched compare "$OUT/wl/table-w$w.csv" "${C[@]}" -P "tiresias:thresholds=57600,interval=60" \
     -o "$OUT/tpertable-w$w" --force >/dev/null
+  # ... and with the artifact's queue order (arrival order within a queue)
+  gpusched compare "$OUT/wl/load1-w$w.csv" "${C[@]}" \
+    -P "tiresias:thresholds=57600,interval=60,order=arrival" -o "$OUT/tart-w$w" --force >/dev/null
+  gpusched compare "$OUT/wl/table-w$w.csv" "${C[@]}" \
+    -P "tiresias:thresholds=57600,interval=60,order=arrival" -o "$OUT/tarttable-w$w" --force >/dev/null
   # the realistic set (Table 2's untuned baselines): runs on the measured tables, which have
   # ncf on several GPUs (the generator writes the 'throughput' column); Pollux ignores the
   # trace's configurations, so its run is table-w$w's
   gpusched workload pollux --seed "$w" --load 0 -o "$OUT/wl/real-w$w.csv" >/dev/null
   gpusched compare "$OUT/wl/real-w$w.csv" "${C[@]}" -P optimus -P tiresias:thresholds=57600 \
-    -P "tiresias:thresholds=57600,interval=60" -o "$OUT/real-w$w" --force >/dev/null
+    -P "tiresias:thresholds=57600,interval=60" -P "tiresias:thresholds=57600,interval=60,order=arrival" \
+    -o "$OUT/real-w$w" --force >/dev/null
 done
 for w in $GA_WORKLOADS; do  # the artifact's optimiser (about 90 s a run against 3 s)
   gpusched compare "$OUT/wl/load1-w$w.csv" "${C[@]}" -P pollux:search=ga -o "$OUT/ga-w$w" --force >/dev/null
