@@ -69,7 +69,6 @@ from gpusched.algorithms.level_lists import LevelLists
 from gpusched.core.policy import KEY_LAS, Decision, Fused, Range, parse_levels
 from gpusched.core.state import QUEUED, SAVING
 
-
 #: A level's list order: holders moved to the front after each re-pack (the Tiresias
 #: simulator's), or arrival order kept (the Pollux artifact's queues, tiresias.py L79-88)
 ORDERS = ("held-first", "arrival")
