@@ -36,8 +36,8 @@ so that results can be cross-checked:
 * ``-p order=arrival`` (default ``held-first``, the list order above): the jobs holding
   GPUs are not moved to the front of their lists, so each level stays in the order jobs
   joined it and a waiting job preempts holders that joined after it, as the Pollux
-  artifact's two queues (``tiresias.py`` L79-88: queue 0 in arrival order, queue 1 in
-  demotion order). Python path only.
+  artifact's two queues (``tiresias.py`` L26-43, L59-69: queue 0 in arrival order, queue 1
+  in demotion order). Python path only.
 
 Deviations, chosen deliberately: a job is demoted at the decision point of its exact
 crossing time, when a_j reaches T_k (the paper's rule); the simulator checks at
@@ -70,7 +70,8 @@ from gpusched.core.policy import KEY_LAS, Decision, Fused, Range, parse_levels
 from gpusched.core.state import QUEUED, SAVING
 
 #: A level's list order: holders moved to the front after each re-pack (the Tiresias
-#: simulator's), or arrival order kept (the Pollux artifact's queues, tiresias.py L79-88)
+#: simulator's), or arrival order kept (the Pollux artifact's queues, its tiresias.py
+#: L26-43, L59-69)
 ORDERS = ("held-first", "arrival")
 
 

@@ -68,8 +68,8 @@ def _row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def headline(data, loads=("load0.5", "load1", "load1.5", "load2")) -> None:
-    print("\n### Headline: average JCT (h), mean over workloads\n")
+def headline(data, loads=("load0.5", "load1", "load1.5", "load2"), title="") -> None:
+    print(f"\n### Headline{title}: average JCT (h), mean over workloads\n")
     print(_row(["load", "workloads", "Pollux", "Optimus+Oracle", "Tiresias", "vs Optimus",
                 "vs Tiresias", "util P / O / T", "wait (h) P / O / T"]))
     print(_row(["---"] * 9))
@@ -81,7 +81,7 @@ def headline(data, loads=("load0.5", "load1", "load1.5", "load2")) -> None:
              for k, v in runs.items()}
         p, o, t = f["pollux"], f["optimus"], f["tiresias"]
         print(_row([
-            load[4:] + "x", str(len(runs["pollux"])), f"{p['jct_h']:.3f}", f"{o['jct_h']:.3f}",
+            re.sub(r"^[a-z]+", "", load) + "x", str(len(runs["pollux"])), f"{p['jct_h']:.3f}", f"{o['jct_h']:.3f}",
             f"{t['jct_h']:.3f}", f"{p['jct_h'] / o['jct_h'] - 1:+.1%}",
             f"{p['jct_h'] / t['jct_h'] - 1:+.1%}",
             f"{p['util']:.2f} / {o['util']:.2f} / {t['util']:.2f}",
@@ -212,6 +212,8 @@ def main(out: str) -> None:
     root = Path(out)
     data = _load(root)
     headline(data)
+    headline(data, ("art0.5", "art1", "art1.5", "art2"),
+             " with the artifact's settings (measured tables; Tiresias every 60 s, arrival order)")
     per_workload(data)
     per_app(root)
     variants(data, ("load1", "ablation", "ga"), "Ablations at load 1 (Pollux unless named)")
