@@ -11,7 +11,7 @@ import pytest
 from gpusched.core.engine import Engine
 from gpusched.core.jobs import prepare_jobs
 from gpusched.core.registry import load_policy_class, make_policy
-from gpusched.core.warmup import warm_up
+from gpusched.core.warmup import PATHS, warm_up
 from gpusched.io.cluster import ClusterSpec
 from gpusched.workloads.synth import synth_trace
 
@@ -42,8 +42,8 @@ def replay(jobs, cluster, policy: str, mode: str = "auto"):
 @pytest.fixture(scope="session", autouse=True)
 def warm_numba():
     """Load (or compile) every kernel once so no benchmark times JIT compilation."""
-    warm_up("fused")
-    warm_up("python")
+    for path in PATHS:
+        warm_up(path)
     jobs = synth_jobs(200)
     for policy in ("fifo", "sjf", "srtf", "tiresias"):
         replay(jobs, BENCH_CLUSTER, policy)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,8 @@ from gpusched.io.cluster import ClusterSpec
 from gpusched.results.metrics import manifest
 from tests.helpers import GANG_POLICIES, make_trace
 from tests.test_properties import phases, workloads
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(policy, w, ph, mode, kernels, params=None):
@@ -167,7 +170,7 @@ class _FakeCompile:
         return None if self.asked <= self.polls else self.outcome
 
 
-def _cold_run(monkeypatch, compile_, policy="fifo", mode="auto", n=300):
+def _cold_run(monkeypatch, compile_, policy="fifo", mode="auto", n=300, params=None):
     """An "auto" run on a cache said to be empty, with a switch rule that fires at once."""
     started = []
     monkeypatch.setattr(warmup, "_warm", set())
@@ -184,9 +187,9 @@ def _cold_run(monkeypatch, compile_, policy="fifo", mode="auto", n=300):
             strict=True,
         )
     ]
-    cluster = ClusterSpec.homogeneous(2, 4)
+    cluster = ClusterSpec.homogeneous(2, 4, allow_spread=True)
     jobs = prepare_jobs(make_trace(rows), cluster)
-    eng = Engine(jobs, cluster, make_policy(load_policy_class(policy), {}, 0), mode=mode)
+    eng = Engine(jobs, cluster, make_policy(load_policy_class(policy), params or {}, 0), mode=mode)
     seen = []
     while eng.step(16):
         seen.append(eng.kernels)
@@ -207,6 +210,41 @@ def test_a_first_run_compiles_in_the_background_and_moves_on_when_done(monkeypat
     assert a.extra["background_compile"] is True and not a.extra["uncompiled"]
     _, b = _run(policy, w, (np.zeros(300), np.zeros(300)), mode, "compiled")
     _same(a, b)
+
+
+def test_lazer_compiles_its_own_fused_entry_in_the_background(monkeypatch):
+    """Lazer's rule is the fused path's second entry: a cold Lazer run compiles the "lazer"
+    kernels (not the plain fused ones) and ends with the compiled-only schedule."""
+    params = {"max_defer": 0.0}  # (no predictor: the kernel asks nothing)
+    eng, a, seen, started, w = _cold_run(monkeypatch, _FakeCompile(2, True), "lazer", params=params)
+    assert eng.mode == "fused" and started == ["lazer"] == [eng.path]
+    assert eng.k.fused_entry == "run_fused_lazer" and seen[-1] == "compiled"
+    servers, gpus, rows, slot = w
+    cluster = ClusterSpec.homogeneous(servers, gpus, allow_spread=True)
+    pol = make_policy(load_policy_class("lazer"), params, 0)
+    b = Engine(prepare_jobs(make_trace(rows), cluster), cluster, pol, kernels="compiled").run()
+    _same(a, b)
+
+
+def test_a_plain_fused_run_never_loads_lazers_entry(tmp_path):
+    """A fifo run on the compiled fused path loads run_fused only (Lazer's rule is about
+    40 % of the fused path's compile), in a fresh process."""
+    code = """
+from gpusched.core import kernel
+from gpusched.core.engine import Engine
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.registry import load_policy_class, make_policy
+from gpusched.io.cluster import ClusterSpec
+from tests.helpers import make_trace
+c = ClusterSpec.homogeneous(1, 4)
+jobs = prepare_jobs(make_trace([(0.0, 1, 5.0), (1.0, 2, 3.0)]), c)
+Engine(jobs, c, make_policy(load_policy_class("fifo"), {}, 0), kernels="compiled").run()
+print(len(kernel.run_fused.overloads), len(kernel.run_fused_lazer.overloads))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["1", "0"]
 
 
 def test_a_run_whose_background_compile_fails_ends_interpreted(monkeypatch):

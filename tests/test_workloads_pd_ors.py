@@ -24,6 +24,7 @@ from gpusched.workloads.pd_ors import (
     SLOT_S,
     finishable,
     pd_ors_workload,
+    worth_finishing,
 )
 from gpusched.workloads.sjf_bsbf import WINDOW_S, load_pool
 
@@ -142,6 +143,15 @@ def test_finishable_by_hand():
     assert finishable(trace, np.array([[0.0, 10.0, 10.0, 10.0]])) == (2, 2)
     # 4 vCPUs: 40 vCPU-slots hold a (20) but not a and b (50)
     assert finishable(trace, np.array([[0.0, 4.0, 10.0, 10.0]])) == (2, 1)
+    # a and b train 5 slots at their fastest, c cannot finish; a's sigmoid (theta1 10,
+    # theta2 1, theta3 4) gives 10 / (1 + e^1) = 2.69 at 5 slots, b's (theta3 1) gives
+    # 10 / (1 + e^4) = 0.180: a earns at least 1 % or 10 % of its theta1, b only 1 %
+    theta = {"utility_priority": ["10"] * 3, "utility_decay": ["1"] * 3,
+             "utility_target": ["4", "1", "30"]}  # fmt: skip
+    trace.extra.update({k: np.array(v, dtype=object) for k, v in theta.items()})
+    assert worth_finishing(trace, 0.01) == 2
+    assert worth_finishing(trace, 0.1) == 1
+    assert worth_finishing(trace, 0.3) == 0
 
 
 def test_reals_are_rounded_and_written_as_used(big):

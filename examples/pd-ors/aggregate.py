@@ -4,7 +4,8 @@ Usage: python examples/pd-ors/aggregate.py OUT
 
 For each experiment (folder name without its -sN seed suffix): first how many of its jobs
 can finish at all (alone at their fastest, eq. 13) and at most together (an upper bound
-for any policy: gpusched.workloads.pd_ors.finishable), then per policy over the seeds:
+for any policy: gpusched.workloads.pd_ors.finishable) and how many could earn at least 1 %
+of their utility's height even alone (worth_finishing), then per policy over the seeds:
 total utility (mean, and min-max), jobs finished / admitted / rejected / unfinished, the
 median training time (slots; the horizon T for a job that did not finish, as the paper's
 Fig. 9), and the utilisation of each resource (resource-time held over capacity x
@@ -23,7 +24,7 @@ from statistics import mean
 import numpy as np
 
 from gpusched.io.trace import read_trace
-from gpusched.workloads.pd_ors import finishable
+from gpusched.workloads.pd_ors import finishable, worth_finishing
 
 RESOURCES = ("gpus", "cpus", "mem_gb", "storage_gb")
 
@@ -60,7 +61,7 @@ def _trace(root: Path, manifest: dict) -> Path:
 def main(root_arg: str) -> None:
     root = Path(root_arg)
     data: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    can: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
+    can: dict[str, list[tuple[int, int, int, int]]] = defaultdict(list)
     experiments: list[str] = []
     for folder in sorted(root.iterdir()):
         if not folder.is_dir() or folder.name == "wl":
@@ -74,14 +75,15 @@ def main(root_arg: str) -> None:
             if i == 0:
                 trace = read_trace(_trace(root, manifest))
                 alone, together = finishable(trace, _capacity(manifest))
-                can[exp].append((alone, together, len(trace)))
+                can[exp].append((alone, together, len(trace), worth_finishing(trace)))
     for exp in experiments:
         print(f"\n### {exp}\n")
         if can[exp]:
             c = np.array(can[exp], dtype=float)
             print(
                 f"Jobs that can finish at all: {c[:, 0].mean():.1f} of {c[:, 2].mean():.0f} alone"
-                f" at their fastest; at most {c[:, 1].mean():.1f} together (any policy).\n"
+                f" at their fastest; at most {c[:, 1].mean():.1f} together (any policy);"
+                f" {c[:, 3].mean():.1f} alone earn at least 1 % of their theta1.\n"
             )
         print(
             "| policy | seeds | total utility [range] | finished | admitted | rejected "

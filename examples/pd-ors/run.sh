@@ -37,6 +37,10 @@ for s in $SEEDS; do
     gpusched workload pd-ors --jobs 100 --horizon 80 --seed "$s" --arrivals "$a" -o "$OUT/wl/t80-$a-s$s.csv" >/dev/null
     gpusched compare "$OUT/wl/t80-$a-s$s.csv" -c pd-ors-30 "${ALL[@]}" -o "$OUT/fig9-$a-s$s" --force >/dev/null
   done
+  # Fig. 9 under the other reading of "18 times the demands of a worker/PS": 18 x the
+  # largest demand (W_b = 18; the paper's Remark 1 takes W_b = 15 as typical)
+  gpusched compare "$OUT/wl/t80-alternating-s$s.csv" -c "$HERE/clusters/pd-ors-30-x18max.toml" "${ALL[@]}" \
+    -o "$OUT/fig9-x18max-s$s" --force >/dev/null
   # Fig. 11: the pre-rounding gain G_delta (H = 100, I = 50, T = 20)
   G=()
   for g in 0.2 0.4 0.6 0.8 1.0 1.2; do G+=(-P "pd-ors:g_delta=$g"); done

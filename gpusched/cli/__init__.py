@@ -50,7 +50,7 @@ def warm_up_cmd() -> None:
     """
     import time
 
-    from gpusched.core.warmup import kernel_count, warm_up
+    from gpusched.core.warmup import PATHS, kernel_count, warm_up
 
     t0 = time.perf_counter()
     bar = _common.Progress("compiling simulation kernels", enabled=None)
@@ -64,8 +64,8 @@ def warm_up_cmd() -> None:
             bar.show(f"[{'#' * (30 * k // total):<30}] {k}/{total} {name:<22}")
 
     try:
-        warm_up("fused", compiling)
-        warm_up("python", compiling)
+        for path in PATHS:
+            warm_up(path, compiling)
     finally:
         bar.close()
     what = f"compiled {len(done)} of {total}" if done else "loaded from the cache"

@@ -205,6 +205,10 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             self.events, ev_size = new_log(slots, len(jobs), roles is not None)
         max_gang = cluster.n_gpus if cluster.allow_spread else int(cluster.server_gpus().max())
         room = self._setup_elastic(perf, np.asarray(jobs.n_gpus, dtype=np.int64), max_gang)
+        lazer = self.mode == "fused" and fused is not None and fused.key == KEY_LAZER
+        #: the kernels this run loads or compiles (see gpusched.core.warmup): its engine
+        #: path, or "lazer" for Lazer's rule on the fused path (its own fused entry)
+        self.path = "lazer" if lazer else self.mode
         self.state = new_state(
             jobs.submit_s,
             jobs.n_gpus,
@@ -217,7 +221,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             xi=xi,
             events=ev_size,
             alloc_size=room,
-            rule_queues=self.mode == "fused" and fused is not None and fused.key == KEY_LAZER,
+            rule_queues=lazer,
         )
         st = self.state
         self._setup_progress(len(jobs))
@@ -249,11 +253,13 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         self._tl_buf = new_timeline(0)  # the python path's chunk being filled
         self._notice = notice
         #: the kernels this run calls, bound to its state (see Kernels); interpreted until use_compiled
-        self.k: Any = Kernels(self.state)
+        self.k: Any = Kernels(
+            self.state, "run_fused_lazer" if self.path == "lazer" else "run_fused"
+        )
         #: "auto" while the run may still move to the compiled kernels (see _maybe_compile)
         from gpusched.core import warmup  # (it imports this module)
 
-        self._auto = kernels == "auto" and not warmup.loaded(self.mode)
+        self._auto = kernels == "auto" and not warmup.loaded(self.path)
         self._interp_s = 0.0  # s spent on the interpreted kernels
         self._cold: bool | None = None  # compiled kernels missing from Numba's cache?
         #: the compile this run waits for while it goes on interpreted (see _maybe_compile)
@@ -357,7 +363,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         from gpusched.core.warmup import warm_up
 
         with notice() if notice is not None else nullcontext():
-            warm_up(self.mode)  # no-op when loaded (and in the warm-up's own engines)
+            warm_up(self.path)  # no-op when loaded (and in the warm-up's own engines)
             self.k.use_compiled(self.cfg, self._tl_buf, self._done_buf, self.mode == "python")
         self._auto = False
 
@@ -405,14 +411,14 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
     def _compile_in_background(self) -> None:
         from gpusched.core import background
 
-        self.compiling = background.start(self.mode)
+        self.compiling = background.start(self.path)
 
     def _compiled_cached(self) -> bool:
         """Are this path's compiled kernels in Numba's cache (or loaded)?"""
         module = compiled(KERNEL_MODULE)
         st, cfg = state_handle(self.state), self.cfg
         if self.mode == "fused":
-            return is_cached(module.run_fused, (st, cfg, new_timeline(1), 1))
+            return is_cached(getattr(module, self.k.fused_entry), (st, cfg, new_timeline(1), 1))
         return is_cached(module.step, (st, cfg, self._done_buf))
 
     def run(self, progress: Callable[[float, int, int], None] | None = None) -> RunResult:

@@ -237,12 +237,22 @@ class Kernels:
         "set_rate fill_order check_order started_at"
     ).split()
     #: kernels called a few times per run (left to the dispatcher)
-    OTHERS = ("run_fused", "first_decision_time", "next_event_time", "decision_time", "sync_all")
+    OTHERS = (
+        "run_fused",
+        "run_fused_lazer",
+        "first_decision_time",
+        "next_event_time",
+        "decision_time",
+        "sync_all",
+    )
     #: the one kernel that takes no state
     STATELESS = ("decision_time",)
 
-    def __init__(self, state: SimState) -> None:
+    def __init__(self, state: SimState, fused_entry: str = "run_fused") -> None:
         self.state = state
+        #: the kernel's fused entry this run calls as ``run_fused``: ``"run_fused_lazer"``
+        #: for Lazer's rule, so that other runs never load or compile it
+        self.fused_entry = fused_entry
         self.compiled = False  # (nothing bound until use_interpreted or use_compiled)
 
     def use_interpreted(self) -> None:
@@ -254,6 +264,7 @@ class Kernels:
         for name in self.PYTHON_PATH + list(self.OTHERS):
             fn = getattr(module, name)
             setattr(self, name, fn if name in self.STATELESS else partial(fn, st))
+        self.run_fused = getattr(self, self.fused_entry)
 
     def use_compiled(self, cfg: KernelConfig, tl: Timeline, done: np.ndarray, python: bool) -> None:
         """Call the compiled kernels (loaded from Numba's cache, or compiled), the Python
@@ -272,15 +283,16 @@ class Kernels:
         i, f, b = types.int64, types.float64, types.boolean
         gpus = typeof(np.empty(0, np.int32))
         fused_sig = (S, C, typeof(tl), i)
+        fused = getattr(module, self.fused_entry)
         if not python:  # loaded now, without Numba's slower way of a first call
-            load_cached(module.run_fused, fused_sig)
+            load_cached(fused, fused_sig)
         load_cached(module.sync_all, (S,))
         self._bind(module, handle)
         self.compiled = True
         if not python:
             # a fused rule that asks the policy (Fused.asks) crosses into the kernel once
             # per question: bound as the Python path's kernels are (see above)
-            self.run_fused = partial(module.run_fused.compile(fused_sig), handle)
+            self.run_fused = partial(fused.compile(fused_sig), handle)
             return
 
         def bind(name: str, *sig: Any) -> None:

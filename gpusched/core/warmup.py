@@ -15,10 +15,14 @@ import numpy as np
 from gpusched.core.engine import Engine
 from gpusched.core.jobs import JobTable
 from gpusched.core.policy import Decision, Fused, Preempt, Start
-from gpusched.core.state import KEY_LAS
+from gpusched.core.state import KEY_LAS, KEY_LAZER
 from gpusched.core.view import View
 
-__all__ = ["compiled_in_cache", "kernel_count", "loaded", "warm_up"]
+__all__ = ["PATHS", "compiled_in_cache", "kernel_count", "loaded", "warm_up"]
+
+#: the kernel sets a run may need, each warmed up on its own: the fused path, its entry for
+#: Lazer's rule, and the Python path
+PATHS = ("fused", "lazer", "python")
 
 
 class _WarmUpPolicy:
@@ -60,10 +64,12 @@ def warm_up(mode: str = "python", compiling: Callable[[str], None] | None = None
 
     Numba loads (or compiles) a kernel at its first call; without this, the first run
     of a process would pay that inside its ``wall_s`` (0.2 s from the cache, seconds on
-    a first run). Runs a tiny simulation on the ``"fused"`` or ``"python"`` path; later
-    calls for the same path return at once. ``compiling(name)`` is called as each kernel
-    function starts compiling (none when all are in the cache); :func:`kernel_count` of
-    them compile on a first warm-up of both paths.
+    a first run). Runs a tiny simulation on one of :data:`PATHS`: ``"fused"``,
+    ``"python"``, or ``"lazer"`` (the fused path's entry for Lazer's rule, compiled apart
+    so that other runs need not compile it); later calls for the same path return at once.
+    ``compiling(name)`` is called as each kernel function starts compiling (none when all
+    are in the cache); :func:`kernel_count` of them compile on a first warm-up of all
+    :data:`PATHS`.
     """
     if mode in _warm:
         return
@@ -102,7 +108,7 @@ def _run(mode: str) -> None:
 
 
 def kernel_count() -> int:
-    """How many kernel functions a first warm-up of both engine paths compiles (all of them)."""
+    """How many kernel functions a first warm-up of all :data:`PATHS` compiles (all of them)."""
     from gpusched.core.jit import KERNEL_MODULE, compiled
 
     module = compiled(KERNEL_MODULE)
@@ -125,14 +131,20 @@ def _warm_up_engine(mode: str, kernels: str) -> Engine:
         work_s=np.array([2.0, 3.0, 1.0]),
         row=np.arange(3),
     )
-    if mode == "fused":
-        return Engine(table, cluster, _WarmUpFused(), mode="fused", kernels=kernels)
+    if mode in ("fused", "lazer"):
+        policy = _WarmUpFused() if mode == "fused" else _WarmUpLazer()
+        return Engine(table, cluster, policy, mode="fused", kernels=kernels)
     return Engine(table, cluster, _WarmUpPolicy(), mode="python", perf=_UnitRate(), kernels=kernels)
 
 
 class _WarmUpFused(_WarmUpPolicy):
     def fused(self) -> Fused:
         return Fused(KEY_LAS, preemptive=True, thresholds=(1.0,))
+
+
+class _WarmUpLazer(_WarmUpPolicy):
+    def fused(self) -> Fused:
+        return Fused(KEY_LAZER)
 
 
 class _UnitRate:

@@ -1531,9 +1531,9 @@ def compile_once(n_cells: int, tell: Callable[[str], None] | None = None) -> Non
     its cells on the interpreted kernels or compiling them at the same time."""
     if n_cells < WARM_UP_CELLS:
         return
-    from gpusched.core.warmup import compiled_in_cache, warm_up
+    from gpusched.core.warmup import PATHS, compiled_in_cache, warm_up
 
-    missing = [m for m in ("fused", "python") if not compiled_in_cache(m)]
+    missing = [m for m in PATHS if not compiled_in_cache(m)]
     if missing and tell is not None:
         tell(
             f"compiling simulation kernels once for the {n_cells} cells, first run only "

@@ -92,6 +92,7 @@ __all__ = [
     "SLOT_S",
     "finishable",
     "pd_ors_workload",
+    "worth_finishing",
 ]
 
 DEFAULT_JOBS = 50
@@ -392,3 +393,23 @@ def finishable(jobs: Any, capacity: np.ndarray) -> tuple[int, int]:
         for r in range(len(budget))
     ]
     return int(alone.sum()), min(fits) if fits else 0
+
+
+def worth_finishing(jobs: Any, share: float = 0.01) -> int:
+    """How many jobs can earn at least ``share`` of their priority theta1, even alone.
+
+    A job counts when its fastest schedule (as in :func:`finishable`: F workers on one
+    machine, eq. 13, ``d = ceil(V c_int / F)`` slots) ends by the horizon and the sigmoid
+    utility of that training time, ``u(d)``, is at least ``share`` x theta1. No policy
+    earns more of a job than ``u(d)``, so a utility-maximising admission (PD-ORS, OASiS)
+    has little reason to admit the others: this bounds what Fig. 9's median can show.
+    """
+    from gpusched.jobmodels.ps import params_of, utility
+
+    p = params_of(jobs)
+    arrival = np.asarray(getattr(jobs, "submit_s", getattr(jobs, "submit_time", None)), float)
+    horizon = float(np.nanmax(p.horizon))
+    fastest = np.ceil(p.work_samples * p.sample_time(True) / p.batch - 1e-9)
+    alone = fastest <= horizon - arrival
+    earns = utility(p.theta, fastest) >= share * p.theta[:, 0]
+    return int((alone & earns).sum())
