@@ -102,3 +102,61 @@ def test_compiled_mode_compiles_in_the_foreground(monkeypatch: pytest.MonkeyPatc
     assert share._pair_jct(2.0, 1.0, 1.5, 1.5) == twin._pair_jct(2.0, 1.0, 1.5, 1.5)
     assert share._pair_jct.overloads  # a compiled version, not the plain function
     assert not helpers._queued
+
+
+def test_pd_ors_plain_while_compiling_gives_the_same_schedule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PD-ORS's rounding setup (primal_dual._round_setup) on a first run: plain Python while
+    # another process compiles it, the same admitted schedules (its draw check,
+    # _draw_pass, is compiled in the foreground: its plain form is slower than compiling)
+    from gpusched.algorithms import primal_dual
+    from gpusched.experiments.run import build_engine as build
+    from gpusched.workloads.pd_ors import pd_ors_workload
+
+    trace = tmp_path / "pd.csv"
+    write_trace(pd_ors_workload(2, 40, horizon=20), trace)
+    ours = [primal_dual._round_setup]
+
+    def run() -> tuple[np.ndarray, ...]:
+        engine, _ = build(str(trace), "pd-ors", cluster="pd-ors-100")
+        st = engine.run().state
+        return (st.job_first_start.copy(), st.job_finish.copy(), engine.policy.prices.rho.copy())
+
+    monkeypatch.setattr(helpers, "MODE", "compiled")
+    compiled = run()
+    requests = tmp_path / "requests"
+    requests.mkdir()
+    go = tmp_path / "go"  # (held until the run is over, as a compile of seconds would be)
+    keep = (
+        "import os, shutil, sys, time, uuid\n"
+        f"while not os.path.exists({str(go)!r}): time.sleep(0.02)\n"
+        f"shutil.move(sys.argv[1], {str(requests)!r} + '/' + uuid.uuid4().hex)"
+    )
+    monkeypatch.setattr(helpers, "MODE", "auto")
+    monkeypatch.setattr(helpers, "COMMAND", [sys.executable, "-c", keep])
+    monkeypatch.setattr(helpers, "load_cached", lambda *a, **k: False)
+    monkeypatch.setattr(helpers, "_queued", [])
+    monkeypatch.setattr(helpers, "_compiling", {})
+    monkeypatch.setattr(helpers, "_tried", set())
+    for d in ours:
+        d._reset_overloads()
+    sys.modules.pop("gpusched.algorithms.primal_dual.interpreted", None)
+    try:
+        plain = run()
+        assert "gpusched.algorithms.primal_dual.interpreted" in sys.modules
+        assert [d.__name__ for d in ours if d.overloads] == []  # nothing compiled here
+        go.touch()
+        for proc in list(helpers._compiling.values()):
+            proc.wait(timeout=60)
+        helpers._poll()
+        for proc in list(helpers._compiling.values()):
+            proc.wait(timeout=60)
+    finally:
+        for d in ours:
+            d._reset_overloads()
+    assert compiled[2].any()  # some job was admitted
+    for a, b in zip(compiled, plain, strict=True):
+        np.testing.assert_array_equal(a, b)
+    asked = [k for f in requests.iterdir() for k in pickle.loads(f.read_bytes())]
+    assert {name for _, name, _ in asked} == {"_round_setup"}

@@ -128,3 +128,17 @@ def test_admitted_jobs_finish_by_the_horizon(seed, n, name, epochs, batch):
     assert np.isnan(s.job_first_start[rejected]).all()
     assert ((s.job_status == FINISHED) | rejected).all()  # admitted => finished in time
     assert (s.job_finish[~rejected] <= 15.0 + 1e-9).all()
+
+
+def test_shared_draws_run_through_the_policy(tmp_path) -> None:
+    # draws=shared (the ablation's former draws) hands the policy's own generator, made
+    # lazily by the registry, to every rounding; the run completes and admits jobs
+    from gpusched.experiments.run import build_engine
+    from gpusched.io.trace import write_trace
+    from gpusched.workloads.pd_ors import pd_ors_workload
+
+    trace = tmp_path / "pd.csv"
+    write_trace(pd_ors_workload(1, 30, horizon=20), trace)
+    engine, _ = build_engine(str(trace), "pd-ors:draws=shared", cluster="pd-ors-100")
+    engine.run()
+    assert engine.policy.plans or engine.policy.prices.rho.any()

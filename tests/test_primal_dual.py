@@ -742,3 +742,92 @@ def test_price_bounds_lemma8_and_mu() -> None:
     # eq. 14 with a given mu: L = u(T - a) / (2 mu ceil(V c_ext) sum(alpha + beta))
     _, L = pd.price_bounds([a], 5, cap, mu=8.0)
     assert L == pytest.approx(5.0 / (2 * 8.0 * 50 * 4))
+
+
+# --------------------------------------------------------------------------- speed paths
+
+
+def _round_reference(
+    job: PSJob, d: float, x_bar: np.ndarray, free: np.ndarray, coef: np.ndarray, g_delta: float
+) -> tuple:
+    """What :func:`pd._round` computed before its draws, in NumPy, as it was written before
+    the jitted ``_round_setup``."""
+    h = free.shape[0]
+    x = g_delta * x_bar.reshape(-1)
+    near = np.rint(x)
+    x = np.where(np.abs(x - near) < 1e-9, near, x)
+    base = np.floor(x)
+    frac = x - base
+    fit = pd._fit_table(job, base, free)
+    ok = pd._any_rounding(job, d, base, frac > 0, free, fit)
+    idx = np.flatnonzero(frac > 0)
+    k = len(idx)
+    col = np.full((2, h), k)
+    col[(idx >= h).astype(np.int64), idx % h] = np.arange(k)
+    risky = np.flatnonzero(~fit[np.arange(h), 2 * (col[0] < k) + (col[1] < k)])
+    return (
+        ok, base, idx, frac[idx], coef[idx], idx < h, float(base[:h].sum()),
+        float(base[h:].sum()), col[0, risky], col[1, risky], fit[risky],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("twin", [False, True])
+def test_round_setup_is_the_numpy_checks(twin: bool) -> None:
+    # the jitted setup (and its plain-Python twin) against the NumPy code it replaced, on
+    # tight random slots where every branch occurs (no rounding, risky machines, integers)
+    from gpusched.core.helpers import interpreted
+
+    setup = interpreted(pd.__name__)._round_setup if twin else pd._round_setup
+    rng = np.random.default_rng(33)
+    seen = {True: 0, False: 0}
+    risky = 0
+    for _ in range(300):
+        h, r = int(rng.integers(1, 6)), int(rng.integers(1, 4))
+        job = random_job(rng, r, gamma=float(rng.integers(1, 4)), batch=int(rng.integers(2, 12)))
+        x_bar = rng.integers(0, 3, 2 * h) + rng.random(2 * h) * (rng.random(2 * h) < 0.6)
+        x_bar[rng.random(2 * h) < 0.2] += 1e-11  # within 1e-9 of an integer: that integer
+        g_delta = float(rng.choice([1.0, 0.8, 1.2]))
+        load = np.floor(g_delta * x_bar[:h, None]) * job.worker
+        load += np.floor(g_delta * x_bar[h:, None]) * job.ps
+        free = load + rng.uniform(-0.2, 1.5, (h, r)) * (job.worker + job.ps)
+        d = float(np.floor(x_bar[:h]).sum() + rng.uniform(-1, 3))
+        coef = rng.uniform(0, 5, 2 * h)
+        want = _round_reference(job, d, x_bar, free, coef, g_delta)
+        got = setup(x_bar, g_delta, job.worker, job.ps, free, d, float(job.batch), job.gamma, coef)
+        assert got[0] == want[0]
+        for a, b in zip(got[1:], want[1:], strict=True):
+            np.testing.assert_array_equal(a, b)
+        seen[bool(want[0])] += 1
+        risky += len(want[8]) > 0
+    assert min(seen.values()) >= 40 and risky >= 40, (seen, risky)
+
+
+def test_a_roundings_own_generator_draws_the_same_rows_in_any_batches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # with its own generator (reading 12) a rounding draws in smaller batches; the rows of
+    # the stream are the same, so is the answer (incl. giving up after max_failures)
+    monkeypatch.setattr(pd, "_BATCH_CELLS", 1)  # batches of 2 rounds, never doubled
+    rng = np.random.default_rng(12)
+    outcomes = set()
+    for case in range(150):
+        h, r = int(rng.integers(2, 6)), 2
+        job = random_job(rng, r, gamma=float(rng.integers(1, 4)), batch=int(rng.integers(4, 30)))
+        x_bar = rng.uniform(0, 3, (2, h))
+        load = np.floor(x_bar[0, :, None]) * job.worker + np.floor(x_bar[1, :, None]) * job.ps
+        free = load + rng.uniform(0.3, 2.5, (h, r)) * (job.worker + job.ps)
+        d = float(x_bar[0].sum() * rng.uniform(0.8, 1.05))
+        p = rng.uniform(0.1, 3, (h, r))
+        kw = {"g_delta": 1.0, "rounds": int(rng.integers(1, 12)), "max_failures": 3000}
+        key = [7, case]
+        whole = pd._round(job, d, x_bar, p, free, rng=np.random.default_rng(key), **kw)
+        small = pd._round(job, d, x_bar, p, free, rng=pd._Fresh(key), **kw)
+        if isinstance(whole, pd.Miss):
+            assert small is whole
+        else:
+            assert not isinstance(small, pd.Miss)
+            assert small[0] == whole[0]
+            np.testing.assert_array_equal(small[1], whole[1])
+            np.testing.assert_array_equal(small[2], whole[2])
+        outcomes.add(whole if isinstance(whole, pd.Miss) else "found")
+    assert outcomes == {"found", pd.Miss.UNLUCKY, pd.Miss.NO_ROUNDING}, outcomes

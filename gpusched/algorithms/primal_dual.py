@@ -80,7 +80,10 @@ Readings of the paper (where it is ambiguous or silent), each a deliberate choic
    Alg. 4 line 11 loops "if infeasible or iter < S"; we keep the cheapest of the first
    ``rounds`` feasible draws (S = ``rounds``) and give up after ``max_failures`` infeasible
    draws (the paper's Sec. V uses 5,000), returning the best feasible draw found.
-   Draws are made in batches (one ``rng.random`` call per batch). Before any draw,
+   Draws are made in batches (one ``rng.random`` call per batch, the rows of the stream
+   in order, so the batch sizes change no draw; with a generator of the rounding's own,
+   reading 12, the batches are smaller and never longer than the draws still allowed,
+   and a draw's cost is summed only when it is feasible). Before any draw,
    whether *some* rounding of x' is feasible is decided exactly (:func:`_any_rounding`:
    each machine rounds its fractional worker and PS entries up or down independently, so
    the most PSs any rounding with j more workers can have is a sum of the best j gains,
@@ -143,6 +146,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from gpusched.core.helpers import helper
 from gpusched.errors import InvariantError
 from gpusched.jobmodels.ps import PSJob, utility
 
@@ -168,6 +172,8 @@ Alloc = tuple[float, np.ndarray, np.ndarray]
 _TOL = 1e-9
 #: The most draws per rounding batch (the first is 2 * rounds; each next one doubles).
 _BATCH_MAX = 4096
+#: The most draws' numbers per batch when the generator is the rounding's own (:class:`_Fresh`)
+_BATCH_CELLS = 32768
 #: How L is set: eq. 14 (the paper's definition) or Lemma 8's condition (reading 2).
 BOTTOMS = ("eq14", "lemma8")
 
@@ -387,6 +393,19 @@ class Miss(enum.Enum):
 RngSource = np.random.Generator | Callable[[], np.random.Generator]
 
 
+class _Fresh:
+    """Makes the generator of one (slot, workload)'s rounding (reading 12), seeded by
+    ``key``; no one else draws from it, so the rounding may draw in batches of any size."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: list[int]) -> None:
+        self.key = key
+
+    def __call__(self) -> np.random.Generator:
+        return np.random.default_rng(self.key)
+
+
 def _empty(h: int) -> Alloc:
     z = np.zeros(h, dtype=np.int64)
     return 0.0, z, z.copy()
@@ -442,15 +461,29 @@ class _Slot:
         fit_w, fit_s = self.wb > 0, self.sb > 0
         self.min_pw = float(self.pw[fit_w].min()) if fit_w.any() else math.inf
         self.min_ps = float(self.ps[fit_s].min()) if fit_s.any() else math.inf
+        self.sum_wb, self.sum_sb = float(self.wb.sum()), float(self.sb.sum())
+        self.h = int(self.p.shape[0])  # machines
+        self._usable: tuple[np.ndarray, int] | None = None
+        self._holds: tuple[np.ndarray, np.ndarray] | None = None
         self._groups: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._lp: _GroupLp | None = None
         self._n_max: np.ndarray | None = None
         self._cheapest: tuple[np.ndarray, np.ndarray] | None = None
 
-    @property
-    def h(self) -> int:
-        """Machines."""
-        return int(self.p.shape[0])
+    def usable(self) -> tuple[np.ndarray, int]:
+        """Which groups of :meth:`machine_groups` hold a worker or a PS, and how many."""
+        if self._usable is None:
+            first = self.machine_groups()[0]
+            usable = (self.wb[first] > 0) | (self.sb[first] > 0)
+            self._usable = usable, int(np.count_nonzero(usable))
+        return self._usable
+
+    def holds(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`cheapest`'s share per machine (NaN where none) and its groups' sizes."""
+        if self._holds is None:
+            cheap, per = self.cheapest()
+            self._holds = np.where(per > 0, per, np.nan), self.machine_groups()[2][cheap]
+        return self._holds
 
     def machine_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:func:`_groups` of the machines by (free capacity, p^w, p^s, whole-unit bounds)."""
@@ -678,14 +711,14 @@ def _lp_external(job: PSJob, d: float, slot: _Slot) -> np.ndarray | Miss:
     """
     h = slot.h
     first, inverse, counts = slot.machine_groups()
-    usable = (slot.wb[first] > 0) | (slot.sb[first] > 0)
-    if not usable.any():
+    _, n_usable = slot.usable()
+    if not n_usable:
         return Miss.MONOTONE
     # a group no dearer than any that can take a worker (a PS) and that holds it all
-    cheap, per = slot.cheapest()
-    holds = np.ceil(d / np.where(per > 0, per, np.nan)) <= counts[cheap]
-    whole = cheap[holds]
-    if whole.size or np.count_nonzero(usable) == 1:
+    cheap, _ = slot.cheapest()
+    per, sizes = slot.holds()
+    whole = cheap[np.ceil(d / per) <= sizes]
+    if whole.size or n_usable == 1:
         if not whole.size:
             return Miss.MONOTONE  # the only group cannot hold it
         g = int(whole[0])
@@ -729,7 +762,8 @@ def _any_rounding(
     the PSs each machine adds without an extra worker (one if it fits) plus the ``j``
     largest gains of giving a machine its extra worker (+1 if the worker and a PS fit,
     0 if only the worker, -1 if only the worker and the PS alone would have fit).
-    ``fit`` is :func:`_fit_table` (computed if not given).
+    ``fit`` is :func:`_fit_table` (computed if not given). :func:`_round` runs the same
+    arithmetic jitted (:func:`_round_setup`); this is its reference.
     """
     h = free_t.shape[0]
     bw, bs = base[:h], base[h:]
@@ -763,33 +797,31 @@ def _round(
     """Eq. 27-28 on ``x' = G_delta x_bar``, batch by batch (reading 7); ``coef`` is the
     cost of one worker then one PS on each machine (``p_t`` alpha, ``p_t`` beta)."""
     h = p_t.shape[0]
-    x = g_delta * x_bar.reshape(-1)  # (2H,) w then s
-    near = np.rint(x)
-    x = np.where(np.abs(x - near) < 1e-9, near, x)
-    base = np.floor(x)
-    frac = x - base
-    fit = _fit_table(job, base, free_t)  # eq. 24 per machine and (extra worker, extra PS)
-    if not _any_rounding(job, d, base, frac > 0, free_t, fit):
-        return Miss.NO_ROUNDING
-    idx = np.flatnonzero(frac > 0)  # the entries a draw decides
-    k = len(idx)
     if coef is None:
         coef = np.concatenate([p_t @ job.worker, p_t @ job.ps])  # one unit of each entry
-    cost_up, thr = coef[idx], frac[idx]
-    is_w = idx < h
-    base_w, base_s = float(base[:h].sum()), float(base[h:].sum())
-    col = np.full((2, h), k)  # each machine's worker and PS column (k: none)
-    col[(idx >= h).astype(np.int64), idx % h] = np.arange(k)
-    # a draw may overfill the machines where rounding every entry up does not fit
-    risky = np.flatnonzero(~fit[np.arange(h), 2 * (col[0] < k) + (col[1] < k)])
-    cw, cs = col[0, risky], col[1, risky]  # the risky machines' columns (k: none)
-    fit_r = np.ascontiguousarray(fit[risky])
+    ok, base, idx, thr, cost_up, is_w, base_w, base_s, cw, cs, fit_r = _round_setup(
+        np.ascontiguousarray(x_bar, dtype=np.float64).reshape(-1), float(g_delta),
+        np.ascontiguousarray(job.worker, dtype=np.float64),
+        np.ascontiguousarray(job.ps, dtype=np.float64),
+        np.ascontiguousarray(free_t, dtype=np.float64), float(d),
+        float(job.batch), float(job.gamma), np.ascontiguousarray(coef, dtype=np.float64),
+    )  # fmt: skip
+    if not ok:  # no rounding of x' is feasible (exact, :func:`_any_rounding`)
+        return Miss.NO_ROUNDING
     gen = rng if isinstance(rng, np.random.Generator) else rng()
     best: tuple[float, np.ndarray] | None = None
     n_ok = n_bad = 0
-    batch = min(2 * rounds, _BATCH_MAX)
+    # the draws are the stream's rows in order, whatever the batches; when no one draws
+    # from gen after us, smaller batches and no more rows than can still be looked at
+    fresh = isinstance(rng, _Fresh)
+    top = _BATCH_MAX
+    if fresh:
+        top = min(_BATCH_MAX, max(2 * rounds, _BATCH_CELLS // max(len(thr), 1)))
+    batch = min(2 * rounds, top)
     while n_ok < rounds and n_bad < max_failures:
-        draws = gen.random((batch, k))  # entry j rounds up iff its draw < its fraction
+        if fresh:
+            batch = min(batch, rounds - n_ok + max_failures - n_bad - 1)
+        draws = gen.random((batch, len(thr)))  # entry j rounds up iff its draw < its fraction
         stop, found, row, cost = _draw_pass(
             draws, thr, is_w, base_w, base_s, d, float(job.batch), job.gamma, cw, cs, fit_r,
             cost_up, rounds - n_ok, max_failures - n_bad,
@@ -798,7 +830,7 @@ def _round(
         n_bad += stop - found
         if row >= 0 and (best is None or cost < best[0]):
             best = (cost, (draws[row] < thr).astype(np.float64))
-        batch = min(2 * batch, _BATCH_MAX)
+        batch = min(2 * batch, top)
     if best is None:
         return Miss.UNLUCKY
     x_hat = base.copy()
@@ -807,6 +839,127 @@ def _round(
     return float(counts @ coef), counts[:h], counts[h:]
 
 
+@helper
+def _round_setup(
+    x_bar: np.ndarray,
+    g_delta: float,
+    worker: np.ndarray,
+    ps: np.ndarray,
+    free_t: np.ndarray,
+    d: float,
+    batch: float,
+    gamma: float,
+    coef: np.ndarray,
+) -> tuple[
+    bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float,
+    np.ndarray, np.ndarray, np.ndarray,
+]:  # fmt: skip
+    """What :func:`_round` needs before its draws, ``x_bar`` ``(2H,)`` workers then PSs.
+
+    ``x' = G_delta x_bar`` (entries within 1e-9 of an integer are that integer), its
+    floor ``base`` and fractions; whether some rounding is feasible (:func:`_any_rounding`
+    on :func:`_fit_table`, the same arithmetic); the entries a draw decides (``idx``),
+    their fractions ``thr``, the cost of rounding each up and whether it is a worker;
+    the floor's workers and PSs; and, for :func:`_draw_pass`, the machines where a draw
+    may overfill (rounding every entry up does not fit): their worker and PS columns
+    (``len(idx)``: none) and their :func:`_fit_table` rows.
+    """
+    h = free_t.shape[0]
+    n_r = free_t.shape[1]
+    x = g_delta * x_bar
+    for i in range(2 * h):
+        near = np.rint(x[i])
+        if np.abs(x[i] - near) < 1e-9:
+            x[i] = near
+    base = np.floor(x)
+    frac = x - base
+    # _fit_table: eq. 24 per machine at the floor plus (extra worker, extra PS)
+    fit = np.ones((h, 4), dtype=np.bool_)
+    for m in range(h):
+        for r in range(n_r):
+            low = base[m] * worker[r] + base[h + m] * ps[r]
+            room = free_t[m, r] + 1e-9
+            if not low + 0.0 <= room:
+                fit[m, 0] = False
+            if not low + ps[r] <= room:
+                fit[m, 1] = False
+            if not low + worker[r] <= room:
+                fit[m, 2] = False
+            if not low + (worker[r] + ps[r]) <= room:
+                fit[m, 3] = False
+    base_w = 0.0
+    base_s = 0.0
+    for m in range(h):
+        base_w += base[m]
+        base_s += base[h + m]
+    # _any_rounding: with j extra workers, the most PSs is the PSs added without an extra
+    # worker plus the j largest gains of giving a machine its extra worker
+    ok = True
+    for m in range(h):
+        if not fit[m, 0]:
+            ok = False
+    if ok:
+        n_s0 = 0
+        n_gain = np.zeros(3, dtype=np.int64)  # gains of -1, 0 and +1
+        for m in range(h):
+            s0 = frac[h + m] > 0 and fit[m, 1]
+            if s0:
+                n_s0 += 1
+            if frac[m] > 0 and fit[m, 2]:
+                ws = frac[h + m] > 0 and fit[m, 3]
+                n_gain[(1 if ws else 0) - (1 if s0 else 0) + 1] += 1
+        n_g = n_gain[0] + n_gain[1] + n_gain[2]
+        ok = False
+        extra = 0
+        for j in range(n_g + 1):
+            if j > 0:  # the j-th largest gain: +1s first, then 0s, then -1s
+                extra += 1 if j <= n_gain[2] else (0 if j <= n_gain[2] + n_gain[1] else -1)
+            n_w = base_w + j
+            n_s = base_s + n_s0 + extra
+            if n_w <= batch and n_w >= d and n_w <= gamma * n_s and n_s >= 1:
+                ok = True
+                break
+    k = 0
+    for e in range(2 * h):
+        if frac[e] > 0:
+            k += 1
+    idx = np.empty(k, dtype=np.int64)  # the entries a draw decides
+    k = 0
+    for e in range(2 * h):
+        if frac[e] > 0:
+            idx[k] = e
+            k += 1
+    thr = np.empty(k)
+    cost_up = np.empty(k)
+    is_w = np.empty(k, dtype=np.bool_)
+    col = np.full((2, h), k, dtype=np.int64)  # each machine's worker and PS column
+    for j in range(k):
+        e = idx[j]
+        thr[j] = frac[e]
+        cost_up[j] = coef[e]
+        is_w[j] = e < h
+        col[1 if e >= h else 0, e % h] = j
+    n_risky = 0
+    risky = np.empty(h, dtype=np.int64)
+    for m in range(h):
+        if not fit[m, 2 * (1 if col[0, m] < k else 0) + (1 if col[1, m] < k else 0)]:
+            risky[n_risky] = m
+            n_risky += 1
+    cw = np.empty(n_risky, dtype=np.int64)
+    cs = np.empty(n_risky, dtype=np.int64)
+    fit_r = np.empty((n_risky, 4), dtype=np.bool_)
+    for i in range(n_risky):
+        m = risky[i]
+        cw[i] = col[0, m]
+        cs[i] = col[1, m]
+        for c in range(4):
+            fit_r[i, c] = fit[m, c]
+    return ok, base, idx, thr, cost_up, is_w, base_w, base_s, cw, cs, fit_r
+
+
+# compiled at its first call (a few tenths of a second, then cached), not a @helper: as
+# plain Python it checks draws ~100x slower, and a first run spent longer in it while
+# another process compiled it (100 jobs: 3.1 s CPU against 1.9 s this way)
 @njit(cache=True, nogil=True)
 def _draw_pass(
     draws: np.ndarray,
@@ -838,16 +991,15 @@ def _draw_pass(
     best = -1
     best_cost = np.inf
     for r in range(draws.shape[0]):
-        n_w = base_w
-        n_s = base_s
-        cost = 0.0
+        # count first (no branch on the draws: most draws fail), the cost only if feasible
+        up = 0
+        up_w = 0
         for j in range(k):
-            if draws[r, j] < thr[j]:
-                if is_w[j]:
-                    n_w += 1.0
-                else:
-                    n_s += 1.0
-                cost += cost_up[j]
+            u = 1 if draws[r, j] < thr[j] else 0
+            up += u
+            up_w += u if is_w[j] else 0
+        n_w = base_w + up_w
+        n_s = base_s + (up - up_w)
         ok = n_w <= batch and n_w >= d and n_w <= gamma * n_s and n_s >= 1.0  # eq. 25-26
         if ok:
             for m in range(cw.shape[0]):  # eq. 24 where it can bind
@@ -857,6 +1009,10 @@ def _draw_pass(
                     ok = False
                     break
         if ok:
+            cost = 0.0
+            for j in range(k):
+                if draws[r, j] < thr[j]:
+                    cost += cost_up[j]
             n_ok += 1
             if cost < best_cost:
                 best, best_cost = r, cost
@@ -876,7 +1032,7 @@ def _external(
     job = slot.job
     d = v * job.c_ext  # eq. 26
     n_w = math.ceil(d)
-    if n_w > job.batch or slot.wb.sum() < n_w or slot.sb.sum() < math.ceil(n_w / job.gamma):
+    if n_w > job.batch or slot.sum_wb < n_w or slot.sum_sb < math.ceil(n_w / job.gamma):
         return Miss.MONOTONE  # no integer schedule: eq. 25, or too few whole workers/PSs fit
     x_bar = _lp_external(job, d, slot)
     if isinstance(x_bar, Miss):
@@ -1058,6 +1214,12 @@ class _Rows:
         self.fine, self.split = fine, split
         self.g_delta, self.rounds, self.max_failures = g_delta, rounds, max_failures
         self.seed, self.all_counts, self.shared = list(seed), all_counts, shared
+
+        def same() -> np.random.Generator:  # (shared may be a lazily made generator)
+            assert shared is not None
+            return shared
+
+        self._shared = same
         self.cost: dict[int, np.ndarray] = {}
         self.limit: dict[int, int] = {}
         self.slots: dict[int, _Slot] = {}
@@ -1098,13 +1260,11 @@ class _Rows:
             inner = None
             if machine[i] >= 0:
                 inner = _alloc_internal(slot.h, int(machine[i]), n_w[i], n_s[i], inner_cost[i])
-            key = [*self.seed, self.job.arrival + t, int(num[i]), int(den[i])]
-
-            def rng(key: list[int] = key) -> np.random.Generator:
-                if self.shared is not None:
-                    return self.shared  # one stream in call order (the former draws)
-                return np.random.default_rng(key)  # reading 12
-
+            rng: RngSource
+            if self.shared is not None:
+                rng = self._shared  # one stream in call order (the former draws)
+            else:  # reading 12
+                rng = _Fresh([*self.seed, self.job.arrival + t, int(num[i]), int(den[i])])
             got = _theta(
                 slot,
                 float(v[i]),
