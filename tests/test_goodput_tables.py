@@ -66,7 +66,7 @@ def test_unprofiled_placement_uses_the_scalability_rows_yolov3():
 
 def test_outside_the_profile_fails_as_the_artifact_does():
     t = load_tables()["cifar10"]
-    with pytest.raises(ValueError, match="profiled for 32 to"):
+    with pytest.raises(GpuschedError, match="profiled for 32 to"):  # one line in a command
         t.times((1,), 2000)
     with pytest.raises(ValueError, match="empty placement"):
         t.times((0,), 32)

@@ -34,9 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gpusched.errors import CatalogueError, show_name
+from gpusched.errors import CatalogueError, GpuschedError, show_name
 
-__all__ = ["PATH", "ProfileTable", "load_tables"]
+__all__ = ["PATH", "OutsideProfile", "ProfileTable", "load_tables"]
 
 PATH = Path(__file__).resolve().parent.parent / "data" / "pollux_profiles.csv.gz"
 _FIELDS = (
@@ -49,6 +49,10 @@ _FIELDS = (
     "step_time",
     "sync_time",
 )
+
+
+class OutsideProfile(GpuschedError, ValueError):
+    """A configuration outside an application's measured profile."""
 
 
 class ProfileTable:
@@ -93,8 +97,9 @@ class ProfileTable:
 
         Raises
         ------
-        ValueError
-            Outside the profiled range (where the artifact's simulator fails too).
+        OutsideProfile
+            Outside the profiled range (where the artifact's simulator fails too): a
+            :class:`~gpusched.errors.GpuschedError`, so a command ends with one line.
         """
         key = (tuple(int(x) for x in placement), float(local_bsz))
         got = self._memo.get(key)
@@ -107,7 +112,7 @@ class ProfileTable:
 
         p = self.normal(placement)
         if not p:
-            raise ValueError(f"{self.app}: an empty placement has no throughput")
+            raise OutsideProfile(f"{self.app}: an empty placement has no throughput")
         pid = int("".join(map(str, p)))
         rows = self.placements.get(pid)
         if rows is not None:
@@ -116,9 +121,9 @@ class ProfileTable:
                 f = self._lines[pid] = interp1d(rows[:, 0], rows[:, 1:], axis=0)
             try:
                 ret = np.asarray(f(local_bsz), dtype=np.float64)  # type: ignore[operator]
-            except ValueError:
+            except ValueError:  # interp1d: outside its rows
                 lo, hi = float(rows[:, 0].min()), float(rows[:, 0].max())
-                raise ValueError(
+                raise OutsideProfile(
                     f"{self.app}: placement {pid} is profiled for {lo:g} to {hi:g} samples per "
                     f"GPU, not {local_bsz:g} (the artifact's simulator fails here too)"
                 ) from None
@@ -129,7 +134,7 @@ class ProfileTable:
             ret = np.asarray(self._nd([nodes, sum(p), local_bsz])[0], dtype=np.float64)  # type: ignore[operator]
         step, sync = float(ret[0]), float(ret[1])
         if not (math.isfinite(step) and math.isfinite(sync)):
-            raise ValueError(
+            raise OutsideProfile(
                 f"{self.app}: placement {p} with {local_bsz:g} samples per GPU is outside the "
                 "profiled configurations (the artifact's simulator fails here too)"
             )
