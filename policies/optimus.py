@@ -20,7 +20,9 @@ commit c793c70; "opt" below; read, not copied) with the simulator's job settings
 
 Its jobs keep their batch (``Start.config`` None): goodput jobs of
 :mod:`gpusched.jobmodels.goodput`, whose performance model answers the oracle
-(``view.perf.step_time``, ``remaining_iterations``).
+(``view.perf.step_time``, ``remaining_iterations``). Option ``throughput`` as Pollux's
+(``sharing``, ``refit``, ``table``; default: the trace's ``throughput`` column, else
+``sharing``).
 """
 
 from __future__ import annotations
@@ -49,16 +51,17 @@ class OptimusPolicy:
         self,
         *,
         interval: Annotated[float, Range(0, 86400, lo_open=True)] = 60.0,
-        throughput: str = "sharing",
+        throughput: str = "",
         rng: np.random.Generator | None = None,
     ) -> None:
-        if throughput not in THROUGHPUT:
+        if throughput and throughput not in THROUGHPUT:
             raise ParamError(
                 f"policy 'optimus': throughput must be one of {', '.join(THROUGHPUT)}, "
                 f"got {throughput!r}"
             )
         self.interval = float(interval)
-        self.job_model_options = {"goodput": {"throughput": throughput}}
+        # "" (default): the trace's ``throughput`` column, else sharing (the job model)
+        self.job_model_options = {"goodput": {"throughput": throughput} if throughput else {}}
         self._next: float | None = None
 
     def decide(self, view, now: float) -> Decision:

@@ -30,7 +30,9 @@ GA; docs/pollux.md compares them on whole runs.
 
 Options: ``p`` (Table 2: +1, -1, -10), ``interval`` (Fig. 8b), ``explore`` (``oracle``:
 agents know their throughput from the start, Sec. 5.3.2), ``throughput`` (``refit``: our
-refit of the profiles instead of the sharing model's parameters).
+refit of the profiles instead of the sharing model's parameters; ``table``: the artifact's
+measured profiles interpolated as its simulator does; default: the trace's ``throughput``
+column, else ``sharing``).
 
 Deviations, chosen: the cluster-autoscaling objective and the interference avoidance
 (Sec. 4.3, 5.3.3) are not modelled (the simulator's defaults turn them off); a job's
@@ -75,20 +77,22 @@ class PolluxPolicy:
         interval: Annotated[float, Range(0, 86400, lo_open=True)] = 60.0,
         search: str = "dp",
         explore: str = "prior",
-        throughput: str = "sharing",
+        throughput: str = "",
         rng: np.random.Generator | None = None,
     ) -> None:
         for key, value, allowed in (
             ("search", search, SEARCHES),
             ("explore", explore, EXPLORE),
-            ("throughput", throughput, THROUGHPUT),
+            ("throughput", throughput or THROUGHPUT[0], THROUGHPUT),  # "": the trace's
         ):
             if value not in allowed:
                 raise ParamError(
                     f"policy 'pollux': {key} must be one of {', '.join(allowed)}, got {value!r}"
                 )
         self.p, self.interval, self.search = float(p), float(interval), search
-        self.job_model_options = {"goodput": {"explore": explore, "throughput": throughput}}
+        # throughput "" (default): the trace's ``throughput`` column, else sharing
+        opts = {"explore": explore, **({"throughput": throughput} if throughput else {})}
+        self.job_model_options = {"goodput": opts}
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self.ref = reference()
         self._next: float | None = None

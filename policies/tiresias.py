@@ -26,6 +26,19 @@ so that results can be cross-checked:
   simulator's ``solve_starvation`` compares with all the time waited since the last
   promotion instead of the current wait.)
 
+* periodic mode (``-p interval=S``, 0 = off, the default): the re-pack above runs only at
+  multiples of ``S`` s, as the Pollux artifact's Tiresias+TunedJobs is re-run every 60 s
+  (petuum/adaptdl@c793c70 ``simulator/simulator.py`` L402-403 and ``tiresias.py``; its
+  two queues split at 16 GPU-hours are ``thresholds=57600``); between cycles an arrival
+  waits, GPUs freed by a completion stay idle and a level crossing counts at the next
+  cycle. The lists are kept as above (arrivals join in submission order). It runs on the
+  Python path only (no fused rule), and cannot be combined with ``starve``.
+* ``-p order=arrival`` (default ``held-first``, the list order above): the jobs holding
+  GPUs are not moved to the front of their lists, so each level stays in the order jobs
+  joined it and a waiting job preempts holders that joined after it, as the Pollux
+  artifact's two queues (``tiresias.py`` L26-43, L59-69: queue 0 in arrival order, queue 1
+  in demotion order). Python path only.
+
 Deviations, chosen deliberately: a job is demoted at the decision point of its exact
 crossing time, when a_j reaches T_k (the paper's rule); the simulator checks at
 ``ceil((T_k - executed_run_s) / g_j)`` s ahead, which mixes run seconds and
@@ -56,6 +69,11 @@ from gpusched.algorithms.level_lists import LevelLists
 from gpusched.core.policy import KEY_LAS, Decision, Fused, Range, parse_levels
 from gpusched.core.state import QUEUED, SAVING
 
+#: A level's list order: holders moved to the front after each re-pack (the Tiresias
+#: simulator's), or arrival order kept (the Pollux artifact's queues, its tiresias.py
+#: L26-43, L59-69)
+ORDERS = ("held-first", "arrival")
+
 
 class TiresiasPolicy:
     """Discretized 2D-LAS over attained GPU-seconds, one list per level.
@@ -76,6 +94,8 @@ class TiresiasPolicy:
         *,
         thresholds: str = "3250,7200",
         starve: Annotated[float, Range(0, 1e6)] = 0.0,
+        interval: Annotated[float, Range(0, 1e9)] = 0.0,
+        order: str = "held-first",
         rng: np.random.Generator | None = None,
     ) -> None:
         from gpusched.errors import ParamError
@@ -93,9 +113,19 @@ class TiresiasPolicy:
         #: the level of no service: 0 unless a threshold is within the tolerance of 0
         self._level0 = int(self._level(np.zeros(1))[0])
         self.starve = starve
+        if interval > 0 and starve > 0:
+            raise ParamError("policy 'tiresias': interval and starve cannot be combined")
+        self.interval = float(interval)
+        if order not in ORDERS:
+            raise ParamError(
+                f"policy 'tiresias': order must be one of {', '.join(ORDERS)}, got {order!r}"
+            )
+        self.order = order
         self.prepare(None, None)
 
     def fused(self) -> Fused | None:
+        if self.interval > 0 or self.order != ORDERS[0]:  # these run on the Python path only
+            return None
         return Fused(
             KEY_LAS, preemptive=True, thresholds=tuple(self.thresholds), starve=self.starve
         )
@@ -122,6 +152,7 @@ class TiresiasPolicy:
         self._seen = np.zeros(0, dtype=np.int64)
         self._no_saves = False
         self._no_loads = False
+        self._next = -math.inf  # periodic mode: the time of the next cycle, s
 
     def _begin(self, view) -> None:
         """First decision of a run: no job is placed, promoted or holds GPUs yet."""
@@ -217,14 +248,18 @@ class TiresiasPolicy:
             for j, s in zip(new.tolist(), (view.job_submit[new] - t0).tolist(), strict=True):
                 self._lists.join(j, self._level0, s)
             self._n_listed += new.size
+        if self.interval > 0 and not self._cycle_due(now, float(view.slot_s)):
+            return Decision(wake_at=self._next)  # between cycles: nothing changes
         holding = self._held = self._holding(view)
+        wake_at = self._next if self.interval > 0 else None
         if not self._waiting(view, holding):
             # (with no saves, no job enters the queue between a wake and this call)
             if self.starve > 0 and not self._no_saves:
                 self._enter(view)
-            return Decision()  # nothing waits: the re-pack would keep every holder
+            return Decision(wake_at=wake_at)  # nothing waits: the re-pack keeps every holder
         held = set(holding.tolist())
-        self._lists.to_front(held)
+        if self.order == ORDERS[0]:
+            self._lists.to_front(held)
         if self.starve > 0:
             if not self._no_saves:  # (else no job entered the queue since the wake)
                 self._enter(view)
@@ -251,7 +286,19 @@ class TiresiasPolicy:
         order = self._lists.order()
         if not self._no_saves:
             order = order[view.job_status[order] != SAVING]
-        return Decision(order=order, preemptive=True)
+        return Decision(order=order, preemptive=True, wake_at=wake_at)
+
+    def _cycle_due(self, now: float, slot: float) -> bool:
+        """Periodic mode: is a cycle due now? Cycles fall on multiples of ``interval``; while
+        jobs are present every decision asks to wake at the next one, so a cycle is missed
+        only while none is, and then the next is the first multiple at or after ``now``."""
+        k = now / self.interval
+        if now > self._next + slot - 1e-9:  # the first decision, or after an empty spell
+            self._next = math.ceil(k - 1e-9) * self.interval
+        if now < self._next - 1e-9:
+            return False
+        self._next = (math.floor(k + 1e-9) + 1.0) * self.interval
+        return True
 
     def wake(self, view, now: float) -> float | None:
         """Next level crossing of a holder, b_j + (T_q - a_j) / g_j (b_j: now, or the end of
@@ -261,6 +308,9 @@ class TiresiasPolicy:
         allocation (the re-pack would select every holder again).
         """
         run = self._holding(view)
+        if self.interval > 0:  # crossings count at the next cycle (decide's wake_at)
+            self._held, self._xt = run, None
+            return None
         held = self._held
         # did the re-pack start or preempt a job? (the view hands out the same array
         # while the holders stand)

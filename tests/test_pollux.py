@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -118,12 +120,29 @@ def test_workload_sets():
         assert p == pytest.approx(a.progress, rel=1e-12)
 
 
+def test_realistic_set_runs_on_the_measured_tables():
+    # --load 0: the artifact's workloads-realistic (B = M0 x GPUs); its ncf rows on several
+    # GPUs need the measured profile, so the generator marks every row throughput=table
+    from gpusched.jobmodels.goodput import JOB_MODEL
+
+    t = pollux_workload(6, load=0.0)
+    assert len(t) == 160 and set(t.extra["throughput"].tolist()) == {"table"}
+    ncf = [i for i in range(len(t)) if t.model[i] == "ncf" and t.num_gpus[i] > 1]
+    assert ncf  # workload 6 has an ncf job on 4 GPUs
+    n = len(t)
+    work, _ = JOB_MODEL.durations(t, np.zeros(n), np.ones(n, dtype=bool))
+    assert (work > 0).all()
+    # the same rows without the column: ncf on more than one GPU is refused, naming the way
+    bare = dataclasses.replace(t, extra={k: v for k, v in t.extra.items() if k != "throughput"})
+    with pytest.raises(GpuschedError, match="'throughput' column of 'table'"):
+        JOB_MODEL.durations(bare, np.zeros(n), np.ones(n, dtype=bool))
+
+
 @pytest.mark.parametrize(
     ("kw", "what"),
     [
         ({"seed": 9}, "workloads 1 to 8"),
         ({"load": 3.0}, "loads 0.5, 1, 1.5 and 2"),
-        ({"load": 0.0}, "realistic set is not supported yet"),
         ({"jobs": 100}, "has 160 jobs"),
     ],
 )
@@ -199,7 +218,7 @@ def test_tui_frame_and_status_line(small):
         (["-p", "interval=0"], "interval must be a number in (0, 86400]"),
         (["-p", "search=annealing"], "search must be one of dp, ga"),
         (["-p", "explore=magic"], "explore must be one of prior, oracle"),
-        (["-p", "throughput=mine"], "throughput must be one of sharing, refit"),
+        (["-p", "throughput=mine"], "throughput must be one of sharing, refit, table"),
         (["-p", "p=1000"], "p must be a number in [-100, 100]"),
     ],
 )

@@ -328,11 +328,11 @@ def test_a_run_on_compiled_kernels_says_nothing_of_them(capsys, state):
     assert capsys.readouterr() == ("", "")
 
 
-def test_warm_up_loads_both_engine_paths(monkeypatch):
+def test_warm_up_loads_every_kernel_path(monkeypatch):
     from gpusched.core import warmup
 
     monkeypatch.setattr(warmup, "_warm", set())
     res = CliRunner().invoke(app, ["warm-up"])
     assert res.exit_code == 0, res.output
     assert "simulation kernels ready" in res.output
-    assert warmup._warm == {"fused", "python"}
+    assert warmup._warm == {"fused", "lazer", "python"} == set(warmup.PATHS)

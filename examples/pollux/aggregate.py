@@ -68,8 +68,8 @@ def _row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def headline(data, loads=("load0.5", "load1", "load1.5", "load2")) -> None:
-    print("\n### Headline: average JCT (h), mean over workloads\n")
+def headline(data, loads=("load0.5", "load1", "load1.5", "load2"), title="") -> None:
+    print(f"\n### Headline{title}: average JCT (h), mean over workloads\n")
     print(_row(["load", "workloads", "Pollux", "Optimus+Oracle", "Tiresias", "vs Optimus",
                 "vs Tiresias", "util P / O / T", "wait (h) P / O / T"]))
     print(_row(["---"] * 9))
@@ -81,7 +81,7 @@ def headline(data, loads=("load0.5", "load1", "load1.5", "load2")) -> None:
              for k, v in runs.items()}
         p, o, t = f["pollux"], f["optimus"], f["tiresias"]
         print(_row([
-            load[4:] + "x", str(len(runs["pollux"])), f"{p['jct_h']:.3f}", f"{o['jct_h']:.3f}",
+            re.sub(r"^[a-z]+", "", load) + "x", str(len(runs["pollux"])), f"{p['jct_h']:.3f}", f"{o['jct_h']:.3f}",
             f"{t['jct_h']:.3f}", f"{p['jct_h'] / o['jct_h'] - 1:+.1%}",
             f"{p['jct_h'] / t['jct_h'] - 1:+.1%}",
             f"{p['util']:.2f} / {o['util']:.2f} / {t['util']:.2f}",
@@ -181,13 +181,46 @@ def sjf_bsbf(root: Path) -> None:
                         f"{f['restarts']:.1f}"]))
 
 
+APPS = ("ncf", "cifar10", "bert", "deepspeech2", "yolov3", "imagenet")
+
+
+def attribution(root: Path, title: str, exps: tuple[str, ...]) -> None:
+    """Per (experiment, policy): the means over workloads and the per-application average
+    JCT (h, over all the application's jobs): the table and periodic-Tiresias ablations."""
+    print(f"\n### {title}\n")
+    print(_row(["experiment", "policy", "workloads", "avg JCT (h)", "util", "wait (h)",
+                "restarts/job", *APPS]))
+    print(_row(["---"] * (7 + len(APPS))))
+    for exp in exps:
+        runs: dict[str, list[Path]] = defaultdict(list)
+        for folder in sorted(root.glob(f"{exp}-w*")):
+            for run in sorted(p for p in folder.iterdir() if (p / "jobs.csv").exists()):
+                runs[_policy(run)].append(run)
+        for pol, rs in sorted(runs.items()):
+            f = [_figures(r) for r in rs]
+            apps: dict[str, list[float]] = defaultdict(list)
+            for r in rs:
+                for app, jcts in _by_app(r).items():
+                    apps[app] += jcts
+            print(_row([exp, pol, str(len(rs)), f"{mean(x['jct_h'] for x in f):.3f}",
+                        f"{mean(x['util'] for x in f):.2f}", f"{mean(x['wait_h'] for x in f):.3f}",
+                        f"{mean(x['restarts'] for x in f):.1f}",
+                        *(f"{mean(apps[a]):.2f}" if apps[a] else "" for a in APPS)]))
+
+
 def main(out: str) -> None:
     root = Path(out)
     data = _load(root)
     headline(data)
+    headline(data, ("art0.5", "art1", "art1.5", "art2"),
+             " with the artifact's settings (measured tables; Tiresias every 60 s, arrival order)")
     per_workload(data)
     per_app(root)
     variants(data, ("load1", "ablation", "ga"), "Ablations at load 1 (Pollux unless named)")
+    attribution(root, "Load 1: fitted throughput (load1) against the measured tables (table), "
+                "Tiresias every 60 s (tper, tpertable), also in arrival order (tart, tarttable)",
+                ("load1", "table", "tper", "tpertable", "tart", "tarttable"))
+    attribution(root, "The realistic set (--load 0; the measured tables)", ("real",))
     sjf_bsbf(root)
 
 

@@ -11,6 +11,9 @@ not bundled. The script writes, into ``gpusched/data/``:
   columns ``app,batch_size,epoch,progress,iteration,grad_sqr,grad_var``; the values are the
   artifact's text, unchanged (the ``metric`` column is dropped: no application has a target
   metric, ``applications.py`` L231-238);
+* ``pollux_profiles.csv.gz``: every row of ``traces/<app>/placements.csv`` and
+  ``scalability.csv`` (the measured step and synchronisation times per placement and per-GPU
+  batch), values unchanged: the ``-p throughput=table`` option of the goodput job model;
 * ``pollux_workloads.csv.gz``: the 40 workload files ``workloads{,-realistic,-0.5,-1.5,-2.0}/
   workload-{1..8}.csv`` with ``set`` and ``workload`` prepended, values unchanged.
 
@@ -90,6 +93,33 @@ def gradstats(sim: Path) -> None:
     fields = ["app", "batch_size", "epoch", "progress", "iteration", "grad_sqr", "grad_var"]
     _write_gz(DATA / "pollux_gradstats.csv.gz", header, fields, out)
     print(f"pollux_gradstats.csv.gz: {len(out)} rows")
+
+
+def profiles(sim: Path) -> None:
+    out: list[list[str]] = []
+    for app in APPS:
+        for r in _rows(sim / "traces" / app / "placements.csv"):
+            digits = r["placement"]
+            nodes, gpus = str(len(digits)), str(sum(map(int, digits)))
+            row = [nodes, gpus, r["local_bsz"], r["step_time"], r["sync_time"]]
+            out.append([app, "placements", digits, *row])
+        for r in _rows(sim / "traces" / app / "scalability.csv"):
+            row = [
+                r["num_nodes"],
+                r["num_replicas"],
+                r["local_bsz"],
+                r["step_time"],
+                r["sync_time"],
+            ]
+            out.append([app, "scalability", "", *row])
+    header = SOURCE.format(what="traces/<app>/{placements,scalability}.csv") + (
+        "# Changes: app and table (from the folder and file names) prepended; placements rows\n"
+        "# get num_nodes and num_replicas (the digits' count and sum, as applications.py\n"
+        "# L37-40), scalability rows an empty placement. Values are the artifact's text, unchanged.\n"
+    )
+    fields = ["app", "table", "placement", "num_nodes", "num_replicas", "local_bsz"]
+    _write_gz(DATA / "pollux_profiles.csv.gz", header, fields + ["step_time", "sync_time"], out)
+    print(f"pollux_profiles.csv.gz: {len(out)} rows")
 
 
 def workloads(sim: Path) -> None:
@@ -234,6 +264,7 @@ def refit(sim: Path) -> None:
 def main(argv: list[str]) -> None:
     sim = Path(argv[0])
     gradstats(sim)
+    profiles(sim)
     workloads(sim)
     if "--refit" in argv[1:]:
         refit(sim)

@@ -44,7 +44,11 @@ capacity C (``(R,)``):
 Solved by HiGHS (the highspy package, imported on first use) to a relative
 gap on the objective (default 1e-3; proving optimality to 1e-6 took seconds per decision
 with 50 jobs on 100 machines), with a node limit (deterministic) and a time limit (a
-backstop: when it is reached the answer depends on the machine's speed).
+backstop: when it is reached the answer depends on the machine's speed). On one thread
+(``threads = 1``, here and in every HiGHS solver of gpusched, since HiGHS fixes its thread
+pool once per process at the first solve): its parallel MIP search returns answers that
+differ with the number of threads (15 of 61 MILPs of Fig. 7's Dorm runs, all within the
+gap), so with the default a machine with more cores would give other schedules.
 """
 
 from __future__ import annotations
@@ -239,7 +243,8 @@ def solve_counts(
 #: HiGHS options for these MILPs: presolve, restarts and the RINS/RENS heuristics cost more
 #: than they save on them (measured: about 35 % less time on the Fig. 7 instances, same
 #: answers within the gap)
-_OPTIONS: dict[str, bool | str] = {
+_OPTIONS: dict[str, bool | int | str] = {
+    "threads": 1,
     "presolve": "off",
     "mip_allow_restart": False,
     "mip_heuristic_run_rins": False,

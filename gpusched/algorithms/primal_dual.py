@@ -686,7 +686,8 @@ _LOCAL = threading.local()
 
 
 def _highs() -> Any:
-    """This thread's HiGHS solver object (made once, quiet, presolve off: the LPs are small)."""
+    """This thread's HiGHS solver object (made once, quiet, presolve off: the LPs are small;
+    one thread, as every HiGHS solver here: see :mod:`gpusched.algorithms.dorm_milp`)."""
     solver = getattr(_LOCAL, "highs", None)
     if solver is None:
         # the solver class itself (highspy.Highs adds callbacks and prints a banner)
@@ -695,6 +696,7 @@ def _highs() -> Any:
         solver = _core._Highs()
         solver.setOptionValue("output_flag", False)
         solver.setOptionValue("presolve", "off")
+        solver.setOptionValue("threads", 1)
         _LOCAL.highs = solver
     return solver
 

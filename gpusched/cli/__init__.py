@@ -103,7 +103,7 @@ def workload_cmd(
             " offered load on the --cluster. a-srpt: default 3 on --load-basis body"
             " (contended: the paper's baselines wait); 0 keeps the source's own arrival"
             " times. lazer-*: default Table 1's rate (the paper's); the 10-minute bins of"
-            " --arrivals helios are kept. pollux: the set, 1 (default), 0.5, 1.5 or 2;"
+            " --arrivals helios are kept. pollux: the set, 1 (default), 0.5, 1.5, 2 or 0 (realistic);"
             " --seed 1-8 picks the workload",
         ),
     ] = None,

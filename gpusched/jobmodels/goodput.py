@@ -11,6 +11,10 @@ Learning", OSDI 2021, Sec. 3 (eq. 5-11) and 4.1, as its artifact's simulator run
   ``T = s T_grad(m) + (T_grad(m)^g + T_sync(K, N)^g)^(1/g)``: the sharing model's eq. 7,
   evaluated by the same code (:func:`gpusched.jobmodels.sharing.t_iter`) with the same
   parameters (``sharing.toml``; ``throughput="refit"``: ``pollux_refit.toml``).
+  ``throughput="table"``: the artifact's measured profile tables, interpolated as its
+  simulator does (:mod:`gpusched.jobmodels.goodput_tables`, app L204-227), at the job's
+  placement (GPUs per node in allocation order, sim L241-248); agents then estimate with
+  the refit. A trace's ``throughput`` column sets it when the policy does not.
 * **Statistical efficiency** (eq. 5-6): at global batch ``M = K m (s+1)`` a step makes
   ``gain = (var + sqr) / (var / (M/M0) + sqr)`` iterations' progress at the initial batch
   ``M0``, with the gradient's squared norm ``sqr`` and variance ``var`` measured by the
@@ -44,8 +48,8 @@ count up to the application's limit; the agent's rate changes with the epoch
 (``progress_rate``, see :mod:`gpusched.core.sharing`).
 
 Where the artifact differs, on purpose (docs/pollux.md, with ablations):
-the simulated truth is this model, not the artifact's interpolated profile tables (they
-are not bundled; the fit's mean error is 8-17 %); an agent's estimate follows the rules
+by default the simulated truth is this model, not the artifact's interpolated profile
+tables (``throughput="table"``; the fit's mean error is 8-17 %); an agent's estimate follows the rules
 above, not an online L-BFGS-B fit of noisy tables; a re-tune applies from the decision
 point at which it falls (the artifact rounds an epoch's end to whole seconds).
 """
@@ -65,7 +69,8 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.errors import CatalogueError, TraceError, did_you_mean, show_name
+from gpusched.errors import CatalogueError, ParamError, TraceError, did_you_mean, show_name
+from gpusched.jobmodels.goodput_tables import ProfileTable, load_tables
 from gpusched.jobmodels.sharing import (
     MODELS,
     THROUGHPUT_FIELDS,
@@ -100,8 +105,10 @@ APPS: tuple[str, ...] = MODELS
 ADAPTIVE = "adaptive"
 #: What an agent knows of the throughput parameters (see the module docstring).
 EXPLORE = ("prior", "oracle")
-#: The throughput parameters: the sharing model's, or our refit to all profile rows.
-THROUGHPUT = ("sharing", "refit")
+#: The simulated throughput: the sharing model's parameters, our refit of them to all
+#: profile rows, or the artifact's profile tables interpolated (agents then estimate with
+#: the refit; :mod:`gpusched.jobmodels.goodput_tables`).
+THROUGHPUT = ("sharing", "refit", "table")
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
 _THETA = THROUGHPUT_FIELDS
@@ -148,6 +155,9 @@ class App:
         ``bounds[max_epochs]`` is the whole job (app L132-136).
     t_ref
         One iteration at M0 on one GPU under ``sharing.toml``, s: the engine's work unit.
+    table
+        With ``throughput="table"``: the artifact's measured profile, the simulated truth
+        (``profile`` is then the refit, what agents and the oracle's estimate start from).
     """
 
     name: str
@@ -166,6 +176,7 @@ class App:
     iters: np.ndarray
     bounds: np.ndarray
     t_ref: float
+    table: ProfileTable | None = None  #: the measured profile (``throughput="table"``)
 
     @property
     def progress(self) -> float:
@@ -439,8 +450,9 @@ def _app(
 def load_apps(throughput: str = "sharing") -> tuple[App, ...]:
     """The six applications in :data:`APPS` order (cached).
 
-    ``throughput``: ``"sharing"`` (the sharing model's parameters, the default) or
-    ``"refit"`` (``pollux_refit.toml``). Work units always use ``sharing.toml``.
+    ``throughput``: ``"sharing"`` (the sharing model's parameters, the default),
+    ``"refit"`` (``pollux_refit.toml``) or ``"table"`` (the refit, and the measured profile
+    as the truth, :attr:`App.table`). Work units always use ``sharing.toml``.
 
     Raises
     ------
@@ -457,12 +469,18 @@ def load_apps(throughput: str = "sharing") -> tuple[App, ...]:
     stats = _gradstats(_DATA / "pollux_gradstats.csv.gz")
     base = load_profiles()
     profiles = base if throughput == "sharing" else _refit_profiles(base)
+    tables = load_tables() if throughput == "table" else {}
     out = []
     for name in APPS:
         if name not in apps or name not in stats:
             raise CatalogueError(f"{show_name(path)}: missing [apps.{name}] or its statistics")
         where = f"{show_name(path)}: [apps.{name}]"
-        out.append(_app(name, apps[name], where, stats[name], profiles[name], base[name]))
+        app = _app(name, apps[name], where, stats[name], profiles[name], base[name])
+        if tables:
+            if name not in tables:
+                raise CatalogueError(f"pollux_profiles.csv.gz: no rows of {name}")
+            app = dataclasses.replace(app, table=tables[name])
+        out.append(app)
     return tuple(out)
 
 
@@ -510,6 +528,7 @@ class Agent:
     epoch: int = 0
     k: int = 0
     n: int = 0
+    placement: tuple[int, ...] = ()  #: GPUs per node, in the order of its GPUs
     m: int = 0
     s: int = 0
     starts: int = 0
@@ -642,7 +661,9 @@ class GoodputPerf:
             a.starts += 1
             a.adaptive = config == ADAPTIVE and not app.pollux_batch
             a.k = len(gpus)
-            a.n = len(set(self.gpu_server[np.asarray(gpus, dtype=np.int64)].tolist()))
+            servers = self.gpu_server[np.asarray(gpus, dtype=np.int64)].tolist()
+            a.n = len(set(servers))
+            a.placement = _runs(servers)
         self._choose(a, config)
         self._observe(a)
         good = self._true_goodput(a)
@@ -687,7 +708,10 @@ class GoodputPerf:
         a.sqr, a.var = float(sqr), float(var)
         if a.m not in a.ms:
             if not a.ms:
-                a.tg_first = float(iteration_time(app.profile, a.m, 0, 1, 1))
+                if app.table is not None:  # what it measures: step - sync where it runs
+                    a.tg_first = app.table.iteration(a.placement, a.m, 0)[1]
+                else:
+                    a.tg_first = float(iteration_time(app.profile, a.m, 0, 1, 1))
             a.ms.add(a.m)
             changed = True
         for flag, value in (
@@ -723,7 +747,10 @@ class GoodputPerf:
 
     def _true_goodput(self, a: Agent) -> float:
         app = a.app
-        t = float(iteration_time(app.profile, a.m, a.s, a.k, a.n))
+        if app.table is not None:
+            t = app.table.iteration(a.placement, a.m, a.s)[0]
+        else:
+            t = float(iteration_time(app.profile, a.m, a.s, a.k, a.n))
         sqr, var = app.stats(a.global_batch, a.epoch)
         return float(gain(app.init_batch, a.global_batch, sqr, var)) / t
 
@@ -741,6 +768,10 @@ class GoodputPerf:
             return math.nan
         batch = a.app.pollux_batch or a.batch
         m, s = fixed_config(a.app, batch, k, one_gpu_steps=True)
+        if a.app.table is not None:  # packed 4 per node (opt L65-68), from the table
+            per = self.ref.gpus_per_node
+            placement = (per,) * (k // per) + ((k % per,) if k % per else ())
+            return a.app.table.iteration(placement, m, s)[0]
         return float(iteration_time(a.app.profile, m, s, k, n))
 
     def remaining_iterations(self, job: int, epoch: int) -> float:
@@ -809,8 +840,12 @@ class GoodputJobModel:
         gpus = np.asarray(trace.num_gpus)[rows].tolist()
         its = np.asarray(trace.iterations, dtype=np.float64)[rows].tolist()
         errors: list[str] = []
-        for r, model, text, k, it in zip(rows.tolist(), models, texts, gpus, its, strict=True):
-            problem = _row_problem(apps, str(model), str(text), int(k))
+        tcol = trace.extra.get("throughput")
+        tvals = [""] * rows.size if tcol is None else np.asarray(tcol, dtype=object)[rows].tolist()
+        for r, model, text, k, it, tv in zip(
+            rows.tolist(), models, texts, gpus, its, tvals, strict=True
+        ):
+            problem = _row_problem(apps, str(model), str(text), int(k), str(tv) == "table")
             if problem is None:
                 app = apps[str(model)]
                 w = it * int(text) * int(k) / app.init_batch * app.t_ref
@@ -820,6 +855,19 @@ class GoodputJobModel:
                     problem = duration_problem(it, str(model), int(k), w)
             if problem:
                 errors.append(f"{name}:{int(trace.line[r])}: {problem}")
+        if tcol is not None:
+            vals = tvals
+            for r, v in zip(rows.tolist(), vals, strict=True):
+                if str(v) not in ("", *THROUGHPUT):
+                    errors.append(
+                        f"{name}:{int(trace.line[r])}: column 'throughput': expected one of "
+                        f"{', '.join(THROUGHPUT)} (or empty), got {str(v)!r}"
+                    )
+            if not errors and len({str(v) for v in vals} - {""}) > 1:
+                errors.append(
+                    f"{name}: column 'throughput': the goodput rows name "
+                    f"{', '.join(sorted({str(v) for v in vals} - {''}))}; one run simulates one"
+                )
         if errors:
             raise TraceError(errors)
         return work, [
@@ -837,10 +885,24 @@ class GoodputJobModel:
 
     def perf(self, jobs: Any, cluster: Any, **options: Any) -> GoodputPerf | None:
         """A :class:`GoodputPerf` when some job is a goodput job (``options``: ``explore``,
-        ``throughput``), else None."""
+        ``throughput``), else None.
+
+        Without a ``throughput`` option, the trace's ``throughput`` column (one value for
+        all goodput rows, checked by :meth:`durations`) chooses it, else ``sharing``; a
+        policy's option that contradicts the column is an error.
+        """
         mask = _marked(jobs)
         if not mask.any():
             return None
+        given = _trace_throughput(jobs, mask)
+        if given:
+            asked = options.get("throughput", given)
+            if asked != given:
+                raise ParamError(
+                    f"throughput {asked!r} contradicts the trace's 'throughput' column "
+                    f"({given!r}): drop one"
+                )
+            options = {**options, "throughput": given}
         model = np.asarray(jobs.model, dtype=object)
         kinds = np.full(len(jobs), -1, dtype=np.int64)
         batches = np.zeros(len(jobs), dtype=np.int64)
@@ -849,6 +911,28 @@ class GoodputJobModel:
             kinds[j] = APPS.index(str(model[j]))
             batches[j] = int(col[j]) * int(jobs.n_gpus[j])
         return GoodputPerf(jobs, cluster, kinds, batches, **options)
+
+
+def _runs(servers: list[int]) -> tuple[int, ...]:
+    """GPUs per node as the artifact's simulator forms a placement from its allocation list:
+    one entry per run of equal nodes (simulator.py L241-248)."""
+    out: list[int] = []
+    for i, x in enumerate(servers):
+        if i and x == servers[i - 1]:
+            out[-1] += 1
+        else:
+            out.append(1)
+    return tuple(out)
+
+
+def _trace_throughput(rows: Any, mask: np.ndarray) -> str:
+    """The ``throughput`` column's value on the rows ``mask`` ("" if absent or empty)."""
+    extra = getattr(rows, "extra", None)
+    col = extra.get("throughput") if isinstance(extra, dict) else None
+    if col is None:
+        return ""
+    values = set(np.asarray(col, dtype=object)[mask].tolist()) - {"", None}
+    return str(next(iter(values))) if len(values) == 1 else ""
 
 
 def _marked(rows: Any) -> np.ndarray:
@@ -861,8 +945,16 @@ def _marked(rows: Any) -> np.ndarray:
     return mine
 
 
-def _row_problem(apps: dict[str, App], model: str, text: str, k: int) -> str | None:
-    """What is wrong with a goodput row's application, batch and GPUs (None: nothing)."""
+def _row_problem(
+    apps: dict[str, App], model: str, text: str, k: int, table: bool = False
+) -> str | None:
+    """What is wrong with a goodput row's application, batch and GPUs (None: nothing).
+
+    A row may ask for more GPUs than Pollux and Optimus give its application (ncf: 1, sim
+    L332-333) only when the run's truth is the artifact's measured profile (``table``),
+    which has ncf on up to 64 GPUs, as the artifact's simulator runs its realistic
+    workloads (Tiresias keeps the trace's GPUs, sim L357-366).
+    """
     if model not in apps:
         return (
             f"column 'model': {model!r} is not a Pollux application"
@@ -880,11 +972,17 @@ def _row_problem(apps: dict[str, App], model: str, text: str, k: int) -> str | N
             "GPU at most)"
         )
     m, _ = fixed_config(app, batch, k)
-    if not app.min_local <= m <= app.max_local or (app.pollux_max_gpus and k > app.pollux_max_gpus):
+    capped = app.pollux_max_gpus and k > app.pollux_max_gpus and not table
+    if not app.min_local <= m <= app.max_local or capped:
         return (
             f"column 'batch_size': a global batch of {batch} on {k} GPUs gives steps of {m} "
             f"samples per GPU; {model} takes {app.min_local} to {app.max_local}"
-            + (f" on at most {app.pollux_max_gpus} GPU(s)" if app.pollux_max_gpus else "")
+            + (
+                f" on at most {app.pollux_max_gpus} GPU(s) (more under the measured profile: "
+                "a 'throughput' column of 'table', as gpusched workload pollux --load 0 writes)"
+                if app.pollux_max_gpus
+                else ""
+            )
         )
     return None
 
