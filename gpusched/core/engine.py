@@ -27,7 +27,7 @@ from gpusched.core.jit import KERNEL_MODULE, SWITCH, Kernels, compiled, is_cache
 from gpusched.core.jobs import JobTable
 from gpusched.core.ledger import RESOURCES, Ledger
 from gpusched.core.lifecycle import GangLifecycle
-from gpusched.core.memory import give_back_memory
+from gpusched.core.memory import trim_heap
 from gpusched.core.policy import (
     Allocate,
     Decision,
@@ -765,11 +765,13 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
                 self._tl_rows = 0
             self._tl = []
             cols = []
+            many = len(parts) > 2  # (not a viewer's read: one chunk and the rows since)
             for k in range(len(Timeline._fields)):
                 cols.append(np.concatenate([p[k] for p in parts]))
                 for p in parts:
                     p[k] = None
-                give_back_memory()  # the column's chunks (small blocks the allocator keeps)
+                if many:
+                    trim_heap()  # the column's chunks (small blocks the allocator keeps)
             self._tl = [Timeline(*cols)]
         if self._tl:
             tl = self._tl[0]._asdict()  # (the arrays themselves: the caller must not write them)

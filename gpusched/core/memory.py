@@ -17,6 +17,12 @@ def give_back_memory() -> None:
     if "pyarrow" in sys.modules:
         sys.modules["pyarrow"].default_memory_pool().release_unused()
         release_library_pages("/pyarrow/", again=True)
+    trim_heap()
+
+
+def trim_heap() -> None:
+    """Return to the system the free memory the C library's allocator keeps
+    (``malloc_trim``, where the C library has it). No value changes."""
     try:
         import ctypes
 
