@@ -140,18 +140,34 @@ def check_invariants(
             f"work not conserved: a job finished with {float(st.sim_f[F_RESIDUAL]):.3g} of its "
             "work left or overdone"
         )
-    ran = st.job_executed[done] * st.job_rate[done]
-    work = st.job_work[done]
-    if (st.job_remaining[done] != 0).any() or (
+    for lo in range(0, len(done), _CHECK_ROWS):  # (the copies of a slice: memory at 1M jobs)
+        _check_jobs(st, slice(lo, lo + _CHECK_ROWS), done[lo : lo + _CHECK_ROWS], constant_rate)
+
+
+#: jobs checked at once by :func:`check_invariants` (its copies: 16 arrays of this many)
+_CHECK_ROWS = 1 << 16
+
+
+def _check_jobs(st: SimState, part: slice, done: np.ndarray, constant_rate: bool) -> None:
+    """:func:`check_invariants`' rules on each job of the slice ``part`` (``done``: which
+    of them finished)."""
+    executed, first_start, submit = (
+        st.job_executed[part],
+        st.job_first_start[part],
+        st.job_submit[part],
+    )
+    ran = executed[done] * st.job_rate[part][done]
+    work = st.job_work[part][done]
+    if (st.job_remaining[part][done] != 0).any() or (
         constant_rate and not np.allclose(ran, work, rtol=1e-9, atol=1e-6)
     ):
         raise InvariantError("work not conserved: a finished job ran more or less than its work")
-    jct = st.job_finish[done] - st.job_submit[done]
+    jct = st.job_finish[part][done] - submit[done]
     parts = (
-        st.job_wait_s[done]
-        + st.job_load_spent_s[done]
-        + st.job_executed[done]
-        + st.job_save_spent_s[done]
+        st.job_wait_s[part][done]
+        + st.job_load_spent_s[part][done]
+        + executed[done]
+        + st.job_save_spent_s[part][done]
     )
     if not np.allclose(parts, jct, rtol=1e-9, atol=1e-6):
         bad = int(np.flatnonzero(~np.isclose(parts, jct, rtol=1e-9, atol=1e-6))[0])
@@ -159,8 +175,8 @@ def check_invariants(
             f"a job's wait + load + train + save ({float(parts[bad])!r} s) is not its JCT "
             f"({float(jct[bad])!r} s)"
         )
-    if (jct < st.job_executed[done] - 1e-6).any():
+    if (jct < executed[done] - 1e-6).any():
         raise InvariantError("a job finished sooner than its run time after submission")
-    started = ~np.isnan(st.job_first_start)
-    if (st.job_first_start[started] < st.job_submit[started] - 1e-9).any():
+    started = ~np.isnan(first_start)
+    if (first_start[started] < submit[started] - 1e-9).any():
         raise InvariantError("a job started before it was submitted")

@@ -27,6 +27,7 @@ from gpusched.core.jit import KERNEL_MODULE, SWITCH, Kernels, compiled, is_cache
 from gpusched.core.jobs import JobTable
 from gpusched.core.ledger import RESOURCES, Ledger
 from gpusched.core.lifecycle import GangLifecycle
+from gpusched.core.memory import trim_heap
 from gpusched.core.policy import (
     Allocate,
     Decision,
@@ -753,20 +754,32 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
     def timeline(self) -> dict[str, np.ndarray]:
         """The timeline so far: time (s), busy GPUs, queued jobs, jobs holding GPUs,
         GPUs held by loading and by saving jobs, and GPUs holding two or more jobs."""
-        if len(self._tl) > 1:  # one chunk from now on, joined a column at a time (memory)
+        if len(self._tl) + (self._tl_rows > 0) > 1:
+            # one chunk from now on, the rows of the chunk being filled moved into it (the
+            # next row starts a new one), joined a column at a time: one copy of the
+            # timeline is held, not two (memory: 1M jobs, 2M rows, 60 MB each)
             parts: list[list[Any]] = [list(c) for c in self._tl]
+            if self._tl_rows:
+                parts.append([b[: self._tl_rows] for b in self._tl_buf])
+                self._tl_buf = new_timeline(0)
+                self._tl_rows = 0
             self._tl = []
             cols = []
+            many = len(parts) > 2  # (not a viewer's read: one chunk and the rows since)
             for k in range(len(Timeline._fields)):
                 cols.append(np.concatenate([p[k] for p in parts]))
                 for p in parts:
                     p[k] = None
+                if many:
+                    trim_heap()  # the column's chunks (small blocks the allocator keeps)
             self._tl = [Timeline(*cols)]
-        chunks = self._tl + [Timeline(*(b[: self._tl_rows] for b in self._tl_buf))]
-        if self._tl_rows == 0 and len(chunks) == 2:
-            tl = chunks[0]._asdict()  # (the arrays themselves: the caller must not write them)
+        if self._tl:
+            tl = self._tl[0]._asdict()  # (the arrays themselves: the caller must not write them)
         else:
-            tl = {k: np.concatenate([getattr(c, k) for c in chunks]) for k in Timeline._fields}
+            tl = {
+                k: b[: self._tl_rows].copy()
+                for k, b in zip(Timeline._fields, self._tl_buf, strict=True)
+            }
         if self.ledger is not None:  # resources held by role jobs, per resource
             held = np.asarray(self._ledger_rows).reshape(-1, len(RESOURCES))
             for r, name in enumerate(RESOURCES):

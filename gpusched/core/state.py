@@ -341,6 +341,42 @@ def new_state(
     )
 
 
+#: the kernel's working arrays: a finished run's results (jobs.csv, the summary, the
+#: manifest) read none of them (see :func:`without_scratch`)
+SCRATCH_FIELDS = (
+    "job_seg_start",
+    "job_anchor_t",
+    "job_anchor_rem",
+    "job_anchor_exec",
+    "job_anchor_att",
+    "job_key",
+    "job_key2",
+    "job_mark",
+    "job_level",
+    "job_base_att",
+    "job_seq",
+    "job_run_pos",
+    "job_queue_pos",
+    "run_end",
+    "run_cross",
+    "cand",
+    "order",
+)
+
+
+def without_scratch(st: SimState) -> SimState:
+    """``st`` with its working arrays (:data:`SCRATCH_FIELDS`) replaced by empty ones of
+    the same dtypes, for a run that is over and whose engine is gone: what its results
+    read is kept, and the rest can be given back (1M jobs: about 100 MB). The run cannot
+    go on from the state this returns."""
+    return st._replace(
+        **{
+            f: np.empty((0,) + getattr(st, f).shape[1:], getattr(st, f).dtype)
+            for f in SCRATCH_FIELDS
+        }
+    )
+
+
 # --- priority keys the kernel evaluates itself (the fused fast path) -----------
 KEY_NONE = -1  #: the policy orders jobs in Python
 KEY_FIFO = 0  #: submission order

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpusched.core.memory import give_back_memory
 from gpusched.errors import GpuschedError, did_you_mean
 from gpusched.io.resources import resolve_trace
 
@@ -165,6 +166,7 @@ def build_engine(
     if wanted is not None:
         rows = jobmodel.adopt(rows, str(wanted))
     jobs = prepare_jobs(rows, spec_cluster, drop_oversized=drop_oversized)
+    del rows  # (the job table holds what the run needs of it)
     give_back_memory()  # what reading the trace used (1M jobs: 170 MB)
     if len(jobs):
         # slot boundaries k * slot must stay exact floats over the whole run: an upper
@@ -226,22 +228,6 @@ def build_engine(
         events=events,
     )
     return engine, path
-
-
-def give_back_memory() -> None:
-    """Return to the system the memory freed since (the trace reader's): pyarrow's pool
-    keeps what it freed, and the C library's allocator keeps freed small blocks unless
-    asked (``malloc_trim``, where the C library has it). No value changes."""
-    import sys
-
-    if "pyarrow" in sys.modules:
-        sys.modules["pyarrow"].default_memory_pool().release_unused()
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
 
 
 def _read_for(path: Path, cluster: Any) -> Any:
@@ -334,6 +320,8 @@ def phase_times(jobs: Any, load_s: float, save_s: float) -> tuple[np.ndarray, np
             out[k] = np.where(np.isnan(out[k]), from_models[k], out[k])
     for k, default_s in enumerate((load_s, save_s)):
         out[k] = np.where(np.isnan(out[k]), float(default_s), out[k])
+        if not out[k].any() and not np.signbit(out[k]).any():  # all +0.0: fresh zeros,
+            out[k] = np.zeros(n)  # whose pages the system gives only once written (memory)
     return out[0], out[1]
 
 
@@ -396,10 +384,13 @@ def run_into(
 ) -> tuple[dict[str, Any], Any]:
     """:func:`replay` writing into ``folder``, a new folder inside a transaction's staging
     folder (``compare``, ``compare --seeds``, a sweep's cell), or nowhere (None)."""
+    from gpusched.core.state import without_scratch
     from gpusched.results.metrics import summarize, write_results
 
     engine, path = build_engine(trace, policy, **kwargs)
     result = engine.run(progress=progress)
+    del engine  # (the run is over: with it go its policy, kernels and working arrays)
+    result.state = without_scratch(result.state)
     give_back_memory()  # the timeline's chunks, joined into one (1M jobs: 60 MB)
     if folder is None:
         return summarize(result), result

@@ -121,6 +121,15 @@ def write_csv_text(
         for start in range(0, n_rows, _CHUNK_ROWS):
             part = [a[start : start + _CHUNK_ROWS] for a in arrays]
             fh.write(_csv_lines(part))
+            _release_arrow_pool()
+
+
+def _release_arrow_pool() -> None:
+    """Give back to the system the memory pyarrow's pool holds for reuse (it keeps what a
+    chunk's text freed: 1M jobs' jobs.csv rose the peak by 100 MB without this)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 def write_csv_rows(
