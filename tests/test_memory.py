@@ -1,10 +1,8 @@
 """What a run does to keep its memory low changes no result: the timeline held as one
 chunk, the invariants checked in slices, the kernel's working arrays dropped after the
-run, and library pages handed back to the system (issue 33)."""
+run (issue 33)."""
 
 from __future__ import annotations
-
-import sys
 
 import numpy as np
 import pytest
@@ -12,7 +10,6 @@ import pytest
 from gpusched.core import checks
 from gpusched.core import engine as engine_mod
 from gpusched.core.checks import check_invariants
-from gpusched.core.memory import _file_only_ranges, release_library_pages
 from gpusched.core.state import SCRATCH_FIELDS, without_scratch
 from gpusched.errors import InvariantError
 from gpusched.experiments.run import build_engine, phase_times
@@ -123,38 +120,3 @@ def test_zero_phase_times_are_fresh_zeros() -> None:
         assert not a.any() and not np.signbit(a).any()
     load, save = phase_times(jobs, 2.5, 0.0)
     assert (load == 2.5).all() and not save.any()
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
-def test_library_pages_are_handed_back_and_come_back_when_used() -> None:
-    import numba  # noqa: F401  (loads LLVM's library)
-
-    ranges = _file_only_ranges("libllvmlite")
-    assert ranges  # its code and read-only data
-
-    def resident() -> int:
-        total, inside = 0, False
-        with open("/proc/self/smaps") as fh:
-            for line in fh:
-                head = line.split()
-                if not head[0].endswith(":"):
-                    lo, hi = (int(x, 16) for x in head[0].split("-"))
-                    inside = (lo, hi) in ranges
-                elif inside and head[0] == "Rss:":
-                    total += int(head[1])
-        return total
-
-    release_library_pages("libllvmlite")
-    assert resident() < 4096  # kB: at most a few pages touched since
-    # the library still works: compile and run a function
-    f = numba.njit(lambda x: x * 2 + 1)
-    assert f(20) == 41
-    assert resident() > 0
-    # a writable mapping, or one with pages of the process's own, is never released
-    with open("/proc/self/maps") as fh:
-        writable = [
-            tuple(int(x, 16) for x in line.split()[0].split("-"))
-            for line in fh
-            if "libllvmlite" in line and "w" in line.split()[1]
-        ]
-    assert writable and not set(writable) & set(ranges)

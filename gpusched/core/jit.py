@@ -145,10 +145,6 @@ def is_cached(dispatcher: Any, args: tuple[Any, ...]) -> bool:
     return load_cached(dispatcher, tuple(typeof(a) for a in args))
 
 
-#: False until the first call of :func:`load_cached`
-_set_up = False
-
-
 def load_cached(dispatcher: Any, sig: tuple[Any, ...], fast: bool = True) -> bool:
     """Load ``dispatcher``'s compiled version for the argument types ``sig`` from Numba's
     on-disk cache, as its first call would; False if it is not there (nothing compiled).
@@ -166,10 +162,6 @@ def load_cached(dispatcher: Any, sig: tuple[Any, ...], fast: bool = True) -> boo
         return True
     from numba.core.compiler_lock import global_compiler_lock
 
-    global _set_up
-    if not _set_up:  # what setting up Numba's CPU target touched (see release_llvm_pages)
-        _set_up = True
-        release_llvm_pages()
     with global_compiler_lock:
         if dispatcher.overloads.get(tuple(sig)) is not None:
             return True
@@ -187,24 +179,7 @@ def load_cached(dispatcher: Any, sig: tuple[Any, ...], fast: bool = True) -> boo
         if not cres.objectmode:
             ctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
         dispatcher.add_overload(cres)
-    # what reading it touched in LLVM (not after a miss: a compile follows, which uses them)
-    release_llvm_pages()
-    return True
-
-
-def release_llvm_pages() -> None:
-    """Let the system take back the pages of LLVM's library (llvmlite's) this process
-    touched but does not need now (see :func:`gpusched.core.memory.release_library_pages`).
-
-    Loading the library runs LLVM's static initialisers, which touch about 37 MB of its
-    code and read-only data; loading cached kernels touches some more. A 10k-job run's
-    peak was 130 MB, a third of it these pages, though running the compiled kernels
-    needs none of them. Called after importing Numba and around loading a kernel from
-    its cache.
-    """
-    from gpusched.core.memory import release_library_pages
-
-    release_library_pages("libllvmlite")
+        return True
 
 
 _blas_checked = False

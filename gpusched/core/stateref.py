@@ -34,9 +34,6 @@ from numba.core.imputils import impl_ret_borrowed
 from numba.core.registry import CPUDispatcher
 from numba.core.typing.templates import AttributeTemplate, infer_getattr
 
-from gpusched.core.jit import release_llvm_pages
-
-release_llvm_pages()  # what loading LLVM touched, before Numba's CPU target is set up
 #: False under ``NUMBA_DISABLE_JIT=1`` (the kernels are then plain functions, given the tuple)
 JIT = not config.DISABLE_JIT  # type: ignore[attr-defined]
 
