@@ -29,9 +29,12 @@ from gpusched.jobmodels.goodput import (
 DATA = Path(__file__).resolve().parents[1] / "gpusched" / "data"
 
 
-def _trace(rows):
-    """rows: (model, num_gpus, per-GPU batch, iterations)."""
+def _trace(rows, throughput=None):
+    """rows: (model, num_gpus, per-GPU batch, iterations); ``throughput``: that column."""
     n = len(rows)
+    extra = {"batch_size": [str(r[2]) for r in rows], "goodput": ["1"] * n}
+    if throughput is not None:
+        extra["throughput"] = list(throughput)
     return Trace(
         job_id=[f"j{i}" for i in range(n)],
         submit_time=[0.0] * n,
@@ -39,7 +42,7 @@ def _trace(rows):
         duration=[np.nan] * n,
         iterations=[r[3] for r in rows],
         model=[r[0] for r in rows],
-        extra={"batch_size": [str(r[2]) for r in rows], "goodput": ["1"] * n},
+        extra=extra,
         source="t.csv",
     )
 

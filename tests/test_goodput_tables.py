@@ -12,10 +12,10 @@ import pytest
 from gpusched.core.jobs import prepare_jobs
 from gpusched.errors import GpuschedError, TraceError
 from gpusched.io.cluster import ClusterSpec
-from gpusched.io.trace import Trace
 from gpusched.jobmodels.goodput import JOB_MODEL, fixed_config, load_apps
 from gpusched.jobmodels.goodput_tables import ProfileTable, load_tables
 from tests.helpers import run
+from tests.test_goodput_model import _trace
 
 
 def test_profiled_placement_interpolates_in_the_batch_cifar10():
@@ -71,23 +71,6 @@ def test_outside_the_profile_fails_as_the_artifact_does():
     with pytest.raises(ValueError, match="empty placement"):
         t.times((0,), 32)
     assert ProfileTable.normal((2, 1, 2)) == (1, 2, 2)
-
-
-def _trace(rows, throughput=None):
-    n = len(rows)
-    extra = {"batch_size": [str(r[2]) for r in rows], "goodput": ["1"] * n}
-    if throughput is not None:
-        extra["throughput"] = list(throughput)
-    return Trace(
-        job_id=[f"j{i}" for i in range(n)],
-        submit_time=[0.0] * n,
-        num_gpus=[r[1] for r in rows],
-        duration=[np.nan] * n,
-        iterations=[r[3] for r in rows],
-        model=[r[0] for r in rows],
-        extra=extra,
-        source="t.csv",
-    )
 
 
 def test_the_job_model_runs_on_the_table():

@@ -33,19 +33,13 @@ def _schedule(trace: Path, policy: str) -> tuple[np.ndarray, ...]:
     return (st.job_first_start.copy(), st.job_finish.copy(), st.job_submit.copy())
 
 
-@pytest.mark.parametrize(("policy", "seed"), [("sjf-bsbf", 1), ("sjf-bsbf", 2), ("sjf-ffs", 3)])
-def test_plain_while_compiling_gives_the_same_schedule(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str, seed: int
-) -> None:
-    trace = tmp_path / "w.csv"
-    write_trace(build_workload("sjf-bsbf-testbed", seed), trace)
-    monkeypatch.setattr(helpers, "MODE", "compiled")
-    compiled = _schedule(trace, policy)
-
-    # an empty cache: nothing loads, and the "compiling process" only keeps its request
+def _empty_cache(monkeypatch, tmp_path):
+    """An empty cache: nothing loads, and the "compiling process" only keeps its request
+    (in the folder returned) once the file returned exists, as a compile of seconds would
+    be held until the run is over."""
     requests = tmp_path / "requests"
     requests.mkdir()
-    go = tmp_path / "go"  # (held until the run is over, as a compile of seconds would be)
+    go = tmp_path / "go"
     keep = (
         "import os, shutil, sys, time, uuid\n"
         f"while not os.path.exists({str(go)!r}): time.sleep(0.02)\n"
@@ -57,6 +51,19 @@ def test_plain_while_compiling_gives_the_same_schedule(
     monkeypatch.setattr(helpers, "_queued", [])
     monkeypatch.setattr(helpers, "_compiling", {})
     monkeypatch.setattr(helpers, "_tried", set())
+    return requests, go
+
+
+@pytest.mark.parametrize(("policy", "seed"), [("sjf-bsbf", 1), ("sjf-bsbf", 2), ("sjf-ffs", 3)])
+def test_plain_while_compiling_gives_the_same_schedule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str, seed: int
+) -> None:
+    trace = tmp_path / "w.csv"
+    write_trace(build_workload("sjf-bsbf-testbed", seed), trace)
+    monkeypatch.setattr(helpers, "MODE", "compiled")
+    compiled = _schedule(trace, policy)
+
+    requests, go = _empty_cache(monkeypatch, tmp_path)
     for d in _dispatchers():
         d._reset_overloads()
     sys.modules.pop("gpusched.algorithms.share.interpreted", None)
@@ -125,20 +132,7 @@ def test_pd_ors_plain_while_compiling_gives_the_same_schedule(
 
     monkeypatch.setattr(helpers, "MODE", "compiled")
     compiled = run()
-    requests = tmp_path / "requests"
-    requests.mkdir()
-    go = tmp_path / "go"  # (held until the run is over, as a compile of seconds would be)
-    keep = (
-        "import os, shutil, sys, time, uuid\n"
-        f"while not os.path.exists({str(go)!r}): time.sleep(0.02)\n"
-        f"shutil.move(sys.argv[1], {str(requests)!r} + '/' + uuid.uuid4().hex)"
-    )
-    monkeypatch.setattr(helpers, "MODE", "auto")
-    monkeypatch.setattr(helpers, "COMMAND", [sys.executable, "-c", keep])
-    monkeypatch.setattr(helpers, "load_cached", lambda *a, **k: False)
-    monkeypatch.setattr(helpers, "_queued", [])
-    monkeypatch.setattr(helpers, "_compiling", {})
-    monkeypatch.setattr(helpers, "_tried", set())
+    requests, go = _empty_cache(monkeypatch, tmp_path)
     for d in ours:
         d._reset_overloads()
     sys.modules.pop("gpusched.algorithms.primal_dual.interpreted", None)

@@ -56,11 +56,8 @@ point at which it falls (the artifact rounds an epoch's end to whole seconds).
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import functools
-import gzip
-import io
 import math
 import tomllib
 from dataclasses import dataclass, field
@@ -70,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import CatalogueError, ParamError, TraceError, did_you_mean, show_name
-from gpusched.jobmodels.goodput_tables import ProfileTable, load_tables
+from gpusched.jobmodels.goodput_tables import ProfileTable, load_tables, read_bundled_csv
 from gpusched.jobmodels.sharing import (
     MODELS,
     THROUGHPUT_FIELDS,
@@ -372,17 +369,9 @@ def reference(path: Path | None = None) -> Reference:
 
 def _gradstats(path: Path) -> dict[str, dict[int, list[tuple[float, float, float, float]]]]:
     """app -> batch -> rows (progress, iteration, sqr, var) by epoch."""
-    try:
-        with gzip.open(path, "rt", encoding="utf-8", newline="") as f:
-            text = f.read()
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise CatalogueError(f"{show_name(path)}: cannot read: {exc}") from None
-    lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
     out: dict[str, dict[int, list[tuple[float, float, float, float]]]] = {}
-    reader = csv.DictReader(io.StringIO("\n".join(lines)))
     want = ("app", "batch_size", "epoch", "progress", "iteration", "grad_sqr", "grad_var")
-    if reader.fieldnames is None or tuple(reader.fieldnames) != want:
-        raise CatalogueError(f"{show_name(path)}: expected the columns {', '.join(want)}")
+    reader = read_bundled_csv(path, want)
     for i, row in enumerate(reader):
         try:
             batch, epoch = int(row["batch_size"]), int(row["epoch"])

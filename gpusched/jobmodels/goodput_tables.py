@@ -147,6 +147,21 @@ class ProfileTable:
         return step + s * (step - sync), step - sync
 
 
+def read_bundled_csv(path: Path, fields: tuple[str, ...]) -> csv.DictReader[str]:
+    """The rows of a bundled gzip CSV (``#`` lines are comments) with exactly the columns
+    ``fields``; a :class:`CatalogueError` naming the file if it cannot be read or has others."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8", newline="") as f:
+            text = f.read()
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise CatalogueError(f"{show_name(path)}: cannot read: {exc}") from None
+    lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
+    reader = csv.DictReader(io.StringIO("\n".join(lines)))
+    if reader.fieldnames is None or tuple(reader.fieldnames) != fields:
+        raise CatalogueError(f"{show_name(path)}: expected the columns {', '.join(fields)}")
+    return reader
+
+
 @functools.cache
 def load_tables(path: Path = PATH) -> dict[str, ProfileTable]:
     """The six applications' tables from ``pollux_profiles.csv.gz`` (cached).
@@ -157,15 +172,7 @@ def load_tables(path: Path = PATH) -> dict[str, ProfileTable]:
         An unreadable or malformed file (named, with the data row).
     """
     name = show_name(path)
-    try:
-        with gzip.open(path, "rt", encoding="utf-8", newline="") as f:
-            text = f.read()
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise CatalogueError(f"{name}: cannot read: {exc}") from None
-    lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
-    reader = csv.DictReader(io.StringIO("\n".join(lines)))
-    if reader.fieldnames is None or tuple(reader.fieldnames) != _FIELDS:
-        raise CatalogueError(f"{name}: expected the columns {', '.join(_FIELDS)}")
+    reader = read_bundled_csv(path, _FIELDS)
     place: dict[str, dict[int, list[list[float]]]] = {}
     scal: dict[str, list[list[float]]] = {}
     for i, row in enumerate(reader):
