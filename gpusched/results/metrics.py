@@ -14,7 +14,9 @@ Definitions (all in seconds of simulated time):
   job's GPUs;
 * makespan = last finish - first submission;
 * slowdown (``slowdown_s``): training time beyond the job's duration, i.e. time lost to
-  running slower than alone at ideal placement (spread, shared, a smaller sub-batch), so
+  running slower than alone at ideal placement (spread, shared, a smaller sub-batch);
+  negative for a job that trained faster than its duration (an elastic job given more
+  GPUs than its duration assumes, docs/pollux.md), so
   JCT = ``wait_s`` + ``load_s`` + duration + ``slowdown_s`` + ``save_s``; the summary's
   ``avg_slowdown_s`` and ``total_slowdown_s`` are over finished jobs (in runs of jobs
   made of tasks: the critical chunk's, like the job's other parts, below);
