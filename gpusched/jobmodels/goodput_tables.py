@@ -36,7 +36,7 @@ import numpy as np
 
 from gpusched.errors import CatalogueError, GpuschedError, show_name
 
-__all__ = ["PATH", "OutsideProfile", "ProfileTable", "load_tables"]
+__all__ = ["PATH", "OutsideProfile", "ProfileTable", "load_tables", "read_bundled_csv"]
 
 PATH = Path(__file__).resolve().parent.parent / "data" / "pollux_profiles.csv.gz"
 _FIELDS = (
