@@ -45,10 +45,11 @@ Solved by HiGHS (the highspy package, imported on first use) to a relative
 gap on the objective (default 1e-3; proving optimality to 1e-6 took seconds per decision
 with 50 jobs on 100 machines), with a node limit (deterministic) and a time limit (a
 backstop: when it is reached the answer depends on the machine's speed). On one thread
-(``threads = 1``, here and in every HiGHS solver of gpusched, since HiGHS fixes its thread
-pool once per process at the first solve): its parallel MIP search returns answers that
-differ with the number of threads (15 of 61 MILPs of Fig. 7's Dorm runs, all within the
-gap), so with the default a machine with more cores would give other schedules.
+(``threads = 1``, here and in PD-ORS's LPs, the policies' highspy solvers, which share
+one thread pool per process): its parallel MIP search returns answers that differ with
+the number of threads (15 of 61 MILPs of Fig. 7's Dorm runs, all within the gap), so with
+the default a machine with more cores would give other schedules. (The offline optima,
+through ``scipy.optimize.milp``, use SciPy's own copy of HiGHS.)
 """
 
 from __future__ import annotations

@@ -1217,7 +1217,7 @@ class _Rows:
         self.g_delta, self.rounds, self.max_failures = g_delta, rounds, max_failures
         self.seed, self.all_counts, self.shared = list(seed), all_counts, shared
 
-        def same() -> np.random.Generator:  # (shared may be a lazily made generator)
+        def same() -> np.random.Generator:  # the one shared stream, as an RngSource
             assert shared is not None
             return shared
 

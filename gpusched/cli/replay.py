@@ -134,7 +134,7 @@ def replay_cmd(
     ] = False,
 ) -> None:
     """Replay a trace on a cluster under one policy and print the summary."""
-    from gpusched.core.warmup import warm_up
+    from gpusched.core.warmup import PATHS, warm_up
     from gpusched.errors import GpuschedError
     from gpusched.experiments.run import check_format, check_run_options, replay
     from gpusched.io.runfolder import FolderTransaction
@@ -153,8 +153,8 @@ def replay_cmd(
         if tx is not None:
             tx.check()
         with compile_notice():
-            warm_up("fused")
-            warm_up("python")
+            for path in PATHS:
+                warm_up(path)
         with tx if tx is not None else contextlib.nullcontext():
             summary = run_tui(
                 trace,
