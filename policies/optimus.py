@@ -27,12 +27,11 @@ Its jobs keep their batch (``Start.config`` None): goodput jobs of
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 import numpy as np
 
-from gpusched.core.policy import Decision, Preempt, Range, Start
+from gpusched.core.policy import Cycles, Decision, Preempt, Range, Start
 from gpusched.core.state import SAVING
 from gpusched.errors import ParamError
 from gpusched.jobmodels.goodput import THROUGHPUT, GoodputPerf
@@ -62,15 +61,11 @@ class OptimusPolicy:
         self.interval = float(interval)
         # "" (default): the trace's ``throughput`` column, else sharing (the job model)
         self.job_model_options = {"goodput": {"throughput": throughput} if throughput else {}}
-        self._next: float | None = None
+        self._cycles = Cycles(self.interval)
 
     def decide(self, view, now: float) -> Decision:
-        k = now / self.interval
-        if self._next is None:
-            self._next = math.ceil(k - 1e-9) * self.interval
-        if now < self._next - 1e-9:
-            return Decision(wake_at=self._next)
-        self._next = (math.floor(k + 1e-9) + 1.0) * self.interval
+        if not self._cycles.due(now):
+            return Decision(wake_at=self._cycles.next)
         perf = view.perf
         if not isinstance(perf, GoodputPerf):
             raise ValueError(
@@ -96,7 +91,7 @@ class OptimusPolicy:
             want[j] += 1
             left -= 1
             gain[j] = self._gain(perf, j, want[j], left)
-        return Decision(actions=self._actions(view, want, per_node), wake_at=self._next)
+        return Decision(actions=self._actions(view, want, per_node), wake_at=self._cycles.next)
 
     @staticmethod
     def _gain(perf: GoodputPerf, j: int, r: int, left: int) -> float:

@@ -47,13 +47,12 @@ live in :mod:`gpusched.algorithms.pollux_search`.
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 import numpy as np
 
 from gpusched.algorithms.pollux_search import Problem, Speedups, search_dp, search_ga
-from gpusched.core.policy import Decision, Preempt, Range, Start
+from gpusched.core.policy import Cycles, Decision, Preempt, Range, Start
 from gpusched.core.state import SAVING
 from gpusched.errors import ParamError
 from gpusched.jobmodels.goodput import ADAPTIVE, EXPLORE, THROUGHPUT, GoodputPerf, reference
@@ -95,7 +94,7 @@ class PolluxPolicy:
         self.job_model_options = {"goodput": opts}
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self.ref = reference()
-        self._next: float | None = None
+        self._cycles = Cycles(self.interval)  # rounds at multiples of it (sim L402-403)
         self._tables: Speedups | None = None
         self._population: tuple[np.ndarray, np.ndarray] | None = None  # (jobs, GA states)
         self._ids: np.ndarray = np.empty(0, dtype=object)
@@ -118,12 +117,8 @@ class PolluxPolicy:
         return f"pollux round t={t:g} s: {len(changes)} re-allocated: " + "; ".join(said) + more
 
     def decide(self, view, now: float) -> Decision:
-        k = now / self.interval
-        if self._next is None:  # rounds at multiples of the interval (sim L402-403)
-            self._next = math.ceil(k - 1e-9) * self.interval
-        if now < self._next - 1e-9:
-            return Decision(wake_at=self._next)
-        self._next = (math.floor(k + 1e-9) + 1.0) * self.interval
+        if not self._cycles.due(now):
+            return Decision(wake_at=self._cycles.next)
         perf = view.perf
         if not isinstance(perf, GoodputPerf):
             raise ValueError(
@@ -143,13 +138,15 @@ class PolluxPolicy:
         order = np.lexsort((view.job_submit[jobs], view.job_attained[jobs]))
         jobs, agents = jobs[order], [agents[i] for i in order.tolist()]
         if jobs.size == 0:
-            return Decision(wake_at=self._next)
+            return Decision(wake_at=self._cycles.next)
         pb = self._problem(view, now, jobs, agents)
         if self.search == "ga":
             state = self._ga(pb, jobs)
         else:
             state = search_dp(pb)
-        return Decision(actions=self._actions(view, jobs, pb.base, state), wake_at=self._next)
+        return Decision(
+            actions=self._actions(view, jobs, pb.base, state), wake_at=self._cycles.next
+        )
 
     def _problem(self, view, now: float, jobs: np.ndarray, agents: list) -> Problem:
         """This round's speedups, restart factors, current allocation and limits."""

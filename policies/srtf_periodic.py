@@ -22,12 +22,11 @@ point after it; ties in remaining time go to the earlier submission, as in ``srt
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 import numpy as np
 
-from gpusched.core.policy import KEY_SRTF, Decision, Fused, Range
+from gpusched.core.policy import KEY_SRTF, Cycles, Decision, Fused, Range
 from gpusched.core.state import SAVING
 
 
@@ -46,20 +45,16 @@ class SRTFPeriodicPolicy:
         rng: np.random.Generator | None = None,
     ):
         self.interval = float(interval)
-        self._next: float | None = None  # time of the next cycle, s
+        self._cycles = Cycles(self.interval)
 
     def fused(self) -> Fused:
         # the same rule in the kernel: srtf's re-pack, due only at multiples of interval
         return Fused(KEY_SRTF, preemptive=True, blocking=False, period=self.interval)
 
     def decide(self, view, now: float) -> Decision:
-        k = now / self.interval
-        if self._next is None:  # the first cycle at or after the first decision point
-            self._next = math.ceil(k - 1e-9) * self.interval
-        if now < self._next - 1e-9:
-            return Decision(wake_at=self._next)  # between cycles: nothing changes
-        self._next = (math.floor(k + 1e-9) + 1.0) * self.interval  # the cycle after now
+        if not self._cycles.due(now):
+            return Decision(wake_at=self._cycles.next)  # between cycles: nothing changes
         holding = view.running[view.job_status[view.running] != SAVING]
         active = np.union1d(view.queued, holding)  # ascending index: ties by submission
         order = active[np.argsort(view.job_remaining[active], kind="stable")]  # min r_j first
-        return Decision(order=order, preemptive=True, wake_at=self._next)
+        return Decision(order=order, preemptive=True, wake_at=self._cycles.next)

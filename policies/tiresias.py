@@ -66,7 +66,7 @@ from typing import Annotated
 import numpy as np
 
 from gpusched.algorithms.level_lists import LevelLists
-from gpusched.core.policy import KEY_LAS, Decision, Fused, Range, parse_levels
+from gpusched.core.policy import KEY_LAS, Cycles, Decision, Fused, Range, parse_levels
 from gpusched.core.state import QUEUED, SAVING
 
 #: A level's list order: holders moved to the front after each re-pack (the Tiresias
@@ -152,7 +152,7 @@ class TiresiasPolicy:
         self._seen = np.zeros(0, dtype=np.int64)
         self._no_saves = False
         self._no_loads = False
-        self._next = -math.inf  # periodic mode: the time of the next cycle, s
+        self._cycles = Cycles(self.interval) if self.interval > 0 else None  # periodic mode
 
     def _begin(self, view) -> None:
         """First decision of a run: no job is placed, promoted or holds GPUs yet."""
@@ -248,10 +248,14 @@ class TiresiasPolicy:
             for j, s in zip(new.tolist(), (view.job_submit[new] - t0).tolist(), strict=True):
                 self._lists.join(j, self._level0, s)
             self._n_listed += new.size
-        if self.interval > 0 and not self._cycle_due(now, float(view.slot_s)):
-            return Decision(wake_at=self._next)  # between cycles: nothing changes
+        # periodic mode: cycles fall on multiples of interval; while jobs are present every
+        # decision asks to wake at the next one, so a cycle is missed only while none is,
+        # and then the next is the first multiple at or after now
+        cycles = self._cycles
+        if cycles is not None and not cycles.due(now, restart_after=float(view.slot_s)):
+            return Decision(wake_at=cycles.next)  # between cycles: nothing changes
         holding = self._held = self._holding(view)
-        wake_at = self._next if self.interval > 0 else None
+        wake_at = cycles.next if cycles is not None else None
         if not self._waiting(view, holding):
             # (with no saves, no job enters the queue between a wake and this call)
             if self.starve > 0 and not self._no_saves:
@@ -287,18 +291,6 @@ class TiresiasPolicy:
         if not self._no_saves:
             order = order[view.job_status[order] != SAVING]
         return Decision(order=order, preemptive=True, wake_at=wake_at)
-
-    def _cycle_due(self, now: float, slot: float) -> bool:
-        """Periodic mode: is a cycle due now? Cycles fall on multiples of ``interval``; while
-        jobs are present every decision asks to wake at the next one, so a cycle is missed
-        only while none is, and then the next is the first multiple at or after ``now``."""
-        k = now / self.interval
-        if now > self._next + slot - 1e-9:  # the first decision, or after an empty spell
-            self._next = math.ceil(k - 1e-9) * self.interval
-        if now < self._next - 1e-9:
-            return False
-        self._next = (math.floor(k + 1e-9) + 1.0) * self.interval
-        return True
 
     def wake(self, view, now: float) -> float | None:
         """Next level crossing of a holder, b_j + (T_q - a_j) / g_j (b_j: now, or the end of

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from gpusched.core.engine import Engine
 from gpusched.core.jobs import prepare_jobs
-from gpusched.core.policy import Decision, Preempt, Start
+from gpusched.core.policy import Cycles, Decision, Preempt, Start
 from gpusched.errors import PolicyError
 from gpusched.io.cluster import ClusterSpec
 from gpusched.io.trace import Trace
@@ -102,15 +102,11 @@ class RoundRobin:
 
     def __init__(self, hi, interval):
         self.hi, self.interval = hi, interval
-        self._next = None
+        self._cycles = Cycles(interval)
 
     def decide(self, view, now):
-        k = now / self.interval
-        if self._next is None:
-            self._next = math.ceil(k - 1e-9) * self.interval
-        if now < self._next - 1e-9:
-            return Decision(wake_at=self._next)
-        self._next = (math.floor(k + 1e-9) + 1.0) * self.interval
+        if not self._cycles.due(now):
+            return Decision(wake_at=self._cycles.next)
         holder = view.gpu_job[:, 0]
         active = np.union1d(view.queued, view.running).tolist()
         have = {j: int(np.count_nonzero(holder == j)) for j in active}
@@ -133,7 +129,7 @@ class RoundRobin:
                 gpus = np.flatnonzero(free)[: want[j]]
                 free[gpus] = False
                 acts.append(Start(j, gpus.astype(np.int32)))
-        return Decision(actions=acts, wake_at=self._next)
+        return Decision(actions=acts, wake_at=self._cycles.next)
 
 
 def _engine(jobs, n_gpus, perf, policy, load, slot=1.0, events=True, per_server=None):

@@ -90,3 +90,18 @@ def test_fused_kernel_equals_python_decide(interval, w, ph):
         assert getattr(a.state, field).tobytes() == getattr(b.state, field).tobytes(), field
     for column in ("time_s", "busy_gpus", "queued", "loading_gpus", "saving_gpus"):
         assert a.timeline[column].tobytes() == b.timeline[column].tobytes(), column
+
+
+def test_cycles_fall_on_multiples_of_the_interval():
+    from gpusched.core.policy import Cycles
+
+    c = Cycles(60.0)
+    assert c.due(10.0) is False and c.next == 60.0  # the first multiple at or after 10
+    assert c.due(59.0) is False
+    assert c.due(60.0) is True and c.next == 120.0
+    assert c.due(150.0) is True and c.next == 180.0  # a late wake: the multiple after now
+    # with restart_after, a decision past next + restart_after counts from now again
+    r = Cycles(60.0)
+    assert r.due(0.0, restart_after=1.0) is True and r.next == 60.0
+    assert r.due(200.0, restart_after=1.0) is False and r.next == 240.0
+    assert r.due(240.0, restart_after=1.0) is True and r.next == 300.0

@@ -28,6 +28,7 @@ Python. ``decide`` stays the readable reference; tests check both paths agree.
 from __future__ import annotations
 
 import inspect
+import math
 import re
 import typing
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ __all__ = [
     "KEY_SJF",
     "KEY_SRTF",
     "Allocate",
+    "Cycles",
     "Decision",
     "Dispatch",
     "Fused",
@@ -254,6 +256,35 @@ class Fused:
     starve: float = 0.0
     flags: int = 0
     asks: bool = False
+
+
+class Cycles:
+    """The decision cycles of a periodic scheduler: multiples of ``interval`` s.
+
+    :meth:`due` says whether a cycle falls at decision time ``now``; :attr:`next` is the
+    time of the next one (the ``wake_at`` a policy asks for between cycles). The first
+    cycle is the first multiple at or after the first decision point; after a cycle the
+    next is the multiple after ``now``. With ``restart_after``, a decision later than
+    ``next + restart_after`` (the run went past a cycle without waking, e.g. while no
+    job was present) restarts the count at the first multiple at or after ``now``.
+    """
+
+    def __init__(self, interval: float) -> None:
+        self.interval = float(interval)
+        #: time of the next cycle, s (None before the first decision)
+        self.next: float | None = None
+
+    def due(self, now: float, restart_after: float | None = None) -> bool:
+        """Is a cycle due at ``now``? (Moves :attr:`next` on when it is.)"""
+        k = now / self.interval
+        if self.next is None or (
+            restart_after is not None and now > self.next + restart_after - 1e-9
+        ):
+            self.next = math.ceil(k - 1e-9) * self.interval
+        if now < self.next - 1e-9:
+            return False
+        self.next = (math.floor(k + 1e-9) + 1.0) * self.interval
+        return True
 
 
 @runtime_checkable
