@@ -83,6 +83,18 @@ class Compile:
         return compiled_in_cache(self.mode)
 
 
+def detached(args: list[str]) -> subprocess.Popen[bytes]:
+    """Start ``args`` as a quiet process of its own session: a Ctrl-C of the run does not
+    stop the cache's fill (used here and by :mod:`gpusched.core.helpers`)."""
+    return subprocess.Popen(
+        args,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 def start(mode: str) -> Compile:
     """Start compiling engine path ``mode``'s kernels in a new process (or, when another
     run already is, wait for that one)."""
@@ -96,13 +108,7 @@ def start(mode: str) -> Compile:
             lock.unlink(missing_ok=True)  # stale: its process is gone
             continue
         try:
-            proc = subprocess.Popen(
-                [*COMMAND, mode, str(lock)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,  # a Ctrl-C of the run does not stop the cache's fill
-            )
+            proc = detached([*COMMAND, mode, str(lock)])
         except OSError:
             os.close(fd)
             lock.unlink(missing_ok=True)

@@ -37,6 +37,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from gpusched.core.background import detached
 from gpusched.core.jit import SUFFIX, interpreted, load_cached
 
 #: "auto" (compile in the background, run plain meanwhile), "compiled" or "interpreted"
@@ -125,13 +126,7 @@ def _start() -> None:
     with os.fdopen(fd, "wb") as f:
         pickle.dump(keys, f)
     try:
-        proc = subprocess.Popen(
-            [*COMMAND, name],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # a Ctrl-C of the run does not stop the cache's fill
-        )
+        proc = detached([*COMMAND, name])
     except OSError:
         os.unlink(name)
         return  # (the plain functions go on)
