@@ -37,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gpusched.jobmodels.sharing import THROUGHPUT_FIELDS
+
 APPS = ("bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3")
 SETS = ("workloads", "workloads-realistic", "workloads-0.5", "workloads-1.5", "workloads-2.0")
 DATA = Path(__file__).resolve().parents[2] / "gpusched" / "data"
@@ -221,15 +223,7 @@ def errors(th: np.ndarray, data: np.ndarray) -> tuple[float, float]:
     return float(rel.mean()), float(np.percentile(rel, 95))
 
 
-KEYS = (
-    "alpha_comp_s",
-    "beta_comp_s",
-    "intra_alpha_s",
-    "intra_beta_s",
-    "inter_alpha_s",
-    "inter_beta_s",
-    "delta",
-)
+KEYS = THROUGHPUT_FIELDS  # eq. 7's seven parameters, as the sharing model names them
 
 
 def refit(sim: Path) -> None:
@@ -262,6 +256,8 @@ def refit(sim: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
+    if not argv or not (Path(argv[0]) / "traces").is_dir():
+        sys.exit(__doc__.strip().splitlines()[2])  # the usage line
     sim = Path(argv[0])
     gradstats(sim)
     profiles(sim)
