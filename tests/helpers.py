@@ -148,3 +148,24 @@ def seal(folder: Any, **fields: Any) -> Any:
     manifest.update(fields)
     path.write_text(json.dumps(manifest))
     return folder
+
+
+def invoke(*args: object) -> Any:
+    """The command line run in this process on ``args`` (each made a string)."""
+    from typer.testing import CliRunner
+
+    from gpusched.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def one_line_error(result: Any, *needles: str) -> str:
+    """The one line ``error: ...`` of a command that failed on a user mistake (exit 2, no
+    traceback), holding every one of ``needles``."""
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    line = result.output.strip()
+    assert line.startswith("error: ") and len(line.splitlines()) == 1, line
+    for needle in needles:
+        assert needle in line, line
+    return line

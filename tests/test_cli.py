@@ -11,12 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from gpusched.cli import app
+from tests.helpers import invoke
 
 runner = CliRunner()
-
-
-def invoke(*args: str):
-    return runner.invoke(app, [str(a) for a in args])
 
 
 def write(path: Path, text: str) -> Path:

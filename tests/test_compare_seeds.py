@@ -8,19 +8,13 @@ import re
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from gpusched.cli import app
 from gpusched.errors import GpuschedError
 from gpusched.experiments.seeds import compare_seeds, parse_seeds
 from gpusched.results.stats import t_interval
+from tests.helpers import invoke
 
-runner = CliRunner()
 POLICIES = ["fifo", "srtf"]
-
-
-def invoke(*args: object):
-    return runner.invoke(app, [str(a) for a in args])
 
 
 def seed_trace(folder: Path, seed: int) -> Path:

@@ -11,21 +11,14 @@ import csv
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from gpusched.cli import app
 from gpusched.errors import show_text
-
-runner = CliRunner()
+from tests.helpers import invoke
 
 #: a colour, a reset and an OSC title change ended by BEL
 EVIL = "\x1b[31mRED\x1b[0m\x1b]0;pwned\x07"
 SPLIT = "a\nb"
 RAW = ("\x1b", "\x07", "a\nb")
-
-
-def invoke(*args: object):
-    return runner.invoke(app, [str(a) for a in args])
 
 
 def clean(text: str) -> None:

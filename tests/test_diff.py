@@ -7,18 +7,11 @@ import math
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from gpusched.cli import app
 from gpusched.results.diff import diff_runs, format_duration, read_run_jobs
-from tests.helpers import seal
+from tests.helpers import invoke, seal
 
-runner = CliRunner()
 HEAD = "job_id,submit,first_start,finish,jct,wait_s,gpus,duration,slowdown_s\n"
-
-
-def invoke(*args: object):
-    return runner.invoke(app, [str(a) for a in args])
 
 
 def run(folder: Path, rows: list[tuple[str, float, str, str, str]]) -> Path:

@@ -7,27 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from gpusched.cli import app
 from gpusched.errors import ClusterError
 from gpusched.io.cluster import ClusterSpec, ServerGroup, load_cluster
 from gpusched.workloads import MAX_JOBS, WORKLOADS
-
-runner = CliRunner()
-
-
-def invoke(*args: object):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def one_line_error(result, *needles: str) -> str:
-    assert result.exit_code == 2, result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
+from tests.helpers import invoke, one_line_error
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))

@@ -12,26 +12,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
-from gpusched.cli import app
 from gpusched.io.tables import parquet_rows, write_table
-from tests.helpers import seal
-
-runner = CliRunner()
-
-
-def invoke(*args: object):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def one_line_error(r, *parts: str) -> str:
-    assert r.exit_code == 2, r.output
-    lines = [x for x in r.output.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.output
-    for part in parts:
-        assert part in lines[0], lines[0]
-    return lines[0]
+from tests.helpers import invoke, one_line_error, seal
 
 
 @pytest.fixture(scope="module")

@@ -10,19 +10,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
-from gpusched.cli import app
 from gpusched.errors import TraceError
 from gpusched.io.resources import bundled_dir
 from gpusched.io.trace import read_trace, write_trace
+from tests.helpers import invoke
 
-runner = CliRunner()
 NUMBERS = ("submit_time", "num_gpus", "duration", "iterations", "load_s", "save_s")
-
-
-def invoke(*args: object):
-    return runner.invoke(app, [str(a) for a in args])
 
 
 @pytest.mark.parametrize("name", ["tiny", "philly-2000", "ps-20", "ec-30", "synth-500"])

@@ -23,14 +23,7 @@ from gpusched.workloads.recurring import (
     task_size_pmf,
 )
 from gpusched.workloads.synth import demand_load, offered_load, top_jobs
-
-
-def invoke(*args: object):
-    from typer.testing import CliRunner
-
-    from gpusched.cli import app
-
-    return CliRunner().invoke(app, [str(a) for a in args])
+from tests.helpers import invoke
 
 
 def _task_cdf(sizes: np.ndarray, s: int) -> float:

@@ -12,25 +12,9 @@ import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from gpusched.cli import app
 from gpusched.io.runfolder import FolderLock, FolderTransaction, safe_name
-
-runner = CliRunner()
-
-
-def invoke(*args: object):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def one_line_error(result, *needles: str) -> str:
-    assert result.exit_code == 2, result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
+from tests.helpers import invoke, one_line_error
 
 
 def leftovers(parent: Path) -> list[str]:

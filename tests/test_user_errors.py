@@ -19,23 +19,9 @@ from typer.testing import CliRunner
 from gpusched.cli import app
 from gpusched.cli._common import compile_notice, suggest_warm_up
 from gpusched.core.view import _ro
+from tests.helpers import invoke, one_line_error
 
-runner = CliRunner()
 GOOD = "job_id,submit_time,num_gpus,duration\na,0,1,10\nb,5,2,20\nc,6,4,5\n"
-
-
-def invoke(*args: object):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def one_line_error(r, *needles: str) -> str:
-    assert r.exit_code == 2, r.output
-    assert "Traceback" not in r.output
-    line = r.output.strip()
-    assert line.startswith("error: ") and len(line.splitlines()) == 1, line
-    for needle in needles:
-        assert needle in line, line
-    return line
 
 
 def policy_file(tmp_path: Path, body: str, name: str = "mine") -> Path:

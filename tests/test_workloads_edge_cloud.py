@@ -13,9 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from gpusched.cli import app
 from gpusched.errors import GpuschedError
 from gpusched.io.trace import write_trace
 from gpusched.workloads import WORKLOADS, build_workload, workload_cluster
@@ -38,8 +36,8 @@ from gpusched.workloads.edge_cloud import (
     edge_cloud_testbed_workload,
 )
 from gpusched.workloads.sjf_bsbf import load_pool
+from tests.helpers import invoke, one_line_error
 
-runner = CliRunner()
 CLUSTERS = Path(__file__).resolve().parent.parent / "clusters"
 
 CHUNK_COLUMNS = [
@@ -55,18 +53,6 @@ CHUNK_COLUMNS = [
     "gang_workers",
 ]
 TABLE_II = {name: (d, b) for name, _, d, b in MODELS}
-
-
-def invoke(*args):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def one_line_error(r, *needles: str) -> None:
-    assert r.exit_code == 2, r.output
-    line = r.output.strip()
-    assert line.startswith("error: ") and len(line.splitlines()) == 1, line
-    for needle in needles:
-        assert needle in line, line
 
 
 def col(trace, name):

@@ -14,9 +14,7 @@ import re
 import numpy as np
 import pytest
 from scipy.stats import ks_2samp
-from typer.testing import CliRunner
 
-from gpusched.cli import app
 from gpusched.errors import GpuschedError
 from gpusched.io.cluster import load_cluster
 from gpusched.io.trace import read_trace
@@ -32,18 +30,13 @@ from gpusched.workloads.lazer import (
     lazer_philly_workload,
     sample_keeping_interarrivals,
 )
-
-runner = CliRunner()
+from tests.helpers import invoke
 
 TABLE_1 = {  # Go et al., DAC'26, Table 1: jobs (K), training time per job (min), inter-arrival (s)
     "earth": (427, 59.5, 39),
     "saturn": (698, 72.2, 80),
     "uranus": (329, 128.1, 243),
 }
-
-
-def invoke(*args):
-    return runner.invoke(app, [str(a) for a in args])
 
 
 @pytest.fixture(scope="module")

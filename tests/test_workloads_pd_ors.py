@@ -6,9 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from gpusched.cli import app
 from gpusched.core.jobs import prepare_jobs
 from gpusched.io.cluster import load_cluster
 from gpusched.io.trace import read_trace
@@ -27,8 +25,7 @@ from gpusched.workloads.pd_ors import (
     worth_finishing,
 )
 from gpusched.workloads.sjf_bsbf import WINDOW_S, load_pool
-
-runner = CliRunner()
+from tests.helpers import invoke
 
 INTEGER_COLUMNS = (
     "epochs",
@@ -40,10 +37,6 @@ INTEGER_COLUMNS = (
     "ps_gpus",
     "ps_cpus",
 )
-
-
-def invoke(*args):
-    return runner.invoke(app, [str(a) for a in args])
 
 
 def column(trace, name):

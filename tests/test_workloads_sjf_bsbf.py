@@ -6,9 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from gpusched.cli import app
 from gpusched.errors import GpuschedError
 from gpusched.io.trace import read_trace
 from gpusched.workloads import build_workload
@@ -23,12 +21,7 @@ from gpusched.workloads.sjf_bsbf import (
     sjf_bsbf_testbed_workload,
     sjf_bsbf_workload,
 )
-
-runner = CliRunner()
-
-
-def invoke(*args):
-    return runner.invoke(app, [str(a) for a in args])
+from tests.helpers import invoke
 
 
 @pytest.fixture(scope="module")
