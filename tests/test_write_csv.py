@@ -46,6 +46,8 @@ def test_hostile_fields_are_quoted_as_csv_writer_does(tmp_path):
         "b": np.array([True, False] * 4),
         "o": np.array([None, 1.5, float("nan"), "z", 3, np.float64(2.0), 'q"', ""], dtype=object),
         "u": np.array(list("abcdefgh")),
+        # job ids as a trace holds them (NumPy's StringDType): short ids inline, long ones not
+        "t": np.array(["a,b", 'c"', "d\ne", "", "é" * 20, "x" * 15, "y" * 16, "z"], dtype="T"),
     }
     write_csv(tmp_path / "new.csv", cols)
     reference(tmp_path / "old.csv", cols)
@@ -63,6 +65,7 @@ def test_random_tables_match_csv_writer(tmp_path_factory, rows):
     d = tmp_path_factory.mktemp("csv")
     cols = {
         "s": np.array([r[0] for r in rows], dtype=object),
+        "t": np.array([r[0] for r in rows], dtype="T"),
         "f": np.array([r[1] for r in rows], dtype=np.float64),
         "i": np.array([r[2] for r in rows], dtype=np.int64),
     }

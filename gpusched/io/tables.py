@@ -97,6 +97,8 @@ def _arrow_column(values: np.ndarray) -> Any:
 
     if values.dtype.kind == "f":
         return pa.array(values, mask=np.isnan(values))
+    if values.dtype.kind == "T":  # NumPy's StringDType (job ids): pyarrow reads objects
+        values = values.astype(object)
     if values.dtype.kind == "O":
         return pa.array(values.tolist(), from_pandas=True)
     return pa.array(values)
@@ -211,6 +213,8 @@ def _text_cells(values: np.ndarray) -> Any:
     import pyarrow.compute as pc
 
     kind = values.dtype.kind
+    if kind == "T":  # NumPy's StringDType (job ids): pyarrow reads objects
+        values, kind = values.astype(object), "O"
     if kind == "f":
         return _float_cells(values.astype(np.float64, copy=False))
     if kind in "iu":
