@@ -448,3 +448,23 @@ def test_a_table_written_by_another_run_is_refused(tmp_path):
     (folder / "events.csv").write_bytes((other / "events.csv").read_bytes())
     r = runner.invoke(app, ["explain", str(folder), "j0"])
     assert r.exit_code == 2 and "events.csv: differs from the table" in r.output
+
+
+def test_explain_reads_the_config_rows_an_elastic_run_writes(tmp_path):
+    """The engine logs ``config`` rows (Pollux's batch sizes); explain refused its own log."""
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "job_id,submit_time,num_gpus,iterations,model,batch_size,goodput\n"
+        "cifar10-0,107,6,2436.6726341735875,cifar10,342,1\n"
+        "ncf-2,135,1,1516.984375,ncf,32768,1\n"
+    )
+    out = tmp_path / "r"
+    args = ["replay", str(trace), "-c", "pollux-16x4", "-P", "pollux", "--events", "-o"]
+    r = runner.invoke(app, [*args, str(out)])
+    assert r.exit_code == 0, r.output
+    assert ",config,cifar10-0," in (out / "events.csv").read_text()
+    r = runner.invoke(app, ["explain", str(out), "cifar10-0"])
+    assert r.exit_code == 0, r.output
+    assert "configured: batch " in r.output
+    r = runner.invoke(app, ["explain", str(out), "--worst", "2"])
+    assert r.exit_code == 0, r.output

@@ -77,6 +77,7 @@ EVENT_KINDS = (
     "allocate",
     "share",
     "unshare",
+    "config",
     "note",
 )
 
