@@ -79,32 +79,41 @@ def workload_cmd(
         str, typer.Argument(help="Workload preset (run with an unknown name to list them)")
     ],
     output: Annotated[Path, typer.Option("--output", "-o", help="Trace to write")],
-    seed: Annotated[int, typer.Option("--seed", help="Random seed")] = 1,
+    seed: Annotated[
+        int,
+        typer.Option("--seed", help="Random seed (>= 0); pollux: the artifact's workload, 1-8"),
+    ] = 1,
     jobs: Annotated[
         int | None,
         typer.Option(
             "--jobs",
             "-n",
-            help="Number of jobs, where the preset takes one (a-srpt: default 20,000, or all of"
-            " --source). At least 1; at most 10,000,000 for synth-default, 3,000,000 for"
+            help="Number of jobs, where the preset takes one; default synth-default 500, a-srpt"
+            " 20,000 (or all of --source), lazer-* the full size, sjf-bsbf 240, pd-ors 50,"
+            " edge-cloud-sim 300, edge-cloud-testbed 30; fixed for sjf-bsbf-testbed (30) and"
+            " pollux (the set's size: 160 at --load 1). At least 1; at most 10,000,000 for synth-default, 3,000,000 for"
             " a-srpt, 5,000,000 for sjf-bsbf, 2,000,000 for pd-ors (memory: up to 2 KB per"
             " job), the full size for lazer-*, 4,000 for edge-cloud-*, 30 for sjf-bsbf-testbed",
         ),
     ] = None,
     single_gpu_fraction: Annotated[
         float | None,
-        typer.Option("--single-gpu-fraction", help="a-srpt: share of single-GPU jobs (0 to 1)"),
+        typer.Option(
+            "--single-gpu-fraction",
+            help="a-srpt: share of single-GPU jobs, 0 to 1 (default: the source's GPU counts)",
+        ),
     ] = None,
     load: Annotated[
         float | None,
         typer.Option(
             "--load",
-            help="a-srpt, lazer-earth|saturn|uranus (full size): scale the arrival rate to this"
-            " offered load on the --cluster. a-srpt: default 3 on --load-basis body"
+            help="a-srpt, lazer-earth|saturn|uranus (full size), sjf-bsbf, pollux. a-srpt, lazer:"
+            " scale the arrival rate to this offered load on the --cluster. a-srpt: default 3 on --load-basis body"
             " (contended: the paper's baselines wait); 0 keeps the source's own arrival"
             " times. lazer-*: default Table 1's rate (the paper's); the 10-minute bins of"
-            " --arrivals helios are kept. pollux: the set, 1 (default), 0.5, 1.5, 2 or 0 (realistic);"
-            " --seed 1-8 picks the workload",
+            " --arrivals helios are kept. sjf-bsbf: 240 x L jobs over the same 8 hours (default"
+            " 1). pollux: the set, 1 (default), 0.5, 1.5, 2 or 0 (realistic); --seed 1-8 picks"
+            " the workload",
         ),
     ] = None,
     load_basis: Annotated[
@@ -154,12 +163,18 @@ def workload_cmd(
             help="a-srpt: the cluster (bundled name or TOML path) whose GPUs --load refers to"
             " and whose allreduce_reading/batch_reading the iterations are derived under;"
             " default a-srpt-250x8 (2,000 GPUs). lazer-*: the cluster whose largest job caps"
-            " GPU counts; default lazer-sim-512, or lazer-testbed with --jobs below the full size",
+            " GPU counts; default lazer-sim-512, or lazer-testbed with --jobs below the full size."
+            " sjf-bsbf: the cluster whose largest job caps GPU counts (and, beyond the bundled"
+            " jobs, sets the jobs per day); default sjf-bsbf-16x4",
         ),
     ] = None,
     source: Annotated[
         Path | None,
-        typer.Option("--source", help="a-srpt, lazer-philly: a Philly trace to sample from"),
+        typer.Option(
+            "--source",
+            help="a-srpt, lazer-philly: a Philly trace to sample from (default: the bundled"
+            " philly-2000)",
+        ),
     ] = None,
     horizon: Annotated[
         int | None,

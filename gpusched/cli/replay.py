@@ -43,7 +43,9 @@ SeedOpt = Annotated[int, typer.Option("--seed", help="Seed (>= 0) for the policy
 UntilOpt = Annotated[
     float | None,
     typer.Option(
-        "--until", help="Stop at this simulated time (s); jobs left are reported unfinished"
+        "--until",
+        help="Stop at this simulated time (s); jobs left are reported unfinished (default:"
+        " run until every job has finished)",
     ),
 ]
 DropOpt = Annotated[
@@ -221,7 +223,10 @@ def compare_cmd(
     policy: Annotated[
         list[str] | None,
         typer.Option(
-            "--policy", "-P", help="Policy spec NAME[:key=value,...] (repeat for each policy)"
+            "--policy",
+            "-P",
+            help="Policy spec NAME[:key=value,...] or a path to a .py file (repeat for each"
+            " policy; at least one)",
         ),
     ] = None,
     cluster: ClusterOpt = DEFAULT_CLUSTER,
@@ -274,7 +279,8 @@ def compare_cmd(
     """Replay one trace under several policies and print one table (policies x metrics).
 
     With --seeds, every policy runs on every seed and each cell reads mean ± half-width
-    of its 95 % interval; ~ marks a difference from the first policy within noise.
+    of its 95 % interval; ~ marks a difference from the first policy within noise, = one
+    that is 0 on every seed.
     """
     from gpusched.errors import GpuschedError
     from gpusched.experiments.run import check_format, check_run_options, compare
