@@ -17,11 +17,11 @@ from gpusched.workloads.synth import synth_trace
 
 #: 32 x 8 = 256 GPUs; the synthetic traces are generated at 0.8 offered load for it
 BENCH_CLUSTER = ClusterSpec.homogeneous(32, 8, name="bench-32x8")
-#: the full Philly trace (82,247 jobs, released with Pollux): $GPUSCHED_PHILLY, else the
-#: shared traces folder beside the repository
+#: the full Philly trace (82,247 jobs, released with Pollux; source in traces/README.md):
+#: $GPUSCHED_PHILLY, else bench/data/philly_jobs.csv.gz (not committed)
 PHILLY = Path(
     os.environ.get("GPUSCHED_PHILLY")
-    or Path(__file__).resolve().parents[2] / "shared/traces/philly-pollux/philly_jobs.csv.gz"
+    or Path(__file__).resolve().parent / "data" / "philly_jobs.csv.gz"
 )
 
 

@@ -32,7 +32,10 @@ def test_synthetic(benchmark, n_jobs, policy):
 @pytest.fixture(scope="module")
 def philly_jobs():
     if not PHILLY.is_file():
-        pytest.fail(f"the Philly benchmark needs {PHILLY} (the shared traces folder)")
+        pytest.fail(
+            f"the Philly benchmark needs {PHILLY}: put the full Philly trace there or name it"
+            " by GPUSCHED_PHILLY (source in traces/README.md)"
+        )
     from gpusched.core.jobs import prepare_jobs
     from gpusched.io.cluster import load_cluster
     from gpusched.workloads.importers import import_trace_with_report

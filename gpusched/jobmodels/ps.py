@@ -1,7 +1,7 @@
 """Parameter-server jobs on multi-resource machines: the PD-ORS paper's job model.
 
 Yu, Liu, Wu, Ji, Bentley, "Toward Efficient Online Scheduling for Distributed Machine
-Learning Systems", IEEE TNSE 2022 (``papers/003``), Section III:
+Learning Systems", IEEE TNSE 2022, Section III:
 
 * a job trains ``V = E K`` samples (E epochs of K samples, eq. 3) with a fixed global
   batch F split evenly over its workers, and a worker:PS ratio gamma (eq. 2);
