@@ -329,7 +329,7 @@ def simulate_shared(
 ) -> tuple[list[tuple[float, int, list[int]]], list[dict], float]:
     """GPU sharing, event by event: ``jobs`` = [(submit s, n_gpus, work s), ...].
 
-    The model (SJF-BSBF paper, eq. 5-6; DESIGN.md "GPU sharing"): a GPU holds up to
+    The model (SJF-BSBF paper, eq. 5-6; docs/architecture.md, "GPU sharing"): a GPU holds up to
     ``capacity`` jobs; a job runs at rate 1 / x, where x is the largest
     ``xi[kind[j]][kind[p]]`` over the jobs p that share one of its GPUs (1 alone), and
     rates change the moment a partner starts or ends. At each time of ``times`` (after the
@@ -518,8 +518,8 @@ def simulate_tasks(
 ) -> dict[str, list]:
     """Jobs made of data chunks on typed workers, from the edge-cloud paper's model.
 
-    Written from the model only (Sec. III-A of the edge-cloud paper and DESIGN.md, "Tasks,
-    typed workers and tiers"), not from ``gpusched/core/tasks.py``. Each job (a dict with
+    Written from the model only (Sec. III-A of the edge-cloud paper and docs/architecture.md,
+    "Jobs made of tasks"), not from ``gpusched/core/tasks.py``. Each job (a dict with
     ``submit`` s, ``chunks``, ``type``, ``batches``, ``epochs``, ``batch_time``,
     ``update_time``, ``grad_mb``, ``bw_mbps``, ``unit_s``; sorted by ``submit``) has
     ``chunks`` data chunks of ``epochs * batches`` mini-batches each, trained one chunk

@@ -245,7 +245,7 @@ def test_slot_boundary_tolerance_is_absolute(slot, submit, start):
     assert res.state.job_first_start.tolist() == [start]
 
 
-# --- a start onto GPUs still saving (DESIGN.md, "Job lifecycle") -------------------------
+# --- a start onto GPUs still saving (docs/architecture.md, "Job lifecycle") ---------------
 
 
 def saving_engine(decisions, rows=((0, 1, 100), (20, 1, 30), (21, 1, 5)), save=(4.0, 4.0, 4.0)):

@@ -1,4 +1,4 @@
-"""Run folders are transactions (DESIGN.md; issue 27, part 1): a results folder appears whole
+"""Run folders are transactions (docs/cli.md, on --out DIR; issue 27, part 1): a results folder appears whole
 or not at all, is never mixed with an earlier run's, never written through a symbolic
 link, never named outside ``--out``, and its manifest records every table."""
 

@@ -1,4 +1,4 @@
-"""GPU sharing in the engine and kernel (DESIGN.md "GPU sharing"; SJF-BSBF paper, eq. 5-6).
+"""GPU sharing in the engine and kernel (docs/architecture.md, "GPU sharing"; SJF-BSBF paper, eq. 5-6).
 
 Hand-checked schedules, the engine against ``tests/naive.py``'s event-by-event reference on
 random scripts of shared starts, exclusive policies unchanged on a C = 2 cluster, and the

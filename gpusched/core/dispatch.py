@@ -1,6 +1,6 @@
 """Jobs made of tasks on typed workers in tiers: the engine's side of the task book.
 
-DESIGN.md, "Tasks, typed workers and tiers" (the edge-cloud family): a task runs on one
+docs/architecture.md, "Jobs made of tasks" (the edge-cloud family): a task runs on one
 worker of its job's type, is bound to it once placed (no migration, unless the policy
 declares ``migrates = True``: then a placed task holding no worker may start on another
 worker of its type, its data shipping again), is ready only after its data has shipped
@@ -29,8 +29,8 @@ class TaskDispatch(Mechanism):
     """Start, Dispatch and HostPS of tasks, by the rules of the task book."""
 
     def _setup_tasks(self, tasks: Any, layout: Any) -> None:
-        """Keep the task book when the jobs are made of tasks (DESIGN.md, "Tasks, typed
-        workers and tiers"); refuse a policy that cannot run them."""
+        """Keep the task book when the jobs are made of tasks (docs/architecture.md,
+        "Jobs made of tasks"); refuse a policy that cannot run them."""
         runs = bool(getattr(self.policy, "runs_tasks", False))
         needs = bool(getattr(self.policy, "needs_tasks", False))
         if tasks is None:

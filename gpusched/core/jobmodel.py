@@ -2,7 +2,7 @@
 
 A *job model* knows what the core cannot: how long a job described by its model and
 iterations runs, what it costs to load and to pause-and-save, and how fast it runs where
-it is placed (DESIGN.md, "Job models for the paper families"). The core (:mod:`gpusched.core.jobs`,
+it is placed (docs/architecture.md, "Performance models"). The core (:mod:`gpusched.core.jobs`,
 :mod:`gpusched.experiments.run`) asks the job models through three optional hooks and imports none of
 them, so a paper family's machinery stays in its own subpackage:
 

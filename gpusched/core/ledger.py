@@ -1,6 +1,6 @@
 """The resource ledger: servers x resource types, for jobs placed by roles.
 
-DESIGN.md, "Multi-resource machines and elastic jobs": servers have capacities per
+docs/architecture.md, "Multi-resource machines": servers have capacities per
 resource type (GPU, CPU, memory, storage); jobs that declare per-role demands (a worker's
 and a parameter server's demand vectors) are placed by *counts per machine* rather than
 on GPU indices, and the engine owns this ledger and checks it after every decision: no

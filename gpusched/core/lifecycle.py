@@ -1,7 +1,7 @@
 """The gang lifecycle: starts on named or default GPUs, preemptions, and starts that wait
 for saves to end.
 
-DESIGN.md, "Job lifecycle": waiting, loading, training, pause-and-save (W + L + T + P = JCT).
+docs/architecture.md, "Job lifecycle": waiting, loading, training, pause-and-save (W + L + T + P = JCT).
 The kernel keeps the phases (``kernel.start_on``, ``kernel.preempt``); here the engine
 checks a policy's Start and Preempt and applies them. A start onto GPUs still held by saving
 jobs is *pending* and made at the decision point of the save's end, before the policy is
@@ -71,7 +71,7 @@ class GangLifecycle(Sharing):
         if g and st.gpu_n_jobs[gpus].max() >= st.gpu_job.shape[1]:
             full, busy = self._blockers(gpus)
             if busy.size == 0:
-                # DESIGN.md "Job lifecycle": a start onto GPUs still saving is honoured
+                # docs/architecture.md, "Job lifecycle": a start onto GPUs still saving is honoured
                 # when the save ends (the save end is a decision point)
                 self._pending[j] = gpus
                 return

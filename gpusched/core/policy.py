@@ -120,8 +120,8 @@ class Preempt:
 class Allocate:
     """Set a role job's workers and parameter servers per machine from now on.
 
-    For jobs placed by roles through the resource ledger (``view.roles``; DESIGN.md
-    "Multi-resource machines and elastic jobs"). One action starts a queued job, resizes
+    For jobs placed by roles through the resource ledger (``view.roles``; docs/architecture.md,
+    "Multi-resource machines"). One action starts a queued job, resizes
     or moves a running one (its global batch stays fixed; only its speed changes, eq. 1 of
     the PD-ORS paper), or pauses it (all zeros: it returns to the queue, keeping its
     progress). The engine checks every machine's capacity of every resource, the job's

@@ -1,6 +1,6 @@
 """Jobs placed by roles on multi-resource machines: the engine's side of the resource ledger.
 
-DESIGN.md, "Multi-resource machines and elastic jobs" (the PD-ORS family): a job that
+docs/architecture.md, "Multi-resource machines" (the PD-ORS family): a job that
 declares per-role demands (workers, parameter servers) is started, resized, moved or paused
 with :class:`~gpusched.core.policy.Allocate` and may be refused with
 :class:`~gpusched.core.policy.Reject`. Every machine's capacity of every resource is checked
@@ -27,8 +27,8 @@ class Roles(Mechanism):
     """Allocate and Reject of jobs placed by roles, checked against the ledger."""
 
     def _setup_ledger(self, roles: Any) -> None:
-        """Keep the resource ledger when some job is placed by roles (DESIGN.md,
-        "Multi-resource machines and elastic jobs"); refuse what cannot run."""
+        """Keep the resource ledger when some job is placed by roles (docs/architecture.md,
+        "Multi-resource machines"); refuse what cannot run."""
         places = bool(getattr(self.policy, "places_roles", False))
         mask = None if roles is None else np.asarray(roles.mask, dtype=bool)
         if mask is None or not mask.any():
@@ -121,7 +121,7 @@ class Roles(Mechanism):
             raise self._fail(None, now, f"Allocate {why}")
 
     def _apply_allocate(self, action: Allocate, now: float) -> None:
-        """Start, resize or pause a job placed by roles (DESIGN.md, "elastic jobs")."""
+        """Start, resize or pause a job placed by roles (docs/architecture.md)."""
         st = self.state
         j = self._check_job(action.job, now)
         if self.ledger is None:

@@ -1,6 +1,6 @@
 """GPU sharing and placement-aware speed: the engine's side of a performance model.
 
-DESIGN.md, "GPU sharing": a job's configuration chosen at start (``Start.config``, e.g. a
+docs/architecture.md, "GPU sharing": a job's configuration chosen at start (``Start.config``, e.g. a
 sub-batch for gradient accumulation, eq. 7 of the SJF-BSBF paper) stays for its lifetime;
 the performance model may refuse a start (no GPU memory beside the jobs already there) and
 gives each (re)started job its solo rate on the GPUs it was given; the interference ratios

@@ -1,6 +1,6 @@
 """Jobs made of tasks on typed workers in tiers: the core of the edge-cloud family.
 
-DESIGN.md, "Tasks, typed workers and tiers": a job may consist of tasks (data chunks),
+docs/architecture.md, "Jobs made of tasks": a job may consist of tasks (data chunks),
 each placed, started, preempted and finished on its own, pinned to its worker once it is
 placed (no migration, unless the policy declares ``migrates = True``: below), ready only
 after its transmission delay to the chosen server; the job's completion time is its last

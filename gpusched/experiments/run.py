@@ -290,7 +290,7 @@ def _phase_notes(jobs: Any, load_s: float, save_s: float) -> tuple[str, ...]:
 
 
 def phase_times(jobs: Any, load_s: float, save_s: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per-job load and pause-and-save times, s (DESIGN.md, "Job lifecycle").
+    """Per-job load and pause-and-save times, s (docs/architecture.md, "Job lifecycle").
 
     Each job's value is the trace's ``load_s`` (``save_s``) column where its row gives
     one, else the job models' value for it (e.g. the catalogue's for its ``model``; see

@@ -40,8 +40,8 @@ Full::
     ps = 2                 # optional: parameter-server slots per server (edge-cloud)
     unbounded = false      # optional: the cloud, with unbounded workers and PSs
 
-Typed workers, ``ps``, ``ship`` and ``unbounded`` describe an edge-cloud cluster (DESIGN.md,
-"Tasks, typed workers and tiers"): jobs made of data chunks run one chunk per worker of the
+Typed workers, ``ps``, ``ship`` and ``unbounded`` describe an edge-cloud cluster (docs/architecture.md,
+"Jobs made of tasks"): jobs made of data chunks run one chunk per worker of the
 job's type (:mod:`gpusched.core.tasks`); worker type names are identifiers of letters,
 digits, ``-`` and ``_``. The cloud's parallelism is explicit:
 

@@ -1,5 +1,5 @@
-"""Run folders as transactions, and the checks their readers make (DESIGN.md, "Run folders
-are transactions").
+"""Run folders as transactions, and the checks their readers make (docs/cli.md, on
+``--out DIR``).
 
 Writing. Every command that writes results (``replay --out``, ``compare --out``,
 ``compare --seeds --out``, each cell of a sweep) builds its folder in a fresh *staging*

@@ -25,12 +25,12 @@ save_s      no       seconds the job spends pausing and saving after each preemp
 
 Each row must give either (a) ``duration`` or (b) both ``iterations`` and ``model``, unless
 its ``num_gpus`` is 0: such a job is placed through the resource ledger by roles (workers
-and parameter servers, DESIGN.md "Multi-resource machines") and a job model that owns it
+and parameter servers, docs/architecture.md, "Multi-resource machines") and a job model that owns it
 (:mod:`gpusched.jobmodels.ps`) derives its work from its own columns (a file whose every
 row has ``num_gpus`` 0 needs no ``duration``, ``iterations`` or ``model`` column). The same
 holds for a job made of data chunks, a row that gives ``chunks`` (:data:`TASK_COLUMN`;
-:mod:`gpusched.jobmodels.chunks` derives its work, DESIGN.md "Tasks, typed workers and
-tiers"). An
+:mod:`gpusched.jobmodels.chunks` derives its work, docs/architecture.md, "Jobs made
+of tasks"). An
 empty field means "not given" (for ``load_s``/``save_s`` too: the engine then uses the
 catalogue's or the run's default). Rows keep their file order (the engine sorts stably by
 submit time).
