@@ -75,3 +75,13 @@ def test_files_the_commands_name_exist(page: str) -> None:
     }
     assert named, page
     assert not [p for p in sorted(named) if not (ROOT / p).exists()]
+
+
+@pytest.mark.parametrize(("path", "cmd"), COMMANDS, ids=[p for p, _ in COMMANDS])
+def test_every_option_says_what_it_does(path: str, cmd: Any) -> None:
+    bare = [
+        param.opts[0]
+        for param in cmd.params
+        if param.param_type_name == "option" and not (param.help or "").strip()
+    ]
+    assert not bare, f"gpusched {path}: options without a --help text: {bare}"
