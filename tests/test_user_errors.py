@@ -90,6 +90,11 @@ def test_file_name_with_newline_stays_on_one_line(tmp_path):
         (["--slot", "1e-300"], ["--slot"]),
         (["--slot", "nan"], ["--slot"]),
         (["--slot", "inf"], ["--slot"]),
+        # a slot or a load/save time past the largest time a trace may hold overflowed
+        # the clock: a RuntimeWarning, then "job(s) never finished" or "work not conserved"
+        (["--slot", "1e308"], ["--slot", "1e+10", "1e+308"]),
+        (["-P", "srtf", "--load-s", "1e308"], ["--load-s", "1e+10"]),
+        (["-P", "srtf", "--save-s", "1e300"], ["--save-s", "1e+10"]),
         (["-P", "tiresia"], ["did you mean 'tiresias'"]),
         (["-P", "fifo", "-p", "backfil=true"], ["did you mean 'backfill'"]),
         (["-P", "tiresias", "-p", "starve=nan"], ["starve", "NaN is not one"]),
