@@ -82,3 +82,12 @@ def test_workload_preset():
     assert (np.diff(big.submit_time) >= 0).all()
     multi = a_srpt_workload(2, jobs=500, single_gpu_fraction=0.0)
     assert (multi.num_gpus > 1).all()
+
+
+def test_a_negative_seed_is_a_one_line_error(tmp_path):
+    """``trace annotate --seed -1`` ended in NumPy's ValueError traceback."""
+    from tests.helpers import invoke, one_line_error
+
+    out = tmp_path / "a.csv"
+    one_line_error(invoke("trace", "annotate", "tiny", "-o", out, "--seed", "-1"), "--seed", ">= 0")
+    assert not out.exists()

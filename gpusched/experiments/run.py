@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusched.core.memory import give_back_memory
-from gpusched.errors import GpuschedError, did_you_mean
+from gpusched.errors import GpuschedError, check_seed, did_you_mean
 from gpusched.io.resources import resolve_trace
 
 if TYPE_CHECKING:
@@ -59,8 +59,7 @@ def check_run_options(
         raise GpuschedError(
             f"--slot must be a number of seconds in [{MIN_SLOT_S:g}, {MAX_TIME_S:g}], got {slot_s}"
         )
-    if seed < 0:
-        raise GpuschedError(f"--seed must be an integer >= 0, got {seed}")
+    check_seed(seed)
     if until_s is not None and not (until_s >= 0):
         raise GpuschedError(f"--until must be a time >= 0 s (or inf), got {until_s}")
     if mode not in ENGINE_MODES:
