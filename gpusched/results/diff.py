@@ -120,11 +120,18 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
         for line, cells in enumerate(table, start=2):
             yield line, dict(zip(header, cells, strict=True))
         return
-    with path.open(newline="") as fh:
+    with path.open(newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
-        _check_header(path, list(reader.fieldnames or []))
-        for row in reader:
-            yield reader.line_num, row
+        try:
+            _check_header(path, list(reader.fieldnames or []))
+            for row in reader:
+                yield reader.line_num, row
+        except UnicodeDecodeError:
+            raise GpuschedError(
+                f"{show_name(path)}: not a text (UTF-8) CSV file (expected a run's jobs.csv)"
+            ) from None
+        except csv.Error as exc:
+            raise GpuschedError(f"{show_name(path)}: not a readable CSV file ({exc})") from None
 
 
 def _check_header(path: Path, header: list[str]) -> None:
