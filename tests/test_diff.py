@@ -238,3 +238,17 @@ def test_a_jobs_csv_that_is_not_csv_text_is_one_line(pair, tmp_path, content, ne
     bad = tmp_path / "bad.csv"
     bad.write_bytes(content)
     one_line_error(invoke("diff", pair[0] / "jobs.csv", bad), *needles)
+
+
+@pytest.mark.parametrize(
+    ("make", "needles"),
+    [
+        (lambda t: (t / "out").mkdir() or t / "out", ["cannot write", "out: is a folder"]),
+        (lambda t: t / "no" / "d.csv", ["cannot write", "d.csv", "folder", "does not exist"]),
+    ],
+    ids=["a-folder", "in-a-missing-folder"],
+)
+def test_out_names_the_file_given_not_a_temporary_one(pair, tmp_path, make, needles):
+    """``diff -o FOLDER`` said 'is a folder, expected a file: .FOLDER.<pid>.tmp'."""
+    line = one_line_error(invoke("diff", *pair, "-o", make(tmp_path)), *needles)
+    assert ".tmp" not in line
