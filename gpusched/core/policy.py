@@ -267,6 +267,10 @@ class Cycles:
     next is the multiple after ``now``. With ``restart_after``, a decision later than
     ``next + restart_after`` (the run went past a cycle without waking, e.g. while no
     job was present) restarts the count at the first multiple at or after ``now``.
+    An interval too small for the clock's resolution at ``now`` (the multiple after
+    ``now`` rounds to ``now``, or ``now / interval`` overflows) makes every decision
+    point a cycle, as any interval below the slot does; the kernel's ``_cycle_due`` does
+    the same.
     """
 
     def __init__(self, interval: float) -> None:
@@ -276,6 +280,9 @@ class Cycles:
 
     def due(self, now: float, restart_after: float | None = None) -> bool:
         """Is a cycle due at ``now``? (Moves :attr:`next` on when it is.)"""
+        if now > self.interval * 1e300:  # now / interval would overflow: every decision
+            self.next = math.nextafter(now, math.inf)
+            return True
         k = now / self.interval
         if self.next is None or (
             restart_after is not None and now > self.next + restart_after - 1e-9
@@ -283,7 +290,8 @@ class Cycles:
             self.next = math.ceil(k - 1e-9) * self.interval
         if now < self.next - 1e-9:
             return False
-        self.next = (math.floor(k + 1e-9) + 1.0) * self.interval
+        nxt = (math.floor(k + 1e-9) + 1.0) * self.interval
+        self.next = nxt if nxt > now else math.nextafter(now, math.inf)
         return True
 
 
