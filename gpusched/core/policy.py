@@ -358,7 +358,8 @@ _SCALARS = {bool, int, float, str}
 
 
 def parse_levels(policy: str, text: str, unit: str) -> tuple[float, ...]:
-    """A LAS policy's ``thresholds`` parameter: comma-separated, positive, increasing.
+    """A LAS policy's ``thresholds`` parameter: comma-separated, positive, increasing, at
+    least one (an empty value, e.g. an unset shell variable, would make one queue).
 
     Raises
     ------
@@ -371,6 +372,11 @@ def parse_levels(policy: str, text: str, unit: str) -> tuple[float, ...]:
         raise ParamError(
             f"policy '{policy}': thresholds must be comma-separated {unit}, got '{text}'"
         ) from None
+    if not levels:
+        raise ParamError(
+            f"policy '{policy}': thresholds must list at least one threshold ({unit}, "
+            f"comma-separated), got '{text}'"
+        )
     if not all(0 < t < float("inf") for t in levels) or any(
         b <= a for a, b in zip(levels, levels[1:], strict=False)
     ):
