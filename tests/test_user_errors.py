@@ -107,6 +107,24 @@ def test_bad_options(args, needles):
     one_line_error(invoke("replay", "tiny", *args), *needles)
 
 
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["replay", "tiny", "--format", "parquet"], ["--format parquet", "give --out DIR"]),
+        (["compare", "tiny", "-P", "fifo", "--format", "parquet"], ["--format parquet", "--out"]),
+        (["compare", "tiny", "-P", "fifo", "--force"], ["--force", "give --out DIR"]),
+        (
+            ["compare", "tiny", "-P", "fifo", "--seeds", "1-2", "--format", "parquet"],
+            ["--format parquet", "--out"],
+        ),
+    ],
+)
+def test_options_for_out_need_out(args, needles):
+    """--format and (for compare) --force without --out were dropped silently, exit 0;
+    replay's --events and --force, and compare's --plot, were refused."""
+    one_line_error(invoke(*args), *needles)
+
+
 def test_slot_too_fine_for_the_trace(tmp_path):
     trace = tmp_path / "t.csv"
     trace.write_text("job_id,submit_time,num_gpus,duration\na,0,1,10\nb,1e10,1,10\n")

@@ -272,6 +272,28 @@ def suggest_warm_up(result: Any) -> None:
         )
 
 
+def require_out(
+    out: str | None,
+    *,
+    events: bool = False,
+    force: bool = False,
+    fmt: str = "csv",
+    plot: bool = False,
+) -> None:
+    """Refuse an option that acts only on ``--out`` when ``--out`` is not given (it would
+    be dropped silently)."""
+    if out is not None:
+        return
+    for flag, given, what in (
+        ("--events", events, "writes events.csv into the run folder"),
+        ("--force", force, "replaces the results in --out"),
+        (f"--format {fmt}", fmt != "csv", "is the format of the run tables written to --out"),
+        ("--plot", plot, "draws from the run folders"),
+    ):
+        if given:
+            raise GpuschedError(f"{flag} {what}: give --out DIR")
+
+
 def require_terminal(flag: str) -> None:
     """Refuse ``flag`` (e.g. ``--tui``) when standard output is not a terminal."""
     if not sys.stdout.isatty():
