@@ -48,6 +48,29 @@ def test_out_is_a_file(tmp_path):
     one_line_error(invoke("replay", "tiny", "-o", target), "f.txt", "is a file")
 
 
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["replay", "tiny", "-o"], "--out"),
+        (["compare", "tiny", "-P", "fifo", "-o"], "--out"),
+        (["compare", "tiny", "-P", "fifo", "--seeds", "1-2", "-o"], "--out"),
+        (["workload", "synth-default", "-n", "5", "-o"], "--output"),
+        (
+            ["workload", "edge-cloud-sim", "-n", "5", "-o", "w.csv", "--cluster-out"],
+            "--cluster-out",
+        ),
+    ],
+)
+def test_out_under_a_file(tmp_path, monkeypatch, args, option):
+    """An output under a file said only 'already exists: f.txt'."""
+    monkeypatch.chdir(tmp_path)
+    Path("f.txt").write_text("x")
+    one_line_error(
+        invoke(*args, "f.txt/sub/x"), f"{option} f.txt/sub/x is under f.txt, which is a file"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
+
+
 def test_out_empty_string():
     one_line_error(invoke("replay", "tiny", "-o", ""), "--out must name a folder")
 

@@ -282,8 +282,12 @@ def workload_cmd(
         None if cluster_out is None else workload_cluster(name, seed, servers, cloud, ship)
     )
     # a missing folder is made, and a bad one reported, before a full-size workload is drawn
+    from gpusched.io.files import check_folder_path
+
+    check_folder_path(output, "--output")
     output.parent.mkdir(parents=True, exist_ok=True)
     if cluster_out is not None:
+        check_folder_path(cluster_out, "--cluster-out")
         cluster_out.parent.mkdir(parents=True, exist_ok=True)
     trace = build_workload(
         name,
