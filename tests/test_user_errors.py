@@ -148,6 +148,34 @@ def test_options_for_out_need_out(args, needles):
     one_line_error(invoke(*args), *needles)
 
 
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["replay", "tiny", "--seed", "abc"], ["'--seed'", "got 'abc'", "'gpusched replay -h'"]),
+        (["replay", "tiny", "--slot", "1,5"], ["'--slot'", "got '1,5'"]),
+        (["replay", "tiny", "--sed", "1"], ["No such option: --sed", "--seed"]),
+        (["replay", "tiny", "extra", "args"], ["unexpected extra argument"]),
+        (["policies", "extra"], ["unexpected extra argument", "'gpusched policies -h'"]),
+        (["nosuch"], ["No such command 'nosuch'", "'gpusched -h'"]),
+        (["trace", "nosuch"], ["No such command 'nosuch'", "'gpusched trace -h'"]),
+        (["trace", "import"], ["Missing argument"]),
+        (["diff", "a"], ["Missing argument 'RUN_B'"]),
+        (["workload", "synth-default"], ["Missing option '--output'"]),
+        (["workload", "synth-default", "-o", "w.csv", "-n", "1e3"], ["'--jobs'", "got '1e3'"]),
+        (["replay", "tiny", "--slot"], ["'--slot' requires an argument"]),
+    ],
+)
+def test_usage_mistakes_take_one_line(args, needles):
+    """Click's usage errors took four lines (usage, hint, blank line, 'Error: ...'), and a
+    value of the wrong type was not shown."""
+    one_line_error(invoke(*args), *needles)
+
+
+def test_no_arguments_still_show_the_help():
+    r = invoke("trace")
+    assert r.exit_code == 2 and "Commands:" in r.output and "error" not in r.output
+
+
 def test_slot_too_fine_for_the_trace(tmp_path):
     trace = tmp_path / "t.csv"
     trace.write_text("job_id,submit_time,num_gpus,duration\na,0,1,10\nb,1e10,1,10\n")
