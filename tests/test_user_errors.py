@@ -256,6 +256,29 @@ def test_policy_that_only_wakes_is_stopped(tmp_path):
     one_line_error(invoke("replay", "tiny", "-P", policy_file(tmp_path, body)), "made no progress")
 
 
+@pytest.mark.parametrize("step", ["10", "now * 100 + 1"])
+def test_policy_that_waits_past_the_exact_clock_is_stopped(tmp_path, step):
+    """A policy waking ever later (batchsche -p ratio=1e6) took the run past 2^50 slots,
+    where slot boundaries are no longer exact: 'simulated time is not strictly
+    increasing', or a run that seemed fine."""
+    body = (
+        "    def decide(self, view, now):\n"
+        "        if now < 1e16:\n"
+        f"            return Decision(wake_at={step} if now == 0 else now * 100 + 1)\n"
+        "        return Decision(order=view.queued)\n"
+    )
+    one_line_error(
+        invoke("replay", "tiny", "-P", policy_file(tmp_path, body)),
+        "policy 'mine'",
+        "clock holds exactly",
+    )
+
+
+def test_batchsche_with_a_huge_ratio_is_stopped_in_one_line():
+    r = invoke("replay", "ec-30", "-c", "edge-cloud-testbed", "-P", "batchsche", "-p", "ratio=1e6")
+    one_line_error(r, "policy 'batchsche'", "clock holds exactly", "check its parameters")
+
+
 def test_view_memory_cannot_be_made_writeable():
     state = np.arange(4)
     view = _ro(state)

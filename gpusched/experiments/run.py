@@ -164,7 +164,7 @@ def build_engine(
     """
     import numpy as np
 
-    from gpusched.core.engine import Engine
+    from gpusched.core.engine import MAX_EXACT_SLOTS, Engine
     from gpusched.core.jobs import prepare_jobs
     from gpusched.core.policy import parse_params
     from gpusched.core.registry import load_policy_class, make_policy
@@ -192,7 +192,7 @@ def build_engine(
         # slot boundaries k * slot must stay exact floats over the whole run: an upper
         # bound of the horizon is the last arrival plus every job run back to back
         horizon = float(jobs.submit_s[-1]) + float(jobs.work_s.sum())
-        if horizon / slot_s > 2.0**50:
+        if horizon / slot_s > MAX_EXACT_SLOTS:
             raise GpuschedError(
                 f"--slot {slot_s:g} s is too fine for this trace (it may run to "
                 f"{horizon:.3g} s, {horizon / slot_s:.2g} slots; at most 2^50 are exact): "
