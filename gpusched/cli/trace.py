@@ -219,11 +219,12 @@ def annotate_cmd(
     from gpusched.workloads.annotate import annotate_trace
 
     path = resolve_trace(trace)
+    source_sha256 = trace_sha256(path)  # before the output is written: it may be the source
     annotated, notes = annotate_trace(read_trace(path), seed)
     write_trace(annotated, output)
     manifest = {
         "source": str(path),
-        "source_sha256": trace_sha256(path),
+        "source_sha256": source_sha256,
         "seed": seed,
         "notes": notes,
     }
