@@ -139,6 +139,18 @@ class GpuschedError(Exception):
     """Base class of every error the CLI reports as an ``error: ...`` message."""
 
 
+def check_seed(seed: int, flag: str = "--seed") -> None:
+    """Refuse a seed NumPy's generators would refuse with a traceback: a negative one.
+
+    Raises
+    ------
+    GpuschedError
+        ``--seed must be a whole number >= 0, got -1`` (``flag`` names the option).
+    """
+    if seed < 0:
+        raise GpuschedError(f"{flag} must be a whole number >= 0, got {seed}")
+
+
 def field_error(path: object, line: int, column: str, expected: str, got: str) -> GpuschedError:
     """The one-line error of a bad field in a table gpusched reads (a trace, a run's tables).
 

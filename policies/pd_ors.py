@@ -79,6 +79,10 @@ from gpusched.jobmodels.ps import PSJob, params_of
 
 #: Most units of the default grid (past a horizon of 200 slots; see the docstring).
 MAX_DEFAULT_UNITS = 400
+#: Most units a user's grid may have, ``granularity x 2^refine``: the DP holds a few
+#: (units + 1)^2 arrays per slot (10,000 units: 1.1 GB max RSS on ps-20; 100,000 were
+#: killed for lack of memory).
+MAX_UNITS = 10_000
 
 
 class PDORSPolicy:
@@ -96,7 +100,7 @@ class PDORSPolicy:
         *,
         g_delta: Annotated[float, Range(0, 1e6, lo_open=True)] = 1.0,
         rounds: Annotated[int, Range(1, 1e6)] = 10,
-        granularity: Annotated[int, Range(0, 100_000)] = 0,
+        granularity: Annotated[int, Range(0, MAX_UNITS)] = 0,
         refine: Annotated[int, Range(0, 6)] = 0,
         max_failures: Annotated[int, Range(1, 1e9)] = 5000,
         all_counts: bool = True,
@@ -113,6 +117,11 @@ class PDORSPolicy:
             )
         if draws not in ("slot", "shared"):
             raise ParamError(f"policy '{self.name}': draws must be slot or shared, got {draws!r}")
+        if granularity * 2**refine > MAX_UNITS:
+            raise ParamError(
+                f"policy '{self.name}': granularity x 2^refine must be at most {MAX_UNITS:,} "
+                f"units (memory grows with their square), got {granularity} x 2^{refine}"
+            )
         if bottom == "lemma8" and not opt > 0:
             raise ParamError(
                 f"policy '{self.name}': bottom=lemma8 needs opt > 0 (a lower bound of the "

@@ -82,3 +82,29 @@ def test_workload_preset():
     assert (np.diff(big.submit_time) >= 0).all()
     multi = a_srpt_workload(2, jobs=500, single_gpu_fraction=0.0)
     assert (multi.num_gpus > 1).all()
+
+
+def test_a_negative_seed_is_a_one_line_error(tmp_path):
+    """``trace annotate --seed -1`` ended in NumPy's ValueError traceback."""
+    from tests.helpers import invoke, one_line_error
+
+    out = tmp_path / "a.csv"
+    one_line_error(invoke("trace", "annotate", "tiny", "-o", out, "--seed", "-1"), "--seed", ">= 0")
+    assert not out.exists()
+
+
+def test_annotating_in_place_records_the_source_hash(tmp_path):
+    """``trace annotate t.csv -o t.csv`` recorded the annotated file's SHA-256 as the
+    source's."""
+    import hashlib
+    import json
+    import shutil
+
+    from tests.helpers import invoke
+
+    src = tmp_path / "t.csv"
+    shutil.copy(resolve_trace("tiny"), src)
+    before = hashlib.sha256(src.read_bytes()).hexdigest()
+    assert invoke("trace", "annotate", src, "-o", src).exit_code == 0
+    manifest = json.loads((tmp_path / "t.csv.manifest.json").read_text())
+    assert manifest["source_sha256"] == before != hashlib.sha256(src.read_bytes()).hexdigest()

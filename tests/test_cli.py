@@ -184,6 +184,16 @@ def test_help_explains_commands():
             "job_id,submit_time,num_gpus,duration\na,0,64,10\n",
             ["bad.csv:2", "drop-oversized", "1 job(s)"],
         ),
+        # an annotated trace's config ended in the job model's ValueError traceback
+        (
+            "job_id,submit_time,num_gpus,duration,model,config\na,0,1,10,Inception-V3,1\n"
+            "b,0,2,10,Inception-V3,x\n",
+            ["bad.csv:3", "column 'config'", "'2+2+2'", "'x'"],
+        ),
+        (
+            "job_id,submit_time,num_gpus,duration,model,config\na,0,2,10,Inception-V3,3\n",
+            ["bad.csv:2", "column 'config'", "uses 3 GPUs, the job asks for 2"],
+        ),
     ],
     ids=[
         "negative-time",
@@ -194,6 +204,8 @@ def test_help_explains_commands():
         "short-row",
         "unknown-model",
         "oversized",
+        "config-not-replicas",
+        "config-other-gpus",
     ],
 )
 def test_bad_trace(tmp_path, text, needles):

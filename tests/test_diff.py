@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpusched.results.diff import diff_runs, format_duration, read_run_jobs
-from tests.helpers import invoke, seal
+from tests.helpers import invoke, one_line_error, seal
 
 HEAD = "job_id,submit,first_start,finish,jct,wait_s,gpus,duration,slowdown_s\n"
 
@@ -219,3 +219,36 @@ def test_the_per_job_csv_is_written_whole_and_never_through_a_link(pair, tmp_pat
     assert r.exit_code == 2 and "no space left" in r.output
     assert link.read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.parametrize(
+    ("content", "needles"),
+    [
+        (b"\x9b\x00binary", ["bad.csv", "not a text (UTF-8) CSV file"]),
+        (
+            (HEAD + "x" * 200_000 + ",0,,,1,0,1,10,0\n").encode(),
+            ["bad.csv", "not a readable CSV file", "field larger than field limit"],
+        ),
+    ],
+    ids=["not-utf8", "field-too-large"],
+)
+def test_a_jobs_csv_that_is_not_csv_text_is_one_line(pair, tmp_path, content, needles):
+    """A bare jobs.csv that was not UTF-8 or not CSV ended in a UnicodeDecodeError or a
+    csv.Error traceback (explain and plot said so in one line)."""
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(content)
+    one_line_error(invoke("diff", pair[0] / "jobs.csv", bad), *needles)
+
+
+@pytest.mark.parametrize(
+    ("make", "needles"),
+    [
+        (lambda t: (t / "out").mkdir() or t / "out", ["cannot write", "out: is a folder"]),
+        (lambda t: t / "no" / "d.csv", ["cannot write", "d.csv", "folder", "does not exist"]),
+    ],
+    ids=["a-folder", "in-a-missing-folder"],
+)
+def test_out_names_the_file_given_not_a_temporary_one(pair, tmp_path, make, needles):
+    """``diff -o FOLDER`` said 'is a folder, expected a file: .FOLDER.<pid>.tmp'."""
+    line = one_line_error(invoke("diff", *pair, "-o", make(tmp_path)), *needles)
+    assert ".tmp" not in line

@@ -59,6 +59,10 @@ def test_range_bounds_open_and_closed():
     [
         (["-P", "tiresias", "-p", "thresholds=nan"], "thresholds must be finite"),
         (["-P", "tiresias", "-p", "thresholds=100,inf"], "thresholds must be finite"),
+        # an empty list ran Tiresias with one queue, exit 0
+        (["-P", "tiresias", "-p", "thresholds="], "at least one threshold"),
+        (["-P", "tiresias:thresholds=,", "-c", "default"], "at least one threshold"),
+        (["-P", "tiresias-l", "-p", "thresholds= "], "at least one threshold"),
         (["-P", "tiresias", "-p", "starve=1e300"], "starve must be a number in [0, 1e+06]"),
         (["-P", "srtf-periodic", "-p", "interval=1e300"], "interval must be a number in"),
         (["-P", "lazer", "-p", "starts=1000000000"], "starts must be a number in [1, 100]"),

@@ -90,6 +90,13 @@ def test_bad_parameters_are_refused():
     for bad in ({"L": -1.0}, {"mu": float("nan")}, {"refine": 7}, {"opt": float("inf")}):
         with pytest.raises(PolicyError, match="must be a number in"):
             policy("pd-ors", **bad)
+    # granularity=100000 (in its range) was killed for lack of memory in the first slot
+    for name in ("pd-ors", "oasis"):
+        with pytest.raises(PolicyError, match=r"granularity must be a number in \[0, 10000\]"):
+            policy(name, granularity=100_000)
+        with pytest.raises(PolicyError, match=r"granularity x 2\^refine must be at most 10,000"):
+            policy(name, granularity=5000, refine=2)
+    policy("pd-ors", granularity=2500, refine=2)  # 10,000 units: allowed
 
 
 def test_price_parameters():

@@ -382,6 +382,16 @@ def run_plot(*args: str | Path) -> str:
     return lines[0]
 
 
+def test_a_compare_seeds_folder_points_to_its_runs(runs: Path, tmp_path: Path) -> None:
+    """compare --seeds keeps its runs at <policy>/seed-<s>/: plot on its folder said there
+    was no run in its subfolders."""
+    (tmp_path / "cmp" / "fifo").mkdir(parents=True)
+    shutil.copytree(runs / "00-fifo", tmp_path / "cmp" / "fifo" / "seed-1")
+    (tmp_path / "cmp" / "compare-runs.csv").write_text("policy,seed\nfifo,1\n")
+    line = run_plot(tmp_path / "cmp")
+    assert "two levels down" in line and f"{tmp_path / 'cmp' / 'fifo'}" in line, line
+
+
 @pytest.fixture()
 def run_copy(runs: Path, tmp_path: Path) -> Path:
     """A copy of one run folder, to break."""

@@ -105,3 +105,27 @@ def test_cycles_fall_on_multiples_of_the_interval():
     assert r.due(0.0, restart_after=1.0) is True and r.next == 60.0
     assert r.due(200.0, restart_after=1.0) is False and r.next == 240.0
     assert r.due(240.0, restart_after=1.0) is True and r.next == 300.0
+
+
+@pytest.mark.parametrize("interval", ["1e-9", "1e-300", "5e-324"])
+@pytest.mark.parametrize("mode", ["fused", "python"])
+def test_an_interval_below_the_clock_resolution_cycles_at_every_decision_point(interval, mode):
+    """An interval whose next multiple rounds to ``now`` (or whose ``now / interval``
+    overflows) stopped the Python path ('asked to wake at 1.0 s, which is not after now',
+    or an OverflowError) and left the fused path without a wake-up ('the run can never
+    finish'). Any interval below the slot cycles at every slot boundary: the schedule is
+    that of interval = slot."""
+    rows = [(0, 1, 25), (3, 1, 5), (4.5, 2, 7), (9, 1, 2)]
+    tiny = run(rows, "srtf-periodic", 1, 2, params=[f"interval={interval}"], mode=mode)
+    per_slot = run(rows, "srtf-periodic", 1, 2, params=["interval=1"], mode=mode)
+    assert tiny.state.job_finish.tolist() == per_slot.state.job_finish.tolist()
+    assert tiny.state.job_n_preempt.tolist() == per_slot.state.job_n_preempt.tolist()
+
+
+@pytest.mark.parametrize("interval", [1e-9, 1e-300, 5e-324])
+def test_the_next_cycle_is_always_after_now(interval):
+    from gpusched.core.policy import Cycles
+
+    c = Cycles(interval)
+    for now in (0.0, 1.0, 8192.0, 1e10):
+        assert c.due(now) is True and c.next is not None and c.next > now

@@ -974,6 +974,12 @@ def test_bad_output_folders_are_refused_before_any_work(tmp_path: Path) -> None:
     precious.mkdir()
     (precious / "keep.txt").write_text("mine")
     (linked / ".staging").symlink_to(precious)
+    a_run = tmp_path / "run"
+    a_run.mkdir()
+    (a_run / "manifest.json").write_text("{}")
+    a_comparison = tmp_path / "cmp"
+    a_comparison.mkdir()
+    (a_comparison / "comparison.csv").write_text("policy\n")
     cases = [
         (["-o", ""], "the output folder must be a path, got ''"),
         (["-o", "  "], "the output folder must be a path"),
@@ -983,6 +989,10 @@ def test_bad_output_folders_are_refused_before_any_work(tmp_path: Path) -> None:
         (["-o", str(tabled)], f"{tabled / 'results.csv'} is a folder"),
         (["-o", "a\tb"], "control characters"),
         (["-o", str(linked)], f"{linked / '.staging'} is a symbolic link"),
+        # the sweep's cells and results were added to a replay's or compare's folder,
+        # which plot then read as a sweep
+        (["-o", str(a_run)], "holds manifest.json: it is the results of a replay"),
+        (["-o", str(a_comparison)], "holds comparison.csv"),
         (["-o", str(tmp_path / "o"), "-j", "0"], "--workers must be at least 1, got 0"),
         (["-o", str(tmp_path / "o"), "--scheduler", "garbage"], "--scheduler must be"),
         (["-o", str(tmp_path / "o"), "--scheduler", "http://h:1"], "--scheduler must be"),

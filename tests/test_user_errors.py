@@ -48,6 +48,29 @@ def test_out_is_a_file(tmp_path):
     one_line_error(invoke("replay", "tiny", "-o", target), "f.txt", "is a file")
 
 
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["replay", "tiny", "-o"], "--out"),
+        (["compare", "tiny", "-P", "fifo", "-o"], "--out"),
+        (["compare", "tiny", "-P", "fifo", "--seeds", "1-2", "-o"], "--out"),
+        (["workload", "synth-default", "-n", "5", "-o"], "--output"),
+        (
+            ["workload", "edge-cloud-sim", "-n", "5", "-o", "w.csv", "--cluster-out"],
+            "--cluster-out",
+        ),
+    ],
+)
+def test_out_under_a_file(tmp_path, monkeypatch, args, option):
+    """An output under a file said only 'already exists: f.txt'."""
+    monkeypatch.chdir(tmp_path)
+    Path("f.txt").write_text("x")
+    one_line_error(
+        invoke(*args, "f.txt/sub/x"), f"{option} f.txt/sub/x is under f.txt, which is a file"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
+
+
 def test_out_empty_string():
     one_line_error(invoke("replay", "tiny", "-o", ""), "--out must name a folder")
 
@@ -90,6 +113,11 @@ def test_file_name_with_newline_stays_on_one_line(tmp_path):
         (["--slot", "1e-300"], ["--slot"]),
         (["--slot", "nan"], ["--slot"]),
         (["--slot", "inf"], ["--slot"]),
+        # a slot or a load/save time past the largest time a trace may hold overflowed
+        # the clock: a RuntimeWarning, then "job(s) never finished" or "work not conserved"
+        (["--slot", "1e308"], ["--slot", "1e+10", "1e+308"]),
+        (["-P", "srtf", "--load-s", "1e308"], ["--load-s", "1e+10"]),
+        (["-P", "srtf", "--save-s", "1e300"], ["--save-s", "1e+10"]),
         (["-P", "tiresia"], ["did you mean 'tiresias'"]),
         (["-P", "fifo", "-p", "backfil=true"], ["did you mean 'backfill'"]),
         (["-P", "tiresias", "-p", "starve=nan"], ["starve", "NaN is not one"]),
@@ -100,6 +128,52 @@ def test_file_name_with_newline_stays_on_one_line(tmp_path):
 )
 def test_bad_options(args, needles):
     one_line_error(invoke("replay", "tiny", *args), *needles)
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["replay", "tiny", "--format", "parquet"], ["--format parquet", "give --out DIR"]),
+        (["compare", "tiny", "-P", "fifo", "--format", "parquet"], ["--format parquet", "--out"]),
+        (["compare", "tiny", "-P", "fifo", "--force"], ["--force", "give --out DIR"]),
+        (
+            ["compare", "tiny", "-P", "fifo", "--seeds", "1-2", "--format", "parquet"],
+            ["--format parquet", "--out"],
+        ),
+    ],
+)
+def test_options_for_out_need_out(args, needles):
+    """--format and (for compare) --force without --out were dropped silently, exit 0;
+    replay's --events and --force, and compare's --plot, were refused."""
+    one_line_error(invoke(*args), *needles)
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["replay", "tiny", "--seed", "abc"], ["'--seed'", "got 'abc'", "'gpusched replay -h'"]),
+        (["replay", "tiny", "--slot", "1,5"], ["'--slot'", "got '1,5'"]),
+        (["replay", "tiny", "--sed", "1"], ["No such option: --sed", "--seed"]),
+        (["replay", "tiny", "extra", "args"], ["unexpected extra argument"]),
+        (["policies", "extra"], ["unexpected extra argument", "'gpusched policies -h'"]),
+        (["nosuch"], ["No such command 'nosuch'", "'gpusched -h'"]),
+        (["trace", "nosuch"], ["No such command 'nosuch'", "'gpusched trace -h'"]),
+        (["trace", "import"], ["Missing argument"]),
+        (["diff", "a"], ["Missing argument 'RUN_B'"]),
+        (["workload", "synth-default"], ["Missing option '--output'"]),
+        (["workload", "synth-default", "-o", "w.csv", "-n", "1e3"], ["'--jobs'", "got '1e3'"]),
+        (["replay", "tiny", "--slot"], ["'--slot' requires an argument"]),
+    ],
+)
+def test_usage_mistakes_take_one_line(args, needles):
+    """Click's usage errors took four lines (usage, hint, blank line, 'Error: ...'), and a
+    value of the wrong type was not shown."""
+    one_line_error(invoke(*args), *needles)
+
+
+def test_no_arguments_still_show_the_help():
+    r = invoke("trace")
+    assert r.exit_code == 2 and "Commands:" in r.output and "error" not in r.output
 
 
 def test_slot_too_fine_for_the_trace(tmp_path):
@@ -180,6 +254,29 @@ def test_decision_fields_of_the_wrong_type(tmp_path, decision, needle):
 def test_policy_that_only_wakes_is_stopped(tmp_path):
     body = "    def decide(self, view, now):\n        return Decision(wake_at=now + 1)\n"
     one_line_error(invoke("replay", "tiny", "-P", policy_file(tmp_path, body)), "made no progress")
+
+
+@pytest.mark.parametrize("step", ["10", "now * 100 + 1"])
+def test_policy_that_waits_past_the_exact_clock_is_stopped(tmp_path, step):
+    """A policy waking ever later (batchsche -p ratio=1e6) took the run past 2^50 slots,
+    where slot boundaries are no longer exact: 'simulated time is not strictly
+    increasing', or a run that seemed fine."""
+    body = (
+        "    def decide(self, view, now):\n"
+        "        if now < 1e16:\n"
+        f"            return Decision(wake_at={step} if now == 0 else now * 100 + 1)\n"
+        "        return Decision(order=view.queued)\n"
+    )
+    one_line_error(
+        invoke("replay", "tiny", "-P", policy_file(tmp_path, body)),
+        "policy 'mine'",
+        "clock holds exactly",
+    )
+
+
+def test_batchsche_with_a_huge_ratio_is_stopped_in_one_line():
+    r = invoke("replay", "ec-30", "-c", "edge-cloud-testbed", "-P", "batchsche", "-p", "ratio=1e6")
+    one_line_error(r, "policy 'batchsche'", "clock holds exactly", "check its parameters")
 
 
 def test_view_memory_cannot_be_made_writeable():

@@ -418,6 +418,8 @@ def test_cli_testbed_cluster_and_jobs_sweep(tmp_path):
         (["edge-cloud-sim", "--arrival-scale", "inf"], ["--arrival-scale"]),
         (["edge-cloud-testbed", "--arrival-scale", -2], ["--arrival-scale"]),
         (["pd-ors", "--arrival-scale", 2], ["does not take arrival_scale"]),
+        # the cluster was written over the trace just written, exit 0
+        (["edge-cloud-sim", "--cluster-out", "./w.csv"], ["--cluster-out", "is the trace"]),
     ],
 )
 def test_cli_refuses_bad_options_before_writing(args, needles, tmp_path, monkeypatch):

@@ -278,7 +278,7 @@ def workload_cmd(
 
     Presets: synth-default, a-srpt, lazer-earth, lazer-saturn, lazer-uranus, lazer-philly, sjf-bsbf, sjf-bsbf-testbed, pollux, pd-ors, edge-cloud-testbed, edge-cloud-sim.
     """
-    from gpusched.errors import GpuschedError
+    from gpusched.errors import GpuschedError, show_name
     from gpusched.io.trace import write_trace
     from gpusched.workloads import NOTED, build_workload, workload_cluster
 
@@ -287,13 +287,22 @@ def workload_cmd(
             raise GpuschedError(
                 f"{flag} shapes the cluster that --cluster-out writes; give --cluster-out"
             )
+    if cluster_out is not None and cluster_out.resolve() == output.resolve():
+        raise GpuschedError(
+            f"--cluster-out {show_name(cluster_out)} is the trace --output names: the cluster "
+            "would replace the trace; give it another name (e.g. a .toml)"
+        )
     # the cluster's options are checked before a workload is drawn
     cluster_text = (
         None if cluster_out is None else workload_cluster(name, seed, servers, cloud, ship)
     )
     # a missing folder is made, and a bad one reported, before a full-size workload is drawn
+    from gpusched.io.files import check_folder_path
+
+    check_folder_path(output, "--output")
     output.parent.mkdir(parents=True, exist_ok=True)
     if cluster_out is not None:
+        check_folder_path(cluster_out, "--cluster-out")
         cluster_out.parent.mkdir(parents=True, exist_ok=True)
     trace = build_workload(
         name,

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from typer._click import exceptions as click_exceptions  # the Click that typer vendors
 
-from gpusched.errors import GpuschedError, show_name, show_text
+from gpusched.errors import GpuschedError, show_name, show_text, show_value
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -134,7 +135,12 @@ class _PlainCoercion:
             from typer._coercion import build_runtime_param
 
             self.typer_own = build_runtime_param(param.type_descriptor)
-        return self.typer_own.coerce(value, param=param, ctx=ctx)
+        try:
+            return self.typer_own.coerce(value, param=param, ctx=ctx)
+        except click_exceptions.BadParameter as exc:
+            if isinstance(value, str):  # pydantic's message does not show the value
+                exc.message = f"{exc.message}, got {show_value(value)}"
+            raise
 
 
 class _PlainParams:
@@ -149,13 +155,47 @@ class _PlainParams:
         return super().parse_args(ctx, args)  # type: ignore[misc, no-any-return]
 
 
-class Command(_PlainParams, _HelpFlagFalse, typer.core.TyperCommand):
-    """A Typer command whose ``--help`` costs nothing when not given, and whose plain option
-    values skip pydantic (``cls=Command``)."""
+class _UsageError(click_exceptions.UsageError):
+    """A usage mistake (an unknown option, a value of the wrong type, a missing argument)
+    shown as one line, ``error: <what> (see 'gpusched CMD -h')``, exit code 2, like every
+    other user mistake; Click's own form takes four lines (usage, hint, blank, error)."""
+
+    def show(self, file: Any = None) -> None:
+        hint = f" (see '{self.ctx.command_path} -h')" if self.ctx is not None else ""
+        typer.echo(f"error: {show_text(self.format_message())}{hint}", err=True)
 
 
-class Group(_HelpFlagFalse, typer.core.TyperGroup):
-    """A Typer group whose ``--help`` costs nothing when not given (``cls=Group``)."""
+class _OneLineUsage:
+    """Raise Click's usage errors as :class:`_UsageError` (not the help that a command
+    given no arguments shows)."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)  # type: ignore[misc]
+        except click_exceptions.UsageError as exc:
+            raise _one_line(exc) from None
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)  # type: ignore[misc]
+        except click_exceptions.UsageError as exc:
+            raise _one_line(exc) from None
+
+
+def _one_line(exc: click_exceptions.UsageError) -> click_exceptions.UsageError:
+    if isinstance(exc, _UsageError | click_exceptions.NoArgsIsHelpError):
+        return exc
+    return _UsageError(exc.format_message(), exc.ctx)
+
+
+class Command(_OneLineUsage, _PlainParams, _HelpFlagFalse, typer.core.TyperCommand):
+    """A Typer command whose ``--help`` costs nothing when not given, whose plain option
+    values skip pydantic, and whose usage errors take one line (``cls=Command``)."""
+
+
+class Group(_OneLineUsage, _HelpFlagFalse, typer.core.TyperGroup):
+    """A Typer group whose ``--help`` costs nothing when not given and whose usage errors
+    take one line (``cls=Group``)."""
 
 
 def os_error_message(exc: OSError) -> str:
@@ -270,6 +310,28 @@ def suggest_warm_up(result: Any) -> None:
             "copy; 'gpusched warm-up' compiles them in the foreground and shows the error",
             err=True,
         )
+
+
+def require_out(
+    out: str | None,
+    *,
+    events: bool = False,
+    force: bool = False,
+    fmt: str = "csv",
+    plot: bool = False,
+) -> None:
+    """Refuse an option that acts only on ``--out`` when ``--out`` is not given (it would
+    be dropped silently)."""
+    if out is not None:
+        return
+    for flag, given, what in (
+        ("--events", events, "writes events.csv into the run folder"),
+        ("--force", force, "replaces the results in --out"),
+        (f"--format {fmt}", fmt != "csv", "is the format of the run tables written to --out"),
+        ("--plot", plot, "draws from the run folders"),
+    ):
+        if given:
+            raise GpuschedError(f"{flag} {what}: give --out DIR")
 
 
 def require_terminal(flag: str) -> None:

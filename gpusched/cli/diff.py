@@ -40,12 +40,14 @@ def diff_cmd(
     unchanged within a relative 1e-9. Both runs must hold the same jobs (ids and
     submission times).
     """
-    from gpusched.results.diff import diff_runs, read_run_jobs, write_diff_csv
+    from gpusched.results.diff import check_out_csv, diff_runs, read_run_jobs, write_diff_csv
 
     if top < 0:
         raise GpuschedError(f"--top must be an integer >= 0, got {top}")
     if out is not None and not out.strip():
         raise GpuschedError("--out must name a CSV file, got an empty string")
+    if out is not None:
+        check_out_csv(out)
     diff = diff_runs(read_run_jobs(run_a, "RUN_A"), read_run_jobs(run_b, "RUN_B"))
     print_diff(diff, run_a, run_b, top)
     if out is not None:

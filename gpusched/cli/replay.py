@@ -14,6 +14,7 @@ from gpusched.cli._common import (
     compile_notice,
     print_run_header,
     print_table,
+    require_out,
     require_terminal,
     suggest_warm_up,
     user_errors,
@@ -137,16 +138,12 @@ def replay_cmd(
 ) -> None:
     """Replay a trace on a cluster under one policy and print the summary."""
     from gpusched.core.warmup import PATHS, warm_up
-    from gpusched.errors import GpuschedError
     from gpusched.experiments.run import check_format, check_run_options, replay
     from gpusched.io.runfolder import FolderTransaction
 
     check_run_options(slot_s=slot, seed=seed, until_s=until, mode=engine)
     check_format(fmt)
-    if events and out is None:
-        raise GpuschedError("--events writes events.csv into the run folder: give --out DIR")
-    if force and out is None:
-        raise GpuschedError("--force replaces the results in --out: give --out DIR")
+    require_out(out, events=events, force=force, fmt=fmt)
     if tui:
         require_terminal("--tui")
         from gpusched.tui import run_tui
@@ -288,8 +285,7 @@ def compare_cmd(
     check_format(fmt)
     if not policy:
         raise GpuschedError("give at least one --policy (e.g. --policy fifo --policy srtf)")
-    if plot and out is None:
-        raise GpuschedError("--plot draws from the run folders: give --out DIR too")
+    require_out(out, force=force, fmt=fmt, plot=plot)
     from gpusched.cli.seeds import compare_over_seeds
 
     if compare_over_seeds(

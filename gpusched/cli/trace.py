@@ -141,7 +141,7 @@ def synth_cmd(
     ] = "default",
 ) -> None:
     """Generate a seeded synthetic trace: heavy-tailed durations, Philly-like GPU mix, load-matched arrivals."""
-    from gpusched.errors import GpuschedError, show_name
+    from gpusched.errors import GpuschedError, check_seed, show_name
     from gpusched.io.cluster import load_cluster
     from gpusched.io.trace import write_trace
     from gpusched.workloads.synth import synth_trace
@@ -151,8 +151,7 @@ def synth_cmd(
             f"--jobs must be 1 to {MAX_SYNTH_JOBS:,} (a limit of memory: about 0.4 KB per "
             f"job), got {jobs:,}"
         )
-    if seed < 0:
-        raise GpuschedError(f"--seed must be a whole number >= 0, got {seed}")
+    check_seed(seed)
     if not (load > 0 and math.isfinite(load)):
         raise GpuschedError(f"--load must be a finite number > 0, got {load}")
     spec = load_cluster(cluster)
@@ -220,11 +219,12 @@ def annotate_cmd(
     from gpusched.workloads.annotate import annotate_trace
 
     path = resolve_trace(trace)
+    source_sha256 = trace_sha256(path)  # before the output is written: it may be the source
     annotated, notes = annotate_trace(read_trace(path), seed)
     write_trace(annotated, output)
     manifest = {
         "source": str(path),
-        "source_sha256": trace_sha256(path),
+        "source_sha256": source_sha256,
         "seed": seed,
         "notes": notes,
     }

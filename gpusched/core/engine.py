@@ -86,6 +86,9 @@ _NONE = _frozen(np.empty(0, dtype=np.int32))  # no job arrived / finished at a d
 #: consecutive decision points at which a policy starts nothing while every job has
 #: arrived, none holds a GPU and some wait: past this the run can make no progress
 MAX_IDLE_DECISIONS = 10_000
+#: slot boundaries ``k * slot`` are exact floats for k up to this (with margin below 2^53);
+#: a run that would go past it (a policy's wake-up, a trace's horizon) is refused
+MAX_EXACT_SLOTS = 2.0**50
 
 
 class Engine(GangLifecycle, Roles, TaskDispatch):
@@ -574,7 +577,9 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
 
         With every job arrived, no job holding GPUs and jobs waiting, only the policy
         can move the run on; a policy that answers wake-up after wake-up without
-        starting anything would loop forever, its timeline growing.
+        starting anything would loop forever, its timeline growing. A run whose policy
+        waited it past :data:`MAX_EXACT_SLOTS` slots is stopped too: beyond, slot
+        boundaries are no longer exact and the clock would stall.
         """
         st = self.state
         sim_i = st.sim_i
@@ -584,6 +589,14 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             and sim_i.item(I_NEXT_ARRIVAL) == len(self.jobs)
         )
         self._idle = self._idle + 1 if stalled else 0
+        if now > MAX_EXACT_SLOTS * self.slot_s:  # (the trace alone cannot get here)
+            raise self._fail(
+                None,
+                now,
+                f"the run went past the last time its clock holds exactly "
+                f"({MAX_EXACT_SLOTS * self.slot_s:.3g} s: 2^50 slots of {self.slot_s:g} s), "
+                "waiting on the policy's wake-ups; check its parameters",
+            )
         if self._idle > MAX_IDLE_DECISIONS:
             raise self._fail(
                 None,

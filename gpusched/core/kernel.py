@@ -1135,11 +1135,15 @@ def _repack(st, cfg):
 def _cycle_due(st, period):
     """Is a periodic policy's cycle due now? Keeps the next cycle in the wake-up timer.
 
-    Mirrors ``policies/srtf_periodic.py`` exactly (same tolerances): cycles fall on
-    multiples of ``period``; the first is the first multiple at or after the first
-    decision point; a cycle runs at the first decision point at or after its time.
+    Mirrors :class:`gpusched.core.policy.Cycles` exactly (same tolerances): cycles fall
+    on multiples of ``period``; the first is the first multiple at or after the first
+    decision point; a cycle runs at the first decision point at or after its time; a
+    period too small for the clock's resolution at ``now`` makes every decision point one.
     """
     now = st.sim_f[F_NOW]
+    if now > period * 1e300:  # now / period would overflow: every decision point
+        st.sim_f[F_WAKE] = np.nextafter(now, np.inf)
+        return True
     k = now / period
     nxt = st.sim_f[F_WAKE]
     if nxt == np.inf:  # the first decision point
@@ -1147,7 +1151,8 @@ def _cycle_due(st, period):
     if now < nxt - 1e-9:
         st.sim_f[F_WAKE] = nxt
         return False
-    st.sim_f[F_WAKE] = (np.floor(k + 1e-9) + 1.0) * period
+    nxt = (np.floor(k + 1e-9) + 1.0) * period
+    st.sim_f[F_WAKE] = nxt if nxt > now else np.nextafter(now, np.inf)
     return True
 
 

@@ -267,6 +267,10 @@ class Cycles:
     next is the multiple after ``now``. With ``restart_after``, a decision later than
     ``next + restart_after`` (the run went past a cycle without waking, e.g. while no
     job was present) restarts the count at the first multiple at or after ``now``.
+    An interval too small for the clock's resolution at ``now`` (the multiple after
+    ``now`` rounds to ``now``, or ``now / interval`` overflows) makes every decision
+    point a cycle, as any interval below the slot does; the kernel's ``_cycle_due`` does
+    the same.
     """
 
     def __init__(self, interval: float) -> None:
@@ -276,6 +280,9 @@ class Cycles:
 
     def due(self, now: float, restart_after: float | None = None) -> bool:
         """Is a cycle due at ``now``? (Moves :attr:`next` on when it is.)"""
+        if now > self.interval * 1e300:  # now / interval would overflow: every decision
+            self.next = math.nextafter(now, math.inf)
+            return True
         k = now / self.interval
         if self.next is None or (
             restart_after is not None and now > self.next + restart_after - 1e-9
@@ -283,7 +290,8 @@ class Cycles:
             self.next = math.ceil(k - 1e-9) * self.interval
         if now < self.next - 1e-9:
             return False
-        self.next = (math.floor(k + 1e-9) + 1.0) * self.interval
+        nxt = (math.floor(k + 1e-9) + 1.0) * self.interval
+        self.next = nxt if nxt > now else math.nextafter(now, math.inf)
         return True
 
 
@@ -350,7 +358,8 @@ _SCALARS = {bool, int, float, str}
 
 
 def parse_levels(policy: str, text: str, unit: str) -> tuple[float, ...]:
-    """A LAS policy's ``thresholds`` parameter: comma-separated, positive, increasing.
+    """A LAS policy's ``thresholds`` parameter: comma-separated, positive, increasing, at
+    least one (an empty value, e.g. an unset shell variable, would make one queue).
 
     Raises
     ------
@@ -363,6 +372,11 @@ def parse_levels(policy: str, text: str, unit: str) -> tuple[float, ...]:
         raise ParamError(
             f"policy '{policy}': thresholds must be comma-separated {unit}, got '{text}'"
         ) from None
+    if not levels:
+        raise ParamError(
+            f"policy '{policy}': thresholds must list at least one threshold ({unit}, "
+            f"comma-separated), got '{text}'"
+        )
     if not all(0 < t < float("inf") for t in levels) or any(
         b <= a for a, b in zip(levels, levels[1:], strict=False)
     ):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusched.core.memory import give_back_memory
-from gpusched.errors import GpuschedError, did_you_mean
+from gpusched.errors import GpuschedError, check_seed, did_you_mean
 from gpusched.io.resources import resolve_trace
 
 if TYPE_CHECKING:
@@ -49,15 +49,17 @@ def check_run_options(
     Raises
     ------
     GpuschedError
-        A slot that is not a number of seconds in [MIN_SLOT_S, inf), a negative seed,
-        an ``until`` that is negative or not a number, an unknown engine mode.
+        A slot that is not a number of seconds in [MIN_SLOT_S, MAX_TIME_S] (the largest
+        time a trace may hold: a longer slot overflows the slot arithmetic), a negative
+        seed, an ``until`` that is negative or not a number, an unknown engine mode.
     """
-    if not (math.isfinite(slot_s) and slot_s >= MIN_SLOT_S):
+    from gpusched.io.trace import MAX_TIME_S
+
+    if not (MIN_SLOT_S <= slot_s <= MAX_TIME_S):
         raise GpuschedError(
-            f"--slot must be a finite number of seconds >= {MIN_SLOT_S:g}, got {slot_s}"
+            f"--slot must be a number of seconds in [{MIN_SLOT_S:g}, {MAX_TIME_S:g}], got {slot_s}"
         )
-    if seed < 0:
-        raise GpuschedError(f"--seed must be an integer >= 0, got {seed}")
+    check_seed(seed)
     if until_s is not None and not (until_s >= 0):
         raise GpuschedError(f"--until must be a time >= 0 s (or inf), got {until_s}")
     if mode not in ENGINE_MODES:
@@ -65,6 +67,26 @@ def check_run_options(
             f"--engine must be one of {', '.join(ENGINE_MODES)}, got '{mode}'"
             f"{did_you_mean(mode, ENGINE_MODES)}"
         )
+
+
+def check_phase_options(load_s: float, save_s: float) -> None:
+    """Refuse ``--load-s``/``--save-s`` values a trace's ``load_s``/``save_s`` column would
+    refuse: 0, or a number of seconds in [MIN_DURATION_S, MAX_TIME_S] (a larger one
+    overflows the run's clock).
+
+    Raises
+    ------
+    GpuschedError
+        Naming the option, the values accepted and the value given.
+    """
+    from gpusched.io.trace import MAX_TIME_S, MIN_DURATION_S
+
+    for flag, value in (("--load-s", load_s), ("--save-s", save_s)):
+        if not (value == 0 or MIN_DURATION_S <= value <= MAX_TIME_S):
+            raise GpuschedError(
+                f"{flag} must be 0 or a number of seconds in [{MIN_DURATION_S:g}, "
+                f"{MAX_TIME_S:g}], got {value}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +164,7 @@ def build_engine(
     """
     import numpy as np
 
-    from gpusched.core.engine import Engine
+    from gpusched.core.engine import MAX_EXACT_SLOTS, Engine
     from gpusched.core.jobs import prepare_jobs
     from gpusched.core.policy import parse_params
     from gpusched.core.registry import load_policy_class, make_policy
@@ -150,9 +172,7 @@ def build_engine(
     from gpusched.io.cluster import load_cluster
 
     check_run_options(slot_s=slot_s, seed=seed, until_s=until_s, mode=mode)
-    for flag, value in (("--load-s", load_s), ("--save-s", save_s)):
-        if not (math.isfinite(value) and value >= 0):
-            raise GpuschedError(f"{flag} must be a finite number of seconds >= 0, got {value}")
+    check_phase_options(load_s, save_s)
     spec = PolicySpec.parse(policy, params)
     cls = load_policy_class(spec.name)
     kwargs = parse_params(cls, list(spec.params))
@@ -172,7 +192,7 @@ def build_engine(
         # slot boundaries k * slot must stay exact floats over the whole run: an upper
         # bound of the horizon is the last arrival plus every job run back to back
         horizon = float(jobs.submit_s[-1]) + float(jobs.work_s.sum())
-        if horizon / slot_s > 2.0**50:
+        if horizon / slot_s > MAX_EXACT_SLOTS:
             raise GpuschedError(
                 f"--slot {slot_s:g} s is too fine for this trace (it may run to "
                 f"{horizon:.3g} s, {horizon / slot_s:.2g} slots; at most 2^50 are exact): "

@@ -64,7 +64,7 @@ from typing import Any
 
 from gpusched.errors import GpuschedError, control_char, show_name
 from gpusched.io.files import check_small_file, read_small_text
-from gpusched.io.runfolder import FolderLock, remove_tree, swap_in
+from gpusched.io.runfolder import MANIFEST, FolderLock, remove_tree, swap_in
 from gpusched.io.runfolder import read_lock as read_lock_file
 
 __all__ = [
@@ -1181,8 +1181,10 @@ def output_dir(spec: SweepSpec, out: str | Path | None = None) -> Path:
     GpuschedError
         An empty path or one with control characters, a path that is a file (or under
         a file), or a folder whose ``cells``/``.staging`` is a file, whose ``.staging``
-        is a symbolic link (the sweep deletes what it holds), or whose
-        ``results.csv``/``results.parquet`` is a folder.
+        is a symbolic link (the sweep deletes what it holds), whose
+        ``results.csv``/``results.parquet`` is a folder, or that holds a run's
+        ``manifest.json`` or a comparison's ``comparison.csv`` (the folder of a replay or
+        compare, which the sweep's results would turn into a sweep folder).
     """
     raw = out if out is not None else (spec.out or "sweep-out")
     text = str(raw)
@@ -1214,6 +1216,14 @@ def output_dir(spec: SweepSpec, out: str | Path | None = None) -> Path:
     for name in (RESULTS_CSV, RESULTS_PARQUET):
         if (path / name).is_dir():
             raise GpuschedError(f"{path / name} is a folder; the sweep writes a file there")
+    from gpusched.experiments.run import COMPARISON_CSV
+
+    for name in (MANIFEST, COMPARISON_CSV):  # a sweep's cells are one level further down
+        if (path / name).exists():
+            raise GpuschedError(
+                f"output folder {path} holds {name}: it is the results of a replay or "
+                "compare, not a sweep's folder; give the sweep a folder of its own"
+            )
     return path
 
 

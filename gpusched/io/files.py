@@ -65,3 +65,30 @@ def read_small_text(path: Path, *, what: str, max_bytes: int, error: type[Gpusch
             f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
             "expected a TOML file"
         ) from None
+
+
+def check_folder_path(path: Path, what: str) -> None:
+    """Refuse an output ``path`` (a file or folder, its missing folders to be made) that
+    lies under a file.
+
+    ``mkdir -p`` of ``notes.csv/run`` fails with "File exists: notes.csv", which says
+    neither what is wrong nor what was expected.
+
+    Raises
+    ------
+    GpuschedError
+        ``<what> <path> is under <file>, which is a file, not a folder``.
+    """
+    for parent in path.parents:
+        try:
+            st = parent.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # missing (made later), or under a file: look further up
+        except (OSError, ValueError):
+            return  # unreadable: the write reports it
+        if not stat.S_ISDIR(st.st_mode):
+            raise GpuschedError(
+                f"{what} {show_name(path)} is under {show_name(parent)}, which is a file, "
+                "not a folder"
+            )
+        return

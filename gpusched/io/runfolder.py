@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gpusched.errors import GpuschedError, show_name
+from gpusched.io.files import check_folder_path
 
 __all__ = [
     "MANIFEST",
@@ -404,6 +405,7 @@ class FolderTransaction:
                 "(a results folder is replaced whole, never written through a link)"
             )
         if not self.target.exists():
+            check_folder_path(self.target, self.option)
             return
         if not self.target.is_dir():
             raise GpuschedError(f"{where} is a file, expected a folder")

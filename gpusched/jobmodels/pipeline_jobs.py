@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.core.jobs import job_iterations
+from gpusched.errors import TraceError, show_name
 from gpusched.jobmodels.heavy_edge import (
     alpha_min_estimate,
     heavy_edge_partition,
@@ -162,33 +163,45 @@ class PipelineJobs:
 
                 catalogue = load_catalogue()
             ids: dict[tuple[str, tuple[int, ...]], int] = {}
+            errors: list[str] = []  # a bad config names the trace's file and line
+            lines = np.asarray(getattr(jobs, "line", ()), dtype=np.int64)
             for j in np.flatnonzero(annotated):
                 model = str(models[j])
                 text = str(configs[j]) if configs is not None and str(configs[j]) else ""
-                if text:
-                    reps = parse_config(text)
-                else:
-                    reps = tuple(
-                        catalogue.config_for(
-                            model,
-                            int(self.n_gpus[j]),
-                            gpus_per_server=self.g,
-                            nic_gbps=self.nic,
-                            intra_gbyte_s=self.intra,
-                            reading=self.reading,
-                        ).replicas
+                try:
+                    if text:
+                        reps = parse_config(text)
+                    else:
+                        reps = tuple(
+                            catalogue.config_for(
+                                model,
+                                int(self.n_gpus[j]),
+                                gpus_per_server=self.g,
+                                nic_gbps=self.nic,
+                                intra_gbyte_s=self.intra,
+                                reading=self.reading,
+                            ).replicas
+                        )
+                    if sum(reps) != self.n_gpus[j]:
+                        raise ValueError(
+                            f"job '{jobs.job_id[j]}': config {format_config(reps)} uses "
+                            f"{sum(reps)} GPUs, "
+                            f"the job asks for {int(self.n_gpus[j])}"
+                        )
+                    key = (model, reps)
+                    if key not in ids:
+                        spec = resolve_config(catalogue, model, reps).spec(self.reading)
+                        ids[key] = len(self.specs)
+                        self.specs.append(spec)
+                except ValueError as exc:
+                    where = f":{int(lines[j])}" if j < len(lines) else ""
+                    errors.append(
+                        f"{show_name(getattr(jobs, 'source', ''))}{where}: column 'config': {exc}"
                     )
-                if sum(reps) != self.n_gpus[j]:
-                    raise ValueError(
-                        f"job '{jobs.job_id[j]}': config {format_config(reps)} uses "
-                        f"{sum(reps)} GPUs, "
-                        f"the job asks for {int(self.n_gpus[j])}"
-                    )
-                key = (model, reps)
-                if key not in ids:
-                    ids[key] = len(self.specs)
-                    self.specs.append(resolve_config(catalogue, model, reps).spec(self.reading))
+                    continue
                 self.spec_id[j] = ids[key]
+            if errors:
+                raise TraceError(errors)
             a_min = np.array(
                 [alpha_min_estimate(s, self.nic, self.intra, self.g) for s in self.specs]
             )

@@ -120,11 +120,18 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
         for line, cells in enumerate(table, start=2):
             yield line, dict(zip(header, cells, strict=True))
         return
-    with path.open(newline="") as fh:
+    with path.open(newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
-        _check_header(path, list(reader.fieldnames or []))
-        for row in reader:
-            yield reader.line_num, row
+        try:
+            _check_header(path, list(reader.fieldnames or []))
+            for row in reader:
+                yield reader.line_num, row
+        except UnicodeDecodeError:
+            raise GpuschedError(
+                f"{show_name(path)}: not a text (UTF-8) CSV file (expected a run's jobs.csv)"
+            ) from None
+        except csv.Error as exc:
+            raise GpuschedError(f"{show_name(path)}: not a readable CSV file ({exc})") from None
 
 
 def _check_header(path: Path, header: list[str]) -> None:
@@ -276,6 +283,27 @@ def diff_runs(a: RunJobs, b: RunJobs) -> RunDiff:
     return RunDiff(a, b, outcome, change)
 
 
+def check_out_csv(path: str | Path) -> Path:
+    """``path`` as a file :func:`write_diff_csv` can write: not a folder, in a folder that
+    exists (checked before the runs are read, and named as given, not as the temporary
+    file written beside it).
+
+    Raises
+    ------
+    GpuschedError
+        A folder, or a file in a folder that does not exist.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise GpuschedError(f"cannot write {show_name(target)}: is a folder, expected a CSV file")
+    if not target.parent.is_dir():
+        raise GpuschedError(
+            f"cannot write {show_name(target)}: folder {show_name(target.parent)} does not "
+            "exist (create it first)"
+        )
+    return target
+
+
 def write_diff_csv(path: str | Path, diff: RunDiff) -> None:
     """The per-job differences: ids, submission, JCT, wait and slowdown in A and B, change."""
     a, b = diff.a, diff.b
@@ -297,7 +325,7 @@ def write_diff_csv(path: str | Path, diff: RunDiff) -> None:
     # written beside the target and renamed over it when complete: a full disk or an
     # interruption leaves no partial table, and a link named like the target is replaced,
     # never written through
-    target = Path(path)
+    target = check_out_csv(path)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         with create_exclusive(tmp, text=True) as fh:

@@ -287,6 +287,14 @@ def expand_run_dirs(paths: Sequence[str | Path]) -> list[Path]:
         subs = sorted(d for d in p.iterdir() if d.is_dir() and not d.name.startswith("."))
         runs = [d for d in subs if _is_run(d)]
         if not runs:
+            seeds = (p / "compare-runs.csv").is_file()  # compare --seeds: DIR/<policy>/seed-<s>/
+            deeper = [d for d in subs if seeds and any(_is_run(e) for e in d.iterdir())]
+            if deeper:
+                raise GpuschedError(
+                    f"{where}: its runs are two levels down (compare --seeds: "
+                    "<policy>/seed-<s>); give one policy's folder, e.g. "
+                    f"{show_name(deeper[0])}, or the runs themselves"
+                )
             raise GpuschedError(f"{where}: no run in this folder or its subfolders ({_RUN_FOLDER})")
         others = [d.name for d in subs if d not in runs]
         if others:

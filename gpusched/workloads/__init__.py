@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpusched.errors import GpuschedError, did_you_mean, show_value
+from gpusched.errors import GpuschedError, check_seed, did_you_mean, show_value
 from gpusched.io.trace import Trace
 
 #: the most jobs a preset draws with ``--jobs``: each needs about 0.4-2 KB of memory while
@@ -358,8 +358,7 @@ def build_workload(name: str, seed: int, jobs: int | None = None, **options: Any
     one it does not take is an error. A negative ``seed`` is an error.
     """
     _check_name(name)
-    if seed < 0:
-        raise GpuschedError(f"--seed must be a whole number >= 0, got {seed}")
+    check_seed(seed)
     if jobs is not None and name in MAX_JOBS and not 1 <= jobs <= MAX_JOBS[name]:
         why = " (a limit of memory: up to 2 KB per job)" if jobs > 1 else ""
         raise GpuschedError(f"{name} takes --jobs from 1 to {MAX_JOBS[name]:,}, got {jobs:,}{why}")

@@ -249,7 +249,7 @@ def annotate_trace(
     GpuschedError
         A job without a duration, or a GPU count no catalogue model can run.
     """
-    from gpusched.errors import GpuschedError
+    from gpusched.errors import GpuschedError, check_seed
 
     if catalogue is None:
         from gpusched.jobmodels.catalogue import load_catalogue
@@ -262,6 +262,7 @@ def annotate_trace(
         raise GpuschedError(
             f"{trace.source}: job '{trace.job_id[first]}' has no duration to annotate"
         )
+    check_seed(seed)
     rng = np.random.default_rng(seed)
     rng_users, rng_groups, rng_models = rng.spawn(3)
     notes: list[str] = []
