@@ -419,3 +419,16 @@ def test_warm_up_loads_every_kernel_path(monkeypatch):
     assert res.exit_code == 0, res.output
     assert "simulation kernels ready" in res.output
     assert warmup._warm == {"fused", "lazer", "python"} == set(warmup.PATHS)
+
+
+def test_a_misspelt_column_is_noted_not_silently_unused(tmp_path):
+    # 'laod_s' is kept as an extra column: without a word, the jobs' load times would
+    # silently be the run's default; names near no column the engine reads stay quiet
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,submit_time,num_gpus,duration,laod_s,user,durations\na,0,1,5,3,u,4\n")
+    out = invoke("replay", trace, "-P", "fifo").output
+    assert (
+        f"note: {trace}: column 'laod_s' is not one the engine reads (it is kept as an "
+        "extra column); did you mean 'load_s'?" in out
+    )
+    assert out.count("note:") == 1  # not 'user', nor 'durations' (duration is given)

@@ -14,6 +14,7 @@ Messages name the physical line of the trace file (:attr:`Trace.line`).
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,7 @@ import numpy as np
 from gpusched.core import jobmodel
 from gpusched.errors import TraceError, show_name, show_value
 from gpusched.io.cluster import ClusterSpec
-from gpusched.io.trace import Trace, validate_trace
+from gpusched.io.trace import CANONICAL_COLUMNS, Trace, validate_trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,23 @@ def _durations(trace: Trace) -> tuple[np.ndarray, list[str]]:
     return jobmodel.durations(trace, work, need)
 
 
+def misspelt_columns(trace: Trace) -> list[str]:
+    """Notes for the trace's extra columns whose names are close to a column the engine
+    reads that the trace does not give (``laod_s`` for ``load_s``): kept as given, they
+    would otherwise change nothing without a word."""
+    given = set(trace.columns())
+    missing = [c for c in CANONICAL_COLUMNS if c not in given]
+    notes = []
+    for col in trace.extra:
+        close = difflib.get_close_matches(col, missing, n=1, cutoff=0.8)
+        if close:
+            notes.append(
+                f"{show_name(trace.source)}: column {show_value(col)} is not one the engine "
+                f"reads (it is kept as an extra column); did you mean '{close[0]}'?"
+            )
+    return notes
+
+
 def prepare_jobs(trace: Trace, cluster: ClusterSpec, *, drop_oversized: bool = False) -> JobTable:
     """Build the job table of ``trace`` for ``cluster``.
 
@@ -109,7 +127,7 @@ def prepare_jobs(trace: Trace, cluster: ClusterSpec, *, drop_oversized: bool = F
     n_gpus = np.asarray(trace.num_gpus, dtype=np.int32)
     too_big = n_gpus > max_gang
     n_big = int(too_big.sum())
-    notes: list[str] = []
+    notes = misspelt_columns(trace)
     if len(trace) == 0:
         notes.append(f"0 jobs in {name}")
     keep = np.arange(len(trace))

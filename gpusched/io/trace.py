@@ -20,7 +20,9 @@ load_s      no       seconds the job spends loading (e.g. restoring a checkpoint
                      each start before it trains: 0 or in [``MIN_DURATION_S``, ``MAX_TIME_S``]
 save_s      no       seconds the job spends pausing and saving after each preemption:
                      0 or in [``MIN_DURATION_S``, ``MAX_TIME_S``]
-...         no       anything else (``user``, ``group``, ``batch_size``, ``gpu_type``, ...)
+...         no       anything else (``user``, ``group``, ``batch_size``, ``gpu_type``, ...);
+                     a name close to a column above that the trace lacks (``laod_s``)
+                     is kept too, and a run says so in a note
 =========== ======== ====================================================================
 
 Each row must give either (a) ``duration`` or (b) both ``iterations`` and ``model``, unless
