@@ -162,6 +162,8 @@ def test_single_run_compare_refuses_seed_folders(tmp_path, traces):
         (["--seeds", "1,x"], "got 'x'"),
         (["--seeds", "1,2,1"], "seed 1 is listed twice"),
         (["--seeds", "1-2", "--workers", "0"], "--workers must be at least 1"),
+        # thousands of processes of 100-150 MB each would exhaust the machine's memory
+        (["--seeds", "1-2", "--workers", "100000"], "at most"),
         (["--seeds", "1-2", "-o", "{out}", "--plot"], "plot a seed's runs"),
         (["--workers", "2"], "give --seeds"),
         ([], "names {seed}: give --seeds"),

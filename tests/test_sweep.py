@@ -994,6 +994,7 @@ def test_bad_output_folders_are_refused_before_any_work(tmp_path: Path) -> None:
         (["-o", str(a_run)], "holds manifest.json: it is the results of a replay"),
         (["-o", str(a_comparison)], "holds comparison.csv"),
         (["-o", str(tmp_path / "o"), "-j", "0"], "--workers must be at least 1, got 0"),
+        (["-o", str(tmp_path / "o"), "-j", "100000"], "--workers 100000 would start 100000"),
         (["-o", str(tmp_path / "o"), "--scheduler", "garbage"], "--scheduler must be"),
         (["-o", str(tmp_path / "o"), "--scheduler", "http://h:1"], "--scheduler must be"),
         (["-o", str(tmp_path / "o"), "--scheduler", "tcp://h:99999"], "--scheduler must be"),

@@ -269,7 +269,8 @@ def compare_cmd(
         typer.Option(
             "--workers",
             help="With --seeds: Dask workers for the runs (default one per core when there "
-            "are more than 4 runs; 1 runs them one after the other in this process)",
+            "are more than 4 runs; 1 runs them one after the other in this process; at most 4"
+            " per core)",
         ),
     ] = None,
 ) -> None:

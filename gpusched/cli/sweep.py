@@ -83,7 +83,9 @@ def sweep_cmd(
     workers: Annotated[
         int | None,
         typer.Option(
-            "--workers", "-j", help="LocalCluster worker processes (default: one per core)"
+            "--workers",
+            "-j",
+            help="LocalCluster worker processes (default: one per core; at most 4 per core)",
         ),
     ] = None,
     dry_run: Annotated[

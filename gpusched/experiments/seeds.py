@@ -480,9 +480,12 @@ def compare_seeds(
     ------
     GpuschedError
         No seed, no policy, a bad policy, trace (of any seed), cluster, option or
-        ``out``; ``workers`` below 1. Every input is checked before the first run.
+        ``out``; ``workers`` below 1 or above 4 per core
+        (:func:`gpusched.experiments.sweep.check_workers`). Every input is checked
+        before the first run.
     """
     from gpusched.experiments.run import _policy_label, check_run_options
+    from gpusched.experiments.sweep import check_workers
     from gpusched.io.cluster import load_cluster
     from gpusched.io.runfolder import FolderTransaction
 
@@ -490,8 +493,7 @@ def compare_seeds(
         raise GpuschedError("--seeds: give at least one seed")
     if not policies:
         raise GpuschedError("give at least one --policy (e.g. --policy fifo --policy srtf)")
-    if workers is not None and workers < 1:
-        raise GpuschedError(f"--workers must be at least 1, got {workers}")
+    check_workers(workers)
     check_run_options(
         slot_s=kwargs.get("slot_s", 1.0),
         seed=0,

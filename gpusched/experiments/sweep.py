@@ -1315,6 +1315,28 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
+#: most local worker processes per usable core: the runs are CPU-bound, so more than one
+#: per core is no faster, and each process holds its own interpreter and kernels (about
+#: 100-150 MB): thousands would exhaust the machine's memory
+MAX_WORKERS_PER_CORE = 4
+
+
+def check_workers(n_workers: int | None) -> None:
+    """Refuse a local worker count below 1 or above :data:`MAX_WORKERS_PER_CORE` per core."""
+    if n_workers is None:
+        return
+    if n_workers < 1:
+        raise GpuschedError(f"--workers must be at least 1, got {n_workers}")
+    cores = default_workers()
+    most = MAX_WORKERS_PER_CORE * cores
+    if n_workers > most:
+        raise GpuschedError(
+            f"--workers {n_workers} would start {n_workers} processes on {cores} usable "
+            f"core(s); at most {most} ({MAX_WORKERS_PER_CORE} per core: the runs are "
+            "CPU-bound, and each process takes about 100-150 MB)"
+        )
+
+
 def _rows(
     all_cells: list[Cell], outcomes: dict[str, dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], list[str]]:
@@ -1478,8 +1500,8 @@ def run_sweep(
     """
     t0 = time.perf_counter()
     out_dir = output_dir(spec, out)
-    if n_workers is not None and n_workers < 1:
-        raise GpuschedError(f"--workers must be at least 1, got {n_workers}")
+    if scheduler is None:
+        check_workers(n_workers)
     if scheduler is not None and client is None:
         scheduler = check_scheduler(scheduler)
     keyed = keyed_cells(spec)
