@@ -432,3 +432,32 @@ def test_a_misspelt_column_is_noted_not_silently_unused(tmp_path):
         "extra column); did you mean 'load_s'?" in out
     )
     assert out.count("note:") == 1  # not 'user', nor 'durations' (duration is given)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        # Click kept the last value and dropped the others without a word
+        (["replay", "-P", "tiresias", "-P", "fifo"], "--policy/-P is given more than once"),
+        (
+            ["replay", "-c", "default", "--cluster", "default"],
+            "--cluster/-c is given more than once",
+        ),
+        (
+            ["workload", "synth-default", "--seed", "1", "--seed", "2", "-o", "{tmp}/w.csv"],
+            "--seed",
+        ),
+    ],
+)
+def test_an_option_of_one_value_given_twice_is_refused(tmp_path, args, needle):
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    line = one_line_error(invoke(*args), needle, "is given more than once")
+    assert not (tmp_path / "w.csv").exists()
+    assert "compare" in line if "-P" in args else "compare" not in line
+
+
+def test_repeatable_options_and_flags_may_repeat(tmp_path):
+    r = invoke("replay", "-P", "srtf-periodic", "-p", "interval=60", "-p", "interval=30")
+    assert r.exit_code == 2 and "more than once" not in r.output  # -p's own check speaks
+    r = invoke("replay", "-P", "fifo", "-o", tmp_path / "r", "--force", "--force")
+    assert r.exit_code == 0, r.output

@@ -144,7 +144,9 @@ class _PlainCoercion:
 
 
 class _PlainParams:
-    """Parameters coerced by :class:`_PlainCoercion` (when typer coerces with pydantic)."""
+    """Parameters coerced by :class:`_PlainCoercion` (when typer coerces with pydantic),
+    and an option that takes one value refused when given twice (Click keeps the last
+    one and drops the others without a word: ``replay -P tiresias -P fifo`` ran fifo)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         for param in self.params:  # type: ignore[attr-defined]
@@ -152,7 +154,28 @@ class _PlainParams:
                 param, "type_descriptor"
             ):
                 param._runtime_param = _PlainCoercion(param)
+        if not ctx.resilient_parsing:
+            _refuse_repeats(self.make_parser(ctx).parse_args(args=list(args))[2], ctx)  # type: ignore[attr-defined]
         return super().parse_args(ctx, args)  # type: ignore[misc, no-any-return]
+
+
+def _refuse_repeats(order: list[Any], ctx: Any) -> None:
+    """Refuse an option that takes one value given more than once (``order`` holds one
+    entry per occurrence, as Click's parser returns it)."""
+    seen: dict[str, int] = {}
+    for param in order:
+        single = getattr(param, "param_type_name", "") == "option" and not (
+            param.multiple or getattr(param, "is_flag", False) or getattr(param, "count", False)
+        )
+        if single:
+            seen[param.name] = seen.get(param.name, 0) + 1
+            if seen[param.name] == 2:
+                hint = (
+                    "; 'gpusched compare' runs several policies" if param.name == "policy" else ""
+                )
+                raise click_exceptions.UsageError(
+                    f"{'/'.join(param.opts)} is given more than once: give it once{hint}", ctx
+                )
 
 
 class _UsageError(click_exceptions.UsageError):
