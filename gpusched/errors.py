@@ -139,16 +139,19 @@ class GpuschedError(Exception):
     """Base class of every error the CLI reports as an ``error: ...`` message."""
 
 
-def check_seed(seed: int, flag: str = "--seed") -> None:
-    """Refuse a seed NumPy's generators would refuse with a traceback: a negative one.
+def check_seed(seed: object, flag: str = "--seed") -> None:
+    """Refuse a seed NumPy's generators would refuse with a traceback: a negative one, or
+    (from Python callers) one that is not a whole number (a bool, a float).
 
     Raises
     ------
     GpuschedError
         ``--seed must be a whole number >= 0, got -1`` (``flag`` names the option).
     """
-    if seed < 0:
-        raise GpuschedError(f"{flag} must be a whole number >= 0, got {seed}")
+    import numbers
+
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise GpuschedError(f"{flag} must be a whole number >= 0, got {seed!r}")
 
 
 def field_error(path: object, line: int, column: str, expected: str, got: str) -> GpuschedError:

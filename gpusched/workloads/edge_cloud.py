@@ -89,7 +89,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusched.errors import GpuschedError
+from gpusched.errors import GpuschedError, check_seed
 from gpusched.io.trace import Trace
 from gpusched.workloads.sjf_bsbf import load_pool
 
@@ -198,11 +198,6 @@ _ARRIVAL_SCALE_JOBS = TESTBED_JOBS
 
 _CLUSTER_STREAM = 1
 """A cluster draws from ``default_rng([seed, _CLUSTER_STREAM])``, apart from the workload's."""
-
-
-def _check_seed(seed: int) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise GpuschedError(f"--seed must be a whole number >= 0, got {seed!r}")
 
 
 def _check_count(what: str, value: int, hi: int, preset: str) -> None:
@@ -351,7 +346,7 @@ def edge_cloud_testbed_workload(
         A bad ``seed`` or ``jobs``, named as the CLI option.
     """
     preset = "edge-cloud-testbed"
-    _check_seed(seed)
+    check_seed(seed)
     stretch = _check_stretch(arrival_scale)
     n = TESTBED_JOBS if jobs is None else jobs
     rng = np.random.default_rng(seed)
@@ -416,7 +411,7 @@ def edge_cloud_sim_workload(
         A bad ``seed`` or ``jobs``, named as the CLI option.
     """
     preset = "edge-cloud-sim"
-    _check_seed(seed)
+    check_seed(seed)
     stretch = _check_stretch(arrival_scale)
     n = SIM_JOBS if jobs is None else jobs
     rng = np.random.default_rng(seed)
@@ -664,7 +659,7 @@ def edge_cloud_cluster(
         )
     if ship not in SHIPPING:
         raise GpuschedError(f"--ship must be {' or '.join(SHIPPING)}, got {ship!r}")
-    _check_seed(seed)
+    check_seed(seed)
     _check_count("servers", servers, MAX_SERVERS, f"edge-cloud-{kind}")
     servers = int(servers)
     rng = np.random.default_rng([int(seed), _CLUSTER_STREAM])
