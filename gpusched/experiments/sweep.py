@@ -231,6 +231,22 @@ def _str_list(
     return tuple(entries)
 
 
+def _policy_list(entries: tuple[str, ...], source: str) -> tuple[str, ...]:
+    """The ``policies`` entries as results name them (``PolicySpec.normal``: no
+    whitespace around the name, keys and values), each once."""
+    from gpusched.experiments.run import PolicySpec
+
+    out: list[str] = []
+    for entry in entries:
+        normal = PolicySpec.normal(entry)
+        if not normal:
+            raise GpuschedError(f"{source}: 'policies' entry {entry!r} names no policy")
+        if normal in out:
+            raise GpuschedError(f"{source}: 'policies' lists {normal!r} twice")
+        out.append(normal)
+    return tuple(out)
+
+
 def _shown_value(v: object) -> str:
     """A value for an error message: its type when that is the problem, and at most 60 chars."""
     text = repr(v)
@@ -397,7 +413,7 @@ def parse_spec(
         )
     traces = _str_list(data, "traces", source, None)
     clusters = _str_list(data, "clusters", source, ("default",))
-    policies = _str_list(data, "policies", source, None)
+    policies = _policy_list(_str_list(data, "policies", source, None), source)
     seeds = _seeds(data, source)
     params = _params(data, source, policies)
     slot = _number(data, "slot", source, *SLOT_RANGE_S)
