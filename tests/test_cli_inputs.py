@@ -60,3 +60,57 @@ def test_sweep_policies_are_named_as_replay_names_them() -> None:
     assert spec.policies == ("tiresias:thresholds=100", "sjf")
     with pytest.raises(Exception, match="lists 'fifo' twice"):
         parse_spec('traces = ["tiny"]\npolicies = [" fifo", "fifo:"]')
+
+
+# --- output files: a missing folder is made, as workload -o and replay -o make theirs ---
+
+
+def _trace_outputs(tmp_path: Path, out: Path) -> dict[str, list[object]]:
+    src = tmp_path / "src.csv"
+    if not src.exists():
+        assert invoke("trace", "synth", "-n", "5", "-o", src).exit_code == 0
+    fixture = Path(__file__).parent / "fixtures" / "philly_pollux.csv"
+    return {
+        "trace synth": ["trace", "synth", "-n", "5", "-o", out],
+        "trace annotate": ["trace", "annotate", src, "-o", out],
+        "trace convert": ["trace", "convert", src, out],
+        "trace import": ["trace", "import", "philly-pollux", fixture, "-o", out],
+        "workload": ["workload", "synth-default", "--jobs", "5", "-o", out],
+    }
+
+
+@pytest.mark.parametrize(
+    "command", ["trace synth", "trace annotate", "trace convert", "trace import", "workload"]
+)
+def test_trace_outputs_make_a_missing_folder(tmp_path: Path, command: str) -> None:
+    out = tmp_path / "new" / "deeper" / "t.csv"
+    r = invoke(*_trace_outputs(tmp_path, out)[command])
+    assert r.exit_code == 0, r.output
+    assert out.read_text().startswith("job_id,") or "job_id" in out.read_text().splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    "command", ["trace synth", "trace annotate", "trace convert", "trace import", "workload"]
+)
+def test_trace_outputs_refuse_a_folder_or_a_path_under_a_file(tmp_path: Path, command: str) -> None:
+    (tmp_path / "dir.csv").mkdir()
+    (tmp_path / "file").write_text("")
+    option = "OUTPUT" if command == "trace convert" else "--output"
+    one_line_error(
+        invoke(*_trace_outputs(tmp_path, tmp_path / "dir.csv")[command]),
+        f"{option} {tmp_path / 'dir.csv'}: is a folder; expected a trace file",
+    )
+    one_line_error(
+        invoke(*_trace_outputs(tmp_path, tmp_path / "file" / "t.csv")[command]),
+        f"{option} {tmp_path / 'file' / 't.csv'} is under {tmp_path / 'file'}, which is a file",
+    )
+
+
+def test_write_trace_makes_the_folder(tmp_path: Path) -> None:
+    from gpusched.io.resources import resolve_trace
+    from gpusched.io.trace import read_trace, write_trace
+
+    trace = read_trace(resolve_trace("tiny"))
+    for name in ("t.csv", "t.csv.gz", "t.parquet"):
+        write_trace(trace, tmp_path / name.replace(".", "_") / "x" / name)
+        assert len(read_trace(tmp_path / name.replace(".", "_") / "x" / name)) == len(trace)
