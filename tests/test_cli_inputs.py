@@ -114,3 +114,64 @@ def test_write_trace_makes_the_folder(tmp_path: Path) -> None:
     for name in ("t.csv", "t.csv.gz", "t.parquet"):
         write_trace(trace, tmp_path / name.replace(".", "_") / "x" / name)
         assert len(read_trace(tmp_path / name.replace(".", "_") / "x" / name)) == len(trace)
+
+
+# --- sweep --dry-run reads each distinct trace once, and reports its first problem ---
+
+
+def _spec(tmp_path: Path, traces: list[str], extra: str = "") -> Path:
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        f"traces = {json.dumps(traces)}\npolicies = ['fifo', 'sjf']\nseeds = [0, 1]\n{extra}"
+    )
+    return spec
+
+
+def test_dry_run_reports_a_malformed_trace(tmp_path: Path) -> None:
+    (tmp_path / "bad.csv").write_text(
+        "job_id,submit_time,num_gpus,duration\na,0,1,10\nb,x,1,10\nc,0,-1,10\n"
+    )
+    spec = _spec(tmp_path, ["tiny", "bad.csv"])
+    r = invoke("sweep", spec, "--dry-run", "-o", tmp_path / "out")
+    one_line_error(
+        r,
+        f"{spec}: 'traces' entry 'bad.csv': {tmp_path / 'bad.csv'}:3: column 'submit_time'",
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_dry_run_reports_jobs_too_big_for_a_cluster(tmp_path: Path) -> None:
+    (tmp_path / "big.csv").write_text("job_id,submit_time,num_gpus,duration\na,0,100,10\n")
+    spec = _spec(tmp_path, ["big.csv"], "clusters = ['default', 'testbed-4x4']\n")
+    one_line_error(
+        invoke("sweep", spec, "--dry-run", "-o", tmp_path / "out"),
+        f"{spec}: 'traces' entry 'big.csv' on 'clusters' entry 'default': ",
+        "need more GPUs than the cluster has",
+    )
+    spec = _spec(tmp_path, ["big.csv"], "drop_oversized = true\n")
+    r = invoke("sweep", spec, "--dry-run", "-o", tmp_path / "out")
+    assert r.exit_code == 0, r.output
+    assert "4 cells, 0 finished, 4 to run" in r.output
+
+
+def test_dry_run_reads_each_trace_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gpusched.io.trace as trace_io
+
+    assert invoke("trace", "synth", "-n", "20", "-o", tmp_path / "t.csv").exit_code == 0
+    calls: list[str] = []
+    real = trace_io.read_trace
+
+    def counted(path: object, *args: object, **kwargs: object) -> object:
+        calls.append(Path(str(path)).name)
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(trace_io, "read_trace", counted)
+    # each trace on two clusters, under two policies and two seeds: 8 cells per trace
+    spec = _spec(tmp_path, ["t.csv", "tiny"], "clusters = ['default', 'testbed-4x4']\n")
+    r = invoke("sweep", spec, "--dry-run", "-o", tmp_path / "out")
+    assert r.exit_code == 0, r.output
+    assert "16 cells, 0 finished, 16 to run" in r.output
+    assert sorted(calls) == ["t.csv", "tiny.csv"]
+    assert not (tmp_path / "out").exists()
