@@ -111,3 +111,15 @@ def test_no_argument_is_a_usage_line(tmp_path: Path) -> None:
     proc = _run("pd-ors/aggregate.py", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr == "usage: python examples/pd-ors/aggregate.py OUT\n"
+
+
+def test_competitive_missing_policy_file(tmp_path: Path) -> None:
+    """pd-ors/competitive.py reads no input folder, but a --policy file it cannot find was
+    a PolicyError traceback."""
+    missing = tmp_path / "mine.py"
+    proc = _run(
+        "pd-ors/competitive.py", "--policy", str(missing), "--seeds", "1", "--jobs", "2",
+        "--horizon", "3", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"error: policy file not found: {missing}\n"
