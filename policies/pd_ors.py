@@ -36,9 +36,16 @@ a pause where the schedule leaves a slot empty). Readings where the paper is sil
   more units than slots);
 * ``g_delta`` (G_delta of eq. 29-30, default 1, the best value of Fig. 11), ``rounds``
   (S of Alg. 4) and ``max_failures`` (the 5,000 failed roundings after which the paper
-  discards the job's external option) are parameters; the rounding draws are seeded by
-  the policy's seed, the job, the slot and the workload, so runs are deterministic and
-  one job's draws do not depend on what was planned before it;
+  discards the job's external option, Sec. V: "a preset threshold (e.g, 5000)") are
+  parameters. ``max_failures`` is at most :data:`MAX_FAILURES` = 10^6, 200 times the
+  paper's: after N failures an option whose draws succeed with probability p is given up
+  with probability (1 - p)^N, under e^-5 at N = 10^6 for every p >= 5e-6 (the paper's
+  Theorem 3 puts a draw's chance of missing the workload constraint at most delta/3),
+  so more buys nothing, while the draws take time in proportion: about 0.1 s per 10^6
+  draws on 20 machines (measured), per (slot, workload) option the DP tries, of which a
+  job has hundreds, so 10^9 would take hours. The rounding draws are seeded by the
+  policy's seed, the job, the slot and the workload, so runs are deterministic and one
+  job's draws do not depend on what was planned before it;
 * the rounding draws of a (slot, workload) do not depend on the grid, so a grid that
   divides the default one finer never lowers a job's planned payoff; ``refine=K`` (default
   0) also plans each job on the grids 2, 4, ..., 2^K times finer and keeps the best
@@ -77,6 +84,9 @@ from gpusched.core.state import FINISHED
 from gpusched.errors import ParamError
 from gpusched.jobmodels.ps import PSJob, params_of
 
+#: Most failed rounding draws ``max_failures`` may allow per option (see the docstring:
+#: 200 times the paper's 5,000; 10^6 draws take about 0.1 s on 20 machines).
+MAX_FAILURES = 1_000_000
 #: Most units of the default grid (past a horizon of 200 slots; see the docstring).
 MAX_DEFAULT_UNITS = 400
 #: Most units a user's grid may have, ``granularity x 2^refine``: the DP holds a few
@@ -102,7 +112,7 @@ class PDORSPolicy:
         rounds: Annotated[int, Range(1, 1e6)] = 10,
         granularity: Annotated[int, Range(0, MAX_UNITS)] = 0,
         refine: Annotated[int, Range(0, 6)] = 0,
-        max_failures: Annotated[int, Range(1, 1e9)] = 5000,
+        max_failures: Annotated[int, Range(1, MAX_FAILURES)] = 5000,
         all_counts: bool = True,
         draws: str = "slot",
         bottom: str = "eq14",

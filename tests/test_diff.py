@@ -243,12 +243,23 @@ def test_a_jobs_csv_that_is_not_csv_text_is_one_line(pair, tmp_path, content, ne
 @pytest.mark.parametrize(
     ("make", "needles"),
     [
-        (lambda t: (t / "out").mkdir() or t / "out", ["cannot write", "out: is a folder"]),
-        (lambda t: t / "no" / "d.csv", ["cannot write", "d.csv", "folder", "does not exist"]),
+        (lambda t: (t / "out").mkdir() or t / "out", ["--out", "out: is a folder; expected"]),
+        (
+            lambda t: (t / "f").write_text("") or t / "f" / "d.csv",
+            ["--out", "d.csv is under", "which is a file, not a folder"],
+        ),
     ],
-    ids=["a-folder", "in-a-missing-folder"],
+    ids=["a-folder", "under-a-file"],
 )
 def test_out_names_the_file_given_not_a_temporary_one(pair, tmp_path, make, needles):
     """``diff -o FOLDER`` said 'is a folder, expected a file: .FOLDER.<pid>.tmp'."""
     line = one_line_error(invoke("diff", *pair, "-o", make(tmp_path)), *needles)
     assert ".tmp" not in line
+
+
+def test_out_in_a_missing_folder_makes_it(pair, tmp_path):
+    """``diff -o new/d.csv`` makes ``new/``, as ``replay -o`` and ``workload -o`` do."""
+    out = tmp_path / "new" / "deeper" / "d.csv"
+    r = invoke("diff", *pair, "-o", out)
+    assert r.exit_code == 0, r.output
+    assert out.read_text().startswith("job_id,")

@@ -377,7 +377,7 @@ def test_cli_openb_fractional(tmp_path: Path) -> None:
         ),
         (["gavel-msr-philly", "gavel_msr.csv", "--seed", "1", "--all-seeds"], "not both"),
         (["openb", "openb_pods.csv", "--fractional", "round"], "fractional must be"),
-        (["philly-pollux", "philly_pollux.csv", "-o", "."], "cannot write"),
+        (["philly-pollux", "philly_pollux.csv", "-o", "."], "--output .: is a folder; expected"),
     ],
 )
 def test_cli_import_misuse(tmp_path: Path, args: list[str], needle: str) -> None:

@@ -99,6 +99,29 @@ def test_bad_parameters_are_refused():
     policy("pd-ors", granularity=2500, refine=2)  # 10,000 units: allowed
 
 
+@pytest.mark.parametrize("name", ["pd-ors", "oasis"])
+def test_max_failures_is_bounded(name):
+    """max_failures up to 1e9 was accepted and then took time in proportion (about 0.1 s
+    per 10^6 failed draws per option); 10^6, 200 times the paper's 5,000, is the most."""
+    from gpusched.errors import PolicyError
+
+    for bad in (1_000_001, 10**9):
+        with pytest.raises(PolicyError, match=r"max_failures must be a number in \[1, 1e\+06\]"):
+            policy(name, max_failures=bad)
+    assert policy(name, max_failures=1_000_000).max_failures == 1_000_000
+
+
+def test_max_failures_range_error_on_the_command_line():
+    from tests.helpers import invoke, one_line_error
+
+    r = invoke(
+        "replay", "ps-20", "-c", "pd-ors-30", "-P", "pd-ors", "-p", "max_failures=1000000000"
+    )
+    one_line_error(
+        r, "policy 'pd-ors': max_failures must be a number in [1, 1e+06], got 1000000000"
+    )
+
+
 def test_price_parameters():
     # 2 machines of (8 GPUs, 20 vCPUs, 64 GB, 100 GB): sum C = 384; T = 20
     trace = ps_trace(2, horizon=20, epochs=2)

@@ -519,19 +519,31 @@ def test_bad_results_table(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("save", "expected"),
     [
-        ("nowhere/p.png", "error: --save {save}: folder {parent} does not exist (create it first)"),
+        (
+            "afile/p.png",
+            "error: --save {save} is under {parent}, which is a file, not a folder",
+        ),
         ("p.pdf", "error: --save {save}: expected a .png or .svg file name"),
-        ("adir.png", "error: --save {save}: is a folder (expected a .png or .svg file name)"),
+        ("adir.png", "error: --save {save}: is a folder; expected a .png or .svg file name"),
     ],
-    ids=["no-folder", "suffix", "is-a-folder"],
+    ids=["under-a-file", "suffix", "is-a-folder"],
 )
 def test_bad_save_path(runs: Path, grid: Path, tmp_path: Path, save: str, expected: str) -> None:
     path = tmp_path / save
     (tmp_path / "adir.png").mkdir()
+    (tmp_path / "afile").write_text("")
     message = expected.format(save=path, parent=path.parent)
     assert run_plot(runs, "--save", path) == message
     assert run_plot(grid.parent, "--save", path) == message
-    assert not (tmp_path / "nowhere").exists()
+
+
+def test_save_in_a_missing_folder_makes_it(runs: Path, grid: Path, tmp_path: Path) -> None:
+    """``plot --save new/p.svg`` makes ``new/``, as ``replay -o`` and ``workload -o`` do."""
+    for src, name in ((runs, "runs.svg"), (grid.parent, "grid.svg")):
+        path = tmp_path / "new" / "deeper" / name
+        r = CliRunner().invoke(plot_app(), [str(src), "--save", str(path)])
+        assert r.exit_code == 0, r.output
+        assert path.read_text().lstrip().startswith("<?xml")
 
 
 def test_save_without_matplotlib(

@@ -376,17 +376,21 @@ def test_sweep_cmd_runs_reports_failures_and_dry_run(tmp_path: Path) -> None:
     (tmp_path / "bad.csv").write_text(BAD_TRACE)
     spec_file.write_text(f'traces = ["tiny", "bad.csv"]\npolicies = ["fifo"]\nout = "{out}"\n')
     runner = CliRunner()
+    # the dry run reads the traces: bad.csv is refused before anything runs
     res = runner.invoke(make_app(), ["sweep", str(spec_file), "--dry-run"])
-    assert res.exit_code == 0 and "2 cells, 0 finished, 2 to run" in res.output
+    assert res.exit_code == 2 and "2 cells" not in res.output
+    assert res.output.startswith(f"error: {spec_file}: 'traces' entry 'bad.csv': ")
     assert not out.exists()  # a dry run writes nothing
     res = runner.invoke(make_app(), ["sweep", str(spec_file), "-j", "1"])
     assert res.exit_code == 1
     assert "failed: trace=bad.csv cluster=default policy=fifo seed=0:" in res.output
     assert "2 cells: 2 ran, 0 already finished, 1 failed" in res.output
+    spec_file.write_text(f'traces = ["tiny"]\npolicies = ["fifo", "sjf"]\nout = "{out}"\n')
     res = runner.invoke(make_app(), ["sweep", str(spec_file), "--dry-run"])
+    assert res.exit_code == 0, res.output
     assert "2 cells, 1 finished, 1 to run" in res.output
     assert "done   trace=tiny cluster=default policy=fifo seed=0" in res.output
-    assert "failed trace=bad.csv cluster=default policy=fifo seed=0  (" in res.output
+    assert "todo   trace=tiny cluster=default policy=sjf seed=0" in res.output
     res = runner.invoke(make_app(), ["sweep", str(tmp_path / "missing.toml")])
     assert res.exit_code == 2 and "error: sweep spec not found" in res.output
 

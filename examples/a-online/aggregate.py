@@ -32,6 +32,9 @@ from pathlib import Path
 import numpy as np
 import preemptions  # examples/a-online/preemptions.py (this script's folder is on the path)
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
+from _inputs import args, guard, need_folder, need_some  # noqa: E402
+
 POLICIES = ("a-online", "a-online-e", "srtf", "tiresias-l", "batchsche")
 KEYS = (
     ("jct_rate", "JCT rate", "{:.3f}"),
@@ -334,7 +337,14 @@ def utilisation(out: Path, exp: str = "fig7-jobs300", width: float = 20.0, bins:
             print(f"| {pol} edge util | {cells} | {np.mean(spans[pol]):,.0f} |")
 
 
+@guard
 def main(out: Path) -> None:
+    need_folder(out, "run.sh's output folder (OUT_DIR)")
+    need_some(
+        [*out.glob("*-s*/comparison.csv"), *out.glob("fig9-*-s*/*/events.csv")],
+        out,
+        "run folders of run.sh (EXPERIMENT-sSEED/comparison.csv)",
+    )
     runs = read(out)
     sweeps(runs)
     tables(runs)
@@ -345,4 +355,4 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(args(1, "python examples/a-online/aggregate.py OUT_DIR")[0]))

@@ -22,6 +22,9 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
+from _inputs import args, guard, need_folder, need_some  # noqa: E402
+
 #: (key, what one count is)
 UNITS = (
     ("chunks", "chunk preemptions: a running chunk suspended on its worker (n_preemptions)"),
@@ -171,5 +174,12 @@ def table(out: Path) -> None:
             print(f"| {var}: {text} | " + " | ".join(in_order(got, var, k) for k in keys) + " |")
 
 
+@guard
+def main(out: Path) -> None:
+    need_folder(out, "run.sh's output folder (OUT_DIR)")
+    need_some(out.glob("fig9-*-s*/*/events.csv"), out, "fig9-VARIANT-sSEED/POLICY/events.csv")
+    table(out)
+
+
 if __name__ == "__main__":
-    table(Path(sys.argv[1]))
+    main(Path(args(1, "python examples/a-online/preemptions.py OUT_DIR")[0]))

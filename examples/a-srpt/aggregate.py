@@ -27,9 +27,17 @@ from gpusched.results.stats import t_interval
 from gpusched.workloads.synth import demand_load, offered_load
 
 HERE = Path(__file__).resolve().parent
-args = sys.argv[1:]
+sys.path.insert(0, str(HERE.parent))  # examples/, for _inputs
+import _inputs  # noqa: E402
+from _inputs import args, need_file, need_some  # noqa: E402
+
+USAGE = "python examples/a-srpt/aggregate.py OUT/results.csv [MORE/results.csv ...] [trace|cluster]"
+args = args(1, USAGE)
 by = args.pop() if args[-1] in ("trace", "cluster") else "trace"
+args = args or _inputs.args(2, USAGE)  # only trace|cluster given
 path, more = args[0], args[1:]
+for f in [path, *more]:
+    need_some(csv.DictReader(open(need_file(f, "a sweep's results.csv"))), f, "result rows")
 rows = [r for r in csv.DictReader(open(path)) if r["status"] == "ok"]
 BASE = ["spjf", "spwf", "wcs-duration", "wcs-workload", "wcs-subtime"]
 

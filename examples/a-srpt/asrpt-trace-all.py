@@ -13,7 +13,11 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # examples/, for _inputs
+from _inputs import need_file, need_folder  # noqa: E402
+
 WL = sys.argv[1] if len(sys.argv) > 1 else "wl"
+need_folder(WL, "the workloads' folder (gen-workloads.sh's wl/)")
 FAMILIES = (
     ["jobs500", "jobs1000", "jobs2000", "jobs4000", "load0.128", "load0.256", "load1.024"]
     + [f"single{x}" for x in ("0.8", "0.6", "0.4", "0.2", "0.0")]
@@ -21,6 +25,10 @@ FAMILIES = (
 )
 runs = [(f, HERE / "a-srpt-32x8.toml") for f in FAMILIES]
 runs += [("nic-single0", HERE / f"a-srpt-250x8-nic{n}.toml") for n in (1, 5, 10, 25, 50)]
+
+for family, _ in runs:  # every input before the first replay
+    for seed in (1, 2, 3):
+        need_file(f"{WL}/{family}-s{seed}.csv", "a workload of gen-workloads.sh")
 
 print(
     "| workloads | cluster | A-SRPT wait | held in Ã1 | behind a delayed job | head did not fit"

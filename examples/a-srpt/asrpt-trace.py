@@ -10,6 +10,7 @@ the same run without the instrumentation and exits with an error if the total JC
 """
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 
@@ -19,7 +20,11 @@ from gpusched.experiments.run import build_engine
 from gpusched.algorithms.pipeline_placer import Placer
 from gpusched.results.metrics import job_records, summarize
 
-trace, cluster = sys.argv[1], sys.argv[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
+from _inputs import args, guard  # noqa: E402
+
+trace, cluster = args(2, "python examples/a-srpt/asrpt-trace.py TRACE CLUSTER [tau] [predictor]")[:2]
+build_engine = guard(build_engine)  # a missing or malformed trace or cluster: one line, exit 2
 params = []
 if len(sys.argv) > 3: params.append(f"tau={sys.argv[3]}")
 if len(sys.argv) > 4: params.append(f"predictor={sys.argv[4]}")

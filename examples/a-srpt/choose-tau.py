@@ -11,16 +11,23 @@ import csv
 import re
 import sys
 from collections import defaultdict
+from pathlib import Path
 from statistics import fmean
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
+from _inputs import args, fail, need_file, need_some  # noqa: E402
+
 runs = defaultdict(dict)  # (trace, cluster) -> tau -> total JCT, s
-for path in sys.argv[1:]:
-    for r in csv.DictReader(open(path)):
+for path in args(1, "python examples/a-srpt/choose-tau.py RESULTS.csv [RESULTS.csv ...]"):
+    rows = need_some(csv.DictReader(open(need_file(path, "a sweep's results.csv"))), path, "result rows")
+    for r in rows:
         if r["status"] != "ok" or r["policy"] != "a-srpt":
             continue
         tau = float(re.search(r"tau=([0-9.e+]+)", r["params"]).group(1))
         runs[(r["trace"], r["cluster"])][tau] = float(r["total_jct_s"])
 
+if not runs:
+    fail(" ".join(sys.argv[1:]), "no successful a-srpt rows with tau=...; expected tuning sweeps' results.csv")
 taus = sorted({t for v in runs.values() for t in v})
 ratio = defaultdict(lambda: defaultdict(list))  # family -> tau -> ratios
 for (trace, cluster), by_tau in runs.items():

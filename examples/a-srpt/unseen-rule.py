@@ -21,16 +21,21 @@ from gpusched.io.cluster import load_cluster
 from gpusched.io.trace import read_trace
 
 HERE = Path(__file__).resolve().parent
-for cell in sorted(glob.glob(f"{sys.argv[1]}/cells/*_a-srpt_s0-*")):
-    describe = json.load(open(f"{cell}/cell.json"))["describe"]
+sys.path.insert(0, str(HERE.parent))  # examples/, for _inputs
+from _inputs import args, guard, need_folder, need_some  # noqa: E402
+
+out = need_folder(args(1, "python examples/a-srpt/unseen-rule.py SWEEP_OUT")[0], "a sweep's output folder")
+cells = need_some(sorted(glob.glob(f"{glob.escape(str(out))}/cells/*_a-srpt_s0-*")), out, "a-srpt cells (cells/*_a-srpt_s0-*)")
+read_trace, load_cluster = guard(read_trace), guard(load_cluster)
+for cell in cells:
+    describe = guard(json.loads)(guard(Path(cell, "cell.json").read_text)())["describe"]
     d = dict(kv.split("=", 1) for kv in describe.split())
     if d.get("predictor", "forest") != "forest":  # the forest, the default predictor, only
         continue
     cluster = load_cluster(str(HERE / d["cluster"]))
     jobs = prepare_jobs(read_trace(d["trace"]), cluster)
     rule = fit("forest", jobs, 0).rule
-    with open(f"{cell}/jobs.csv") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = list(csv.DictReader(guard(Path(cell, "jobs.csv").read_text)().splitlines()))
     slow = np.array([float(r["slowdown_s"] or 0) for r in rows])
     wait = np.array([float(r["wait_s"] or 0) for r in rows])
     jct = np.array([float(r["jct"] or 0) for r in rows])

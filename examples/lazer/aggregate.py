@@ -15,7 +15,11 @@ import csv
 import re
 import sys
 from collections import defaultdict
+from pathlib import Path
 from statistics import mean
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
+from _inputs import args, need_file, need_some  # noqa: E402
 
 LABELS = {
     "srtf-periodic interval=60.0": "Pollux-like (60 s)",
@@ -50,8 +54,8 @@ VARIANTS = {
 
 
 def read(path: str) -> list[dict[str, str]]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    with open(need_file(path, "a results .csv of examples/lazer/run.py"), newline="") as f:
+        return need_some(csv.DictReader(f), path, "result rows")
 
 
 def group(rows: list[dict[str, str]]) -> dict[tuple[str, str, str], list[dict[str, str]]]:
@@ -165,6 +169,7 @@ def ablation(rows: list[dict[str, str]], defaults: list[dict[str, str]]) -> None
 
 
 if __name__ == "__main__":
+    args(1, "python examples/lazer/aggregate.py RESULTS.csv [table2.csv]")
     if len(sys.argv) == 3:
         ablation(read(sys.argv[1]), read(sys.argv[2]))
     else:

@@ -12,13 +12,19 @@ table counts them by the start they cut short. Only starts by arrival ask the pr
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
+from pathlib import Path
 
 from gpusched.core.state import LOADING
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
+from _inputs import guard  # noqa: E402
 
 _EPS = 1e-9
 
 
+@guard
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace")

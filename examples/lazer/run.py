@@ -33,6 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
+from _inputs import guard  # noqa: E402
+
 COLUMNS = [
     "trace",
     "cluster",
@@ -119,6 +122,7 @@ def measure(cell, summary: dict, result) -> dict:
     }
 
 
+@guard
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("spec")
@@ -131,10 +135,10 @@ def main(argv: list[str] | None = None) -> None:
     todo = cells(load_spec(args.spec))
     out = Path(args.out)
     done: set[tuple[str, ...]] = set()
-    if out.exists():
+    new = not out.exists() or (out.is_file() and out.stat().st_size == 0)
+    if not new:
         with out.open(newline="") as f:
             done = {(r["trace"], r["policy"], r["params"], r["seed"]) for r in csv.DictReader(f)}
-    new = not out.exists()
     with out.open("a", newline="") as f:
         writer = csv.DictWriter(f, COLUMNS)
         if new:

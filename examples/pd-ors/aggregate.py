@@ -26,6 +26,9 @@ import numpy as np
 from gpusched.io.trace import read_trace
 from gpusched.workloads.pd_ors import finishable, worth_finishing
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
+from _inputs import args, guard, need_folder, need_some  # noqa: E402
+
 RESOURCES = ("gpus", "cpus", "mem_gb", "storage_gb")
 
 
@@ -58,8 +61,10 @@ def _trace(root: Path, manifest: dict) -> Path:
     return root / "wl" / path.name
 
 
+@guard
 def main(root_arg: str) -> None:
-    root = Path(root_arg)
+    root = need_folder(root_arg, "run.sh's output folder (OUT)")
+    need_some(root.glob("*/*/summary.json"), root, "run folders of run.sh (EXPERIMENT-sSEED/RUN/summary.json)")
     data: dict[tuple[str, str], list[dict]] = defaultdict(list)
     can: dict[str, list[tuple[int, int, int, int]]] = defaultdict(list)
     experiments: list[str] = []
@@ -110,6 +115,4 @@ def main(root_arg: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[2])
-    main(sys.argv[1])
+    main(args(1, "python examples/pd-ors/aggregate.py OUT")[0])

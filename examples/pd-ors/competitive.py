@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -33,6 +34,9 @@ from gpusched.io.cluster import parse_cluster
 from gpusched.io.trace import write_trace
 from gpusched.jobmodels.ps import PSJob, params_of
 from gpusched.workloads.pd_ors import pd_ors_workload
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
+from _inputs import guard  # noqa: E402
 
 CLUSTER = """
 [cluster]
@@ -56,6 +60,7 @@ def _seeds(text: str) -> list[int]:
     return [int(x) for x in text.split(",")]
 
 
+@guard
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="1-10")

@@ -18,6 +18,9 @@ from collections import defaultdict
 from pathlib import Path
 from statistics import mean
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
+from _inputs import args, guard, need_folder, need_some  # noqa: E402
+
 
 def _policy(run: Path) -> str:
     manifest = json.loads((run / "manifest.json").read_text())
@@ -208,8 +211,10 @@ def attribution(root: Path, title: str, exps: tuple[str, ...]) -> None:
                         *(f"{mean(apps[a]):.2f}" if apps[a] else "" for a in APPS)]))
 
 
+@guard
 def main(out: str) -> None:
-    root = Path(out)
+    root = need_folder(out, "run.sh's output folder (OUT)")
+    need_some(root.glob("*/*/jobs.csv"), root, "run folders of run.sh (EXPERIMENT-sSEED/RUN/jobs.csv)")
     data = _load(root)
     headline(data)
     headline(data, ("art0.5", "art1", "art1.5", "art2"),
@@ -225,4 +230,4 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(args(1, "python examples/pollux/aggregate.py OUT")[0])

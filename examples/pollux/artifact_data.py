@@ -39,6 +39,9 @@ import numpy as np
 
 from gpusched.jobmodels.sharing import THROUGHPUT_FIELDS
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
+from _inputs import args, guard, need_folder  # noqa: E402
+
 APPS = ("bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3")
 SETS = ("workloads", "workloads-realistic", "workloads-0.5", "workloads-1.5", "workloads-2.0")
 DATA = Path(__file__).resolve().parents[2] / "gpusched" / "data"
@@ -255,10 +258,11 @@ def refit(sim: Path) -> None:
     (DATA / "pollux_refit.toml").write_text("".join(text))
 
 
+@guard
 def main(argv: list[str]) -> None:
-    if not argv or not (Path(argv[0]) / "traces").is_dir():
-        sys.exit(__doc__.strip().splitlines()[2])  # the usage line
-    sim = Path(argv[0])
+    expected = "the Pollux artifact's simulator folder (adaptdl's simulator/, holding traces/)"
+    sim = need_folder(argv[0], expected)
+    need_folder(sim / "traces", expected)
     gradstats(sim)
     profiles(sim)
     workloads(sim)
@@ -267,4 +271,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main(args(1, "python examples/pollux/artifact_data.py SIMULATOR_DIR [--refit]"))

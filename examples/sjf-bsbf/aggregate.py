@@ -25,6 +25,9 @@ from collections import defaultdict
 from pathlib import Path
 from statistics import mean
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
+from _inputs import args, guard, need_folder, need_some  # noqa: E402
+
 POLICIES = ("fifo", "sjf", "tiresias", "sjf-ffs", "sjf-bsbf")
 
 
@@ -57,12 +60,15 @@ def _figures(run: Path, scale: float) -> dict[str, float]:
     return out
 
 
+@guard
 def main(root: str) -> None:
+    root = need_folder(root, "run.sh's output folder (OUT)")
+    need_some(root.glob("*__*-s*/*/jobs.csv"), root, "run folders of run.sh (EXPERIMENT__VARIANT-sSEED/RUN/jobs.csv)")
     # (experiment, variant, label) -> runs; (experiment, variant, policy, seed) -> figures
     data: dict[tuple[str, str, str], list[dict[str, float]]] = defaultdict(list)
     by_seed: dict[tuple[str, str, str, str], dict[str, float]] = {}
     order: list[tuple[str, str]] = []
-    for folder in sorted(Path(root).iterdir()):
+    for folder in sorted(root.iterdir()):
         m = re.fullmatch(r"(.+?)__(.+)-s(\d+)", folder.name)
         if not folder.is_dir() or m is None:
             continue
@@ -182,4 +188,4 @@ def _xi_sweep(by_seed: dict[tuple[str, str, str, str], dict[str, float]]) -> Non
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(args(1, "python examples/sjf-bsbf/aggregate.py OUT")[0])

@@ -297,13 +297,13 @@ def workload_cmd(
         None if cluster_out is None else workload_cluster(name, seed, servers, cloud, ship)
     )
     # a missing folder is made, and a bad one reported, before a full-size workload is drawn
-    from gpusched.io.files import check_folder_path
+    from gpusched.io.files import check_out_file, make_parent
 
-    check_folder_path(output, "--output")
-    output.parent.mkdir(parents=True, exist_ok=True)
+    check_out_file(output, "--output", "a trace file (.csv, .csv.gz or .parquet)")
+    make_parent(output)
     if cluster_out is not None:
-        check_folder_path(cluster_out, "--cluster-out")
-        cluster_out.parent.mkdir(parents=True, exist_ok=True)
+        check_out_file(cluster_out, "--cluster-out", "a cluster file (.toml)")
+        make_parent(cluster_out)
     trace = build_workload(
         name,
         seed,

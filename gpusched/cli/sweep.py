@@ -147,10 +147,11 @@ def sweep_cmd(
 
 
 def _dry_run(sweep_spec: Any, out_dir: Path) -> None:
-    """List every cell as done, todo, stale or failed (with why), by the test runs use."""
+    """List every cell as done, todo, stale or failed (with why), by the test runs use,
+    after reading each distinct trace once (a malformed one: one line, exit 2)."""
     from gpusched.experiments.sweep import plan, read_lock
 
-    cells = plan(sweep_spec, out_dir)
+    cells = plan(sweep_spec, out_dir, read_traces=True)
     for cell, status in cells:
         why = f"  ({status.reason})" if status.reason and status.reason != "not run yet" else ""
         typer.echo(f"{status.state:<6} {cell.describe()}{why}")

@@ -10,10 +10,14 @@ from typing import Annotated, Any
 import typer
 
 from gpusched.cli._common import Command, Group, check_written_trace, user_errors
+from gpusched.io.files import check_out_file
 
 #: most jobs ``trace synth`` draws (about 0.4 KB of memory each; 100 million ended in a
 #: MemoryError)
 MAX_SYNTH_JOBS = 10_000_000
+
+#: what a trace output is, for messages
+TRACE_FILE = "a trace file (.csv, .csv.gz or .parquet)"
 
 app = typer.Typer(
     help="Import real traces, synthesize traces, and describe them.",
@@ -61,6 +65,7 @@ def import_cmd(
     from gpusched.workloads.importers import convert_trace
 
     options = import_options(kind, seed=seed, all_seeds=all_seeds, vc=vc, fractional=fractional)
+    check_out_file(output, "--output", TRACE_FILE)
     if not src.exists():
         raise GpuschedError(f"file not found: {show_name(src)}")
     report = convert_trace(kind, src, output, **options)
@@ -154,6 +159,7 @@ def synth_cmd(
     check_seed(seed)
     if not (load > 0 and math.isfinite(load)):
         raise GpuschedError(f"--load must be a finite number > 0, got {load}")
+    check_out_file(output, "--output", TRACE_FILE)
     spec = load_cluster(cluster)
     trace = synth_trace(jobs, seed, load=load, n_gpus_cluster=spec.n_gpus)
     check_written_trace(trace, "trace synth")
@@ -218,6 +224,7 @@ def annotate_cmd(
     from gpusched.io.trace import read_trace, trace_sha256, write_trace
     from gpusched.workloads.annotate import annotate_trace
 
+    check_out_file(output, "--output", TRACE_FILE)
     path = resolve_trace(trace)
     source_sha256 = trace_sha256(path)  # before the output is written: it may be the source
     annotated, notes = annotate_trace(read_trace(path), seed)
@@ -258,6 +265,7 @@ def convert_cmd(
         raise GpuschedError(
             f"{show_name(output)}: expected a name ending in .csv, .csv.gz or .parquet"
         )
+    check_out_file(output, "OUTPUT", TRACE_FILE)
     data = read_trace(resolve_trace(trace))
     write_trace(data, output)
     typer.echo(f"wrote {len(data)} jobs to {show_name(output)}")

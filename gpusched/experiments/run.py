@@ -91,11 +91,41 @@ def check_phase_options(load_s: float, save_s: float) -> None:
 
 @dataclass(frozen=True, slots=True)
 class PolicySpec:
-    """``NAME[:key=value,...]`` as given to ``--policy``."""
+    """``NAME[:key=value,...]`` as given to ``--policy``.
+
+    ``text`` is the spec as results name it (:meth:`normal`): the whitespace around the
+    name, the keys and the values dropped, so that ``-P " fifo"`` and
+    ``-P "tiresias : thresholds=100"`` label their runs ``fifo`` and
+    ``tiresias:thresholds=100``.
+    """
 
     text: str
     name: str
     params: tuple[str, ...]
+
+    @staticmethod
+    def _split(text: str) -> tuple[str, list[str]]:
+        """The stripped name and inline ``key=value`` pairs (key and value stripped)."""
+        name, _, rest = text.partition(":")
+        pieces: list[str] = []
+        for piece in rest.split(",") if rest else []:
+            if "=" not in piece and pieces:
+                pieces[-1] += "," + piece.strip()  # a comma inside a value: thresholds=3250,7200
+            elif piece.strip():
+                pieces.append(piece)
+        pairs = []
+        for piece in pieces:
+            key, sep, value = piece.partition("=")
+            pairs.append(f"{key.strip()}{sep}{value.strip()}")
+        return name.strip(), pairs
+
+    @classmethod
+    def normal(cls, text: str) -> str:
+        """``text`` as results name it: ``NAME`` or ``NAME:key=value,...`` with the
+        whitespace around the name, each key and each value dropped (and a ``:`` with no
+        pair after it), the form :attr:`text` holds."""
+        name, pairs = cls._split(text)
+        return name + (":" + ",".join(pairs) if pairs else "")
 
     @classmethod
     def parse(cls, text: str, extra: list[str] | None = None) -> PolicySpec:
@@ -107,22 +137,17 @@ class PolicySpec:
             A key given both in ``NAME:key=value`` and by ``-p`` (the label would
             name one value and the run use the other).
         """
-        name, _, rest = text.partition(":")
-        pairs: list[str] = []
-        for piece in rest.split(",") if rest else []:
-            if "=" not in piece and pairs:
-                pairs[-1] += "," + piece  # a comma inside a value: thresholds=3250,7200
-            elif piece.strip():
-                pairs.append(piece)
-        inline = {p.partition("=")[0].strip() for p in pairs}
+        name, pairs = cls._split(text)
+        normal = cls.normal(text)
+        inline = {p.partition("=")[0] for p in pairs}
         for pair in extra or ():
             key = pair.partition("=")[0].strip()
             if key in inline:
                 raise GpuschedError(
-                    f"policy '{name.strip()}': parameter '{key}' is given twice "
-                    f"('{text}' and -p {pair}); give it once"
+                    f"policy '{name}': parameter '{key}' is given twice "
+                    f"('{normal}' and -p {pair}); give it once"
                 )
-        return cls(text, name.strip(), tuple(pairs) + tuple(extra or ()))
+        return cls(normal, name, tuple(pairs) + tuple(extra or ()))
 
     @property
     def is_file(self) -> bool:

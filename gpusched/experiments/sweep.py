@@ -231,6 +231,22 @@ def _str_list(
     return tuple(entries)
 
 
+def _policy_list(entries: tuple[str, ...], source: str) -> tuple[str, ...]:
+    """The ``policies`` entries as results name them (``PolicySpec.normal``: no
+    whitespace around the name, keys and values), each once."""
+    from gpusched.experiments.run import PolicySpec
+
+    out: list[str] = []
+    for entry in entries:
+        normal = PolicySpec.normal(entry)
+        if not normal:
+            raise GpuschedError(f"{source}: 'policies' entry {entry!r} names no policy")
+        if normal in out:
+            raise GpuschedError(f"{source}: 'policies' lists {normal!r} twice")
+        out.append(normal)
+    return tuple(out)
+
+
 def _shown_value(v: object) -> str:
     """A value for an error message: its type when that is the problem, and at most 60 chars."""
     text = repr(v)
@@ -397,7 +413,7 @@ def parse_spec(
         )
     traces = _str_list(data, "traces", source, None)
     clusters = _str_list(data, "clusters", source, ("default",))
-    policies = _str_list(data, "policies", source, None)
+    policies = _policy_list(_str_list(data, "policies", source, None), source)
     seeds = _seeds(data, source)
     params = _params(data, source, policies)
     slot = _number(data, "slot", source, *SLOT_RANGE_S)
@@ -1034,10 +1050,70 @@ def _loads_dict(raw: bytes | None) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def plan(spec: SweepSpec, out: str | Path) -> list[tuple[Cell, CellStatus]]:
-    """Every cell with its :func:`cell_status` in ``out`` (checks the inputs; writes nothing)."""
+def read_grid_inputs(spec: SweepSpec, keyed: list[tuple[Cell, CellKey]]) -> None:
+    """Parse and validate every distinct trace of the grid, and fit its jobs to each
+    cluster it is paired with, as a replay would before running (what ``--dry-run`` adds
+    to :func:`keyed_cells`, which hashes the traces and validates the clusters).
+
+    Each trace file is read once, whatever the number of entries, clusters, policies and
+    seeds naming it; each cluster file is loaded once. Nothing is run or written.
+
+    Raises
+    ------
+    GpuschedError
+        The first problem, on one line: ``<spec>: 'traces' entry 'x.csv': <the trace's
+        first error>``, or ``... on 'clusters' entry 'c': <why its jobs do not fit>``
+        (e.g. a job needing more GPUs than the cluster has, without ``drop_oversized``).
+    """
+    from gpusched.core.jobs import prepare_jobs
+    from gpusched.errors import TraceError
+    from gpusched.experiments.run import _read_for
+    from gpusched.io.cluster import load_cluster
+
+    src = spec.source
+    # trace file -> (its first cell, {cluster input: the first cell pairing them})
+    grid: dict[str, tuple[Cell, dict[str, Cell]]] = {}
+    for c, _ in keyed:
+        path = str(_trace_file(c.trace_input).resolve())
+        grid.setdefault(path, (c, {}))[1].setdefault(c.cluster_input, c)
+    clusters: dict[str, Any] = {}
+
+    def first_line(exc: GpuschedError) -> str:
+        if isinstance(exc, TraceError):
+            return exc.errors[0]
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+    for path, (first, pairs) in grid.items():
+        for cluster_input in pairs:
+            if cluster_input not in clusters:
+                clusters[cluster_input] = load_cluster(cluster_input)  # checked by keyed_cells
+        where = f"{src}: 'traces' entry {first.trace!r}"
+        try:
+            trace = _read_for(Path(path), clusters[first.cluster_input])
+        except GpuschedError as exc:
+            raise GpuschedError(f"{where}: {first_line(exc)}") from None
+        for cluster_input, c in pairs.items():
+            try:
+                prepare_jobs(trace, clusters[cluster_input], drop_oversized=c.drop_oversized)
+            except GpuschedError as exc:
+                raise GpuschedError(
+                    f"{where} on 'clusters' entry {c.cluster!r}: {first_line(exc)}"
+                ) from None
+        del trace
+
+
+def plan(
+    spec: SweepSpec, out: str | Path, *, read_traces: bool = False
+) -> list[tuple[Cell, CellStatus]]:
+    """Every cell with its :func:`cell_status` in ``out`` (checks the inputs; writes
+    nothing). ``read_traces`` (``--dry-run``) also parses and validates each distinct
+    trace once (:func:`read_grid_inputs`), so a trace that would fail its cells is
+    refused here; without it, such cells are listed (``failed`` once they have run)."""
     out_dir = output_dir(spec, out)
-    return [(c, cell_status(out_dir, c, k)) for c, k in keyed_cells(spec)]
+    keyed = keyed_cells(spec)
+    if read_traces:
+        read_grid_inputs(spec, keyed)
+    return [(c, cell_status(out_dir, c, k)) for c, k in keyed]
 
 
 # --- one cell (runs on a Dask worker) ---------------------------------------------------

@@ -92,3 +92,52 @@ def check_folder_path(path: Path, what: str) -> None:
                 "not a folder"
             )
         return
+
+
+def check_out_file(path: str | Path, option: str, expected: str) -> Path:
+    """An output file's ``path``, checked before any work: not a folder, and not under a
+    file. A missing folder is fine: :func:`make_parent` makes it when the file is written,
+    as ``replay --out`` and ``workload --output`` make theirs.
+
+    Parameters
+    ----------
+    path
+        The file to write.
+    option
+        The option that names it, for messages (``"--output"``, ``"--save"``).
+    expected
+        What the file should be (``"a CSV file"``).
+
+    Raises
+    ------
+    GpuschedError
+        ``<option> <path>: is a folder; expected <expected>``, or (:func:`check_folder_path`)
+        ``<option> <path> is under <file>, which is a file, not a folder``.
+    """
+    p = Path(path)
+    try:
+        is_dir = p.is_dir()
+    except (OSError, ValueError):  # a name the OS refuses: the write reports it
+        is_dir = False
+    if is_dir:
+        raise GpuschedError(f"{option} {show_name(p)}: is a folder; expected {expected}")
+    check_folder_path(p, option)
+    return p
+
+
+def make_parent(path: str | Path) -> None:
+    """Make the missing folders above the file ``path`` (as ``mkdir -p``).
+
+    Raises
+    ------
+    GpuschedError
+        ``cannot write <path>: cannot make its folder <folder> (<reason>)``.
+    """
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise GpuschedError(
+            f"cannot write {show_name(p)}: cannot make its folder {show_name(p.parent)} ({why})"
+        ) from None

@@ -1374,15 +1374,19 @@ def write_trace(trace: Trace, path: str | Path) -> None:
     trace
         The trace to write.
     path
-        Destination file (``.csv``, ``.csv.gz`` or ``.parquet``); parent folders must exist.
+        Destination file (``.csv``, ``.csv.gz`` or ``.parquet``); missing folders above it
+        are made.
 
     Raises
     ------
     GpuschedError
         If the file cannot be written (the message names it and the reason).
     """
+    from gpusched.io.files import make_parent
+
     path = Path(path)
     names = trace.columns()
+    make_parent(path)
     if path.suffix == ".parquet":
         _write_parquet_trace(trace, names, path)
         return

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import GpuschedError, field_error, show_name, show_text, show_value
+from gpusched.io.files import check_out_file, make_parent
 from gpusched.io.runfolder import MANIFEST, RunFolder, create_exclusive, open_run
 from gpusched.io.tables import is_parquet, parquet_rows
 
@@ -284,24 +285,16 @@ def diff_runs(a: RunJobs, b: RunJobs) -> RunDiff:
 
 
 def check_out_csv(path: str | Path) -> Path:
-    """``path`` as a file :func:`write_diff_csv` can write: not a folder, in a folder that
-    exists (checked before the runs are read, and named as given, not as the temporary
-    file written beside it).
+    """``path`` as a file :func:`write_diff_csv` can write: not a folder nor under a file
+    (checked before the runs are read, and named as given, not as the temporary file
+    written beside it); a missing folder is made when it is written.
 
     Raises
     ------
     GpuschedError
-        A folder, or a file in a folder that does not exist.
+        A folder, or a path under a file (:func:`gpusched.io.files.check_out_file`).
     """
-    target = Path(path)
-    if target.is_dir():
-        raise GpuschedError(f"cannot write {show_name(target)}: is a folder, expected a CSV file")
-    if not target.parent.is_dir():
-        raise GpuschedError(
-            f"cannot write {show_name(target)}: folder {show_name(target.parent)} does not "
-            "exist (create it first)"
-        )
-    return target
+    return check_out_file(path, "--out", "a CSV file")
 
 
 def write_diff_csv(path: str | Path, diff: RunDiff) -> None:
@@ -326,6 +319,7 @@ def write_diff_csv(path: str | Path, diff: RunDiff) -> None:
     # interruption leaves no partial table, and a link named like the target is replaced,
     # never written through
     target = check_out_csv(path)
+    make_parent(target)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         with create_exclusive(tmp, text=True) as fh:

@@ -347,7 +347,10 @@ def gantt_figure(run: Run) -> Any:
 
 
 def save_gantt(run: Run, path: Path) -> Path:
-    """Write the chart to ``path`` (.png or .svg)."""
+    """Write the chart to ``path`` (.png or .svg), making its missing folders."""
+    from gpusched.io.files import make_parent
+
     fig = gantt_figure(run)
+    make_parent(path)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     return path

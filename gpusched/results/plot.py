@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpusched.errors import GpuschedError, field_error, show_name, show_text
+from gpusched.io.files import check_out_file, make_parent
 from gpusched.io.runfolder import open_run
 from gpusched.io.tables import has_table
 from gpusched.results.sweep_plot import Panel, SweepPlot, arrange, csv_rows, read_table
@@ -344,22 +345,19 @@ class _Chart:
 
 
 def check_save(save: str | Path) -> Path:
-    """``save`` as a path, after checking it can be written as a PNG or SVG.
+    """``save`` as a path, after checking it can be written as a PNG or SVG (a missing
+    folder is made when it is written).
 
     Raises
     ------
     GpuschedError
-        A suffix other than .png or .svg, a folder that does not exist, an existing
-        folder of that name, or matplotlib not installed.
+        A suffix other than .png or .svg, an existing folder of that name, a path under a
+        file (:func:`gpusched.io.files.check_out_file`), or matplotlib not installed.
     """
     path = Path(save)
     if path.suffix.lower() not in SAVE_SUFFIXES:
-        raise GpuschedError(f"--save {save}: expected a .png or .svg file name")
-    if path.is_dir():
-        raise GpuschedError(f"--save {save}: is a folder (expected a .png or .svg file name)")
-    parent = path.parent
-    if not parent.is_dir():
-        raise GpuschedError(f"--save {save}: folder {parent} does not exist (create it first)")
+        raise GpuschedError(f"--save {show_name(save)}: expected a .png or .svg file name")
+    check_out_file(path, "--save", "a .png or .svg file name")
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -515,6 +513,7 @@ def _write(text: str) -> str:
 def _savefig(fig: Figure, path: Path) -> Path:
     # no creation date in an SVG, so the same data give the same file
     metadata: dict[str, Any] = {"Date": None} if path.suffix.lower() == ".svg" else {}
+    make_parent(path)
     try:
         fig.savefig(path, format=path.suffix.lower().lstrip("."), dpi=110, metadata=metadata)
     except OSError as exc:

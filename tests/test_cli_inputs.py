@@ -1,0 +1,177 @@
+"""Inputs the commands treat alike: policy specs with spaces, output files' folders, and
+a sweep's dry run reading its traces and clusters."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from gpusched.experiments.run import PolicySpec
+from gpusched.experiments.sweep import parse_spec
+from tests.helpers import invoke, one_line_error
+
+# --- policy specs: the whitespace around name, keys and values is not part of the label ---
+
+
+@pytest.mark.parametrize(
+    ("text", "normal"),
+    [
+        (" fifo", "fifo"),
+        ("fifo ", "fifo"),
+        ("fifo:", "fifo"),
+        (" tiresias : thresholds = 100 ", "tiresias:thresholds=100"),
+        ("tiresias:thresholds=3250, 7200", "tiresias:thresholds=3250,7200"),
+        ("tiresias:thresholds=3250,7200", "tiresias:thresholds=3250,7200"),
+    ],
+)
+def test_policy_spec_drops_surrounding_whitespace(text: str, normal: str) -> None:
+    spec = PolicySpec.parse(text)
+    assert spec.text == normal
+    assert spec.label(spec.name) == normal
+    assert spec.name == normal.partition(":")[0]
+
+
+def test_replay_label_and_manifest_without_spaces(tmp_path: Path) -> None:
+    r = invoke("replay", "tiny", "-P", " tiresias : thresholds=100 ", "-o", tmp_path / "r")
+    assert r.exit_code == 0, r.output
+    assert "\ntiresias:thresholds=100 " in r.output
+    assert " tiresias : " not in r.output
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["policy"] == "tiresias"
+
+
+def test_compare_labels_and_run_folders_without_spaces(tmp_path: Path) -> None:
+    r = invoke("compare", "tiny", "-P", " fifo", "-P", "sjf ", "-o", tmp_path / "c")
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == [
+        "00-fifo",
+        "01-sjf",
+        "comparison.csv",
+    ]
+    with open(tmp_path / "c" / "comparison.csv", newline="") as f:
+        assert [row["policy"] for row in csv.DictReader(f)] == ["fifo", "sjf"]
+
+
+def test_sweep_policies_are_named_as_replay_names_them() -> None:
+    spec = parse_spec('traces = ["tiny"]\npolicies = [" tiresias : thresholds = 100 ", "sjf:"]')
+    assert spec.policies == ("tiresias:thresholds=100", "sjf")
+    with pytest.raises(Exception, match="lists 'fifo' twice"):
+        parse_spec('traces = ["tiny"]\npolicies = [" fifo", "fifo:"]')
+
+
+# --- output files: a missing folder is made, as workload -o and replay -o make theirs ---
+
+
+def _trace_outputs(tmp_path: Path, out: Path) -> dict[str, list[object]]:
+    src = tmp_path / "src.csv"
+    if not src.exists():
+        assert invoke("trace", "synth", "-n", "5", "-o", src).exit_code == 0
+    fixture = Path(__file__).parent / "fixtures" / "philly_pollux.csv"
+    return {
+        "trace synth": ["trace", "synth", "-n", "5", "-o", out],
+        "trace annotate": ["trace", "annotate", src, "-o", out],
+        "trace convert": ["trace", "convert", src, out],
+        "trace import": ["trace", "import", "philly-pollux", fixture, "-o", out],
+        "workload": ["workload", "synth-default", "--jobs", "5", "-o", out],
+    }
+
+
+@pytest.mark.parametrize(
+    "command", ["trace synth", "trace annotate", "trace convert", "trace import", "workload"]
+)
+def test_trace_outputs_make_a_missing_folder(tmp_path: Path, command: str) -> None:
+    out = tmp_path / "new" / "deeper" / "t.csv"
+    r = invoke(*_trace_outputs(tmp_path, out)[command])
+    assert r.exit_code == 0, r.output
+    assert out.read_text().startswith("job_id,") or "job_id" in out.read_text().splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    "command", ["trace synth", "trace annotate", "trace convert", "trace import", "workload"]
+)
+def test_trace_outputs_refuse_a_folder_or_a_path_under_a_file(tmp_path: Path, command: str) -> None:
+    (tmp_path / "dir.csv").mkdir()
+    (tmp_path / "file").write_text("")
+    option = "OUTPUT" if command == "trace convert" else "--output"
+    one_line_error(
+        invoke(*_trace_outputs(tmp_path, tmp_path / "dir.csv")[command]),
+        f"{option} {tmp_path / 'dir.csv'}: is a folder; expected a trace file",
+    )
+    one_line_error(
+        invoke(*_trace_outputs(tmp_path, tmp_path / "file" / "t.csv")[command]),
+        f"{option} {tmp_path / 'file' / 't.csv'} is under {tmp_path / 'file'}, which is a file",
+    )
+
+
+def test_write_trace_makes_the_folder(tmp_path: Path) -> None:
+    from gpusched.io.resources import resolve_trace
+    from gpusched.io.trace import read_trace, write_trace
+
+    trace = read_trace(resolve_trace("tiny"))
+    for name in ("t.csv", "t.csv.gz", "t.parquet"):
+        write_trace(trace, tmp_path / name.replace(".", "_") / "x" / name)
+        assert len(read_trace(tmp_path / name.replace(".", "_") / "x" / name)) == len(trace)
+
+
+# --- sweep --dry-run reads each distinct trace once, and reports its first problem ---
+
+
+def _spec(tmp_path: Path, traces: list[str], extra: str = "") -> Path:
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        f"traces = {json.dumps(traces)}\npolicies = ['fifo', 'sjf']\nseeds = [0, 1]\n{extra}"
+    )
+    return spec
+
+
+def test_dry_run_reports_a_malformed_trace(tmp_path: Path) -> None:
+    (tmp_path / "bad.csv").write_text(
+        "job_id,submit_time,num_gpus,duration\na,0,1,10\nb,x,1,10\nc,0,-1,10\n"
+    )
+    spec = _spec(tmp_path, ["tiny", "bad.csv"])
+    r = invoke("sweep", spec, "--dry-run", "-o", tmp_path / "out")
+    one_line_error(
+        r,
+        f"{spec}: 'traces' entry 'bad.csv': {tmp_path / 'bad.csv'}:3: column 'submit_time'",
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_dry_run_reports_jobs_too_big_for_a_cluster(tmp_path: Path) -> None:
+    (tmp_path / "big.csv").write_text("job_id,submit_time,num_gpus,duration\na,0,100,10\n")
+    spec = _spec(tmp_path, ["big.csv"], "clusters = ['default', 'testbed-4x4']\n")
+    one_line_error(
+        invoke("sweep", spec, "--dry-run", "-o", tmp_path / "out"),
+        f"{spec}: 'traces' entry 'big.csv' on 'clusters' entry 'default': ",
+        "need more GPUs than the cluster has",
+    )
+    spec = _spec(tmp_path, ["big.csv"], "drop_oversized = true\n")
+    r = invoke("sweep", spec, "--dry-run", "-o", tmp_path / "out")
+    assert r.exit_code == 0, r.output
+    assert "4 cells, 0 finished, 4 to run" in r.output
+
+
+def test_dry_run_reads_each_trace_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gpusched.io.trace as trace_io
+
+    assert invoke("trace", "synth", "-n", "20", "-o", tmp_path / "t.csv").exit_code == 0
+    calls: list[str] = []
+    real = trace_io.read_trace
+
+    def counted(path: object, *args: object, **kwargs: object) -> object:
+        calls.append(Path(str(path)).name)
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(trace_io, "read_trace", counted)
+    # each trace on two clusters, under two policies and two seeds: 8 cells per trace
+    spec = _spec(tmp_path, ["t.csv", "tiny"], "clusters = ['default', 'testbed-4x4']\n")
+    r = invoke("sweep", spec, "--dry-run", "-o", tmp_path / "out")
+    assert r.exit_code == 0, r.output
+    assert "16 cells, 0 finished, 16 to run" in r.output
+    assert sorted(calls) == ["t.csv", "tiny.csv"]
+    assert not (tmp_path / "out").exists()
