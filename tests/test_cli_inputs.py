@@ -175,3 +175,14 @@ def test_dry_run_reads_each_trace_file_once(
     assert "16 cells, 0 finished, 16 to run" in r.output
     assert sorted(calls) == ["t.csv", "tiny.csv"]
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("second", ["fifo", " fifo", "fifo:"])
+def test_compare_refuses_a_policy_given_twice(tmp_path: Path, second: str) -> None:
+    r = invoke("compare", "tiny", "-P", "fifo", "-P", "sjf", "-P", second, "-o", tmp_path / "c")
+    assert r.exit_code == 2
+    assert one_line_error(r) == (
+        "error: policy 'fifo' is given twice (--policy 1 and 3): its rows would be the same "
+        "run; give each policy once"
+    )
+    assert not (tmp_path / "c").exists()

@@ -478,7 +478,8 @@ def compare(
 ) -> list[dict[str, Any]]:
     """Replay one trace under several policy specs; write comparison.csv to ``out``.
 
-    Every policy spec is checked before the first run. Each row is
+    Every policy spec is checked before the first run, and two specs of the same label
+    (``fifo`` and `` fifo``) are refused. Each row is
     ``{"policy": label, **summary}`` (the spec as given; a policy file by its ``name``;
     nested summary keys flattened, :func:`gpusched.results.metrics.flat_summary`);
     each run's own outputs go to ``out/<index>-<label>/``. An ``out`` that already holds
@@ -496,6 +497,12 @@ def compare(
 
     check_format(fmt)
     labels = [_policy_label(text, kwargs.get("params")) for text in policies]
+    for i, label in enumerate(labels):
+        if label in labels[:i]:
+            raise GpuschedError(
+                f"policy '{label}' is given twice (--policy {labels.index(label) + 1} and "
+                f"{i + 1}): its rows would be the same run; give each policy once"
+            )
     if job_progress is not None:
         kwargs = {**kwargs, "progress": job_progress}
     if out is None:
