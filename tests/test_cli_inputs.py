@@ -182,7 +182,7 @@ def test_compare_refuses_a_policy_given_twice(tmp_path: Path, second: str) -> No
     r = invoke("compare", "tiny", "-P", "fifo", "-P", "sjf", "-P", second, "-o", tmp_path / "c")
     assert r.exit_code == 2
     assert one_line_error(r) == (
-        "error: policy 'fifo' is given twice (--policy 1 and 3): its rows would be the same "
-        "run; give each policy once"
+        "error: --policy 1 and 3 are both labelled 'fifo' (their rows could not be told "
+        "apart): give each policy once"
     )
     assert not (tmp_path / "c").exists()

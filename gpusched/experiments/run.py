@@ -500,8 +500,8 @@ def compare(
     for i, label in enumerate(labels):
         if label in labels[:i]:
             raise GpuschedError(
-                f"policy '{label}' is given twice (--policy {labels.index(label) + 1} and "
-                f"{i + 1}): its rows would be the same run; give each policy once"
+                f"--policy {labels.index(label) + 1} and {i + 1} are both labelled "
+                f"'{label}' (their rows could not be told apart): give each policy once"
             )
     if job_progress is not None:
         kwargs = {**kwargs, "progress": job_progress}
