@@ -119,13 +119,16 @@ class PolicySpec:
             pairs.append(f"{key.strip()}{sep}{value.strip()}")
         return name.strip(), pairs
 
+    @staticmethod
+    def _joined(name: str, pairs: list[str]) -> str:
+        return name + (":" + ",".join(pairs) if pairs else "")
+
     @classmethod
     def normal(cls, text: str) -> str:
         """``text`` as results name it: ``NAME`` or ``NAME:key=value,...`` with the
         whitespace around the name, each key and each value dropped (and a ``:`` with no
         pair after it), the form :attr:`text` holds."""
-        name, pairs = cls._split(text)
-        return name + (":" + ",".join(pairs) if pairs else "")
+        return cls._joined(*cls._split(text))
 
     @classmethod
     def parse(cls, text: str, extra: list[str] | None = None) -> PolicySpec:
@@ -138,7 +141,7 @@ class PolicySpec:
             name one value and the run use the other).
         """
         name, pairs = cls._split(text)
-        normal = cls.normal(text)
+        normal = cls._joined(name, pairs)
         inline = {p.partition("=")[0] for p in pairs}
         for pair in extra or ():
             key = pair.partition("=")[0].strip()
@@ -206,7 +209,7 @@ def build_engine(
     path = resolve_trace(trace)
     from gpusched.core import jobmodel
 
-    rows = _read_for(path, spec_cluster)
+    rows = read_for(path, spec_cluster)
     wanted = getattr(cls, "job_model", None)  # e.g. Pollux's goodput model
     if wanted is not None:
         rows = jobmodel.adopt(rows, str(wanted))
@@ -275,7 +278,7 @@ def build_engine(
     return engine, path
 
 
-def _read_for(path: Path, cluster: Any) -> Any:
+def read_for(path: Path, cluster: Any) -> Any:
     """Read the trace at ``path``; a trace without a duration column on an edge-cloud
     cluster is told that its jobs need a ``chunks`` column (its rows give chunks instead)."""
     from gpusched.core.tasks import has_workers

@@ -1067,7 +1067,7 @@ def read_grid_inputs(spec: SweepSpec, keyed: list[tuple[Cell, CellKey]]) -> None
     """
     from gpusched.core.jobs import prepare_jobs
     from gpusched.errors import TraceError
-    from gpusched.experiments.run import _read_for
+    from gpusched.experiments.run import read_for
     from gpusched.io.cluster import load_cluster
 
     src = spec.source
@@ -1089,7 +1089,7 @@ def read_grid_inputs(spec: SweepSpec, keyed: list[tuple[Cell, CellKey]]) -> None
                 clusters[cluster_input] = load_cluster(cluster_input)  # checked by keyed_cells
         where = f"{src}: 'traces' entry {first.trace!r}"
         try:
-            trace = _read_for(Path(path), clusters[first.cluster_input])
+            trace = read_for(Path(path), clusters[first.cluster_input])
         except GpuschedError as exc:
             raise GpuschedError(f"{where}: {first_line(exc)}") from None
         for cluster_input, c in pairs.items():
