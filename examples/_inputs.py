@@ -8,18 +8,26 @@ after putting ``examples/`` on ``sys.path``::
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from _inputs import args, guard, need_file, need_folder, need_some
+
+The tables and JSON files a script reads come through :func:`read_csv` and
+:func:`read_json`: a value that is not what the script needs (a word in a numeric column,
+a missing column or field, a row cut short, a file that is not UTF-8, CSV or JSON) ends in
+``error: <path>: line N, column C: expected ..., got ...``, not a traceback.
 """
 
 from __future__ import annotations
 
+import csv
 import functools
+import json
+import math
 import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
-from gpusched.errors import GpuschedError, show_name
+from gpusched.errors import GpuschedError, show_name, show_value
 
 T = TypeVar("T")
 
@@ -74,6 +82,162 @@ def need_some(items: Iterable[T], path: object, expected: str) -> list[T]:
     return got
 
 
+_REQUIRED: Any = object()  # num()'s default: an empty or absent value is an error
+
+
+def _number(text: object) -> float | None:
+    """``text`` as a finite float, or None if it is not one."""
+    if isinstance(text, bool) or not isinstance(text, (int, float, str)):
+        return None
+    try:
+        x = float(text)
+    except (ValueError, OverflowError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+class Row(dict[str, str]):
+    """One row of a table read by :func:`read_csv`: a dict of column -> text that knows
+    its file and line, so that a missing column or a bad value is named in one line."""
+
+    path: Path
+    line: int
+
+    def __missing__(self, column: str) -> NoReturn:
+        fail(self.path, f"line {self.line}: no column {column!r}; the header has "
+             f"{', '.join(map(repr, self)) or 'no columns'}")
+
+    def bad(self, column: str, expected: str) -> NoReturn:
+        """Fail naming this row's line, ``column``, ``expected`` and the value there."""
+        got = self[column]
+        shown = f"got {show_value(got)}" if got else "got an empty field"
+        fail(self.path, f"line {self.line}, column {column}: expected {expected}, {shown}")
+
+    def num(self, column: str, empty: Any = _REQUIRED) -> Any:
+        """The finite number in ``column``; an empty field is ``empty`` if given, else
+        an error (as is anything but a finite number)."""
+        text = self[column]
+        if text == "" and empty is not _REQUIRED:
+            return empty
+        x = _number(text)
+        if x is None:
+            self.bad(column, "a finite number")
+        return x
+
+    def whole(self, column: str, empty: Any = _REQUIRED) -> Any:
+        """The whole number (an int) in ``column``, as :meth:`num`."""
+        text = self[column]
+        if text == "" and empty is not _REQUIRED:
+            return empty
+        x = _number(text)
+        if x is None or x != int(x):
+            self.bad(column, "a whole number")
+        return int(x)
+
+
+def read_csv(path: str | os.PathLike[str], expected: str) -> list[Row]:
+    """The rows of the CSV table ``path`` (header first) as :class:`Row` objects.
+
+    One ``error:`` line, exit 2, for a file that is missing, empty, a folder, unreadable,
+    not UTF-8 text or not CSV, a header that names a column twice, or a row with more or
+    fewer fields than the header (a file cut short). ``expected`` says what the file
+    should be (``"a run's jobs.csv"``).
+    """
+    p = need_file(path, expected)
+    rows: list[Row] = []
+    try:
+        with open(p, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if not header:
+                fail(p, f"no header line; expected {expected}")
+            seen = {c for c in header if header.count(c) > 1}
+            if seen:
+                fail(p, f"line 1: column {sorted(seen)[0]!r} named twice; expected {expected}")
+            for fields in reader:
+                if not fields:
+                    continue  # a blank line
+                if len(fields) != len(header):
+                    fail(p, f"line {reader.line_num}: {len(fields)} fields, the header has "
+                         f"{len(header)} (a row cut short or a stray comma); expected {expected}")
+                row = Row(zip(header, fields, strict=True))
+                row.path, row.line = p, reader.line_num
+                rows.append(row)
+    except UnicodeDecodeError:
+        fail(p, f"not UTF-8 text; expected {expected}")
+    except csv.Error as exc:
+        fail(p, f"not CSV ({exc}); expected {expected}")
+    except OSError as exc:
+        fail(p, f"cannot read it ({exc.strerror}); expected {expected}")
+    return rows
+
+
+class Doc(dict[str, Any]):
+    """A JSON object read by :func:`read_json` that knows its file and where in it it is
+    (``cluster.servers[0].``), so that a missing field or a bad value is named in one line."""
+
+    path: Path
+    where: str
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self:
+            fail(self.path, f"no field {self.where}{key}; expected {self.expected}")
+        return _doc(super().__getitem__(key), self.path, f"{self.where}{key}", self.expected)
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return self[key] if key in self else default
+
+    expected: str
+
+    def num(self, key: str, missing: Any = _REQUIRED) -> Any:
+        """The finite number in field ``key``; an absent or null field is ``missing`` if
+        given, else an error (as is anything but a finite number)."""
+        value = super().get(key)
+        if value is None and missing is not _REQUIRED:
+            return missing
+        x = _number(value) if isinstance(value, (int, float)) else None
+        if x is None:
+            got = "no such field" if key not in self else f"got {json.dumps(value)[:60]}"
+            fail(self.path, f"field {self.where}{key}: expected a finite number, {got}")
+        return x
+
+    def text(self, key: str) -> str:
+        """The non-empty string in field ``key`` (anything else is an error)."""
+        value = self[key]
+        if not isinstance(value, str) or not value:
+            fail(self.path, f"field {self.where}{key}: expected a non-empty string, "
+                 f"got {json.dumps(value)[:60]}")
+        return value
+
+
+def _doc(value: Any, path: Path, where: str, expected: str) -> Any:
+    if isinstance(value, dict):
+        d = Doc(value)
+        d.path, d.where, d.expected = path, f"{where}." if where else "", expected
+        return d
+    if isinstance(value, list):
+        return [_doc(v, path, f"{where}[{i}]", expected) for i, v in enumerate(value)]
+    return value
+
+
+def read_json(path: str | os.PathLike[str], expected: str) -> Doc:
+    """The JSON object in ``path`` as a :class:`Doc`; one ``error:`` line, exit 2, for a
+    file that is missing, empty, a folder, unreadable, not UTF-8 or not JSON (naming the
+    line and column), or whose top level is not an object."""
+    p = need_file(path, expected)
+    try:
+        value = json.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        fail(p, f"not UTF-8 text; expected {expected}")
+    except json.JSONDecodeError as exc:
+        fail(p, f"line {exc.lineno}, column {exc.colno}: not JSON ({exc.msg}); expected {expected}")
+    except OSError as exc:
+        fail(p, f"cannot read it ({exc.strerror}); expected {expected}")
+    if not isinstance(value, dict):
+        fail(p, f"not a JSON object; expected {expected}")
+    return _doc(value, p, "", expected)  # type: ignore[no-any-return]
+
+
 def guard(main: Callable[..., T]) -> Callable[..., T]:
     """Wrap a script's ``main`` so that a file missing inside its input (a run folder
     without its ``summary.json``) or a gpusched input error ends in one line, exit 2."""
@@ -91,5 +255,7 @@ def guard(main: Callable[..., T]) -> Callable[..., T]:
             fail(exc.filename or "(unknown file)", "is a folder; expected a file")
         except NotADirectoryError as exc:
             fail(exc.filename or "(unknown file)", "not a folder")
+        except PermissionError as exc:
+            fail(exc.filename or "(unknown file)", "permission denied")
 
     return run

@@ -123,3 +123,176 @@ def test_competitive_missing_policy_file(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr == f"error: policy file not found: {missing}\n"
+
+
+# -- malformed values inside the files a script reads: one line naming file, line, column --
+
+JOBS_HEADER = "job_id,submit,first_start,finish,jct,wait_s,gpus,duration,preemptions,load_s"
+JOB = "j{i},0.0,0.0,10.0,10.0,0.0,1,10.0,0,0.0"
+SUMMARY = {
+    "n_finished": 2, "avg_jct_s": 10.0, "p99_jct_s": 10.0, "makespan_s": 10.0,
+    "gpu_utilization": 0.5, "avg_wait_s": 0.0, "shared_gpu_s": 0.0, "n_preemptions": 0,
+    "total_utility": 1.0, "n_unfinished": 0, "n_rejected": 0,
+}  # fmt: skip
+MANIFEST = {
+    "policy": "fifo", "params": {}, "trace": "t.csv",
+    "cluster": {"servers": [{"count": 1, "gpus": 8, "cpus": 8, "mem_gb": 64, "storage_gb": 100}]},
+}  # fmt: skip
+
+
+#: a PD-ORS trace of two jobs (gpusched workload pd-ors --jobs 2), for pd-ors/aggregate.py
+PD_ORS_TRACE = """\
+job_id,submit_time,num_gpus,epochs,samples,global_batch,ps_ratio,sample_time,grad_mb,bw_internal,bw_external,worker_gpus,worker_cpus,worker_mem_gb,worker_storage_gb,ps_gpus,ps_cpus,ps_mem_gb,ps_storage_gb,utility_priority,utility_decay,utility_target,horizon
+pd-ors-1,10,0,121,382481,165,1,1.25e-05,253,18165257,1816526,1,9,18.1,8.9,0,3,15.6,7,26.97,5.45,4.93,20
+pd-ors-2,18,0,127,476223,190,2,7.78e-05,329.5,18165257,1816526,1,5,11.9,6.5,0,9,6,6,75.29,5.082,7.79,20
+"""
+
+
+def _run_folder(run: Path, jobs: str | bytes | None = None, **summary: object) -> Path:
+    """A run folder of two finished jobs (jobs.csv, summary.json, manifest.json), with
+    ``jobs`` as jobs.csv's text instead and ``summary``'s fields changed."""
+    import json
+
+    run.mkdir(parents=True)
+    if jobs is None:
+        jobs = "\n".join([JOBS_HEADER, JOB.format(i=1), JOB.format(i=2)]) + "\n"
+    if isinstance(jobs, bytes):
+        (run / "jobs.csv").write_bytes(jobs)
+    else:
+        (run / "jobs.csv").write_text(jobs)
+    (run / "summary.json").write_text(json.dumps({**SUMMARY, **summary}))
+    (run / "manifest.json").write_text(json.dumps(MANIFEST))
+    (run.parent.parent / "wl").mkdir(exist_ok=True)
+    (run.parent.parent / "wl" / "t.csv").write_text(PD_ORS_TRACE)
+    return run
+
+
+def _bad_value(proc: subprocess.CompletedProcess[str], path: Path, *expected: str) -> None:
+    """One ``error: <path>: ...`` line holding every one of ``expected``, exit 2."""
+    _one_line(proc, path, expected[0])
+    for text in expected[1:]:
+        assert text in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("jobs", "expected"),
+    [
+        (f"{JOBS_HEADER}\n" + JOB.format(i=1).replace(",0,0.0", ",many,0.0") + "\n",
+         ["line 2, column preemptions: expected a whole number, got 'many'"]),
+        (f"{JOBS_HEADER}\n" + JOB.format(i=1) + "\nj2,0.0,0.0\n",
+         ["line 3: 3 fields, the header has 10"]),
+        (JOBS_HEADER.replace(",preemptions", "") + "\nj1,0,0,10,10,0,1,10,0\n",
+         ["line 2: no column 'preemptions'"]),
+        (f"{JOBS_HEADER},jct\n" + JOB.format(i=1) + ",1\n", ["column 'jct' named twice"]),
+        (b"\x1f\x8b\x08\x00\xff\xfe binary", ["not UTF-8 text"]),
+        (f"{JOBS_HEADER}\n" + JOB.format(i=1).replace(",10.0,10.0,", ",10.0,nan,") + "\n",
+         ["line 2, column jct: expected a finite number, got 'nan'"]),
+    ],
+    ids=["word-in-int-column", "truncated-row", "missing-column", "duplicate-column",
+         "binary", "nan"],
+)  # fmt: skip
+def test_pollux_bad_jobs_csv(jobs: str | bytes, expected: list[str], tmp_path: Path) -> None:
+    run = _run_folder(tmp_path / "out" / "load1-w1" / "pollux", jobs)
+    proc = _run("pollux/aggregate.py", str(tmp_path / "out"), cwd=tmp_path)
+    _bad_value(proc, run / "jobs.csv", *expected)
+
+
+@pytest.mark.parametrize(
+    ("script", "layout"),
+    [("pollux/aggregate.py", "load1-w1/pollux"), ("sjf-bsbf/aggregate.py", "e__defaults-s1/fifo"),
+     ("pd-ors/aggregate.py", "e-s1/fifo")],
+)  # fmt: skip
+def test_bad_summary_value(script: str, layout: str, tmp_path: Path) -> None:
+    """A summary.json field holding text, not a number: named, not a TypeError traceback."""
+    key = "total_utility" if script.startswith("pd-ors") else "gpu_utilization"
+    run = _run_folder(tmp_path / "out" / layout, **{key: "high"})
+    proc = _run(script, str(tmp_path / "out"), cwd=tmp_path)
+    _bad_value(proc, run / "summary.json", f'field {key}: expected a finite number, got "high"')
+
+
+@pytest.mark.parametrize("script", ["pollux/aggregate.py", "sjf-bsbf/aggregate.py"])
+def test_truncated_summary(script: str, tmp_path: Path) -> None:
+    layout = "load1-w1/pollux" if script.startswith("pollux") else "e__defaults-s1/fifo"
+    run = _run_folder(tmp_path / "out" / layout)
+    (run / "summary.json").write_text('{"n_finished": 2, "avg_jct_s": 1')
+    proc = _run(script, str(tmp_path / "out"), cwd=tmp_path)
+    _bad_value(proc, run / "summary.json", "line 1, column ", "not JSON")
+
+
+def test_sjf_bsbf_fractional_gpus(tmp_path: Path) -> None:
+    jobs = f"{JOBS_HEADER}\n" + JOB.format(i=1).replace(",0.0,1,10.0,", ",0.0,1.5,10.0,") + "\n"
+    run = _run_folder(tmp_path / "out" / "e__defaults-s1" / "fifo", jobs)
+    proc = _run("sjf-bsbf/aggregate.py", str(tmp_path / "out"), cwd=tmp_path)
+    _bad_value(proc, run / "jobs.csv", "line 2, column gpus: expected a whole number, got '1.5'")
+
+
+def test_pd_ors_bad_manifest_cluster(tmp_path: Path) -> None:
+    import json
+
+    run = _run_folder(tmp_path / "out" / "e-s1" / "fifo")
+    bad = {
+        **MANIFEST,
+        "cluster": {"servers": [{**MANIFEST["cluster"]["servers"][0], "cpus": None}]},
+    }  # type: ignore[index]
+    (run / "manifest.json").write_text(json.dumps(bad))
+    proc = _run("pd-ors/aggregate.py", str(tmp_path / "out"), cwd=tmp_path)
+    _bad_value(
+        proc,
+        run / "manifest.json",
+        "field cluster.servers[0].cpus: expected a finite number, got null",
+    )
+
+
+def test_a_online_bad_comparison(tmp_path: Path) -> None:
+    """A word in a numeric column of comparison.csv (it was skipped silently, then a
+    KeyError traceback)."""
+    comp = tmp_path / "out" / "fig7-jobs300-s1" / "comparison.csv"
+    comp.parent.mkdir(parents=True)
+    cols = "policy,total_jct_s,avg_jct_s,avg_wait_s,gpu_utilization,makespan_s,total_comm_s,total_transfer_s"
+    comp.write_text(f"{cols}\nsrtf,100,10,1,0.5,50,3,4\na-online,lots,10,1,0.5,50,3,4\n")
+    proc = _run("a-online/aggregate.py", str(tmp_path / "out"), cwd=tmp_path)
+    _bad_value(proc, comp, "line 3, column total_jct_s: expected a finite number, got 'lots'")
+
+
+def test_a_online_preempted_chunk_not_in_tasks(tmp_path: Path) -> None:
+    run = tmp_path / "out" / "fig9-base-s1" / "srtf"
+    run.mkdir(parents=True)
+    (run / "tasks.csv").write_text("job_id,job\nc1,j1\n")
+    (run / "events.csv").write_text("time_s,event,job_id,gpus\n0,start,c1,0\n5,preempt,c9,0\n")
+    (run / "summary.json").write_text(
+        '{"n_preemptions": 1, "gpu_utilization": 0.5, "avg_wait_s": 0}'
+    )
+    proc = _run("a-online/preemptions.py", str(tmp_path / "out"), cwd=tmp_path)
+    _bad_value(
+        proc,
+        run / "events.csv",
+        "line 3, column job_id: expected a chunk of the run's tasks.csv, got 'c9'",
+    )
+
+
+RESULTS = "trace,cluster,policy,params,status,n_unfinished,total_jct_s"
+
+
+@pytest.mark.parametrize(
+    ("script", "row", "expected"),
+    [
+        ("a-srpt/aggregate.py", "wl/x-s1.csv,c.toml,spjf,,ok,some,10",
+         "line 2, column n_unfinished: expected a whole number, got 'some'"),
+        ("a-srpt/choose-tau.py", "wl/x-s1.csv,c.toml,a-srpt,tau=2,ok,0,n/a",
+         "line 2, column total_jct_s: expected a finite number, got 'n/a'"),
+        ("a-srpt/choose-tau.py", "wl/x-s1.csv,c.toml,a-srpt,tau=.,ok,0,1",
+         "line 2, column params: expected tau=NUMBER"),
+        ("lazer/aggregate.py", "wl/earth-s1.csv,c.toml,srtf,,ok,0,1",
+         "line 2, column p50_jct_s: expected a finite number, got 'x'"),
+        ("lazer/aggregate.py", "earth.csv,c.toml,srtf,,ok,0,1",
+         "line 2, column trace: expected a workload's path"),
+    ],
+    ids=["a-srpt-aggregate", "choose-tau", "choose-tau-params", "lazer", "lazer-trace"],
+)  # fmt: skip
+def test_results_csv_bad_value(script: str, row: str, expected: str, tmp_path: Path) -> None:
+    f = tmp_path / "results.csv"
+    header, line = RESULTS, row
+    if script.startswith("lazer"):
+        header, line = f"{RESULTS},p50_jct_s,p95_jct_s", f"{row},x,1"
+    f.write_text(f"{header}\n{line}\n")
+    _bad_value(_run(script, str(f), cwd=tmp_path), f, expected)

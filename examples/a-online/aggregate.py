@@ -22,18 +22,18 @@ Usage: python examples/a-online/aggregate.py OUT_DIR
 
 from __future__ import annotations
 
-import csv
 import re
 import sys
-import tomllib
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import preemptions  # examples/a-online/preemptions.py (this script's folder is on the path)
 
+from gpusched.io.cluster import load_cluster
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
-from _inputs import args, guard, need_folder, need_some  # noqa: E402
+from _inputs import args, guard, need_folder, need_some, read_csv  # noqa: E402
 
 POLICIES = ("a-online", "a-online-e", "srtf", "tiresias-l", "batchsche")
 KEYS = (
@@ -66,6 +66,11 @@ def base_name(label: str) -> str:
 
 
 Row = dict[str, float]
+NAN = float("nan")
+#: comparison.csv columns every row must hold a number in, and those read if present
+REQUIRED = ("total_jct_s", "avg_jct_s", "avg_wait_s", "gpu_utilization", "makespan_s",
+            "total_comm_s", "total_transfer_s")
+OPTIONAL = ("cloud_utilization", "mean_busy_cloud", *(k for k, _, _ in KEYS))
 
 
 def read(out: Path) -> dict[str, dict[str, dict[str, Row]]]:
@@ -73,17 +78,13 @@ def read(out: Path) -> dict[str, dict[str, dict[str, Row]]]:
     runs: dict[str, dict[str, dict[str, Row]]] = defaultdict(dict)
     for comp in sorted(out.glob("*-s*/comparison.csv")):
         exp, seed = comp.parent.name.rsplit("-s", 1)
-        with comp.open() as fh:
-            rows = list(csv.DictReader(fh))
+        rows = read_csv(comp, "a comparison.csv of gpusched compare")
         got: dict[str, Row] = {}
         for r in rows:
-            num = {}
-            for k, v in r.items():
-                try:
-                    num[k] = float(v)
-                except (TypeError, ValueError):
-                    continue
-            num["cloud"] = num.get("cloud_utilization", num.get("mean_busy_cloud", float("nan")))
+            # the columns the tables need (an empty field: the value is not defined, NaN)
+            num = {k: r.num(k) for k in REQUIRED}
+            num.update({k: r.num(k, empty=NAN) for k in OPTIONAL if k in r})
+            num["cloud"] = num.get("cloud_utilization", num.get("mean_busy_cloud", NAN))
             got[base_name(r["policy"])] = num
         runs[exp][seed] = got
     return runs
@@ -285,12 +286,9 @@ def sweeps(runs: dict[str, dict[str, dict[str, Row]]]) -> None:
 
 
 def n_edge(toml: Path) -> int:
-    doc = tomllib.loads(toml.read_text())
-    return sum(
-        g["count"] * sum(g.get("workers", {}).values())
-        for g in doc["servers"]
-        if g.get("tier") == "edge"
-    )
+    """Edge workers of the cluster file ``toml`` (a bad file: gpusched's one-line error)."""
+    spec = load_cluster(toml)
+    return sum(g.count * g.n_workers for g in spec.groups if g.tier == "edge")
 
 
 def utilisation(out: Path, exp: str = "fig7-jobs300", width: float = 20.0, bins: int = 12) -> None:
@@ -308,8 +306,7 @@ def utilisation(out: Path, exp: str = "fig7-jobs300", width: float = 20.0, bins:
     for f in folders:
         seed = f.name.rsplit("-s", 1)[1]
         trace = out / "wl" / f"sim300-s{seed}.csv"
-        with trace.open() as fh:
-            t = np.array([float(r["submit_time"]) for r in csv.DictReader(fh)])
+        t = np.array([r.num("submit_time") for r in read_csv(trace, "the workload's trace")])
         subs += np.histogram(t, edges)[0] / len(folders)
         workers = n_edge(out / "wl" / f"sim100-s{seed}.toml")
         for pol in POLICIES:
@@ -317,10 +314,9 @@ def utilisation(out: Path, exp: str = "fig7-jobs300", width: float = 20.0, bins:
             if not found:
                 continue
             tl = found[0] / "timeline.csv"
-            with tl.open() as fh:
-                rows = list(csv.DictReader(fh))
-            times = np.array([float(r["time_s"]) for r in rows])
-            busy = np.array([float(r["busy_edge"]) for r in rows])
+            rows = need_some(read_csv(tl, "a run's timeline.csv"), tl, "timeline rows")
+            times = np.array([r.num("time_s") for r in rows])
+            busy = np.array([r.num("busy_edge") for r in rows])
             spans[pol].append(float(times[-1] - times[0]))
             ends = np.append(times[1:], times[-1])
             frac = np.zeros(bins)

@@ -16,14 +16,12 @@ is tasks.csv's ``job`` column) in other ways.
 
 from __future__ import annotations
 
-import csv
-import json
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
-from _inputs import args, guard, need_folder, need_some  # noqa: E402
+from _inputs import Row, args, fail, guard, need_folder, need_some, read_csv, read_json  # noqa: E402
 
 #: (key, what one count is)
 UNITS = (
@@ -53,6 +51,9 @@ def count(events: Iterable[Mapping[str, str]], parent: Mapping[str, str]) -> dic
     times: set[str] = set()
     jobs: set[str] = set()
     for row in events:
+        if isinstance(row, Row):  # a row read from a file: its job_id is a chunk of tasks.csv
+            if row["event"] in ("start", "preempt") and row["job_id"] not in parent:
+                row.bad("job_id", "a chunk of the run's tasks.csv")
         kind = row["event"]
         if kind == "start":
             chunk, t, w = row["job_id"], row["time_s"], row["gpus"]
@@ -67,6 +68,8 @@ def count(events: Iterable[Mapping[str, str]], parent: Mapping[str, str]) -> dic
             times.add(t)
             jobs.add(job)
             if chunk not in where:
+                if isinstance(row, Row):
+                    row.bad("job_id", "a chunk started before it is preempted")
                 raise ValueError(f"chunk {chunk} preempted at {t} without a start before it")
             # a chunk is preempted only while it holds the worker of its last start
             freed[(t, where[chunk])] = job
@@ -85,17 +88,17 @@ def count(events: Iterable[Mapping[str, str]], parent: Mapping[str, str]) -> dic
 def count_run(run: Path) -> dict[str, float]:
     """:func:`count` of one run folder (events.csv, tasks.csv), checked against its
     summary's ``n_preemptions``, with the summary's edge utilisation and average wait."""
-    with (run / "tasks.csv").open() as fh:
-        parent = {r["job_id"]: r["job"] for r in csv.DictReader(fh)}
-    with (run / "events.csv").open() as fh:
-        got: dict[str, float] = dict(count(csv.DictReader(fh), parent))
-    summary = json.loads((run / "summary.json").read_text())
-    if got["chunks"] != summary["n_preemptions"]:
-        raise ValueError(
-            f"{run}: {got['chunks']} preempt rows, summary says {summary['n_preemptions']}"
+    parent = {r["job_id"]: r["job"] for r in read_csv(run / "tasks.csv", "a run's tasks.csv")}
+    got: dict[str, float] = dict(count(read_csv(run / "events.csv", "a run's events.csv"), parent))
+    summary = read_json(run / "summary.json", "a run's summary.json")
+    if got["chunks"] != summary.num("n_preemptions"):
+        fail(
+            run / "summary.json",
+            f"field n_preemptions: expected {got['chunks']:.0f}, the preempt rows of "
+            f"events.csv, got {summary.num('n_preemptions'):g}",
         )
-    got["edge_util"] = float(summary["gpu_utilization"])
-    got["avg_wait"] = float(summary["avg_wait_s"])
+    got["edge_util"] = summary.num("gpu_utilization")
+    got["avg_wait"] = summary.num("avg_wait_s")
     return got
 
 

@@ -13,7 +13,6 @@ Tables: the workloads' loads (offered load over the arrival window with and with
 JCT with a 95 % interval over the seeds; average JCT, wait and slowdown; GPU utilisation and
 makespan; A-SRPT against the best of the paper's five baselines, with the average waits beside
 the JCTs; the predictor's accuracy on the evaluated jobs; scheduling delay per decision."""
-import csv
 import re
 import sys
 from collections import defaultdict
@@ -29,16 +28,16 @@ from gpusched.workloads.synth import demand_load, offered_load
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # examples/, for _inputs
 import _inputs  # noqa: E402
-from _inputs import args, need_file, need_some  # noqa: E402
+from _inputs import args, guard, need_some, read_csv  # noqa: E402
 
 USAGE = "python examples/a-srpt/aggregate.py OUT/results.csv [MORE/results.csv ...] [trace|cluster]"
 args = args(1, USAGE)
 by = args.pop() if args[-1] in ("trace", "cluster") else "trace"
 args = args or _inputs.args(2, USAGE)  # only trace|cluster given
 path, more = args[0], args[1:]
-for f in [path, *more]:
-    need_some(csv.DictReader(open(need_file(f, "a sweep's results.csv"))), f, "result rows")
-rows = [r for r in csv.DictReader(open(path)) if r["status"] == "ok"]
+tables = {f: need_some(read_csv(f, "a sweep's results.csv"), f, "result rows") for f in [path, *more]}
+rows = [r for r in tables[path] if r["status"] == "ok"]
+read_trace, load_cluster = guard(read_trace), guard(load_cluster)  # gpusched's one-line errors
 BASE = ["spjf", "spwf", "wcs-duration", "wcs-workload", "wcs-subtime"]
 
 
@@ -56,13 +55,14 @@ def label(r):
 
 
 def seed(r):
-    return re.search(r"-s(\d+)\.csv$", r["trace"]).group(1)
+    m = re.search(r"-s(\d+)\.csv$", r["trace"])
+    return m.group(1) if m else r.bad("trace", "a workload's path ending in -sSEED.csv")
 
 
 traces = {r["trace"] for r in rows}
 have = {(r["trace"], r["cluster"], r["policy"], r["params"]) for r in rows}
 for extra in more:
-    rows += [r for r in csv.DictReader(open(extra)) if r["status"] == "ok" and r["trace"] in traces
+    rows += [r for r in tables[extra] if r["status"] == "ok" and r["trace"] in traces
              and (r["trace"], r["cluster"], r["policy"], r["params"]) not in have]
 data = defaultdict(dict)  # (setting, label) -> seed -> row
 order_s, order_p = [], []
@@ -73,10 +73,10 @@ for r in rows:
     if p not in order_p:
         order_p.append(p)
     data[(s, p)][seed(r)] = r
-bad = [r for f in [path, *more] for r in csv.DictReader(open(f)) if r["status"] != "ok"]
+bad = [r for f in [path, *more] for r in tables[f] if r["status"] != "ok"]
 if bad:
     print(f"FAILED cells: {len(bad)}")
-unf = sum(int(r["n_unfinished"]) for r in rows)
+unf = sum(r.whole("n_unfinished") for r in rows)
 if unf:
     print(f"unfinished jobs: {unf}")
 
@@ -114,7 +114,7 @@ for s in order_s:
 
 def cell(d, metric, scale, ci):
     """Mean over seeds, with the Student-t 95 % half-width when asked and n >= 2."""
-    vals = [float(v[metric]) / scale for v in d.values() if v.get(metric) not in ("", None)]
+    vals = [v.num(metric) / scale for v in d.values() if v.get(metric) not in ("", None)]
     if not vals:
         return ""
     iv = t_interval(vals)
@@ -143,7 +143,7 @@ for m, sc, u, ci in [("total_jct_s", 1e6, "10^6 s", True), ("avg_jct_s", 1e3, "1
 
 
 def avg(d, metric):
-    return mean(float(v[metric]) for v in d.values())
+    return mean(v.num(metric) for v in d.values())
 
 
 # A-SRPT vs the paper's baselines, per setting: mean total JCT and seed-by-seed wins, waits beside
@@ -162,11 +162,11 @@ for s in order_s if base else []:
     for a in asrpt:
         d = data[(s, a)]
         am = avg(d, "total_jct_s")
-        best_of = {k: min(float(data[(s, b)][k]["total_jct_s"]) for b in bm) for k in d}
-        wins = sum(float(d[k]["total_jct_s"]) < best_of[k] for k in d)
+        best_of = {k: min(data[(s, b)][k].num("total_jct_s") for b in bm) for k in d}
+        wins = sum(d[k].num("total_jct_s") < best_of[k] for k in d)
         # geometric mean over seeds of (variant / that seed's best baseline): one seed's
         # blow-up cannot dominate it as it dominates the means
-        ratio = exp(mean(log(float(d[k]["total_jct_s"]) / best_of[k]) for k in d))
+        ratio = exp(mean(log(d[k].num("total_jct_s") / best_of[k]) for k in d))
         print(f"| {s} | {load_of[s]} | {a} | {am / 1e6:,.2f} | {avg(d, 'avg_wait_s') / 1e3:,.2f} | {best} | "
               f"{bm[best] / 1e6:,.2f} | {avg(data[(s, best)], 'avg_wait_s') / 1e3:,.2f} | "
               f"{1 - am / bm[best]:+.0%} | {ratio:.2f}x | {wins}/{len(d)} |")
@@ -187,10 +187,10 @@ for s in order_s:
         used = first["prediction.predictor"]
         kinds = [used] + ([k for k in ("mean", "median") if k != used] if p == asrpt[0] else [])
         for k in kinds:
-            f = lambda m: mean(float(v[f"prediction.{k}.{m}"]) for v in d.values()
+            f = lambda m: mean(v.num(f"prediction.{k}.{m}") for v in d.values()
                                if v.get(f"prediction.{k}.{m}") not in ("", None))
-            rule = mean(float(v[f"prediction.{k}.n_unseen_group_rule"]) /
-                        max(float(v[f"prediction.{k}.n_evaluated"]), 1) for v in d.values())
+            rule = mean(v.num(f"prediction.{k}.n_unseen_group_rule") /
+                        max(v.num(f"prediction.{k}.n_evaluated"), 1) for v in d.values())
             print(f"| {s} | {p} | {avg(d, 'prediction.unseen_share'):.1%} | {k} | "
                   f"{f('within_10pct'):.1%} | {f('within_10pct_seen'):.1%} | "
                   f"{f('mae_iterations') / 1e3:,.1f} | {f('mae_log_seen'):.2f} | {rule:.1%} |")
@@ -202,6 +202,6 @@ print("|---|---|---|---|---|")
 for s in order_s:
     for a in asrpt:
         d = data[(s, a)].values()
-        print(f"| {s} | {a} | {mean(float(v['sched_delay_ms_avg']) for v in d):.3f} | "
-              f"{mean(float(v['sched_delay_ms_p95']) for v in d):.3f} | "
-              f"{mean(float(v['n_decisions']) for v in d):,.0f} |")
+        print(f"| {s} | {a} | {mean(v.num('sched_delay_ms_avg') for v in d):.3f} | "
+              f"{mean(v.num('sched_delay_ms_p95') for v in d):.3f} | "
+              f"{mean(v.num('n_decisions') for v in d):,.0f} |")

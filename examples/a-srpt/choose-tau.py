@@ -7,7 +7,6 @@ JCT any tau reached on that workload, then prints the mean and the worst of that
 tau, per workload family and over all. The tau with the lowest overall mean ratio wins.
 """
 
-import csv
 import re
 import sys
 from collections import defaultdict
@@ -15,16 +14,18 @@ from pathlib import Path
 from statistics import fmean
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
-from _inputs import args, fail, need_file, need_some  # noqa: E402
+from _inputs import _number, args, fail, need_some, read_csv  # noqa: E402
 
 runs = defaultdict(dict)  # (trace, cluster) -> tau -> total JCT, s
 for path in args(1, "python examples/a-srpt/choose-tau.py RESULTS.csv [RESULTS.csv ...]"):
-    rows = need_some(csv.DictReader(open(need_file(path, "a sweep's results.csv"))), path, "result rows")
+    rows = need_some(read_csv(path, "a sweep's results.csv"), path, "result rows")
     for r in rows:
         if r["status"] != "ok" or r["policy"] != "a-srpt":
             continue
-        tau = float(re.search(r"tau=([0-9.e+]+)", r["params"]).group(1))
-        runs[(r["trace"], r["cluster"])][tau] = float(r["total_jct_s"])
+        m = re.search(r"tau=([0-9.e+]+)", r["params"])
+        if m is None or _number(m.group(1)) is None:
+            r.bad("params", "tau=NUMBER (a tuning sweep's a-srpt row)")
+        runs[(r["trace"], r["cluster"])][float(m.group(1))] = r.num("total_jct_s")
 
 if not runs:
     fail(" ".join(sys.argv[1:]), "no successful a-srpt rows with tau=...; expected tuning sweeps' results.csv")

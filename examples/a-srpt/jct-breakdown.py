@@ -1,35 +1,33 @@
 """Where total JCT comes from: waiting vs running at trace speed vs placement slowdown.
 
 Usage: python examples/a-srpt/jct-breakdown.py OUT [SUBSTRING of trace or cluster]"""
-import csv
 import sys
 from collections import defaultdict
 from pathlib import Path
 from statistics import mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
-from _inputs import args, guard, need_file, need_folder, need_some  # noqa: E402
+from _inputs import args, need_folder, need_some, read_csv  # noqa: E402
 
 argv = args(1, "python examples/a-srpt/jct-breakdown.py OUT [SUBSTRING of trace or cluster]")
 out, pat = need_folder(argv[0], "a sweep's output folder"), (argv[1] if len(argv) > 1 else "")
-results = need_file(out / "results.csv", "the sweep's results.csv")
-need_some(csv.DictReader(open(results)), results, "result rows")
+results = out / "results.csv"
+table = need_some(read_csv(results, "the sweep's results.csv"), results, "result rows")
 acc = defaultdict(lambda: defaultdict(list))
 
 
-@guard
 def jobs(r):
-    return list(csv.DictReader(open(out / "cells" / r["cell"] / "jobs.csv")))
+    return read_csv(out / "cells" / r["cell"] / "jobs.csv", "a sweep cell's jobs.csv")
 
 
-for r in csv.DictReader(open(results)):
+for r in table:
     if r["status"] != "ok" or pat not in r["trace"] + r["cluster"]:
         continue
     lab = r["policy"] + (f" ({r['params']})" if r["params"] else "")
     wait = ideal = extra = 0.0; n_slow = 0
     for j in jobs(r):
-        run = float(j["jct"]) - float(j["wait_s"]); d = float(j["duration"])
-        wait += float(j["wait_s"]); ideal += min(run, d); extra += max(run - d, 0.0)
+        run = j.num("jct") - j.num("wait_s"); d = j.num("duration")
+        wait += j.num("wait_s"); ideal += min(run, d); extra += max(run - d, 0.0)
         n_slow += run > 2 * d
     for k, v in (("wait", wait), ("ideal", ideal), ("extra", extra), ("n_slow", n_slow)):
         acc[lab][k].append(v)

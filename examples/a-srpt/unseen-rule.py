@@ -7,9 +7,7 @@ One line per a-srpt cell (forest predictor, policy seed 0): the share of jobs th
 run's slowdown (time lost to running slower than at ideal placement) those jobs carry,
 and the run's slowdown and waiting as shares of its total JCT. See
 docs/a-srpt-results.md, "Why A-SRPT loses with the forest"."""
-import csv
 import glob
-import json
 import sys
 from pathlib import Path
 
@@ -22,23 +20,27 @@ from gpusched.io.trace import read_trace
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # examples/, for _inputs
-from _inputs import args, guard, need_folder, need_some  # noqa: E402
+from _inputs import args, fail, guard, need_folder, need_some, read_csv, read_json  # noqa: E402
 
 out = need_folder(args(1, "python examples/a-srpt/unseen-rule.py SWEEP_OUT")[0], "a sweep's output folder")
 cells = need_some(sorted(glob.glob(f"{glob.escape(str(out))}/cells/*_a-srpt_s0-*")), out, "a-srpt cells (cells/*_a-srpt_s0-*)")
 read_trace, load_cluster = guard(read_trace), guard(load_cluster)
 for cell in cells:
-    describe = guard(json.loads)(guard(Path(cell, "cell.json").read_text)())["describe"]
-    d = dict(kv.split("=", 1) for kv in describe.split())
+    info = read_json(Path(cell, "cell.json"), "a sweep cell's cell.json")
+    d = dict(kv.split("=", 1) for kv in info.text("describe").split() if "=" in kv)
+    if "trace" not in d or "cluster" not in d:
+        fail(Path(cell, "cell.json"), f"field describe: expected trace=... cluster=..., got {info['describe']!r}")
     if d.get("predictor", "forest") != "forest":  # the forest, the default predictor, only
         continue
     cluster = load_cluster(str(HERE / d["cluster"]))
     jobs = prepare_jobs(read_trace(d["trace"]), cluster)
     rule = fit("forest", jobs, 0).rule
-    rows = list(csv.DictReader(guard(Path(cell, "jobs.csv").read_text)().splitlines()))
-    slow = np.array([float(r["slowdown_s"] or 0) for r in rows])
-    wait = np.array([float(r["wait_s"] or 0) for r in rows])
-    jct = np.array([float(r["jct"] or 0) for r in rows])
+    rows = read_csv(Path(cell, "jobs.csv"), "a sweep cell's jobs.csv")
+    if len(rows) != len(rule):
+        fail(Path(cell, "jobs.csv"), f"{len(rows)} jobs; expected the {len(rule)} of {d['trace']}")
+    slow = np.array([r.num("slowdown_s", empty=0.0) for r in rows])
+    wait = np.array([r.num("wait_s", empty=0.0) for r in rows])
+    jct = np.array([r.num("jct", empty=0.0) for r in rows])
     print(
         f"{d['trace']} on {d['cluster']}: rule fires for {rule.mean():.0%} of jobs, which carry "
         f"{slow[rule].sum() / max(slow.sum(), 1e-9):.0%} of the slowdown; slowdown "

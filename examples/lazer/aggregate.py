@@ -11,7 +11,6 @@ parentheses. Times in minutes, as in the paper's Table 2, unless a header says o
 
 from __future__ import annotations
 
-import csv
 import re
 import sys
 from collections import defaultdict
@@ -19,7 +18,7 @@ from pathlib import Path
 from statistics import mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
-from _inputs import args, need_file, need_some  # noqa: E402
+from _inputs import Row, args, need_some, read_csv  # noqa: E402
 
 LABELS = {
     "srtf-periodic interval=60.0": "Pollux-like (60 s)",
@@ -53,9 +52,8 @@ VARIANTS = {
 }
 
 
-def read(path: str) -> list[dict[str, str]]:
-    with open(need_file(path, "a results .csv of examples/lazer/run.py"), newline="") as f:
-        return need_some(csv.DictReader(f), path, "result rows")
+def read(path: str) -> list[Row]:
+    return need_some(read_csv(path, "a results .csv of examples/lazer/run.py"), path, "result rows")
 
 
 def group(rows: list[dict[str, str]]) -> dict[tuple[str, str, str], list[dict[str, str]]]:
@@ -63,7 +61,8 @@ def group(rows: list[dict[str, str]]) -> dict[tuple[str, str, str], list[dict[st
     out: dict[tuple[str, str, str], list[dict[str, str]]] = defaultdict(list)
     for r in rows:
         m = re.match(r"^(?:.*/)?([a-z]+?)(\d*)(?:-([a-z]+))?-s\d+\.csv$", r["trace"])
-        assert m, r["trace"]
+        if m is None:
+            r.bad("trace", "a workload's path NAME[-VARIANT]-sSEED.csv")
         name = m.group(1) + m.group(2)
         p = r["policy"] + (f" {r['params']}" if r["params"] else "")
         out[(name, m.group(3) or "", LABELS.get(p, p))].append(r)
@@ -71,7 +70,7 @@ def group(rows: list[dict[str, str]]) -> dict[tuple[str, str, str], list[dict[st
 
 
 def val(rows: list[dict[str, str]], key: str, scale: float = 1.0) -> list[float]:
-    return [float(r[key]) / scale for r in rows if r.get(key, "") not in ("", None)]
+    return [r.num(key) / scale for r in rows if r.get(key, "") not in ("", None)]
 
 
 def x_text(rows: list[dict[str, str]], label: str) -> str:
@@ -83,12 +82,12 @@ def x_text(rows: list[dict[str, str]], label: str) -> str:
     for r in rows:
         n_exploit = r.get("exploit_predictions", "")
         # rows written before run.py kept exploit_predictions: full-size runs exploit
-        exploits = float(n_exploit) > 0 if n_exploit else float(r["predictions"] or 0) >= 1000
+        exploits = r.num("exploit_predictions") > 0 if n_exploit else r.num("predictions", empty=0) >= 1000
         if exploits:
-            x, share = float(r["exploit_mean_x_s"]), float(r["exploit_deferred_share"])
+            x, share = r.num("exploit_mean_x_s"), r.num("exploit_deferred_share")
             parts.append(f"{x:.0f} ({share:.0%})")
         elif r.get("mean_x_s", ""):
-            parts.append(f"acq. only: {float(r['mean_x_s']):.0f}")
+            parts.append(f"acq. only: {r.num('mean_x_s'):.0f}")
     return ", ".join(parts)
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
-from _inputs import guard  # noqa: E402
+from _inputs import guard, read_csv  # noqa: E402
 
 COLUMNS = [
     "trace",
@@ -137,8 +137,8 @@ def main(argv: list[str] | None = None) -> None:
     done: set[tuple[str, ...]] = set()
     new = not out.exists() or (out.is_file() and out.stat().st_size == 0)
     if not new:
-        with out.open(newline="") as f:
-            done = {(r["trace"], r["policy"], r["params"], r["seed"]) for r in csv.DictReader(f)}
+        rows = read_csv(out, "a results .csv this script wrote (to add to)")
+        done = {(r["trace"], r["policy"], r["params"], r["seed"]) for r in rows}
     with out.open("a", newline="") as f:
         writer = csv.DictWriter(f, COLUMNS)
         if new:

@@ -14,7 +14,6 @@ makespan), so that a setting where no policy can differ shows as one.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections import defaultdict
@@ -27,7 +26,7 @@ from gpusched.io.trace import read_trace
 from gpusched.workloads.pd_ors import finishable, worth_finishing
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
-from _inputs import args, guard, need_folder, need_some  # noqa: E402
+from _inputs import args, guard, need_folder, need_some, read_json  # noqa: E402
 
 RESOURCES = ("gpus", "cpus", "mem_gb", "storage_gb")
 
@@ -36,7 +35,7 @@ def _policy(manifest: dict) -> str:
     params = manifest.get("params") or {}
     # Lemma 8's opt comes from the other seeds (run.sh): one row for all seeds
     shown = ",".join(f"{k}={'past' if k == 'opt' else v}" for k, v in params.items() if k != "rng")
-    return manifest["policy"] + (f":{shown}" if shown else "")
+    return manifest.text("policy") + (f":{shown}" if shown else "")
 
 
 def _fmt(xs: list[float], digits: int = 1) -> str:
@@ -49,12 +48,12 @@ def _fmt(xs: list[float], digits: int = 1) -> str:
 def _capacity(manifest: dict) -> np.ndarray:
     rows = []
     for g in manifest["cluster"]["servers"]:
-        rows += [[g["gpus"], g["cpus"], g["mem_gb"], g["storage_gb"]]] * int(g["count"])
+        rows += [[g.num(r) for r in RESOURCES]] * int(g.num("count"))
     return np.asarray(rows, dtype=np.float64)
 
 
 def _trace(root: Path, manifest: dict) -> Path:
-    path = Path(manifest["trace"])
+    path = Path(manifest.text("trace"))
     for base in (Path.cwd(), root.parent, root):
         if (base / path).exists():
             return base / path
@@ -75,8 +74,8 @@ def main(root_arg: str) -> None:
         experiments += [exp] if exp not in experiments else []
         runs = sorted(p for p in folder.iterdir() if (p / "summary.json").exists())
         for i, run in enumerate(runs):
-            manifest = json.loads((run / "manifest.json").read_text())
-            data[(exp, _policy(manifest))].append(json.loads((run / "summary.json").read_text()))
+            manifest = read_json(run / "manifest.json", "a run's manifest.json")
+            data[(exp, _policy(manifest))].append(read_json(run / "summary.json", "a run's summary.json"))
             if i == 0:
                 trace = read_trace(_trace(root, manifest))
                 alone, together = finishable(trace, _capacity(manifest))
@@ -100,7 +99,7 @@ def main(root_arg: str) -> None:
                 continue
 
             def col(k: str, runs: list[dict] = runs) -> list[float]:
-                return [float(r.get(k) or 0.0) for r in runs]
+                return [r.num(k, missing=0.0) for r in runs]
 
             admitted = [r.get("n_admitted") for r in runs]
             adm = f"{mean(col('n_admitted')):.1f}" if None not in admitted else "-"

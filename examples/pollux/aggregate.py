@@ -10,8 +10,6 @@ and, for the headline, Pollux's reduction against each baseline.
 
 from __future__ import annotations
 
-import csv
-import json
 import re
 import sys
 from collections import defaultdict
@@ -19,39 +17,42 @@ from pathlib import Path
 from statistics import mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
-from _inputs import args, guard, need_folder, need_some  # noqa: E402
+from _inputs import Row, args, guard, need_folder, need_some, read_csv, read_json  # noqa: E402
 
 
 def _policy(run: Path) -> str:
-    manifest = json.loads((run / "manifest.json").read_text())
+    manifest = read_json(run / "manifest.json", "a run's manifest.json")
     params = manifest.get("params") or {}
     shown = ",".join(f"{k}={v}" for k, v in params.items() if k != "rng")
-    return manifest["policy"] + (f":{shown}" if shown else "")
+    return manifest.text("policy") + (f":{shown}" if shown else "")
 
 
-def _jobs(run: Path) -> list[dict[str, str]]:
-    with open(run / "jobs.csv", newline="") as f:
-        return list(csv.DictReader(f))
+def _jobs(run: Path) -> list[Row]:
+    return need_some(read_csv(run / "jobs.csv", "a run's jobs.csv"), run / "jobs.csv", "jobs")
+
+
+def _summary(run: Path):
+    return read_json(run / "summary.json", "a run's summary.json")
 
 
 def _figures(run: Path) -> dict[str, float]:
-    s = json.loads((run / "summary.json").read_text())
+    s = _summary(run)
     jobs = _jobs(run)
     return {
-        "jct_h": s["avg_jct_s"] / 3600,
-        "p99_h": s["p99_jct_s"] / 3600,
-        "makespan_h": s["makespan_s"] / 3600,
-        "util": s["gpu_utilization"],
-        "wait_h": s["avg_wait_s"] / 3600,
-        "restarts": mean(int(j["preemptions"]) for j in jobs),
-        "n": s["n_finished"],
+        "jct_h": s.num("avg_jct_s") / 3600,
+        "p99_h": s.num("p99_jct_s") / 3600,
+        "makespan_h": s.num("makespan_s") / 3600,
+        "util": s.num("gpu_utilization"),
+        "wait_h": s.num("avg_wait_s") / 3600,
+        "restarts": mean(j.whole("preemptions") for j in jobs),
+        "n": s.num("n_finished"),
     }
 
 
 def _by_app(run: Path) -> dict[str, list[float]]:
     out: dict[str, list[float]] = defaultdict(list)
     for j in _jobs(run):
-        out[j["job_id"].rsplit("-", 1)[0]].append(float(j["jct"]) / 3600)
+        out[j["job_id"].rsplit("-", 1)[0]].append(j.num("jct") / 3600)
     return out
 
 
@@ -159,19 +160,22 @@ def sjf_bsbf(root: Path) -> None:
             for folder in sorted(root.glob(f"{prefix}-n{n}-s*")):
                 # large/small by the GPUs the trace asks for, as the paper splits them
                 # (Pollux's jobs.csv gives the elastic job's own count, not the request)
-                with open(root / "wl" / f"{folder.name}.csv", newline="") as f:
-                    asked = {r["job_id"]: int(r["num_gpus"]) for r in csv.DictReader(f)}
+                wl = root / "wl" / f"{folder.name}.csv"
+                asked = {r["job_id"]: r.whole("num_gpus") for r in read_csv(wl, "the run's trace")}
                 for run in (p for p in folder.iterdir() if (p / "jobs.csv").exists()):
                     jobs = _jobs(run)
-                    s = json.loads((run / "summary.json").read_text())
-                    out = {"util": s["gpu_utilization"], "makespan": s["makespan_s"] / 3600,
-                           "preempt": sum(int(j["preemptions"]) for j in jobs),
-                           "restarts": mean(int(j["preemptions"]) for j in jobs)}
+                    for j in jobs:
+                        if j["job_id"] not in asked:
+                            j.bad("job_id", f"a job of the trace {wl}")
+                    s = _summary(run)
+                    out = {"util": s.num("gpu_utilization"), "makespan": s.num("makespan_s") / 3600,
+                           "preempt": sum(j.whole("preemptions") for j in jobs),
+                           "restarts": mean(j.whole("preemptions") for j in jobs)}
                     for part, keep in (("all", lambda g: True), ("large", lambda g: g > 4),
                                        ("small", lambda g: g <= 4)):
                         sel = [j for j in jobs if keep(asked[j["job_id"]]) and j["jct"]]
-                        out[f"jct_{part}"] = mean(float(j["jct"]) for j in sel) / 3600
-                        out[f"wait_{part}"] = mean(float(j["wait_s"]) for j in sel) / 3600
+                        out[f"jct_{part}"] = mean(j.num("jct") for j in sel) / 3600
+                        out[f"wait_{part}"] = mean(j.num("wait_s") for j in sel) / 3600
                     rows.append(out)
             if not rows:
                 continue

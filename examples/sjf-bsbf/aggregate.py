@@ -17,8 +17,6 @@ JCT is below Tiresias's and below SJF-FFS's.
 
 from __future__ import annotations
 
-import csv
-import json
 import re
 import sys
 from collections import defaultdict
@@ -26,37 +24,36 @@ from pathlib import Path
 from statistics import mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
-from _inputs import args, guard, need_folder, need_some  # noqa: E402
+from _inputs import args, guard, need_folder, need_some, read_csv, read_json  # noqa: E402
 
 POLICIES = ("fifo", "sjf", "tiresias", "sjf-ffs", "sjf-bsbf")
 
 
 def _policy(run: Path) -> tuple[str, str]:
     """The run's policy name and its label with its parameters."""
-    manifest = json.loads((run / "manifest.json").read_text())
+    manifest = read_json(run / "manifest.json", "a run's manifest.json")
     params = manifest.get("params") or {}
     shown = ",".join(f"{k}={v}" for k, v in params.items() if k != "rng")
-    return manifest["policy"], manifest["policy"] + (f":{shown}" if shown else "")
+    return manifest.text("policy"), manifest.text("policy") + (f":{shown}" if shown else "")
 
 
 def _figures(run: Path, scale: float) -> dict[str, float]:
-    with open(run / "jobs.csv", newline="") as f:
-        jobs = list(csv.DictReader(f))
-    summary = json.loads((run / "summary.json").read_text())
+    jobs = read_csv(run / "jobs.csv", "a run's jobs.csv")
+    summary = read_json(run / "summary.json", "a run's summary.json")
     out: dict[str, float] = {}
     parts = (("all", lambda g: True), ("large", lambda g: g > 4), ("small", lambda g: g <= 4))
     for part, keep in parts:
-        rows = [j for j in jobs if keep(int(j["gpus"])) and j["jct"]]
-        out[f"jct_{part}"] = mean(float(j["jct"]) for j in rows) / scale if rows else float("nan")
+        rows = [j for j in jobs if keep(j.whole("gpus")) and j["jct"]]
+        out[f"jct_{part}"] = mean(j.num("jct") for j in rows) / scale if rows else float("nan")
         out[f"wait_{part}"] = (
-            mean(float(j["wait_s"]) for j in rows) / scale if rows else float("nan")
+            mean(j.num("wait_s") for j in rows) / scale if rows else float("nan")
         )
-    starts = sum(1 + int(j["preemptions"]) for j in jobs if j["first_start"])
-    out["load_per_start"] = sum(float(j["load_s"] or 0) for j in jobs) / max(starts, 1)
-    out["preemptions"] = float(sum(int(j["preemptions"]) for j in jobs))
-    out["util"] = summary["gpu_utilization"]
-    out["shared_h"] = summary["shared_gpu_s"] / 3600
-    out["makespan"] = summary["makespan_s"] / scale
+    starts = sum(1 + j.whole("preemptions") for j in jobs if j["first_start"])
+    out["load_per_start"] = sum(j.num("load_s", empty=0.0) for j in jobs) / max(starts, 1)
+    out["preemptions"] = float(sum(j.whole("preemptions") for j in jobs))
+    out["util"] = summary.num("gpu_utilization")
+    out["shared_h"] = summary.num("shared_gpu_s") / 3600
+    out["makespan"] = summary.num("makespan_s") / scale
     return out
 
 
