@@ -186,3 +186,72 @@ def test_compare_refuses_a_policy_given_twice(tmp_path: Path, second: str) -> No
         "apart): give each policy once"
     )
     assert not (tmp_path / "c").exists()
+
+
+# --- empty names (an unset shell variable) and byte-order marks ---------------------------
+
+
+@pytest.mark.parametrize("command", [["replay"], ["compare", "-P", "fifo"]])
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_trace_name_is_refused(command: list[str], name: str) -> None:
+    """``gpusched replay "$TRACE"`` with TRACE unset replayed the bundled philly-2000
+    without a word (only a missing TRACE means the default)."""
+    r = invoke(command[0], name, *command[1:])
+    one_line_error(r, f"trace: an empty name {name!r}", "leave TRACE out for the default")
+
+
+@pytest.mark.parametrize("name", ["", " "])
+def test_an_empty_cluster_name_is_refused(name: str) -> None:
+    """``-c ''`` was read as the path '.', and refused as 'error: .: is a folder'."""
+    r = invoke("replay", "tiny", "-c", name)
+    one_line_error(r, f"cluster: an empty name {name!r}", "bundled name (")
+
+
+def test_an_empty_sweep_spec_name_is_refused() -> None:
+    """``gpusched sweep ''`` was read as the path '.', and refused as '.: is a folder'."""
+    one_line_error(invoke("sweep", "", "--dry-run"), "sweep spec: an empty name ''")
+
+
+def test_toml_files_may_start_with_a_byte_order_mark(tmp_path: Path) -> None:
+    """A cluster file or sweep spec saved with a UTF-8 BOM (as the trace reader accepts
+    one) was refused as 'invalid TOML: Invalid statement (at line 1, column 1)'."""
+    from gpusched.experiments.sweep import load_spec
+    from gpusched.io.cluster import load_cluster
+
+    cluster = tmp_path / "c.toml"
+    text = '[cluster]\nname = "c"\n[[servers]]\ncount = 2\ngpus = 4\ngpu_type = "V100"\n'
+    cluster.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert load_cluster(cluster).n_gpus == 8
+    spec = tmp_path / "s.toml"
+    spec.write_bytes(b'\xef\xbb\xbftraces = ["tiny"]\npolicies = ["fifo"]\n')
+    assert load_spec(spec).policies == ("fifo",)
+    r = invoke("replay", "tiny", "-c", cluster)
+    assert r.exit_code == 0, r.output
+    # a byte that is not UTF-8 after the mark: its offset in the file as it is
+    cluster.write_bytes(b"\xef\xbb\xbf\xff")
+    r = invoke("replay", "tiny", "-c", cluster)
+    one_line_error(r, "not UTF-8 text (byte 0xff at offset 3)")
+
+
+def test_sweep_refuses_a_results_csv_it_did_not_write(tmp_path: Path) -> None:
+    """The sweep replaces OUT/results.csv at its end: a file of that name that is not a
+    sweep's results (a user's own table) was overwritten without a word."""
+    from gpusched.experiments.sweep import _SWEEP_HEADER
+    from gpusched.results.metrics import FIXED_COLUMNS
+
+    assert FIXED_COLUMNS[: len(_SWEEP_HEADER)] == _SWEEP_HEADER
+    spec = tmp_path / "s.toml"
+    spec.write_text('traces = ["tiny"]\npolicies = ["fifo"]\n')
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "results.csv").write_text("my,own,numbers\n1,2,3\n")
+    for extra in ([], ["--dry-run"]):
+        r = invoke("sweep", spec, "-o", out, "-j", "1", *extra)
+        one_line_error(r, f"output folder {out} holds results.csv, which is not a sweep's")
+    assert (out / "results.csv").read_text() == "my,own,numbers\n1,2,3\n"
+    assert sorted(p.name for p in out.iterdir()) == ["results.csv"]
+    # the sweep's own folder is still taken up again
+    sweep = tmp_path / "sweep"
+    assert invoke("sweep", spec, "-o", sweep, "-j", "1").exit_code == 0
+    r = invoke("sweep", spec, "-o", sweep, "-j", "1")
+    assert r.exit_code == 0, r.output

@@ -61,7 +61,7 @@ class SweepProgress:
 @user_errors
 def sweep_cmd(
     spec: Annotated[
-        Path,
+        str,  # not Path: Path("") is ".", and an empty name must be refused as one
         typer.Argument(
             help="Sweep spec (TOML): traces, clusters, policies, seeds and params.<policy> tables"
         ),

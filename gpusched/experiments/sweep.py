@@ -472,10 +472,12 @@ def load_spec(path: str | Path) -> SweepSpec:
     Raises
     ------
     GpuschedError
-        The file is missing, a folder, not a regular file, larger than
+        An empty name, a file that is missing, a folder, not a regular file, larger than
         :data:`MAX_SPEC_BYTES`, unreadable or not UTF-8, or the spec is invalid (see
         :func:`parse_spec`).
     """
+    if isinstance(path, str) and not path.strip():  # Path("") is ".", the current folder
+        raise GpuschedError(f"sweep spec: an empty name {path!r}; expected a TOML file")
     p = Path(path)
     text = _read_text_file(p, "sweep spec", MAX_SPEC_BYTES)
     return parse_spec(text, str(path), p.parent)
@@ -1258,7 +1260,8 @@ def output_dir(spec: SweepSpec, out: str | Path | None = None) -> Path:
         An empty path or one with control characters, a path that is a file (or under
         a file), or a folder whose ``cells``/``.staging`` is a file, whose ``.staging``
         is a symbolic link (the sweep deletes what it holds), whose
-        ``results.csv``/``results.parquet`` is a folder, or that holds a run's
+        ``results.csv``/``results.parquet`` is a folder, whose ``results.csv`` is not a
+        sweep's (the sweep would replace it), or that holds a run's
         ``manifest.json`` or a comparison's ``comparison.csv`` (the folder of a replay or
         compare, which the sweep's results would turn into a sweep folder).
     """
@@ -1292,6 +1295,13 @@ def output_dir(spec: SweepSpec, out: str | Path | None = None) -> Path:
     for name in (RESULTS_CSV, RESULTS_PARQUET):
         if (path / name).is_dir():
             raise GpuschedError(f"{path / name} is a folder; the sweep writes a file there")
+    if (path / RESULTS_CSV).is_file() and not _sweep_results(path / RESULTS_CSV):
+        # the sweep replaces results.csv at its end: never a file someone else wrote
+        raise GpuschedError(
+            f"output folder {path} holds {RESULTS_CSV}, which is not a sweep's results "
+            f"(its header does not start with {','.join(_SWEEP_HEADER)}) and which the sweep "
+            "would replace; give the sweep a folder of its own (or move that file away)"
+        )
     from gpusched.experiments.run import COMPARISON_CSV
 
     for name in (MANIFEST, COMPARISON_CSV):  # a sweep's cells are one level further down
@@ -1301,6 +1311,22 @@ def output_dir(spec: SweepSpec, out: str | Path | None = None) -> Path:
                 "compare, not a sweep's folder; give the sweep a folder of its own"
             )
     return path
+
+
+#: the first columns of every sweep's results.csv (results.metrics.FIXED_COLUMNS)
+_SWEEP_HEADER = ("cell", "status")
+
+
+def _sweep_results(path: Path) -> bool:
+    """Whether the file ``path`` starts like a sweep's results.csv (its first line begins
+    with :data:`_SWEEP_HEADER`); False for a file that cannot be read."""
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline(4096)
+    except OSError:
+        return False
+    head = first.rstrip(b"\r\n").split(b",")[: len(_SWEEP_HEADER)]
+    return head == [c.encode() for c in _SWEEP_HEADER]
 
 
 class SweepLock(FolderLock):

@@ -654,10 +654,16 @@ def resolve_cluster(name_or_path: str | Path) -> Path:
     Raises
     ------
     ClusterError
-        Unknown bundled name, or a path that is missing, a folder, not a regular
+        An empty name, an unknown bundled name, or a path that is missing, a folder, not a regular
         file, or larger than :data:`MAX_FILE_BYTES`.
     """
     text = str(name_or_path)
+    if isinstance(name_or_path, str) and not text.strip():
+        # Path("") is ".", the current folder: an unset shell variable must be named as such
+        raise ClusterError(
+            f"cluster: an empty name {text!r}; expected a .toml path or a bundled name "
+            f"({', '.join(_bundled_names()) or '(none)'})"
+        )
     path = Path(name_or_path)
     st = _stat(path)
     is_path = (

@@ -13,6 +13,9 @@ from pathlib import Path
 
 from gpusched.errors import GpuschedError, show_name
 
+#: the UTF-8 byte-order mark
+BOM = b"\xef\xbb\xbf"
+
 
 def check_small_file(
     path: Path,
@@ -48,8 +51,9 @@ def check_small_file(
 
 
 def read_small_text(path: Path, *, what: str, max_bytes: int, error: type[GpuschedError]) -> str:
-    """The UTF-8 text of ``path``, reading at most ``max_bytes`` (the file may have grown
-    since it was checked); one-line ``error`` if it cannot be read or is not UTF-8."""
+    """The UTF-8 text of ``path`` (without a leading byte-order mark), reading at most
+    ``max_bytes`` (the file may have grown since it was checked); one-line ``error`` if it
+    cannot be read or is not UTF-8."""
     where = show_name(path)
     try:
         with path.open("rb") as fh:
@@ -58,12 +62,15 @@ def read_small_text(path: Path, *, what: str, max_bytes: int, error: type[Gpusch
         raise error(f"{where}: cannot read {what}: {exc.strerror or type(exc).__name__}") from None
     if len(raw) > max_bytes:
         raise error(f"{where}: a {what} may be at most {max_bytes:,} bytes")
+    # a byte-order mark (Windows editors save one) is not text: dropped, as the trace
+    # reader drops it (TOML parsers refuse it as an "invalid statement" at line 1, column 1)
+    skip = len(BOM) if raw.startswith(BOM) else 0
     try:
-        return raw.decode("utf-8")
+        return raw[skip:].decode("utf-8")
     except UnicodeDecodeError as exc:
+        at = exc.start + skip
         raise error(
-            f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-            "expected a TOML file"
+            f"{where}: not UTF-8 text (byte 0x{raw[at]:02x} at offset {at}); expected a TOML file"
         ) from None
 
 

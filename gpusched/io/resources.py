@@ -33,7 +33,15 @@ def bundled_dir(kind: str) -> Path:
 
 def resolve_trace(spec: str | None) -> Path:
     """A trace path, or the bundled trace of that name (``philly-2000`` -> traces/philly-2000.csv)."""
-    spec = spec or DEFAULT_TRACE
+    if spec is None:
+        spec = DEFAULT_TRACE
+    elif not spec.strip():
+        # an unset shell variable ("$TRACE") must not run the bundled default instead
+        names = sorted(p.name.split(".")[0] for p in bundled_dir("traces").glob("*.csv*"))
+        raise GpuschedError(
+            f"trace: an empty name {spec!r}; expected a trace file or a bundled "
+            f"name ({', '.join(names)}); leave TRACE out for the default, {DEFAULT_TRACE}"
+        )
     path = Path(spec)
     if path.is_file():
         return path
