@@ -255,3 +255,34 @@ def test_sweep_refuses_a_results_csv_it_did_not_write(tmp_path: Path) -> None:
     assert invoke("sweep", spec, "-o", sweep, "-j", "1").exit_code == 0
     r = invoke("sweep", spec, "-o", sweep, "-j", "1")
     assert r.exit_code == 0, r.output
+
+
+def test_an_output_file_never_replaces_a_runs_results(tmp_path: Path) -> None:
+    """``diff A B -o A/jobs.csv`` replaced run A's jobs.csv with the diff (after reading
+    it), and every reader then refused run A; ``trace synth -o A/manifest.json`` or
+    ``workload -o CMP/comparison.csv`` did the same to a run or a comparison."""
+    a, b, cmp = tmp_path / "a", tmp_path / "b", tmp_path / "cmp"
+    assert invoke("replay", "tiny", "-P", "fifo", "-o", a).exit_code == 0
+    assert invoke("replay", "tiny", "-P", "srtf", "-o", b).exit_code == 0
+    assert invoke("compare", "tiny", "-P", "fifo", "-o", cmp).exit_code == 0
+    before = {p: p.read_bytes() for p in [*a.iterdir(), cmp / "comparison.csv"]}
+    cases = [
+        (["diff", a, b, "-o", a / "jobs.csv"], "--out", a / "jobs.csv", a, "manifest.json"),
+        (["trace", "synth", "-n", "3", "-o", a / "manifest.json"], "--output",
+         a / "manifest.json", a, "manifest.json"),
+        (["workload", "synth-default", "-n", "3", "-o", cmp / "comparison.csv"], "--output",
+         cmp / "comparison.csv", cmp, "comparison.csv"),
+    ]  # fmt: skip
+    for args, option, path, folder, marker in cases:
+        one_line_error(
+            invoke(*args),
+            f"{option} {path} would replace a file of the results in {folder} "
+            f"(a folder gpusched wrote: it holds {marker})",
+        )
+    assert {p: p.read_bytes() for p in before} == before
+    assert invoke("explain", a).exit_code == 0
+    # a file of the user's own there (a diff, a plot saved before) is written as ever
+    for _ in range(2):
+        r = invoke("diff", a, b, "-o", a / "diff.csv")
+        assert r.exit_code == 0, r.output
+    assert (a / "diff.csv").read_text().startswith("job_id,")

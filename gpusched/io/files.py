@@ -102,8 +102,8 @@ def check_folder_path(path: Path, what: str) -> None:
 
 
 def check_out_file(path: str | Path, option: str, expected: str) -> Path:
-    """An output file's ``path``, checked before any work: not a folder, and not under a
-    file. A missing folder is fine: :func:`make_parent` makes it when the file is written,
+    """An output file's ``path``, checked before any work: not a folder, not under a
+    file, and not a file of a run's or comparison's results. A missing folder is fine: :func:`make_parent` makes it when the file is written,
     as ``replay --out`` and ``workload --output`` make theirs.
 
     Parameters
@@ -118,8 +118,10 @@ def check_out_file(path: str | Path, option: str, expected: str) -> Path:
     Raises
     ------
     GpuschedError
-        ``<option> <path>: is a folder; expected <expected>``, or (:func:`check_folder_path`)
-        ``<option> <path> is under <file>, which is a file, not a folder``.
+        ``<option> <path>: is a folder; expected <expected>``, (:func:`check_folder_path`)
+        ``<option> <path> is under <file>, which is a file, not a folder``, or an existing
+        result file (``jobs.csv``, ``manifest.json``, ``comparison.csv``, ...) of a results
+        folder gpusched wrote (one that holds a :data:`RESULTS_MARKERS` file).
     """
     p = Path(path)
     try:
@@ -129,7 +131,33 @@ def check_out_file(path: str | Path, option: str, expected: str) -> Path:
     if is_dir:
         raise GpuschedError(f"{option} {show_name(p)}: is a folder; expected {expected}")
     check_folder_path(p, option)
+    marker = _results_marker(p)
+    if marker is not None:
+        raise GpuschedError(
+            f"{option} {show_name(p)} would replace a file of the results in "
+            f"{show_name(p.parent)} (a folder gpusched wrote: it holds {marker}); "
+            f"write {expected} elsewhere"
+        )
     return p
+
+
+#: files that mark a results folder gpusched wrote: a run's manifest, a comparison's table
+RESULTS_MARKERS = ("manifest.json", "comparison.csv")
+
+
+def _results_marker(path: Path) -> str | None:
+    """The marker file (:data:`RESULTS_MARKERS`) of the folder holding ``path`` when
+    ``path`` is an existing result file there (``jobs.csv``, ``summary.json``, ...:
+    writing it would change a run's results, which readers then refuse, or lose a
+    comparison's table), else None. A plot saved there before may be replaced."""
+    from gpusched.io.runfolder import is_result_file
+
+    try:
+        if not is_result_file(path.name) or not path.is_file():
+            return None
+        return next((m for m in RESULTS_MARKERS if (path.parent / m).is_file()), None)
+    except (OSError, ValueError):
+        return None
 
 
 def make_parent(path: str | Path) -> None:

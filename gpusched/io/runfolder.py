@@ -64,6 +64,14 @@ _RESULT_FILES = re.compile(
     r"(jobs|timeline|tasks|events)\.(csv|parquet)|summary\.json|manifest\.json"
     r"|comparison\.csv|compare\.csv|compare-runs\.csv"
 )
+
+
+def is_result_file(name: str) -> bool:
+    """Whether a file named ``name`` is one gpusched writes into a results folder
+    (``jobs.csv``, ``summary.json``, ``manifest.json``, ``comparison.csv``, ...)."""
+    return _RESULT_FILES.fullmatch(name) is not None
+
+
 #: a policy's folder of seed runs (``compare --seeds``), or a run of ``compare``
 _SEED_RUN = re.compile(r"seed-\d+")
 #: the longest name :func:`safe_name` returns, characters (file systems allow 255 bytes)
