@@ -286,3 +286,36 @@ def test_an_output_file_never_replaces_a_runs_results(tmp_path: Path) -> None:
         r = invoke("diff", a, b, "-o", a / "diff.csv")
         assert r.exit_code == 0, r.output
     assert (a / "diff.csv").read_text().startswith("job_id,")
+
+
+@pytest.mark.parametrize(
+    ("args", "param"),
+    [
+        (["explain", ""], "'run'"),
+        (["plot", ""], "'runs'"),
+        (["plot", "RUN", " "], "'runs'"),
+        (["trace", "import", "philly-pollux", "", "-o", "x.csv"], "'src'"),
+        (["trace", "convert", "tiny", ""], "'output'"),
+        (["trace", "synth", "-n", "3", "-o", ""], "'--output' / '-o'"),
+        (["trace", "annotate", "tiny", "-o", ""], "'--output' / '-o'"),
+        (["workload", "synth-default", "-n", "3", "-o", ""], "'--output' / '-o'"),
+        (["workload", "edge-cloud-testbed", "-o", "w.csv", "--cluster-out", ""], "'--cluster-out'"),
+        (["workload", "a-srpt", "-n", "9", "--source", "", "-o", "w.csv"], "'--source'"),
+        (["plot", "RUN", "--save", ""], "'--save' / '-s'"),
+    ],
+)  # fmt: skip
+def test_an_empty_path_is_refused(
+    args: list[str], param: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Path("") is ".", the current folder: ``plot "$RUN"`` with RUN unset plotted the
+    runs found in it, and an empty -o was refused as '--output .: is a folder'."""
+    monkeypatch.chdir(tmp_path)
+    assert invoke("replay", "tiny", "-o", "RUN").exit_code == 0  # a run here, in "."
+    r = invoke(*args)
+    one_line_error(r, f"Invalid value for {param}: an empty name", "expected a path")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["RUN"]
+
+
+def test_trace_stats_refuses_an_empty_cluster() -> None:
+    """``trace stats T -c ''`` printed the stats without the offered load, exit 0."""
+    one_line_error(invoke("trace", "stats", "tiny", "-c", ""), "cluster: an empty name ''")

@@ -113,6 +113,22 @@ def _path_checks(info: Any) -> bool:
     )
 
 
+def _refuse_empty_path(param: Any, value: Any) -> None:
+    """Refuse an empty (or blank) value of a path parameter: ``Path("")`` is ``.``, the
+    current folder, so ``plot "$RUN"`` with RUN unset plotted the runs found here, and
+    ``-o ''`` was refused as ``--output .: is a folder``."""
+    kind = param.type_descriptor.annotation
+    if kind not in (Path, Path | None, list[Path], list[Path] | None):
+        return
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if any(isinstance(v, str) and not v.strip() for v in values):
+        raise click_exceptions.BadParameter(
+            f"an empty name {next(v for v in values if isinstance(v, str) and not v.strip())!r}; "
+            "expected a path",
+            param=param,
+        )
+
+
 class _PlainCoercion:
     """Typer's coercion of a parameter's value, without pydantic for plain values.
 
@@ -128,6 +144,7 @@ class _PlainCoercion:
         self.typer_own: Any = None
 
     def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        _refuse_empty_path(param, value)
         plain = _plain_value(param, value)
         if plain is not _NOT_PLAIN:
             return plain

@@ -188,7 +188,7 @@ def stats_cmd(
     from gpusched.io.trace import read_trace
     from gpusched.workloads.synth import trace_stats
 
-    n_gpus = load_cluster(cluster).n_gpus if cluster else None
+    n_gpus = load_cluster(cluster).n_gpus if cluster is not None else None
     stats = trace_stats(read_trace(resolve_trace(trace)), n_gpus)
     if as_json:
         typer.echo(json.dumps(stats, indent=2))
