@@ -503,6 +503,25 @@ def test_unknown_metric_or_x(grid: Path, runs: Path) -> None:
         )
 
 
+def test_an_empty_metric_is_refused(grid: Path) -> None:
+    """``--metric ''`` (an unset shell variable) plotted avg_jct_s without a word."""
+    assert run_plot(grid.parent, "--metric", "").startswith(f"error: {grid}: no metric ''")
+
+
+def test_a_results_table_with_a_byte_order_mark_is_a_sweep(
+    results_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """results.csv saved by a spreadsheet starts with a UTF-8 BOM: it was 'not a run
+    folder or a sweep', and its first column not 'cell'."""
+    bom = tmp_path / "results.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + results_csv.read_bytes())
+    assert is_sweep(bom)
+    res = CliRunner().invoke(plot_app(), [str(bom)])
+    assert res.exit_code == 0, res.output
+    plain = CliRunner().invoke(plot_app(), [str(results_csv)])
+    assert res.output.replace(str(bom), "X") == plain.output.replace(str(results_csv), "X")
+
+
 def test_bad_results_table(tmp_path: Path) -> None:
     table = write_grid(tmp_path)
     lines = table.read_text().splitlines()

@@ -250,7 +250,8 @@ def plot_cmd(
             raise GpuschedError(
                 "plot one sweep at a time (a sweep folder or its results.csv), without run folders"
             )
-        written = plot_sweep(sweeps[0], metric=metric or "avg_jct_s", x=x, save=save)
+        metric = "avg_jct_s" if metric is None else metric  # an empty one is refused there
+        written = plot_sweep(sweeps[0], metric=metric, x=x, save=save)
     else:
         if metric is not None or x is not None:
             option = "--metric" if metric is not None else "--x"

@@ -315,7 +315,7 @@ def is_sweep(path: str | Path) -> bool:
         return (p / "results.csv").is_file()
     if p.is_file() and p.suffix == ".csv":
         try:
-            with p.open(newline="", encoding="utf-8") as fh:
+            with p.open(newline="", encoding="utf-8-sig") as fh:  # a BOM: a spreadsheet's save
                 header = next(csv.reader(fh), [])
         except (UnicodeDecodeError, csv.Error):
             return False

@@ -195,7 +195,8 @@ def csv_rows(
         return
     line = 1
     try:
-        with path.open(newline="", encoding="utf-8") as fh:
+        # utf-8-sig: a byte-order mark (a spreadsheet's save) is not part of the first column
+        with path.open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.reader(fh)
             numbered = ((reader.line_num, row) for row in reader)
             for line, row in _checked_rows(path, numbered, what, required, no_column, if_empty):
