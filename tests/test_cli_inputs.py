@@ -319,3 +319,23 @@ def test_an_empty_path_is_refused(
 def test_trace_stats_refuses_an_empty_cluster() -> None:
     """``trace stats T -c ''`` printed the stats without the offered load, exit 0."""
     one_line_error(invoke("trace", "stats", "tiny", "-c", ""), "cluster: an empty name ''")
+
+
+@pytest.mark.parametrize(
+    "rows", ["", "a,0,1,10\nb,0,2,20\n"], ids=["no-job", "all-at-once"]
+)  # fmt: skip
+def test_trace_stats_json_is_json_without_a_span(rows: str, tmp_path: Path) -> None:
+    """Offered load over a span of 0 is undefined: --json printed NaN or Infinity, which
+    JSON has no words for (jq and every strict parser refuse the output)."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,submit_time,num_gpus,duration\n" + rows)
+    r = invoke("trace", "stats", trace, "-c", "default", "--json")
+    assert r.exit_code == 0, r.output
+
+    def strict(word: str) -> None:
+        raise ValueError(f"not JSON: {word}")
+
+    assert json.loads(r.output, parse_constant=strict)["offered_load"] is None
+    r = invoke("trace", "stats", trace, "-c", "default")
+    assert r.exit_code == 0, r.output
+    assert "offered_load  -  (no span: no job, or all submitted at once)" in r.output

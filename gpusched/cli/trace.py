@@ -191,7 +191,7 @@ def stats_cmd(
     n_gpus = load_cluster(cluster).n_gpus if cluster is not None else None
     stats = trace_stats(read_trace(resolve_trace(trace)), n_gpus)
     if as_json:
-        typer.echo(json.dumps(stats, indent=2))
+        typer.echo(json.dumps(stats, indent=2, allow_nan=False))
         return
     for key, value in stats.items():
         if isinstance(value, dict):
@@ -199,6 +199,8 @@ def stats_cmd(
                 f"{k}: {v:,.6g}" if isinstance(v, float) else f"{k}: {v}" for k, v in value.items()
             )
             typer.echo(f"{key:>18}  {inner}")
+        elif value is None and key == "offered_load":
+            typer.echo(f"{key:>18}  -  (no span: no job, or all submitted at once)")
         elif value is None:
             typer.echo(f"{key:>18}  -  (not given by any job)")
         else:

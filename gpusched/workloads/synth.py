@@ -293,7 +293,8 @@ def trace_stats(trace: Trace, n_gpus_cluster: int | None = None) -> dict[str, An
         percentiles; ``None`` when there is no duration / fewer than 2 jobs; inter-arrival
         gaps are taken over submit times sorted stably); ``gpu_seconds`` (sum of
         ``num_gpus * duration`` over jobs with a duration, GPU-s); and ``offered_load``
-        when ``n_gpus_cluster`` is given. Values are plain Python numbers.
+        when ``n_gpus_cluster`` is given (``None`` when the span is 0: no job, or every
+        job submitted at the same time). Values are plain Python numbers, never NaN.
     """
     n = len(trace)
     has = ~np.isnan(trace.duration)
@@ -310,5 +311,7 @@ def trace_stats(trace: Trace, n_gpus_cluster: int | None = None) -> dict[str, An
         "gpu_seconds": float(np.dot(trace.num_gpus[has].astype(np.float64), trace.duration[has])),
     }
     if n_gpus_cluster is not None:
-        out["offered_load"] = offered_load(trace, n_gpus_cluster)
+        load = offered_load(trace, n_gpus_cluster)
+        # inf (all submitted at once) or NaN (no job): not a number JSON can hold
+        out["offered_load"] = load if np.isfinite(load) else None
     return out
