@@ -63,6 +63,13 @@ def test_range_bounds_open_and_closed():
         (["-P", "tiresias", "-p", "thresholds="], "at least one threshold"),
         (["-P", "tiresias:thresholds=,", "-c", "default"], "at least one threshold"),
         (["-P", "tiresias-l", "-p", "thresholds= "], "at least one threshold"),
+        # a threshold left out dropped a queue without a word
+        (
+            ["-P", "tiresias", "-p", "thresholds=3250,,7200"],
+            "with none left empty, got '3250,,7200'",
+        ),
+        (["-P", "tiresias", "-p", "thresholds=3250,"], "with none left empty, got '3250,'"),
+        (["-P", "tiresias-l", "-p", "thresholds=,3250"], "with none left empty, got ',3250'"),
         (["-P", "tiresias", "-p", "starve=1e300"], "starve must be a number in [0, 1e+06]"),
         (["-P", "srtf-periodic", "-p", "interval=1e300"], "interval must be a number in"),
         (["-P", "lazer", "-p", "starts=1000000000"], "starts must be a number in [1, 100]"),

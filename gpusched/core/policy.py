@@ -359,15 +359,23 @@ _SCALARS = {bool, int, float, str}
 
 def parse_levels(policy: str, text: str, unit: str) -> tuple[float, ...]:
     """A LAS policy's ``thresholds`` parameter: comma-separated, positive, increasing, at
-    least one (an empty value, e.g. an unset shell variable, would make one queue).
+    least one (an empty value, e.g. an unset shell variable, would make one queue), none
+    empty (``3250,,7200`` would drop a queue without a word).
 
     Raises
     ------
     ParamError
         Naming the policy, the parameter, its ``unit`` and the value given.
     """
+    pieces = text.split(",")
+    if any(x.strip() for x in pieces) and not all(x.strip() for x in pieces):
+        # "3250,,7200" or "3250,": a threshold left out, not a queue fewer without a word
+        raise ParamError(
+            f"policy '{policy}': thresholds must be comma-separated {unit} with none left "
+            f"empty, got '{text}'"
+        )
     try:
-        levels = tuple(float(x) for x in text.split(",") if x.strip())
+        levels = tuple(float(x) for x in pieces if x.strip())
     except ValueError:
         raise ParamError(
             f"policy '{policy}': thresholds must be comma-separated {unit}, got '{text}'"
