@@ -296,3 +296,23 @@ def test_results_csv_bad_value(script: str, row: str, expected: str, tmp_path: P
         header, line = f"{RESULTS},p50_jct_s,p95_jct_s", f"{row},x,1"
     f.write_text(f"{header}\n{line}\n")
     _bad_value(_run(script, str(f), cwd=tmp_path), f, expected)
+
+
+def test_asrpt_trace_all_relays_the_one_line_error(tmp_path: Path) -> None:
+    """asrpt-trace-all.py runs asrpt-trace.py per workload: a malformed workload ended in
+    a CalledProcessError traceback (the child's one-line error hidden in it)."""
+    wl = tmp_path / "wl"
+    wl.mkdir()
+    bad = "job_id,submit_time,num_gpus,duration\nj1,0,1,nan\n"
+    families = ["jobs500", "jobs1000", "jobs2000", "jobs4000", "load0.128", "load0.256"]
+    families += ["load1.024", "nic-single0"]
+    families += [
+        f"single{x}{s}" for x in ("0.8", "0.6", "0.4", "0.2", "0.0") for s in ("", "-load1")
+    ]
+    for family in families:
+        for seed in (1, 2, 3):
+            (wl / f"{family}-s{seed}.csv").write_text(bad)
+    proc = _run("a-srpt/asrpt-trace-all.py", str(wl), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"error: {wl / 'jobs500-s1.csv'}:2: column 'duration'")
+    assert proc.stderr.count("\n") == 1 and "got 'nan'" in proc.stderr, proc.stderr

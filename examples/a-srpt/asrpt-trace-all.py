@@ -38,10 +38,15 @@ print("|---" * 9 + "|")
 for family, cluster in runs:
     acc = [0.0] * 7
     for seed in (1, 2, 3):
-        out = subprocess.run(
+        proc = subprocess.run(
             [sys.executable, str(HERE / "asrpt-trace.py"), f"{WL}/{family}-s{seed}.csv", str(cluster)],
-            capture_output=True, text=True, check=True,
-        ).stdout
+            capture_output=True, text=True,
+        )
+        if proc.returncode != 0:  # its own one-line error (a malformed workload), not a traceback here
+            sys.stderr.write(proc.stderr.strip().splitlines()[-1] + "\n" if proc.stderr.strip() else
+                             f"error: asrpt-trace.py on {WL}/{family}-s{seed}.csv failed (exit {proc.returncode})\n")
+            raise SystemExit(2)
+        out = proc.stdout
         w = re.search(r"waiting: total ([\d.]+); held in A~1 \(submit->release\) ([\d.]+)", out)
         d = re.search(r"others pending meanwhile ([\d.]+).*job-s pending ([\d.]+)", out)
         rows = re.findall(r"^\| ([^|]+) \| (\d+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \|$", out, re.M)
