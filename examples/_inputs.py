@@ -17,6 +17,7 @@ a missing column or field, a row cut short, a file that is not UTF-8, CSV or JSO
 
 from __future__ import annotations
 
+import argparse
 import csv
 import functools
 import json
@@ -236,6 +237,84 @@ def read_json(path: str | os.PathLike[str], expected: str) -> Doc:
     if not isinstance(value, dict):
         fail(p, f"not a JSON object; expected {expected}")
     return _doc(value, p, "", expected)  # type: ignore[no-any-return]
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser with its mistakes in one line, ``error: <what> (see <prog> -h)``,
+    exit 2 (argparse prints its usage line first), as ``gpusched`` shows them."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {message} (see {self.prog} -h)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def number(lo: float, hi: float = math.inf, *, lo_open: bool = False) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number from ``lo`` (excluded with ``lo_open``) to
+    ``hi``; anything else (NaN, inf, a word) is argparse's one-line error."""
+    low = f"> {lo:g}" if lo_open else f">= {lo:g}"
+    want = f"a finite number {low}" + (f" and <= {hi:g}" if hi < math.inf else "")
+
+    def parse(text: str) -> float:
+        x = _number(text)
+        if x is None or x < lo or (lo_open and x == lo) or x > hi:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}")
+        return x
+
+    parse.__name__ = "number"
+    return parse
+
+
+def numbers(lo: float, hi: float = math.inf, *, lo_open: bool = False) -> Callable[[str], list[float]]:
+    """An argparse ``type``: a comma-separated list of :func:`number`, none empty."""
+    one = number(lo, hi, lo_open=lo_open)
+
+    def parse(text: str) -> list[float]:
+        return [one(x) for x in text.split(",")]
+
+    parse.__name__ = "numbers"
+    return parse
+
+
+def whole(lo: int, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number from ``lo`` (to ``hi``)."""
+    want = f"a whole number >= {lo}" + (f" and <= {hi}" if hi is not None else "")
+
+    def parse(text: str) -> int:
+        t = text.strip()
+        n = int(t) if t.lstrip("-").isdigit() else None
+        if n is None or n < lo or (hi is not None and n > hi):
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}")
+        return n
+
+    parse.__name__ = "whole"
+    return parse
+
+
+def spans(lo: int = 0, hi: int | None = None) -> Callable[[str], list[int]]:
+    """An argparse ``type``: whole numbers from ``lo`` (to ``hi``) as ``1-5``, ``1,3,7`` or
+    ``1-3,10``, each once, at least one; anything else is argparse's one-line error."""
+    want = f"whole numbers >= {lo}" + (f" and <= {hi}" if hi is not None else "")
+
+    def parse(text: str) -> list[int]:
+        out: list[int] = []
+        for part in text.split(","):
+            a, dash, b = part.strip().partition("-")
+            if not (a.isdigit() and (not dash or b.isdigit())):
+                raise argparse.ArgumentTypeError(
+                    f"expected {want} as a range or a list (1-5, 1,3,7 or 1-3,10), got {text!r}"
+                )
+            first, last = int(a), int(b) if dash else int(a)
+            if first < lo or (hi is not None and last > hi):
+                raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}")
+            if last < first:
+                raise argparse.ArgumentTypeError(f"the range {part.strip()} ends below its start")
+            out += range(first, last + 1)
+        if len(set(out)) != len(out):
+            raise argparse.ArgumentTypeError(f"a number is listed twice in {text!r}")
+        return out
+
+    parse.__name__ = "spans"
+    return parse
 
 
 def guard(main: Callable[..., T]) -> Callable[..., T]:

@@ -316,3 +316,29 @@ def test_asrpt_trace_all_relays_the_one_line_error(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith(f"error: {wl / 'jobs500-s1.csv'}:2: column 'duration'")
     assert proc.stderr.count("\n") == 1 and "got 'nan'" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "expected"),
+    [
+        ("a-online/competitive.py", ["--seeds", "x"], "argument --seeds: expected whole numbers >= 0 as a range or a list"),
+        ("a-online/competitive.py", ["--seeds", "5-1"], "argument --seeds: the range 5-1 ends below its start"),
+        ("a-online/competitive.py", ["--jobs", "0"], "argument --jobs: expected whole numbers >= 1, got '0'"),
+        ("a-online/competitive.py", ["--servers", ""], "argument --servers: expected whole numbers >= 1"),
+        ("a-online/competitive.py", ["--eps", "nan"], "argument --eps: expected a finite number >= 0, got 'nan'"),
+        ("a-online/competitive.py", ["--eps=-1"], "argument --eps: expected a finite number >= 0, got '-1'"),
+        ("a-online/competitive.py", ["--time-limit", "nan"], "argument --time-limit: expected a finite number > 0"),
+        ("pd-ors/competitive.py", ["--seeds", "1,1"], "argument --seeds: a number is listed twice in '1,1'"),
+        ("pd-ors/competitive.py", ["--scale", "nan"], "argument --scale: expected a finite number >= 1, got 'nan'"),
+        ("pd-ors/competitive.py", ["--machines", "0"], "argument --machines: expected a whole number >= 1"),
+        ("pd-ors/competitive.py", ["--time-limit=-1"], "argument --time-limit: expected a finite number > 0"),
+    ],
+)  # fmt: skip
+def test_competitive_options(script: str, args: list[str], expected: str, tmp_path: Path) -> None:
+    """The competitive-ratio scripts' options: NaN, negative, empty or a word was a
+    ValueError, ZeroDivisionError or ClusterError traceback (or a negative int64 in a trace)."""
+    proc = _run(script, *args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"error: {expected}"), proc.stderr
+    assert proc.stderr.endswith(" (see competitive.py -h)\n") and proc.stderr.count("\n") == 1

@@ -29,9 +29,9 @@ indicative).
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
+import sys
 import tempfile
 from pathlib import Path
 
@@ -40,6 +40,9 @@ import numpy as np
 from gpusched.algorithms.exact_chunks import Instance, horizon_bound, solve
 from gpusched.core.state import I_N_RUN, RUNNING
 from gpusched.experiments.run import build_engine
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
+from _inputs import ArgumentParser, guard, number, numbers, spans  # noqa: E402
 
 
 def instance(seed: int, n_jobs: int, n_servers: int) -> dict:
@@ -140,35 +143,28 @@ def exact(inst: dict, time_limit: float):
     return solve(model, horizon_bound(model), time_limit=time_limit)
 
 
-def spans(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
+@guard
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", default="1-5")
-    ap.add_argument("--jobs", default="5,10,15,20,25")
-    ap.add_argument("--servers", default="5")
-    ap.add_argument("--eps", default="0,0.25,0.5")
-    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=spans(0), default="1-5")
+    ap.add_argument("--jobs", type=spans(1), default="5,10,15,20,25")
+    ap.add_argument("--servers", type=spans(1), default="5")
+    ap.add_argument("--eps", type=numbers(0), default="0,0.25,0.5")
+    ap.add_argument("--time-limit", type=number(0, lo_open=True), default=60.0)
     args = ap.parse_args()
-    epsilons = [float(x) for x in args.eps.split(",")]
+    epsilons = args.eps
     print(
         "| jobs | servers | seeds | "
         + " | ".join(f"ratio eps={e:g}" for e in epsilons)
         + " | JCT ratio eps=0 | optimal | solver s |"
     )
     print("| --- " * (6 + len(epsilons)) + "|")
-    for n, m in [(n, m) for n in spans(args.jobs) for m in spans(args.servers)]:
+    for n, m in [(n, m) for n in args.jobs for m in args.servers]:
         ratios: dict[float, list[float]] = {e: [] for e in epsilons}
         jct: list[float] = []
         status: list[str] = []
         secs = 0.0
-        seeds = spans(args.seeds)
+        seeds = args.seeds
         for s in seeds:
             inst = instance(s, n, m)
             opt = exact(inst, args.time_limit)

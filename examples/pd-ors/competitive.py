@@ -16,7 +16,6 @@ convention); the engine's exact finish inside the slot would give PD-ORS slightl
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import tempfile
@@ -36,7 +35,7 @@ from gpusched.jobmodels.ps import PSJob, params_of
 from gpusched.workloads.pd_ors import pd_ors_workload
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
-from _inputs import guard  # noqa: E402
+from _inputs import ArgumentParser, guard, number, spans, whole  # noqa: E402
 
 CLUSTER = """
 [cluster]
@@ -53,20 +52,14 @@ storage_gb = 135.0
 """
 
 
-def _seeds(text: str) -> list[int]:
-    if "-" in text:
-        a, b = text.split("-")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",")]
-
-
 @guard
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", default="1-10")
-    ap.add_argument("--machines", type=int, default=3)
-    ap.add_argument("--scale", type=float, default=100.0)
-    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=spans(0), default="1-10")
+    ap.add_argument("--machines", type=whole(1, 10_000), default=3)  # the MILP: tiny instances
+    # divides the samples, so at least 1 (1 keeps the paper's sizes)
+    ap.add_argument("--scale", type=number(1), default=100.0)
+    ap.add_argument("--time-limit", type=number(0, lo_open=True), default=60.0)
     ap.add_argument("--policy", default="pd-ors")
     ap.add_argument("--jobs", type=int, default=10)
     ap.add_argument("--horizon", type=int, default=10)
@@ -81,7 +74,7 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|")
     ratios = []
-    for seed in _seeds(a.seeds):
+    for seed in a.seeds:
         trace = pd_ors_workload(seed, a.jobs, horizon=a.horizon)
         k = np.asarray(trace.extra["samples"], dtype=float)
         k = np.maximum(np.round(k / a.scale), 1).astype(int)
