@@ -342,3 +342,24 @@ def test_competitive_options(script: str, args: list[str], expected: str, tmp_pa
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith(f"error: {expected}"), proc.stderr
     assert proc.stderr.endswith(" (see competitive.py -h)\n") and proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "expected"),
+    [
+        # --jobs -1 kept no job (np.arange(-1)) and printed empty tables, exit 0
+        ("lazer/futile_victims.py", ["t.csv", "--jobs=-1"], "error: argument --jobs: expected a whole number >= 1, got '-1'"),
+        ("lazer/futile_victims.py", ["t.csv", "--jobs", "0"], "error: argument --jobs: expected a whole number >= 1, got '0'"),
+        # an IsADirectoryError traceback after all the work
+        ("lazer/fig8e.py", ["t.csv", "--out", "."], "error: --out .: is a folder; expected a CSV file"),
+        ("lazer/fig8e.py", ["t.csv", "--budget", "x"], "error: argument --budget: invalid int value: 'x'"),
+        # a count of cases of 0 or less printed an empty table; 5 alone was taken for "not big"
+        ("a-srpt/table2-heavy-edge.py", ["big", "0"], "error: argument cases: expected a whole number >= 1"),
+        ("a-srpt/table2-heavy-edge.py", ["5"], "error: argument big: invalid choice: '5'"),
+        ("a-srpt/table2-heavy-edge.py", ["--seeds=-1"], "error: argument --seeds: expected a whole number >= 0"),
+    ],
+)  # fmt: skip
+def test_script_options(script: str, args: list[str], expected: str, tmp_path: Path) -> None:
+    proc = _run(script, *args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(expected) and proc.stderr.count("\n") == 1, proc.stderr

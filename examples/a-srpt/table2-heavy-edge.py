@@ -8,17 +8,21 @@ such set of 20 (free GPUs per server uniform in 0..8; seed 0 is the set of the e
 Columns: model | config | HE PITT ms | HE PCT ms | MILP PITT ms | MILP PCT ms |
          gap mean / max | per-seed mean gap min-max | cases with gap > 0 | MILP runs over 60 s
 (PITT and PCT averaged over every case of every seed; PCT is wall time on this machine.)"""
-import argparse
+import sys
+from pathlib import Path
 
 import numpy as np
 
 from gpusched.algorithms.exact_mapping import compare_with_optimal
 from gpusched.jobmodels.catalogue import load_catalogue
 
-ap = argparse.ArgumentParser()
-ap.add_argument("big", nargs="?", default=None)
-ap.add_argument("cases", nargs="?", type=int, default=20)
-ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
+from _inputs import ArgumentParser, whole  # noqa: E402
+
+ap = ArgumentParser()
+ap.add_argument("big", nargs="?", default=None, choices=["big"])
+ap.add_argument("cases", nargs="?", type=whole(1, 10_000), default=20)
+ap.add_argument("--seeds", type=whole(0), nargs="+", default=[0])
 a = ap.parse_args()
 cat = load_catalogue()
 CASES = [  # (model, replicas per stage, servers in the random availability)

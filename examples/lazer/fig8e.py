@@ -51,13 +51,15 @@ Sec. 5.4: BO lowest, 1.5x below random and 1.4x below grid. Our reading:
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
+from _inputs import ArgumentParser, guard  # noqa: E402
 
 import numpy as np
 
@@ -262,8 +264,9 @@ def _fail(message: str) -> None:
     sys.exit(2)
 
 
+@guard
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("traces", nargs="*", default=TRACES)
     ap.add_argument("--out", default="fig8e.csv")
     ap.add_argument("--budget", type=int, default=100)
@@ -271,6 +274,10 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if not 1 <= args.budget <= 10_000:
         _fail(f"--budget must be an integer in [1, 10000], got {args.budget}")
+    if not args.out.strip():  # checked before the hours of work, not after
+        _fail(f"--out: an empty name {args.out!r}; expected a CSV file to write")
+    if Path(args.out).is_dir():
+        _fail(f"--out {args.out}: is a folder; expected a CSV file to write")
     from gpusched.errors import GpuschedError
 
     rows: list[dict[str, Any]] = []

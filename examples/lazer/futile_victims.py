@@ -11,7 +11,6 @@ table counts them by the start they cut short. Only starts by arrival ask the pr
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
 from pathlib import Path
@@ -19,16 +18,16 @@ from pathlib import Path
 from gpusched.core.state import LOADING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/, for _inputs
-from _inputs import guard  # noqa: E402
+from _inputs import ArgumentParser, guard, whole  # noqa: E402
 
 _EPS = 1e-9
 
 
 @guard
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace")
-    ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--jobs", type=whole(1), default=None)  # the first N jobs
     ap.add_argument("-p", dest="params", action="append", default=[])
     args = ap.parse_args(argv)
 
