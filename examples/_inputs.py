@@ -202,6 +202,16 @@ class Doc(dict[str, Any]):
             fail(self.path, f"field {self.where}{key}: expected a finite number, {got}")
         return x
 
+    def obj(self, key: str) -> dict[str, Any]:
+        """The JSON object in field ``key`` ({} if absent or null; anything else is an
+        error)."""
+        value = self.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            fail(self.path, f"field {self.where}{key}: expected an object, got {json.dumps(value)[:60]}")
+        return value  # type: ignore[no-any-return]
+
     def text(self, key: str) -> str:
         """The non-empty string in field ``key`` (anything else is an error)."""
         value = self[key]

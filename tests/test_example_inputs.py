@@ -219,6 +219,21 @@ def test_truncated_summary(script: str, tmp_path: Path) -> None:
     _bad_value(proc, run / "summary.json", "line 1, column ", "not JSON")
 
 
+@pytest.mark.parametrize(
+    ("script", "layout"),
+    [("pollux/aggregate.py", "load1-w1/pollux"), ("sjf-bsbf/aggregate.py", "e__defaults-s1/fifo"),
+     ("pd-ors/aggregate.py", "e-s1/fifo")],
+)  # fmt: skip
+def test_manifest_params_not_an_object(script: str, layout: str, tmp_path: Path) -> None:
+    """manifest.json's params a list: an AttributeError traceback ('list' has no items)."""
+    import json
+
+    run = _run_folder(tmp_path / "out" / layout)
+    (run / "manifest.json").write_text(json.dumps({**MANIFEST, "params": ["starve", 2]}))
+    proc = _run(script, str(tmp_path / "out"), cwd=tmp_path)
+    _bad_value(proc, run / "manifest.json", 'field params: expected an object, got ["starve", 2]')
+
+
 def test_sjf_bsbf_fractional_gpus(tmp_path: Path) -> None:
     jobs = f"{JOBS_HEADER}\n" + JOB.format(i=1).replace(",0.0,1,10.0,", ",0.0,1.5,10.0,") + "\n"
     run = _run_folder(tmp_path / "out" / "e__defaults-s1" / "fifo", jobs)

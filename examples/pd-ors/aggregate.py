@@ -32,7 +32,7 @@ RESOURCES = ("gpus", "cpus", "mem_gb", "storage_gb")
 
 
 def _policy(manifest: dict) -> str:
-    params = manifest.get("params") or {}
+    params = manifest.obj("params")
     # Lemma 8's opt comes from the other seeds (run.sh): one row for all seeds
     shown = ",".join(f"{k}={'past' if k == 'opt' else v}" for k, v in params.items() if k != "rng")
     return manifest.text("policy") + (f":{shown}" if shown else "")

@@ -22,7 +22,7 @@ from _inputs import Row, args, guard, need_folder, need_some, read_csv, read_jso
 
 def _policy(run: Path) -> str:
     manifest = read_json(run / "manifest.json", "a run's manifest.json")
-    params = manifest.get("params") or {}
+    params = manifest.obj("params")
     shown = ",".join(f"{k}={v}" for k, v in params.items() if k != "rng")
     return manifest.text("policy") + (f":{shown}" if shown else "")
 

@@ -32,7 +32,7 @@ POLICIES = ("fifo", "sjf", "tiresias", "sjf-ffs", "sjf-bsbf")
 def _policy(run: Path) -> tuple[str, str]:
     """The run's policy name and its label with its parameters."""
     manifest = read_json(run / "manifest.json", "a run's manifest.json")
-    params = manifest.get("params") or {}
+    params = manifest.obj("params")
     shown = ",".join(f"{k}={v}" for k, v in params.items() if k != "rng")
     return manifest.text("policy"), manifest.text("policy") + (f":{shown}" if shown else "")
 
