@@ -378,3 +378,25 @@ def test_script_options(script: str, args: list[str], expected: str, tmp_path: P
     proc = _run(script, *args, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith(expected) and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_a_srpt_aggregate_without_seen_jobs(tmp_path: Path) -> None:
+    """A sweep whose a-srpt runs evaluated no job of a seen group (a small workload: every
+    group unseen) left the '(seen)' columns empty: a StatisticsError traceback (mean of no
+    data); they show '-' now."""
+    from tests.helpers import invoke
+
+    cluster = EXAMPLES / "a-srpt" / "a-srpt-32x8.toml"
+    trace = tmp_path / "x-s1.csv"
+    r = invoke("workload", "a-srpt", "-n", "60", "-c", cluster, "-o", trace)
+    assert r.exit_code == 0, r.output
+    (tmp_path / "spec.toml").write_text(
+        f'traces = ["{trace}"]\nclusters = ["{cluster}"]\npolicies = ["spjf", "a-srpt"]\n'
+    )
+    r = invoke("sweep", tmp_path / "spec.toml", "-o", tmp_path / "sw", "-j", "1")
+    assert r.exit_code == 0, r.output
+    proc = _run("a-srpt/aggregate.py", str(tmp_path / "sw" / "results.csv"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    # | setting | policy | unseen share | predictor | within 10 % | within 10 % (seen) | ...
+    rows = [ln.split(" | ") for ln in proc.stdout.splitlines() if " | forest | " in ln]
+    assert rows and all(cells[5] == "-" for cells in rows), proc.stdout

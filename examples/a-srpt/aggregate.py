@@ -187,13 +187,16 @@ for s in order_s:
         used = first["prediction.predictor"]
         kinds = [used] + ([k for k in ("mean", "median") if k != used] if p == asrpt[0] else [])
         for k in kinds:
-            f = lambda m: mean(v.num(f"prediction.{k}.{m}") for v in d.values()
-                               if v.get(f"prediction.{k}.{m}") not in ("", None))
+            def f(m, fmt, scale=1.0, k=k, d=d):
+                """The mean over seeds, or '-' when no seed has one (no seen job, say)."""
+                vals = [v.num(f"prediction.{k}.{m}") / scale for v in d.values()
+                        if v.get(f"prediction.{k}.{m}") not in ("", None)]
+                return fmt.format(mean(vals)) if vals else "-"
             rule = mean(v.num(f"prediction.{k}.n_unseen_group_rule") /
                         max(v.num(f"prediction.{k}.n_evaluated"), 1) for v in d.values())
             print(f"| {s} | {p} | {avg(d, 'prediction.unseen_share'):.1%} | {k} | "
-                  f"{f('within_10pct'):.1%} | {f('within_10pct_seen'):.1%} | "
-                  f"{f('mae_iterations') / 1e3:,.1f} | {f('mae_log_seen'):.2f} | {rule:.1%} |")
+                  f"{f('within_10pct', '{:.1%}')} | {f('within_10pct_seen', '{:.1%}')} | "
+                  f"{f('mae_iterations', '{:,.1f}', 1e3)} | {f('mae_log_seen', '{:.2f}')} | {rule:.1%} |")
 
 print("\nScheduling delay per decision, a-srpt (mean over seeds of sched_delay_ms_avg / _p95; "
       "n_decisions):\n")
