@@ -400,3 +400,16 @@ def test_a_srpt_aggregate_without_seen_jobs(tmp_path: Path) -> None:
     # | setting | policy | unseen share | predictor | within 10 % | within 10 % (seen) | ...
     rows = [ln.split(" | ") for ln in proc.stdout.splitlines() if " | forest | " in ln]
     assert rows and all(cells[5] == "-" for cells in rows), proc.stdout
+
+
+def test_pollux_sjf_rows_without_large_jobs(tmp_path: Path) -> None:
+    """A SJF-BSBF workload with no large job (> 4 GPUs): a StatisticsError traceback (the
+    mean of no job); the cells of that part show nan now, as sjf-bsbf/aggregate.py's."""
+    _run_folder(tmp_path / "out" / "sjf-n240-s1" / "pollux")
+    (tmp_path / "out" / "wl" / "sjf-n240-s1.csv").write_text(
+        "job_id,submit_time,num_gpus,duration\nj1,0,1,10\nj2,0,1,10\n"
+    )
+    proc = _run("pollux/aggregate.py", str(tmp_path / "out"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("| 240 | pollux | 1 |"))
+    assert row.split(" | ")[4:6] == ["nan", f"{10 / 3600:.2f}"], row

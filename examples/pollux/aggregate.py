@@ -174,8 +174,9 @@ def sjf_bsbf(root: Path) -> None:
                     for part, keep in (("all", lambda g: True), ("large", lambda g: g > 4),
                                        ("small", lambda g: g <= 4)):
                         sel = [j for j in jobs if keep(asked[j["job_id"]]) and j["jct"]]
-                        out[f"jct_{part}"] = mean(j.num("jct") for j in sel) / 3600
-                        out[f"wait_{part}"] = mean(j.num("wait_s") for j in sel) / 3600
+                        nan = float("nan")  # no finished job of this part (none large, say)
+                        out[f"jct_{part}"] = mean(j.num("jct") for j in sel) / 3600 if sel else nan
+                        out[f"wait_{part}"] = mean(j.num("wait_s") for j in sel) / 3600 if sel else nan
                     rows.append(out)
             if not rows:
                 continue
