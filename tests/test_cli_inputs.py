@@ -339,3 +339,10 @@ def test_trace_stats_json_is_json_without_a_span(rows: str, tmp_path: Path) -> N
     r = invoke("trace", "stats", trace, "-c", "default")
     assert r.exit_code == 0, r.output
     assert "offered_load  -  (no span: no job, or all submitted at once)" in r.output
+
+
+def test_a_policy_file_that_is_a_folder(tmp_path: Path) -> None:
+    """-P mine.py naming a folder said 'policy file not found' (it is there, a folder)."""
+    (tmp_path / "mine.py").mkdir()
+    r = invoke("replay", "tiny", "-P", tmp_path / "mine.py")
+    one_line_error(r, f"policy file {tmp_path / 'mine.py'} is a folder, expected a .py file")

@@ -151,6 +151,8 @@ def load_policy_class(spec: str) -> type:
     """
     if spec.endswith(".py") or "/" in spec:
         path = Path(spec)
+        if path.is_dir():
+            raise PolicyError(f"policy file {show_name(spec)} is a folder, expected a .py file")
         if not path.is_file():
             raise PolicyError(f"policy file not found: {show_name(spec)}")
         mod_name = f"gpusched_user_policies.{path.stem}"
