@@ -346,3 +346,17 @@ def test_a_policy_file_that_is_a_folder(tmp_path: Path) -> None:
     (tmp_path / "mine.py").mkdir()
     r = invoke("replay", "tiny", "-P", tmp_path / "mine.py")
     one_line_error(r, f"policy file {tmp_path / 'mine.py'} is a folder, expected a .py file")
+
+
+def test_a_pipe_for_a_trace_or_policy_file(tmp_path: Path) -> None:
+    """A named pipe (or <(zcat ...), /dev/null) given as TRACE or -P FILE.py: it is there,
+    but not a file gpusched reads; the error said 'not found'."""
+    import os
+
+    pipe = tmp_path / "t.csv"
+    os.mkfifo(pipe)
+    one_line_error(invoke("replay", pipe), f"trace {pipe} is not a regular file (a pipe")
+    policy = tmp_path / "mine.py"
+    os.mkfifo(policy)
+    r = invoke("replay", "tiny", "-P", policy)
+    one_line_error(r, f"policy file {policy} is not a regular file, expected a .py file")

@@ -153,6 +153,10 @@ def load_policy_class(spec: str) -> type:
         path = Path(spec)
         if path.is_dir():
             raise PolicyError(f"policy file {show_name(spec)} is a folder, expected a .py file")
+        if path.exists() and not path.is_file():
+            raise PolicyError(
+                f"policy file {show_name(spec)} is not a regular file, expected a .py file"
+            )
         if not path.is_file():
             raise PolicyError(f"policy file not found: {show_name(spec)}")
         mod_name = f"gpusched_user_policies.{path.stem}"

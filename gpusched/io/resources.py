@@ -47,6 +47,11 @@ def resolve_trace(spec: str | None) -> Path:
         return path
     if path.is_dir():
         raise GpuschedError(f"trace {show_name(spec)} is a folder, expected a CSV file")
+    if path.exists():  # a pipe (<(zcat ...)), a device: there, but not a file to read
+        raise GpuschedError(
+            f"trace {show_name(spec)} is not a regular file (a pipe or a device), expected a "
+            "CSV file (.csv, .csv.gz) or Parquet file"
+        )
     for suffix in ("", ".csv", ".csv.gz"):
         bundled = bundled_dir("traces") / f"{spec}{suffix}"
         if bundled.is_file():
