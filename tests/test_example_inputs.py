@@ -8,6 +8,7 @@ traceback or (worse) in empty tables and exit status 0.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -413,3 +414,43 @@ def test_pollux_sjf_rows_without_large_jobs(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("| 240 | pollux | 1 |"))
     assert row.split(" | ")[4:6] == ["nan", f"{10 / 3600:.2f}"], row
+
+
+@pytest.mark.parametrize("case", ["bad-summary", "one-seed"])
+def test_pd_ors_run_sh_opt(case: str, tmp_path: Path) -> None:
+    """run.sh's opt() (Lemma 8's bound from the other seeds' runs): a summary.json whose
+    total_utility is not a number was a TypeError traceback, a single seed a
+    ZeroDivisionError one; one error line now (and run.sh stops, set -e)."""
+    import re
+
+    text = (EXAMPLES / "pd-ors" / "run.sh").read_text()
+    opt = re.search(r"^opt\(\) \{.*?^\}$", text, re.S | re.M)
+    assert opt is not None
+    out = tmp_path / "out"
+    for seed, utility in [(1, 5), (2, "x" if case == "bad-summary" else None)]:
+        if utility is None:
+            continue
+        run = out / f"fig7-s{seed}" / "pd-ors"
+        run.mkdir(parents=True)
+        (run / "summary.json").write_text(f'{{"total_utility": {json.dumps(utility)}}}')
+    script = tmp_path / "t.sh"
+    script.write_text(
+        f"set -euo pipefail\nHERE={EXAMPLES / 'pd-ors'}\nOUT={out}\n{opt.group(0)}\n"
+        'o=$(opt fig7 "$1"); echo "opt=$o"\n'
+    )
+    bin_dir = Path(sys.executable).parent  # run.sh's `python` is the one running the tests
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    proc = subprocess.run(
+        ["bash", str(script), "1"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    if case == "bad-summary":
+        where = out / "fig7-s2" / "pd-ors" / "summary.json"
+        assert proc.stderr.startswith(f"error: {where}: field total_utility: expected a finite")
+    else:
+        assert proc.stderr.startswith(f"error: {out}: no run of fig7 on a seed other than 1")
+    good = subprocess.run(
+        ["bash", str(script), "2"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert good.stdout == "opt=5\n", good.stderr

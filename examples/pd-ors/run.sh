@@ -51,15 +51,21 @@ done
 # the optimum from past data: the best policy's total utility on the other seeds of the
 # same setting (their mean), never this seed's own.
 opt() {  # opt SETTING SEED
-  python - "$OUT" "$1" "$2" <<'EOF'
-import json, sys
+  python - "$HERE/.." "$OUT" "$1" "$2" <<'EOF'
+import sys
 from pathlib import Path
-out, setting, seed = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+sys.path.insert(0, sys.argv[1])  # examples/, for _inputs (one error line on a bad summary)
+from _inputs import fail, read_json
+out, setting, seed = Path(sys.argv[2]), sys.argv[3], sys.argv[4]
 best = []
 for run in sorted(out.glob(f"{setting}-s*")):
     if run.name == f"{setting}-s{seed}":
         continue
-    best.append(max(json.loads(p.read_text())["total_utility"] for p in run.glob("*/summary.json")))
+    got = [read_json(p, "a run's summary.json").num("total_utility") for p in run.glob("*/summary.json")]
+    best += [max(got)] if got else []
+if not best:
+    fail(out, f"no run of {setting} on a seed other than {seed}: Lemma 8's opt comes from "
+         "the other seeds (give SEEDS at least two)")
 print(f"{sum(best) / len(best):.6g}")
 EOF
 }
