@@ -1,9 +1,12 @@
-"""The example scripts (examples/*/): a missing or empty input ends in one ``error:`` line.
+"""The example scripts (examples/*/): a missing, empty or malformed input ends in one
+``error:`` line.
 
 Each script the families' run.sh drive (or that docs tell a reader to run on run.sh's
-output) must end on a missing or empty input folder or file in ``error: <path>: <what
-was expected>`` on stderr with exit status 2, as ``gpusched`` itself does, never in a
-traceback or (worse) in empty tables and exit status 0.
+output) must end on a missing or empty input folder or file, on a malformed value inside
+a file it reads (a word in a numeric column, a missing column or field, a row cut short,
+a truncated JSON file), and on a bad option in ``error: <path>: <what was expected>`` (or
+``error: argument --x: ...``) on stderr with exit status 2, as ``gpusched`` itself does,
+never in a traceback or (worse) in empty tables and exit status 0.
 """
 
 from __future__ import annotations
