@@ -97,5 +97,6 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         build_data["infer_tag"] = True
 
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+        tmp = getattr(self, "_tmp", None)  # (set by initialize)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
