@@ -4,8 +4,8 @@
 check: lint test
 
 lint:
-	ruff format --check gpusched policies tests bench
-	ruff check gpusched policies tests bench
+	ruff format --check gpusched policies tests bench hatch_build.py
+	ruff check gpusched policies tests bench hatch_build.py
 	mypy gpusched/
 	lint-imports --no-logo
 

@@ -43,10 +43,11 @@ app.command("diff", cls=_common.Command)(diff.diff_cmd)
 def warm_up_cmd() -> None:
     """Compile the simulation kernels into Numba's cache now (seconds, once per install).
 
-    Without it nothing waits: a small run goes on interpreted kernels, and a long run on
-    an empty cache compiles them in the background while it goes on, then uses them.
-    Compiled once, every later run loads them in a fraction of a second. The cache lives
-    beside the installed package, or in NUMBA_CACHE_DIR when that is set.
+    The install compiles them already; this is for when its cache cannot be used
+    (NUMBA_CACHE_DIR set, a read-only install, a wheel built elsewhere). Without it
+    nothing waits: a small run goes on interpreted kernels, and a long run on an empty
+    cache compiles them in the background while it goes on, then uses them. The cache
+    lives beside the installed package, or in NUMBA_CACHE_DIR when that is set.
     """
     import time
 

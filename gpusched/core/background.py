@@ -1,7 +1,8 @@
 """Compiling one engine path's kernels in another process while a run goes on interpreted.
 
-The first long run after an install finds Numba's cache empty. Rather than wait for the
-compile (seconds of CPU) or never compile at all, the engine starts
+The install fills Numba's cache (``hatch_build.py``), but a long run may still find it
+empty: ``NUMBA_CACHE_DIR`` set, a read-only install, a wheel built on another machine.
+Rather than wait for the compile (seconds of CPU) or never compile at all, the engine starts
 ``python -m gpusched.core.warmup MODE`` in the background (:func:`start`), keeps running
 on the interpreted kernels, and moves to the compiled ones as soon as that process has
 written them to the cache (:meth:`Compile.poll`). A run that ends first leaves the process

@@ -9,10 +9,10 @@ write a :class:`~gpusched.core.state.SimState` alike, so a run may start on one 
 the other.
 
 Why both. Importing Numba and loading the cached kernels costs about 0.2 s of CPU in every
-process, and compiling them on the first run after an install several seconds; a small
-run is over in the interpreter before that. :class:`~gpusched.core.engine.Engine` starts on
-the interpreted twin and moves to the compiled one when the run turns out to be long
-(:data:`SWITCH`); on a first run, once another process has compiled them
+process, and compiling them several seconds (the install does it; see ``hatch_build.py``); a
+small run is over in the interpreter before that. :class:`~gpusched.core.engine.Engine`
+starts on the interpreted twin and moves to the compiled one when the run turns out to be
+long (:data:`SWITCH`); when Numba's cache lacks them, once another process has compiled them
 (:mod:`gpusched.core.background`).
 
 ``NUMBA_DISABLE_JIT=1`` still works as Numba documents it: the "compiled" twin then holds

@@ -1,8 +1,9 @@
-"""Loading (or, on the first run after install, compiling) the compiled kernels ahead of a run.
+"""Loading (or, when Numba's cache lacks them, compiling) the compiled kernels ahead of a run.
 
-``gpusched warm-up`` and the engine's move to the compiled kernels call :func:`warm_up`: a
-tiny simulation on one engine path that calls every kernel entry point once, so Numba loads
-them from its cache (or compiles and caches them).
+``gpusched warm-up``, the install's build hook (``hatch_build.py``) and the engine's move to
+the compiled kernels call :func:`warm_up`: a tiny simulation on one engine path that calls
+every kernel entry point once, so Numba loads them from its cache (or compiles and caches
+them).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def compiled_in_cache(mode: str = "python") -> bool:
 
 
 def warm_up(mode: str = "python", compiling: Callable[[str], None] | None = None) -> None:
-    """Load the kernels of one engine path now (compiling them on the first run after install).
+    """Load the kernels of one engine path now (compiling them if Numba's cache lacks them).
 
     Numba loads (or compiles) a kernel at its first call; without this, the first run
     of a process would pay that inside its ``wall_s`` (0.2 s from the cache, seconds on

@@ -1,0 +1,102 @@
+"""Compile the simulation kernels when gpusched is installed (a hatchling build hook).
+
+Numba compiles the kernels (``gpusched/core/kernel.py``) at their first call and keeps them
+in its cache: without this, the first long run after an install waits for that compile
+(6-8 s of CPU for the fused path, several times a 100k-job run's own time). This hook runs
+``python -m gpusched.core.warmup`` for every engine path at build time, as
+``gpusched warm-up`` does, so that Numba's cache is full before the first run:
+
+* **a wheel** (``pip install .``, or an sdist): the kernels are compiled in a copy of the
+  package and their cache files (``gpusched/core/__pycache__/kernel.*.nbi`` and ``.nbc``)
+  go into the wheel, which is then tagged for this interpreter and platform. Numba's
+  in-tree cache finds them next to ``kernel.py`` after the install: an entry is keyed on a
+  hash of the source's contents (not its path or time), the Python and Numba versions and
+  the machine's CPU, so it is used only where it was built for, and Numba compiles as
+  usual anywhere else;
+* **an editable install** (``pip install -e .``): the kernels are compiled into the
+  checkout's own ``gpusched/core/__pycache__``, where Numba looks for them.
+
+Numba's in-tree cache is used only when ``NUMBA_CACHE_DIR`` is not set and the installed
+package's folder is writable; otherwise the first long run compiles in the background as
+before (``gpusched/core/background.py``). ``GPUSCHED_PRECOMPILE=0`` skips this hook. A
+compile that fails is reported and skipped: the install goes on without the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+#: the engine paths to compile (``gpusched.core.warmup.PATHS``)
+PATHS = ("fused", "lazer", "python")
+#: where Numba's in-tree cache of the kernel module lives, inside the package
+CACHE = Path("gpusched", "core", "__pycache__")
+
+
+def compile_kernels(root: Path, paths: tuple[str, ...] = PATHS) -> list[Path]:
+    """Compile the kernels of the package under ``root`` into its in-tree Numba cache and
+    return the cache files (raises ``RuntimeError`` with the compile's output if it fails).
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
+    for path in paths:
+        done = subprocess.run(
+            [sys.executable, "-m", "gpusched.core.warmup", path],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"compiling the {path} kernels failed:\n{done.stderr.strip()}")
+    return sorted((root / CACHE).glob("kernel.*.nb[ic]"))
+
+
+class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
+    """Fill Numba's cache of the kernels at build time (see the module's docstring)."""
+
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        self._tmp: str | None = None
+        if self.target_name != "wheel" or os.environ.get("GPUSCHED_PRECOMPILE") == "0":
+            return
+        root = Path(self.root)
+        self.app.display_info("gpusched: compiling the simulation kernels (10-20 s) ...")
+        try:
+            if version == "editable":
+                compile_kernels(root)
+                return
+            self._tmp = tempfile.mkdtemp(prefix="gpusched-kernels-")
+            copy = Path(self._tmp)
+            shutil.copytree(
+                root / "gpusched",
+                copy / "gpusched",
+                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+            )
+            files = compile_kernels(copy)
+        except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+            self.app.display_warning(
+                f"gpusched: the kernels were not compiled at install ({e}); the first long "
+                "run will compile them in the background"
+            )
+            return
+        if not files:
+            self.app.display_warning("gpusched: the kernel compile left no cache files")
+            return
+        for f in files:
+            build_data["force_include"][str(f)] = str(CACHE / f.name)
+        build_data["pure_python"] = False  # machine code for this interpreter and platform
+        build_data["infer_tag"] = True
+
+    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        tmp = getattr(self, "_tmp", None)  # (set by initialize)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
