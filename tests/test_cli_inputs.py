@@ -360,3 +360,21 @@ def test_a_pipe_for_a_trace_or_policy_file(tmp_path: Path) -> None:
     os.mkfifo(policy)
     r = invoke("replay", "tiny", "-P", policy)
     one_line_error(r, f"policy file {policy} is not a regular file, expected a .py file")
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_write_that_fails_names_the_output(tmp_path: Path) -> None:
+    """/proc takes no new file (ENOENT even for root): diff -o named its hidden temporary
+    file ('file not found: /proc/.x.csv.<pid>.tmp'), workload --cluster-out said 'file
+    not found' for a file it was asked to write."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert invoke("replay", "tiny", "-o", a).exit_code == 0
+    assert invoke("replay", "tiny", "-P", "srtf", "-o", b).exit_code == 0
+    line = one_line_error(
+        invoke("diff", a, b, "-o", "/proc/x.csv"), "--out /proc/x.csv: cannot write ("
+    )
+    assert ".tmp" not in line
+    r = invoke(
+        "workload", "edge-cloud-testbed", "-o", tmp_path / "w.csv", "--cluster-out", "/proc/x.toml"
+    )
+    one_line_error(r, "--cluster-out /proc/x.toml: cannot write (")

@@ -344,7 +344,13 @@ def workload_cmd(
             " workers on one machine: eq. 13's fastest schedule); no policy finishes more"
         )
     if cluster_out is not None and cluster_text is not None:
-        cluster_out.write_text(cluster_text, encoding="utf-8")
+        try:
+            cluster_out.write_text(cluster_text, encoding="utf-8")
+        except OSError as exc:  # a write that fails is not a "file not found"
+            why = exc.strerror or type(exc).__name__
+            raise GpuschedError(
+                f"--cluster-out {show_name(cluster_out)}: cannot write ({why})"
+            ) from None
         typer.echo(f"wrote cluster to {cluster_out}")
 
 

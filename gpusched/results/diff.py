@@ -328,6 +328,9 @@ def write_diff_csv(path: str | Path, diff: RunDiff) -> None:
             for i in range(len(a.job_id)):
                 w.writerow([_cell(columns[k][i]) for k in names])
         os.replace(tmp, target)
+    except OSError as exc:  # named as given: the hidden temporary file is ours, not theirs
+        why = exc.strerror or type(exc).__name__
+        raise GpuschedError(f"--out {show_name(target)}: cannot write ({why})") from None
     finally:
         tmp.unlink(missing_ok=True)
 
