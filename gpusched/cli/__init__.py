@@ -349,7 +349,7 @@ def workload_cmd(
         except OSError as exc:  # a write that fails is not a "file not found"
             why = exc.strerror or type(exc).__name__
             raise GpuschedError(
-                f"--cluster-out {show_name(cluster_out)}: cannot write ({why})"
+                f"--cluster-out {show_name(cluster_out)}: cannot write ({why[:1].lower()}{why[1:]})"
             ) from None
         typer.echo(f"wrote cluster to {cluster_out}")
 

@@ -330,7 +330,9 @@ def write_diff_csv(path: str | Path, diff: RunDiff) -> None:
         os.replace(tmp, target)
     except OSError as exc:  # named as given: the hidden temporary file is ours, not theirs
         why = exc.strerror or type(exc).__name__
-        raise GpuschedError(f"--out {show_name(target)}: cannot write ({why})") from None
+        raise GpuschedError(
+            f"--out {show_name(target)}: cannot write ({why[:1].lower()}{why[1:]})"
+        ) from None
     finally:
         tmp.unlink(missing_ok=True)
 
