@@ -379,3 +379,29 @@ def test_a_write_that_fails_names_the_output(tmp_path: Path) -> None:
         assert r.exit_code == 2 and "Traceback" not in r.output, r.output
         last = r.output.strip().splitlines()[-1]
         assert last.startswith(needle) and ".tmp" not in last, r.output
+
+
+def test_sweep_dry_run_refuses_plot(tmp_path: Path) -> None:
+    """sweep --dry-run --plot listed the cells and drew nothing, without a word."""
+    spec = tmp_path / "s.toml"
+    spec.write_text('traces = ["tiny"]\npolicies = ["fifo"]\n')
+    r = invoke("sweep", spec, "--dry-run", "--plot", "-o", tmp_path / "o")
+    one_line_error(r, "--plot draws a sweep's results, and --dry-run runs nothing")
+
+
+@pytest.mark.parametrize(
+    ("options", "flags"),
+    [
+        (["--tight-spread", "0.01"], "--tight-spread shapes"),
+        (["--group-spread", "1", "--tight-groups", "0.5"], "--group-spread, --tight-groups shape"),
+    ],
+)
+def test_a_srpt_synthesised_groups_refuse_the_recurring_options(
+    options: list[str], flags: str, tmp_path: Path
+) -> None:
+    """--groups synthesised with --group-spread/--tight-groups/--tight-spread (options of
+    the recurring groups) wrote the same trace as without them, exit 0."""
+    r = invoke("workload", "a-srpt", "-n", "50", "--groups", "synthesised", *options,
+               "-o", tmp_path / "w.csv")  # fmt: skip
+    one_line_error(r, f"{flags} the recurring groups (--groups recurring)")
+    assert not (tmp_path / "w.csv").exists()

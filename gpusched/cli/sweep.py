@@ -104,9 +104,12 @@ def sweep_cmd(
     """Run a grid of traces x clusters x policies x parameters x seeds on Dask (resumable)."""
     import dataclasses
 
+    from gpusched.errors import GpuschedError
     from gpusched.experiments.run import check_format
     from gpusched.experiments.sweep import load_spec, output_dir, run_sweep
 
+    if dry_run and plot:  # it was dropped without a word
+        raise GpuschedError("--plot draws a sweep's results, and --dry-run runs nothing: give one")
     sweep_spec = dataclasses.replace(load_spec(spec), table_format=check_format(fmt))
     out_dir = output_dir(sweep_spec, out)
     if dry_run:

@@ -57,6 +57,16 @@ def _a_srpt(
 
     if jobs is None and options.get("path") is None:
         jobs = DEFAULT_JOBS
+    if options.get("groups") == "synthesised":
+        # these shape the recurring groups only: given with synthesised ones, they did nothing
+        flags = {"group_spread": "--group-spread", "tight_share": "--tight-groups",
+                 "tight_spread": "--tight-spread"}  # fmt: skip
+        given = [flag for key, flag in flags.items() if key in options]
+        if given:
+            raise GpuschedError(
+                f"{', '.join(given)} shape{'s' if len(given) == 1 else ''} the recurring "
+                "groups (--groups recurring); --groups synthesised draws groups without them"
+            )
     load = options.pop("load", DEFAULT_LOAD)
     if not (math.isfinite(load) and 0 <= load <= MAX_LOAD):
         raise GpuschedError(
