@@ -405,3 +405,11 @@ def test_a_srpt_synthesised_groups_refuse_the_recurring_options(
                "-o", tmp_path / "w.csv")  # fmt: skip
     one_line_error(r, f"{flags} the recurring groups (--groups recurring)")
     assert not (tmp_path / "w.csv").exists()
+
+
+def test_a_srpt_load_basis_needs_a_load(tmp_path: Path) -> None:
+    """--load 0 (the source's own arrival times) with --load-basis wrote the same trace as
+    without it, exit 0."""
+    r = invoke("workload", "a-srpt", "-n", "50", "--load", "0", "--load-basis", "all",
+               "-o", tmp_path / "w.csv")  # fmt: skip
+    one_line_error(r, "--load-basis sets the jobs --load counts; --load 0 keeps the source's")

@@ -75,6 +75,11 @@ def _a_srpt(
         )
     if load != 0:
         options["load"] = load
+    elif "load_basis" in options:  # it did nothing: no load to count jobs for
+        raise GpuschedError(
+            "--load-basis sets the jobs --load counts; --load 0 keeps the source's arrival "
+            "times and counts none"
+        )
     if cluster is not None:
         from gpusched.io.cluster import load_cluster
         from gpusched.jobmodels.reading import reading_of
