@@ -457,3 +457,18 @@ def test_pd_ors_run_sh_opt(case: str, tmp_path: Path) -> None:
         ["bash", str(script), "2"], capture_output=True, text=True, env=env, timeout=60
     )
     assert good.stdout == "opt=5\n", good.stderr
+
+
+def test_asrpt_trace_reads_the_trace_as_gpusched_does(tmp_path: Path) -> None:
+    """asrpt-trace.py replays TRACE through gpusched (a bundled name, .csv.gz), then opened
+    it again as plain CSV for its last table: a FileNotFoundError ('tiny') or
+    UnicodeDecodeError (.csv.gz) traceback after the whole replay."""
+    import gzip
+
+    cluster = str(EXAMPLES / "a-srpt" / "a-srpt-32x8.toml")
+    tiny = (EXAMPLES.parent / "traces" / "tiny.csv").read_bytes()
+    (tmp_path / "t.csv.gz").write_bytes(gzip.compress(tiny))
+    for trace in ("tiny", "t.csv.gz"):
+        proc = _run("a-srpt/asrpt-trace.py", trace, cluster, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert "longest wait: job " in proc.stdout

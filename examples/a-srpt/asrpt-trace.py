@@ -104,10 +104,15 @@ print(f"window-0 jobs: {len(w0)}, of which predicted 0 iterations: {sum(pol.n_pr
 print("| how started | jobs | > 2x | beyond (10^6 s) | their wait (10^6 s) |")
 for h, (c, k, e, w) in sorted(byhow.items()):
     print(f"| {h} | {c} | {k} | {e/1e6:.2f} | {w/1e6:.2f} |")
-# top 5 jobs by beyond
-import csv
+# top 5 jobs by beyond (the trace read as gpusched reads it: a bundled name, .csv.gz or
+# .parquet too; a trace without a config column shows it empty)
+from gpusched.io.resources import resolve_trace  # noqa: E402
+from gpusched.io.trace import read_trace  # noqa: E402
 
-wl = {r["job_id"]: r for r in csv.DictReader(open(trace))}
+tr = guard(read_trace)(guard(resolve_trace)(trace))
+config = tr.extra.get("config", [""] * len(tr))
+wl = {str(j): {"model": m, "config": c, "num_gpus": g}
+      for j, m, c, g in zip(tr.job_id, tr.model, config, tr.num_gpus, strict=True)}
 top = np.argsort(-(run - d))[:6]
 for j in top:
     r = wl[str(rec["job_id"][j])]
