@@ -413,3 +413,23 @@ def test_a_srpt_load_basis_needs_a_load(tmp_path: Path) -> None:
     r = invoke("workload", "a-srpt", "-n", "50", "--load", "0", "--load-basis", "all",
                "-o", tmp_path / "w.csv")  # fmt: skip
     one_line_error(r, "--load-basis sets the jobs --load counts; --load 0 keeps the source's")
+
+
+def test_a_comparison_or_sweep_folder_given_for_one_run(tmp_path: Path) -> None:
+    """explain/diff/plot --gantt on a comparison's or a sweep's folder said 'no
+    manifest.json (a run folder gets it when its run is complete)', as if a run were
+    half-written; they name what the folder is and one of its runs now."""
+    cmp = tmp_path / "cmp"
+    assert invoke("compare", "tiny", "-P", "fifo", "-P", "srtf", "-o", cmp).exit_code == 0
+    spec = tmp_path / "s.toml"
+    spec.write_text('traces = ["tiny"]\npolicies = ["fifo"]\n')
+    sweep = tmp_path / "sweep"
+    assert invoke("sweep", spec, "-o", sweep, "-j", "1").exit_code == 0
+    cell = next((sweep / "cells").iterdir())
+    for args in (["explain", cmp], ["plot", cmp, "--gantt"], ["diff", cmp, cmp]):
+        one_line_error(
+            invoke(*args),
+            f"{cmp} holds a comparison (comparison.csv), not one run: give one of its run "
+            f"folders, e.g. {cmp / '00-fifo'}",
+        )
+    one_line_error(invoke("explain", sweep), f"{sweep} holds a sweep (results.csv)", str(cell))

@@ -68,8 +68,8 @@ def base_name(label: str) -> str:
 Row = dict[str, float]
 NAN = float("nan")
 #: comparison.csv columns every row must hold a number in, and those read if present
-REQUIRED = ("total_jct_s", "avg_jct_s", "avg_wait_s", "gpu_utilization", "makespan_s",
-            "total_comm_s", "total_transfer_s")
+REQUIRED = ("total_jct_s", "avg_wait_s", "gpu_utilization", "makespan_s", "total_comm_s",
+            "total_transfer_s")
 OPTIONAL = ("cloud_utilization", "mean_busy_cloud", *(k for k, _, _ in KEYS))
 
 

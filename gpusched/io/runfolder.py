@@ -596,6 +596,17 @@ def open_run(folder: str | Path, *, what: str = "a run folder (replay --out DIR)
     man = path / MANIFEST
     where = show_name(man)
     if not man.is_file():
+        runs = sorted(d for d in path.iterdir() if (d / MANIFEST).is_file())
+        for table, kind in (("comparison.csv", "a comparison"), ("results.csv", "a sweep")):
+            if (path / table).is_file() or (kind == "a sweep" and (path / "cells").is_dir()):
+                # not a half-written run: a folder of runs (a sweep's are in cells/)
+                if kind == "a sweep":
+                    runs = sorted(d for d in (path / "cells").glob("*") if (d / MANIFEST).is_file())
+                example = f", e.g. {show_name(runs[0])}" if runs else ""
+                raise GpuschedError(
+                    f"{show_name(path)} holds {kind} ({table}), not one run: give one of its "
+                    f"run folders{example}"
+                )
         raise GpuschedError(
             f"{show_name(path)}: no {MANIFEST} (a run folder gets it when its run is "
             f"complete; give {what})"
