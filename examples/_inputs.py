@@ -179,6 +179,7 @@ class Doc(dict[str, Any]):
 
     path: Path
     where: str
+    expected: str
 
     def __getitem__(self, key: str) -> Any:
         if key not in self:
@@ -187,8 +188,6 @@ class Doc(dict[str, Any]):
 
     def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
         return self[key] if key in self else default
-
-    expected: str
 
     def num(self, key: str, missing: Any = _REQUIRED) -> Any:
         """The finite number in field ``key``; an absent or null field is ``missing`` if
