@@ -224,6 +224,23 @@ async def test_step_by_step_matches_headless():
     same_records(app.engine.result(), res)
 
 
+@run_async
+async def test_a_trace_of_no_job(tmp_path):
+    """A trace with a header and no row (replay runs it, saying '0 jobs'): the TUI's first
+    frame indexed the job states at GPU 0's job, an IndexError traceback on an empty array."""
+    trace = tmp_path / "none.csv"
+    trace.write_text("job_id,submit_time,num_gpus,duration\n")
+    frame = Driver(make_engine(str(trace)), speed=10.0).frame()
+    assert (frame.gpu_status == -1).all() and frame.gpu_status.size == 32
+    app = GpuschedApp(make_engine(str(trace)), trace_name="none.csv", paused=True, speed=10.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.settle()
+        await pilot.press("m", "space")
+        summary = await wait_summary(app)
+        await pilot.press("q")
+    assert summary["n_jobs"] == 0
+
+
 def test_partial_result_counts_unfinished():
     engine = make_engine()
     engine.step(3)

@@ -613,9 +613,11 @@ class Driver:
         q = order[:QUEUE_ROWS]
         run = np.sort(st.run[: st.sim_i[I_N_RUN]])
         gpu_job = st.gpu_job.copy()
-        gpu_status = np.where(gpu_job >= 0, st.job_status[np.maximum(gpu_job, 0)], -1).astype(
-            np.int8
-        )
+        if st.job_status.size:
+            status = st.job_status[np.maximum(gpu_job, 0)]
+            gpu_status = np.where(gpu_job >= 0, status, -1).astype(np.int8)
+        else:  # a trace of no job: every GPU idle (the lookup above would index nothing)
+            gpu_status = np.full(gpu_job.shape, -1, np.int8)
         done = np.flatnonzero(st.job_status == FINISHED)
         avg: float | None
         p95: float | None
