@@ -16,7 +16,13 @@ kernels, cached, and the files in the page cache), then runs ``--pairs`` pairs p
 policy, each a whole peer process followed at once by the matching whole
 ``gpusched replay TRACE -c CLUSTER -P POLICY -o DIR`` process. Each process is measured from the
 outside (:func:`os.wait4`): wall time, CPU time (user + system, its children included)
-and maximum resident memory, with the machine's load average before it. The table gives
+maximum resident memory, and the peak of its private (anonymous) resident memory, sampled
+every 10 ms from ``/proc`` (Linux; the process itself, not its children), with the
+machine's load average before it. Maximum resident memory also counts the pages of the
+shared libraries a process maps, and how many of those are resident moves by tens of MB
+with the page cache (docs/benchmarks.md, "What max RSS counts on this machine"); private
+memory does not.
+The table gives
 each pair's ratio (peer / gpusched) and their median; ``--json FILE`` keeps every run.
 
 Workloads (``gpusched trace synth -n N -c CLUSTER``, seed 1, load 0.8)::
@@ -104,6 +110,7 @@ class Run:
     load: float
     ok: bool
     note: str = ""
+    private_mb: float = 0.0  #: peak private (anonymous) resident memory, sampled
 
 
 def read_jobs(path: Path) -> list[dict[str, Any]]:
@@ -226,16 +233,31 @@ def to_gavel(jobs: list[dict[str, Any]], checkout: Path, out: Path) -> tuple[Pat
 # --- running -------------------------------------------------------------------------
 
 
+def private_mb(pid: int) -> float:
+    """Process ``pid``'s private (anonymous) resident memory now, MB (0 where ``/proc``
+    does not say: another system, or the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
+
+
 def measure(
     cmd: list[str], cwd: Path, env: dict[str, str], timeout: float, logs: Path
-) -> tuple[float, float, float, bool, str]:
-    """Run ``cmd`` to its end: (wall s, CPU s with its children, max RSS MB, ok, note);
-    its output goes to ``logs``/stdout.log and stderr.log."""
+) -> tuple[float, float, float, bool, str, float]:
+    """Run ``cmd`` to its end: (wall s, CPU s with its children, max RSS MB, ok, note, peak
+    private MB sampled every 10 ms); its output goes to ``logs``/stdout.log and stderr.log."""
     t0 = time.perf_counter()
+    peak = 0.0
     with open(logs / "stdout.log", "wb") as out, open(logs / "stderr.log", "wb") as err:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
         deadline = t0 + timeout
         while True:
+            peak = max(peak, private_mb(proc.pid))
             pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
@@ -243,13 +265,13 @@ def measure(
                 proc.kill()
                 pid, status, ru = os.wait4(proc.pid, 0)
                 wall = time.perf_counter() - t0
-                return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, False, "timeout"
+                return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, False, "timeout", peak
             time.sleep(0.01)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
     ok = proc.returncode == 0
     note = "" if ok else f"exit {proc.returncode}: see {logs / 'stderr.log'}"
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, ok, note
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, ok, note, peak
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -369,11 +391,11 @@ def main(argv: list[str] | None = None) -> int:
                         out_dir.mkdir()
                         full = c + (["-o", str(out_dir / "run")] if who == "gpusched" else [])
                         load = os.getloadavg()[0]
-                        wall, cpu, rss, ok, note = measure(full, d, e, a.timeout, out_dir)
-                        r = Run(who, peer, wl, pol, i, wall, cpu, rss, load, ok, note)
+                        wall, cpu, rss, ok, note, priv = measure(full, d, e, a.timeout, out_dir)
+                        r = Run(who, peer, wl, pol, i, wall, cpu, rss, load, ok, note, priv)
                         print(
                             f"{wl:>4} {pol:<5} {who:<9} pair {i:2d}: wall {wall:8.2f} s  cpu {cpu:8.2f} s"
-                            f"  rss {rss:6.0f} MB  load {load:4.1f} {note}",
+                            f"  rss {rss:6.0f} MB  private {priv:6.0f} MB  load {load:4.1f} {note}",
                             file=sys.stderr,
                             flush=True,
                         )
@@ -413,12 +435,13 @@ def print_table(runs: list[Run]) -> None:
                 f"{statistics.median(rw):.1f}x" if rw else "-",
                 f"{statistics.median(rc):.1f}x" if rc else "-",
                 f"{max(x.max_rss_mb for x in pr):.0f} / {max(y.max_rss_mb for y in ours):.0f}",
+                f"{max(x.private_mb for x in pr):.0f} / {max(y.private_mb for y in ours):.0f}",
                 _span([r.load for r in pr + ours], [True] * (len(pr) + len(ours)), "", 1),
             )
         )
     head = (
         "workload policy peer peer_wall_s gpusched_wall_s peer_cpu_s gpusched_cpu_s "
-        "wall_ratio cpu_ratio max_rss_MB load"
+        "wall_ratio cpu_ratio max_rss_MB private_MB load"
     ).split()
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import sys
 
 from bench import peers
 
@@ -94,3 +96,30 @@ def test_the_table_pairs_each_peer_run_with_the_gpusched_run_after_it(capsys):
     assert "| 17.5x | 25.0x |" in lucid  # medians of 20 and 15, of 20 and 30
     tiresias = next(line for line in out if "| tiresias |" in line)
     assert "| 3.0x | 9.0x |" in tiresias
+
+
+def test_measure_samples_the_private_memory_a_process_writes(tmp_path):
+    """60 MB written by the process (anonymous pages) show in its private peak; a process
+    that writes nothing has a far smaller one."""
+    grow = "b = bytearray(60 * 2**20); import time; time.sleep(0.3)"
+    rest = "import time; time.sleep(0.3)"
+    got = {}
+    for name, code in (("grow", grow), ("rest", rest)):
+        wall, cpu, rss, ok, note, private = peers.measure(
+            [sys.executable, "-c", code], tmp_path, dict(os.environ), 30.0, tmp_path
+        )
+        assert ok and note == ""
+        assert private <= rss
+        got[name] = private
+    assert got["grow"] >= 60 and got["rest"] < 30, got
+
+
+def test_the_table_gives_the_private_peaks_beside_max_rss(capsys):
+    R = peers.Run
+    runs = [
+        R("lucid", "lucid", "10k", "fifo", 0, 20.0, 10.0, 110, 1.0, True, "", 70),
+        R("gpusched", "lucid", "10k", "fifo", 0, 1.0, 0.5, 128, 1.0, True, "", 57),
+    ]
+    peers.print_table(runs)
+    row = next(line for line in capsys.readouterr().out.splitlines() if "| lucid |" in line)
+    assert "| 110 / 128 | 70 / 57 |" in row
