@@ -54,6 +54,8 @@ def test_module_limits_agree_with_the_command_line():
         (["--load", "inf"], "--load must be a finite number > 0, got inf"),  # all at time 0
         (["--load", "nan"], "--load must be a finite number > 0, got nan"),
         (["--load", "0"], "--load must be a finite number > 0"),
+        # every submit time was 0, exit 0 (workload a-srpt --load stops at 1e6 too)
+        (["--load", "1e300"], "--load must be at most 1e+06, as workload's"),
         (["--load", "1e-300", "-n", "5"], "makes a trace gpusched cannot read: column "),
     ],
 )

@@ -159,6 +159,13 @@ def synth_cmd(
     check_seed(seed)
     if not (load > 0 and math.isfinite(load)):
         raise GpuschedError(f"--load must be a finite number > 0, got {load}")
+    from gpusched.workloads import MAX_LOAD
+
+    if load > MAX_LOAD:  # as workload a-srpt's --load (1e300 wrote every submit time 0)
+        raise GpuschedError(
+            f"--load must be at most {MAX_LOAD:g}, as workload's (arrivals are already all "
+            f"but simultaneous there), got {load:g}"
+        )
     check_out_file(output, "--output", TRACE_FILE)
     spec = load_cluster(cluster)
     trace = synth_trace(jobs, seed, load=load, n_gpus_cluster=spec.n_gpus)
