@@ -164,13 +164,18 @@ def read_csv(path: str | os.PathLike[str], expected: str) -> list[Row]:
                 row = Row(zip(header, fields, strict=True))
                 row.path, row.line = p, reader.line_num
                 rows.append(row)
-    except UnicodeDecodeError:
-        fail(p, f"not UTF-8 text; expected {expected}")
     except csv.Error as exc:
         fail(p, f"not CSV ({exc}); expected {expected}")
-    except OSError as exc:
-        fail(p, f"cannot read it ({exc.strerror}); expected {expected}")
+    except (UnicodeDecodeError, OSError) as exc:
+        _unreadable(p, exc, expected)
     return rows
+
+
+def _unreadable(p: Path, exc: UnicodeDecodeError | OSError, expected: str) -> NoReturn:
+    """The one error line of a file that is not UTF-8 text or cannot be read."""
+    if isinstance(exc, UnicodeDecodeError):
+        fail(p, f"not UTF-8 text; expected {expected}")
+    fail(p, f"cannot read it ({exc.strerror}); expected {expected}")
 
 
 class Doc(dict[str, Any]):
@@ -237,12 +242,10 @@ def read_json(path: str | os.PathLike[str], expected: str) -> Doc:
     p = need_file(path, expected)
     try:
         value = json.loads(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        fail(p, f"not UTF-8 text; expected {expected}")
     except json.JSONDecodeError as exc:
         fail(p, f"line {exc.lineno}, column {exc.colno}: not JSON ({exc.msg}); expected {expected}")
-    except OSError as exc:
-        fail(p, f"cannot read it ({exc.strerror}); expected {expected}")
+    except (UnicodeDecodeError, OSError) as exc:
+        _unreadable(p, exc, expected)
     if not isinstance(value, dict):
         fail(p, f"not a JSON object; expected {expected}")
     return _doc(value, p, "", expected)  # type: ignore[no-any-return]
