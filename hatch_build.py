@@ -9,10 +9,11 @@ in its cache: without this, the first long run after an install waits for that c
 * **a wheel** (``pip install .``, or an sdist): the kernels are compiled in a copy of the
   package and their cache files (``gpusched/core/__pycache__/kernel.*.nbi`` and ``.nbc``)
   go into the wheel, which is then tagged for this interpreter and platform. Numba's
-  in-tree cache finds them next to ``kernel.py`` after the install: an entry is keyed on a
-  hash of the source's contents (not its path or time), the Python and Numba versions and
-  the machine's CPU, so it is used only where it was built for, and Numba compiles as
-  usual anywhere else;
+  in-tree cache finds them next to ``kernel.py`` after the install: from Numba 0.68 on, an
+  entry is keyed on a hash of the source's contents (not its path or time), the Python and
+  Numba versions and the machine's CPU, so it is used only where it was built for, and
+  Numba compiles as usual anywhere else (and with an older Numba, which keys it on the
+  source file's time: pip does not keep it);
 * **an editable install** (``pip install -e .``): the kernels are compiled into the
   checkout's own ``gpusched/core/__pycache__``, where Numba looks for them.
 
