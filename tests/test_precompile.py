@@ -72,3 +72,16 @@ def test_precompile_0_builds_a_pure_python_wheel(tmp_path: Path) -> None:
     assert wheel.name.endswith("-py3-none-any.whl"), wheel.name
     with zipfile.ZipFile(wheel) as z:
         assert not [n for n in z.namelist() if n.endswith((".nbi", ".nbc"))]
+
+
+def test_the_hook_compiles_every_engine_path() -> None:
+    """The build hook names the warm-up's paths itself (it cannot import gpusched)."""
+    import importlib.util
+
+    from gpusched.core.warmup import PATHS
+
+    spec = importlib.util.spec_from_file_location("hatch_build", ROOT / "hatch_build.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    assert hook.PATHS == PATHS
