@@ -201,11 +201,15 @@ def test_pollux_bad_jobs_csv(jobs: str | bytes, expected: list[str], tmp_path: P
     _bad_value(proc, run / "jobs.csv", *expected)
 
 
-@pytest.mark.parametrize(
-    ("script", "layout"),
-    [("pollux/aggregate.py", "load1-w1/pollux"), ("sjf-bsbf/aggregate.py", "e__defaults-s1/fifo"),
-     ("pd-ors/aggregate.py", "e-s1/fifo")],
-)  # fmt: skip
+#: where each aggregate script that reads summaries finds one run folder under OUT
+SUMMARY_LAYOUTS = {
+    "pollux/aggregate.py": "load1-w1/pollux",
+    "sjf-bsbf/aggregate.py": "e__defaults-s1/fifo",
+    "pd-ors/aggregate.py": "e-s1/fifo",
+}
+
+
+@pytest.mark.parametrize(("script", "layout"), list(SUMMARY_LAYOUTS.items()))
 def test_bad_summary_value(script: str, layout: str, tmp_path: Path) -> None:
     """A summary.json field holding text, not a number: named, not a TypeError traceback."""
     key = "total_utility" if script.startswith("pd-ors") else "gpu_utilization"
@@ -216,18 +220,13 @@ def test_bad_summary_value(script: str, layout: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("script", ["pollux/aggregate.py", "sjf-bsbf/aggregate.py"])
 def test_truncated_summary(script: str, tmp_path: Path) -> None:
-    layout = "load1-w1/pollux" if script.startswith("pollux") else "e__defaults-s1/fifo"
-    run = _run_folder(tmp_path / "out" / layout)
+    run = _run_folder(tmp_path / "out" / SUMMARY_LAYOUTS[script])
     (run / "summary.json").write_text('{"n_finished": 2, "avg_jct_s": 1')
     proc = _run(script, str(tmp_path / "out"), cwd=tmp_path)
     _bad_value(proc, run / "summary.json", "line 1, column ", "not JSON")
 
 
-@pytest.mark.parametrize(
-    ("script", "layout"),
-    [("pollux/aggregate.py", "load1-w1/pollux"), ("sjf-bsbf/aggregate.py", "e__defaults-s1/fifo"),
-     ("pd-ors/aggregate.py", "e-s1/fifo")],
-)  # fmt: skip
+@pytest.mark.parametrize(("script", "layout"), list(SUMMARY_LAYOUTS.items()))
 def test_manifest_params_not_an_object(script: str, layout: str, tmp_path: Path) -> None:
     """manifest.json's params a list: an AttributeError traceback ('list' has no items)."""
     import json
