@@ -39,6 +39,8 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 PATHS = ("fused", "lazer", "python")
 #: where Numba's in-tree cache of the kernel module lives, inside the package
 CACHE = Path("gpusched", "core", "__pycache__")
+#: where the kernels compiled ahead of time go (``gpusched/core/aot.py``)
+NATIVE = Path("gpusched", "core")
 
 
 def compile_kernels(root: Path, paths: tuple[str, ...] = PATHS) -> list[Path]:
@@ -60,6 +62,24 @@ def compile_kernels(root: Path, paths: tuple[str, ...] = PATHS) -> list[Path]:
     return sorted((root / CACHE).glob("kernel.*.nb[ic]"))
 
 
+def build_native(root: Path) -> list[Path]:
+    """Compile the fused path's kernels ahead of time into the package under ``root``
+    (``gpusched/core/_kernels_aot.*``, see ``gpusched/core/aot.py``) and return the files;
+    raises ``RuntimeError`` with the build's output if it fails."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
+    done = subprocess.run(
+        [sys.executable, "-m", "gpusched.core.aot_build"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"compiling the kernels ahead of time failed:\n{done.stderr.strip()}")
+    return [Path(line) for line in done.stdout.split("\n") if line.strip()]
+
+
 class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
     """Fill Numba's cache of the kernels at build time (see the module's docstring)."""
 
@@ -70,30 +90,40 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         if self.target_name != "wheel" or os.environ.get("GPUSCHED_PRECOMPILE") == "0":
             return
         root = Path(self.root)
-        self.app.display_info("gpusched: compiling the simulation kernels (10-20 s) ...")
-        try:
-            if version == "editable":
-                compile_kernels(root)
-                return
+        self.app.display_info("gpusched: compiling the simulation kernels (15-25 s) ...")
+        target = root  # an editable install: into the checkout
+        if version != "editable":
             self._tmp = tempfile.mkdtemp(prefix="gpusched-kernels-")
-            copy = Path(self._tmp)
+            target = Path(self._tmp)
             shutil.copytree(
                 root / "gpusched",
-                copy / "gpusched",
-                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+                target / "gpusched",
+                ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_kernels_aot*"),
             )
-            files = compile_kernels(copy)
+        try:
+            files = compile_kernels(target)
+            if not files:
+                raise RuntimeError("the compile left no cache files")
         except (OSError, RuntimeError, subprocess.SubprocessError) as e:
             self.app.display_warning(
                 f"gpusched: the kernels were not compiled at install ({e}); the first long "
                 "run will compile them in the background"
             )
-            return
-        if not files:
-            self.app.display_warning("gpusched: the kernel compile left no cache files")
+            files = []
+        try:
+            native = build_native(target)
+        except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+            self.app.display_warning(
+                f"gpusched: the fused path's kernels were not compiled ahead of time ({e}); "
+                "runs will load Numba's compiled kernels instead"
+            )
+            native = []
+        if version == "editable" or not (files or native):
             return
         for f in files:
             build_data["force_include"][str(f)] = str(CACHE / f.name)
+        for f in native:
+            build_data["force_include"][str(f)] = str(NATIVE / f.name)
         build_data["pure_python"] = False  # machine code for this interpreter and platform
         build_data["infer_tag"] = True
 

@@ -268,12 +268,20 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         self._cold: bool | None = None  # compiled kernels missing from Numba's cache?
         #: the compile this run waits for while it goes on interpreted (see _maybe_compile)
         self.compiling: Any = None
-        if self._auto and len(jobs) > SWITCH.max_jobs:
+        if (
+            kernels != "interpreted"
+            and self.mode == "fused"
+            and self.k.use_native(self.cfg, self._tl_buf)
+        ):
+            self._auto = False  # compiled ahead of time: loaded at once (gpusched.core.aot)
+        elif self._auto and len(jobs) > SWITCH.max_jobs:
             self._cold = not self._compiled_cached()
             self._auto = self._cold
             if self._cold:
                 self._compile_in_background()
-        if kernels == "compiled" or (kernels == "auto" and not self._auto):
+        if self.k.native:
+            pass
+        elif kernels == "compiled" or (kernels == "auto" and not self._auto):
             self._use_compiled(notice if self._cold is not False else None)
         else:
             self.k.use_interpreted()

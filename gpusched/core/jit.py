@@ -254,11 +254,13 @@ class Kernels:
         #: for Lazer's rule, so that other runs never load or compile it
         self.fused_entry = fused_entry
         self.compiled = False  # (nothing bound until use_interpreted or use_compiled)
+        #: the fused path's kernels compiled ahead of time are bound (see use_native)
+        self.native = False
 
     def use_interpreted(self) -> None:
         """Call the plain Python functions of the kernel's interpreted twin."""
         self._bind(interpreted(KERNEL_MODULE), self.state)
-        self.compiled = False
+        self.compiled = self.native = False
 
     def _bind(self, module: ModuleType, st: Any) -> None:
         for name in self.PYTHON_PATH + list(self.OTHERS):
@@ -266,12 +268,26 @@ class Kernels:
             setattr(self, name, fn if name in self.STATELESS else partial(fn, st))
         self.run_fused = getattr(self, self.fused_entry)
 
+    def use_native(self, cfg: KernelConfig, tl: Timeline) -> bool:
+        """Call the fused path's kernels compiled ahead of time, if they fit this run (see
+        :mod:`gpusched.core.aot`: no Numba import); False (nothing bound) if not."""
+        from gpusched.core import aot
+
+        bound = aot.load(self.state, cfg, tl, self.fused_entry)
+        if bound is None:
+            return False
+        for name, fn in bound.items():
+            setattr(self, name, fn)
+        self.compiled = self.native = True
+        return True
+
     def use_compiled(self, cfg: KernelConfig, tl: Timeline, done: np.ndarray, python: bool) -> None:
         """Call the compiled kernels (loaded from Numba's cache, or compiled), the Python
         path's (if ``python``) bound to these types."""
         import numba
         from numba import types
 
+        self.native = False
         module = compiled(KERNEL_MODULE)
         if not hasattr(module.run_fused, "compile"):  # NUMBA_DISABLE_JIT: plain functions
             self._bind(module, self.state)
@@ -317,6 +333,8 @@ class Kernels:
     def load_peek(self, cfg: KernelConfig) -> bool:
         """Load the compiled kernels that only ``Engine.peek`` calls (the TUI) from Numba's
         cache, without the typing context a first call builds; False if one is missing."""
+        if self.native:
+            return True  # bound with the others (see use_native)
         import numba
         from numba import types
 

@@ -1,0 +1,209 @@
+"""The fused path's kernels compiled ahead of time: a run that needs neither Numba nor LLVM.
+
+Loading Numba's cached kernels means importing Numba, which loads LLVM and initialises its
+native target: about 0.2 s of CPU and 60-70 MB of resident memory in every process, more
+than a 10k-job run's whole simulation. The install's build hook (``hatch_build.py``) also
+compiles the fused path's entry points (:data:`ENTRIES`) into a CPython extension module,
+``gpusched/core/_kernels_aot.*.so``, with Numba's ahead-of-time compiler
+(:mod:`gpusched.core.aot_build`). It is the same kernel source compiled by the same
+compiler, for the argument types a run passes; a run on the fused path calls it when it is
+there and fits (:func:`load`), and Numba's compiled kernels otherwise, as before.
+
+When it fits. Its sidecar file ``_kernels_aot.json`` records what it was compiled from and
+for:
+
+* a digest of the sources compiled into it (:data:`SOURCES`): a checkout whose kernel has
+  changed since the install falls back to Numba, which compiles the new source;
+* for each entry point, the key of each argument's type (:func:`type_key`): the compiled
+  wrappers convert arrays without checking their element type, so a run whose state,
+  configuration or timeline differs in any array's type, dimensions, layout or flags, or
+  any scalar's type, falls back to Numba (which compiles a version for those types).
+
+``GPUSCHED_AOT`` chooses: unset (or empty) uses the module when it fits; ``0`` never uses it
+(Numba's kernels only); ``1`` requires it on the fused path (an error names what does not
+fit: CI's pass on these kernels). ``NUMBA_DISABLE_JIT=1`` (the kernels as plain Python)
+never uses it. The module imports neither Numba nor llvmlite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+from functools import partial
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from gpusched.errors import GpuschedError
+
+__all__ = [
+    "ENTRIES",
+    "MODULE",
+    "SOURCES",
+    "Handle",
+    "NotUsable",
+    "choice",
+    "load",
+    "source_digest",
+    "type_key",
+]
+
+#: the compiled module's name, and its sidecar file (beside this file)
+MODULE = "gpusched.core._kernels_aot"
+META = Path(__file__).with_name("_kernels_aot.json")
+#: the entry points it holds: the fused path's (``Kernels.OTHERS``)
+ENTRIES = (
+    "run_fused",
+    "run_fused_lazer",
+    "sync_all",
+    "first_decision_time",
+    "next_event_time",
+    "decision_time",
+)
+#: the sources (in this folder) compiled into it: the kernel, the constants it inlines,
+#: the state reference it reads the state through, the decorator that sets its options,
+#: and the build itself
+SOURCES = ("kernel.py", "state.py", "stateref.py", "jit.py", "aot_build.py")
+
+
+class NotUsable(GpuschedError):
+    """The ahead-of-time kernels were required (``GPUSCHED_AOT=1``) and do not fit."""
+
+
+def choice() -> str:
+    """``"auto"``, ``"off"`` or ``"required"``, from ``GPUSCHED_AOT`` (see the module)."""
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
+        return "off"
+    value = os.environ.get("GPUSCHED_AOT", "").strip()
+    if value in ("", "auto"):
+        return "auto"
+    if value == "0":
+        return "off"
+    if value == "1":
+        return "required"
+    raise NotUsable(f"GPUSCHED_AOT={value!r}: expected 0, 1 or nothing")
+
+
+def source_digest(folder: Path | None = None) -> str:
+    """SHA-1 over the :data:`SOURCES` (in ``folder``, by default this module's)."""
+    folder = folder or Path(__file__).parent
+    h = hashlib.sha1()
+    for name in SOURCES:
+        h.update(name.encode() + b"\0" + (folder / name).read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def type_key(value: Any) -> str:
+    """What a compiled wrapper assumes of ``value``: for an array its element type, number
+    of dimensions, layout (C, F or A), and whether it is writeable and aligned (Numba types
+    each of these apart); for a named tuple its class and each field's key; for a scalar
+    its Python or NumPy type. Raises ``TypeError`` for anything else."""
+    if isinstance(value, np.ndarray):
+        if type(value) is not np.ndarray:
+            raise TypeError(f"an array subclass {type(value).__name__}")
+        f = value.flags
+        layout = "C" if f.c_contiguous else "F" if f.f_contiguous else "A"
+        return (
+            f"{value.dtype.str}:{value.ndim}{layout}"
+            f"{'w' if f.writeable else 'r'}{'a' if f.aligned else 'u'}"
+        )
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        inner = ",".join(type_key(v) for v in value)
+        return f"{type(value).__module__}.{type(value).__qualname__}({inner})"
+    if isinstance(value, bool | int | float):
+        return type(value).__name__
+    if isinstance(value, np.generic):
+        return f"np:{value.dtype.str}"
+    raise TypeError(f"a value of type {type(value).__name__}")
+
+
+def _array_words(a: np.ndarray) -> list[int]:
+    """Numba's array descriptor: meminfo, parent, size, item size, data, shape, strides."""
+    return [0, 0, a.size, a.itemsize, a.ctypes.data, *a.shape, *a.strides]
+
+
+class Handle:
+    """The state as the compiled entry points read it: the arrays' descriptors laid out in
+    a block of words whose address they take (what
+    :class:`gpusched.core.stateref.StateHandle` builds with Numba's help; the build checks
+    that the two agree). The handle keeps the state alive; its arrays never move or
+    change shape during a run."""
+
+    __slots__ = ("address", "state", "_words")
+
+    def __init__(self, state: Any) -> None:
+        words: list[int] = []
+        for a in state:
+            words += _array_words(a)
+        self._words = np.array(words, dtype=np.intp)
+        self.address = int(self._words.ctypes.data)
+        self.state = state
+
+
+def _keys(entry: str, state: Any, cfg: Any, tl: Any) -> list[str]:
+    """The type keys of ``entry``'s arguments for a run with this state, config and timeline."""
+    if entry in ("run_fused", "run_fused_lazer"):
+        return [type_key(state), type_key(cfg), type_key(tl), "int"]
+    if entry == "sync_all":
+        return [type_key(state)]
+    if entry == "decision_time":
+        return ["float", "float", "float"]
+    return [type_key(state), type_key(cfg)]
+
+
+def _find(state: Any, cfg: Any, tl: Any, fused_entry: str) -> tuple[ModuleType | None, str]:
+    """The compiled module if it fits this run, else None and why not."""
+    if not META.is_file():
+        return None, f"{META.name} is missing (the install did not build these kernels)"
+    try:
+        meta = json.loads(META.read_text(encoding="utf-8"))
+        built_for: dict[str, list[str]] = meta["entries"]
+        digest = meta["digest"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return None, f"{META.name} is unreadable ({e})"
+    if digest != source_digest():
+        return None, "the kernel's sources changed since they were built"
+    names = [fused_entry, *(e for e in ENTRIES if e not in ("run_fused", "run_fused_lazer"))]
+    for name in names:
+        try:
+            keys = _keys(name, state, cfg, tl)
+        except TypeError as e:
+            return None, f"{name}: an argument has no compiled type ({e})"
+        if built_for.get(name) != keys:
+            return None, f"{name}: this run's argument types differ from those built"
+    try:
+        module = importlib.import_module(MODULE)
+    except ImportError as e:
+        return None, f"{MODULE} does not load ({e})"
+    missing = [n for n in names if not hasattr(module, n)]
+    if missing:
+        return None, f"{MODULE} lacks {', '.join(missing)}"
+    return module, ""
+
+
+def load(state: Any, cfg: Any, tl: Any, fused_entry: str) -> dict[str, Any] | None:
+    """The fused path's entry points compiled ahead of time, bound to ``state`` as
+    :class:`gpusched.core.jit.Kernels` calls them (``{"run_fused": ..., "sync_all": ...,
+    ...}``; ``run_fused`` is ``fused_entry``), or None when they do not fit this run (see
+    the module) or are not wanted. Raises :class:`NotUsable` when ``GPUSCHED_AOT=1`` and
+    they do not fit."""
+    how = choice()
+    if how == "off":
+        return None
+    module, why = _find(state, cfg, tl, fused_entry)
+    if module is None:
+        if how == "required":
+            raise NotUsable(f"GPUSCHED_AOT=1, but the ahead-of-time kernels do not fit: {why}")
+        return None
+    handle = Handle(state)
+    bound: dict[str, Any] = {}
+    for name in ENTRIES:
+        fn = getattr(module, name, None)
+        if fn is not None:
+            bound[name] = fn if name == "decision_time" else partial(fn, handle)
+    bound["run_fused"] = bound[fused_entry]
+    return bound

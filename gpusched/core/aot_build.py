@@ -1,0 +1,115 @@
+"""Compile the fused path's kernels ahead of time (imports Numba; run by the install).
+
+``python -m gpusched.core.aot_build`` compiles :data:`gpusched.core.aot.ENTRIES` of
+:mod:`gpusched.core.kernel` with Numba's ahead-of-time compiler (``numba.pycc``) into the
+extension module ``gpusched/core/_kernels_aot.*.so`` beside this file, and writes its
+sidecar ``_kernels_aot.json`` (the sources' digest and the argument types built for); see
+:mod:`gpusched.core.aot` for how a run uses them. ``hatch_build.py`` calls it at install.
+
+The entry points are compiled from the same Python functions with the same options as
+Numba's just-in-time ones (:data:`gpusched.core.kernel._JIT`: no reference counting, the
+GIL released while they run), for the types the warm-up engine's run passes
+(:mod:`gpusched.core.warmup`), and for a generic CPU of this architecture (the module may
+be used on another machine than the one that built it). Building needs a C compiler
+(Numba's compiler links its helper C code) and setuptools.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpusched.core import aot
+from gpusched.core.state import new_timeline
+
+
+@contextmanager
+def _release_gil() -> Iterator[None]:
+    """Numba's ahead-of-time compiler with the GIL released in its wrappers (as ``nogil``
+    does for the just-in-time kernels: the TUI drives the kernel from a worker thread).
+    ``numba.pycc`` takes no compile flags, so its flags class is swapped for the build."""
+    import numba.pycc.compiler as pycc_compiler
+
+    base = pycc_compiler.Flags
+
+    class Flags(base):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+
+    pycc_compiler.Flags = Flags
+    try:
+        yield
+    finally:
+        pycc_compiler.Flags = base
+
+
+def build(out: Path | None = None) -> list[Path]:
+    """Compile the entry points into ``out`` (by default this package's folder) and return
+    the files written: the extension module and its sidecar."""
+    from numba import typeof, types
+    from numba.core.errors import NumbaPendingDeprecationWarning
+
+    from gpusched.core import stateref
+    from gpusched.core.jit import KERNEL_MODULE, compiled
+    from gpusched.core.warmup import _warm_up_engine
+
+    out = Path(out or Path(__file__).parent)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaPendingDeprecationWarning)  # (numba.pycc)
+        from numba.pycc import CC
+
+    eng = _warm_up_engine("fused", "interpreted")  # its state, config and timeline types
+    state, cfg, tl = eng.state, eng.cfg, new_timeline(1)
+    native = stateref.StateHandle(state)
+    if not np.array_equal(native._words, aot.Handle(state)._words):
+        raise RuntimeError("aot.Handle lays the state out otherwise than Numba's StateHandle")
+    S, C, T = native.numba_type, typeof(cfg), typeof(tl)
+    i, f = types.int64, types.float64
+    module = compiled(KERNEL_MODULE)
+    sigs = {
+        "run_fused": types.UniTuple(i, 2)(S, C, T, i),
+        "run_fused_lazer": types.UniTuple(i, 2)(S, C, T, i),
+        "sync_all": types.none(S),
+        "first_decision_time": f(S, C),
+        "next_event_time": f(S, C),
+        "decision_time": f(f, f, f),
+    }
+    assert tuple(sigs) == aot.ENTRIES
+    name = aot.MODULE.rpartition(".")[2]
+    with tempfile.TemporaryDirectory(prefix="gpusched-aot-") as tmp:
+        cc = CC(name)
+        cc.output_dir = tmp
+        cc.use_nrt = False  # the kernels allocate nothing (kernel._JIT)
+        for entry, sig in sigs.items():
+            cc.export(entry, sig)(getattr(module, entry).py_func)
+        with _release_gil():
+            cc.compile()
+        (built,) = Path(tmp).glob(f"{name}.*")
+        target = out / built.name
+        shutil.copyfile(built, target)
+    keys = {e: aot._keys(e, state, cfg, tl) for e in aot.ENTRIES}
+    meta = {"digest": aot.source_digest(Path(__file__).parent), "entries": keys}
+    sidecar = out / aot.META.name
+    sidecar.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return [target, sidecar]
+
+
+def main(argv: list[str]) -> int:
+    """``python -m gpusched.core.aot_build [OUT]``: build into OUT (default: the package)."""
+    for path in build(Path(argv[0]) if argv else None):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

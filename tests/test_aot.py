@@ -1,0 +1,287 @@
+"""The fused path's kernels compiled ahead of time (gpusched.core.aot): the same schedules as
+Numba's compiled kernels and the interpreted twin, bit for bit; a run on them imports
+neither Numba nor llvmlite; and they are used only where they fit (the sources they were
+built from, the argument types they were built for), never silently in place of a change.
+
+The module is built into the package's folder once per session if it is missing or stale
+(as the install's build hook does; see ``hatch_build.py``). The rest of the suite runs with
+``GPUSCHED_AOT=0`` (``tests/conftest.py``); CI runs the engine's tests once more with
+``GPUSCHED_AOT=1``, which requires these kernels on every fused run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from gpusched.core import aot
+from gpusched.core.engine import Engine
+from gpusched.core.jobs import prepare_jobs
+from gpusched.core.registry import load_policy_class, make_policy
+from gpusched.io.cluster import ClusterSpec
+from tests.helpers import make_trace
+from tests.test_properties import phases, workloads
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    """The module, built if missing or stale (the way the install's hook builds it)."""
+    fresh = aot.META.is_file() and json.loads(aot.META.read_text())["digest"] == (
+        aot.source_digest()
+    )
+    if not fresh or not list(aot.META.parent.glob("_kernels_aot.*.so")):
+        subprocess.run(
+            [sys.executable, "-m", "gpusched.core.aot_build"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+
+
+def _run(policy, w, ph, kernels, aot_env, monkeypatch, params=None, events=False):
+    monkeypatch.setenv("GPUSCHED_AOT", aot_env)
+    servers, gpus, rows, slot = w
+    n = len(rows)
+    cluster = ClusterSpec.homogeneous(servers, gpus)
+    jobs = prepare_jobs(make_trace(rows), cluster)
+    pol = make_policy(load_policy_class(policy), params or {}, 0)
+    eng = Engine(
+        jobs,
+        cluster,
+        pol,
+        slot_s=slot,
+        mode="fused",
+        load_s=ph[0][:n],
+        save_s=ph[1][:n],
+        kernels=kernels,
+        events=events,
+    )
+    return eng, eng.run()
+
+
+def _same(a, b):
+    for name, x, y in zip(a.state._fields, a.state, b.state, strict=True):
+        assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), name
+    assert a.timeline.keys() == b.timeline.keys()
+    for key in a.timeline:
+        assert a.timeline[key].tobytes() == b.timeline[key].tobytes(), key
+
+
+FUSED = [
+    ("fifo", None),
+    ("sjf", None),
+    ("srtf", None),
+    ("tiresias", None),
+    ("tiresias", {"starve": 2.0}),
+    ("lazer", {"max_defer": 0.0}),
+]
+
+
+@pytest.mark.parametrize(("policy", "params"), FUSED)
+@settings(max_examples=15, deadline=None)
+@given(w=workloads(), ph=phases())
+def test_native_kernels_give_numbas_and_the_interpreted_schedule(policy, params, w, ph):
+    """Random workloads with load and save times under every fused rule: the kernels
+    compiled ahead of time, Numba's, and the interpreted twin end with the same state and
+    timeline, bit for bit."""
+    with pytest.MonkeyPatch.context() as mp:
+        eng, native = _run(policy, w, ph, "auto", "1", mp, params)
+        assert eng.k.native and eng.kernels == "compiled"
+        e2, jit = _run(policy, w, ph, "compiled", "0", mp, params)
+        assert not e2.k.native and e2.kernels == "compiled"
+        e3, plain = _run(policy, w, ph, "interpreted", "1", mp, params)
+        assert not e3.k.native and e3.kernels == "interpreted"
+    _same(native, jit)
+    _same(native, plain)
+
+
+def test_native_lazer_answers_its_questions(monkeypatch):
+    """Lazer with its predictor: the kernel stops to ask (the code ASK) and resumes, on the
+    native entry as on Numba's."""
+    from tests.test_lazer_fused import ContextX
+
+    rng = np.random.default_rng(3)
+    rows = [
+        (float(t), int(g), float(d))
+        for t, g, d in zip(
+            np.cumsum(rng.exponential(30, 80)).round(1),
+            rng.choice([1, 2, 4], 80),
+            rng.exponential(400, 80).round(1) + 1,
+            strict=True,
+        )
+    ]
+    out = []
+    for env in ("1", "0"):
+        monkeypatch.setenv("GPUSCHED_AOT", env)
+        cluster = ClusterSpec.homogeneous(2, 4)
+        pol = make_policy(load_policy_class("lazer"), {}, 0)
+        pol.predictor = ContextX()
+        eng = Engine(prepare_jobs(make_trace(rows), cluster), cluster, pol, kernels="compiled")
+        assert eng.mode == "fused" and eng.k.native == (env == "1")
+        out.append(eng.run())
+    _same(*out)
+
+
+def test_the_tui_peek_runs_on_the_native_kernels(monkeypatch):
+    """``Engine.peek`` (the TUI's next-decision time) on the native entries: the same answers
+    as Numba's, step by step."""
+    rows = [(0.0, 1, 5.0), (1.0, 2, 3.0), (7.5, 4, 2.0), (8.0, 1, 9.0)]
+    seen = []
+    for env in ("1", "0"):
+        monkeypatch.setenv("GPUSCHED_AOT", env)
+        cluster = ClusterSpec.homogeneous(1, 4)
+        pol = make_policy(load_policy_class("tiresias"), {}, 0)
+        eng = Engine(prepare_jobs(make_trace(rows), cluster), cluster, pol, kernels="compiled")
+        assert eng.k.native == (env == "1") and eng.k.load_peek(eng.cfg)
+        peeks = [eng.peek()]
+        while eng.step(1):
+            peeks.append(eng.peek())
+        seen.append(peeks)
+    assert seen[0] == seen[1] and len(seen[0]) > 3
+
+
+def test_a_native_run_imports_neither_numba_nor_llvmlite(tmp_path):
+    """A 6,000-job replay with --out in a fresh process: it runs on the native kernels from
+    its start, and Numba is never imported."""
+    rng = np.random.default_rng(1)
+    n = 6000
+    lines = ["job_id,submit_time,num_gpus,duration"]
+    lines += [
+        f"j{i},{i * 20},{int(g)},{int(d) + 1}"
+        for i, (g, d) in enumerate(
+            zip(rng.choice([1, 2, 4], n), rng.exponential(600, n), strict=True)
+        )
+    ]
+    (tmp_path / "t.csv").write_text("\n".join(lines) + "\n")
+    code = (
+        "import json, sys\n"
+        "from gpusched.cli import app\n"
+        "for p in ('fifo', 'tiresias'):\n"
+        "    sys.argv = ['gpusched', 'replay', 't.csv', '-P', p, '-o', 'runs/' + p]\n"
+        "    try:\n"
+        "        app()\n"
+        "    except SystemExit as exc:\n"
+        "        assert not exc.code, exc.code\n"
+        "print('numba' in sys.modules, 'llvmlite' in sys.modules)\n"
+    )
+    env = {**__import__("os").environ, "GPUSCHED_AOT": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    assert out.stdout.splitlines()[-1] == "False False"
+    for p in ("fifo", "tiresias"):
+        summary = json.loads((tmp_path / "runs" / p / "summary.json").read_text())
+        assert summary["n_finished"] == n
+
+
+def _small(monkeypatch, env):
+    monkeypatch.setenv("GPUSCHED_AOT", env)
+    cluster = ClusterSpec.homogeneous(1, 4)
+    jobs = prepare_jobs(make_trace([(0.0, 1, 5.0), (1.0, 2, 3.0)]), cluster)
+    return Engine(jobs, cluster, make_policy(load_policy_class("fifo"), {}, 0), kernels="compiled")
+
+
+def test_changed_sources_fall_back_to_numba_or_fail_when_required(monkeypatch):
+    """Kernels built from other sources are never used: Numba's compile the source as it is
+    now (or, with GPUSCHED_AOT=1, the run stops and says why)."""
+    monkeypatch.setattr(aot, "source_digest", lambda folder=None: "0" * 40)
+    assert not _small(monkeypatch, "").k.native
+    with pytest.raises(aot.NotUsable, match="sources changed"):
+        _small(monkeypatch, "1")
+
+
+def test_other_argument_types_fall_back(monkeypatch):
+    """A state whose arrays differ in type from those built for is not handed to them."""
+    eng = _small(monkeypatch, "1")
+    assert eng.k.native
+    st = eng.state
+    assert aot.load(st, eng.cfg, eng._tl_buf, "run_fused") is not None
+    other = st._replace(job_submit=st.job_submit.astype(np.float32))
+    with pytest.raises(aot.NotUsable, match="argument types differ"):
+        aot.load(other, eng.cfg, eng._tl_buf, "run_fused")
+    readonly = st.job_work.copy()
+    readonly.flags.writeable = False
+    with pytest.raises(aot.NotUsable, match="argument types differ"):
+        aot.load(st._replace(job_work=readonly), eng.cfg, eng._tl_buf, "run_fused")
+    monkeypatch.setenv("GPUSCHED_AOT", "")
+    assert aot.load(other, eng.cfg, eng._tl_buf, "run_fused") is None
+
+
+def test_off_and_no_jit_never_use_them(monkeypatch):
+    assert not _small(monkeypatch, "0").k.native
+    monkeypatch.setenv("NUMBA_DISABLE_JIT", "1")
+    assert aot.choice() == "off"
+
+
+def test_a_wrong_setting_is_one_line(tmp_path):
+    """GPUSCHED_AOT=yes: a one-line error, not a traceback."""
+    env = {**__import__("os").environ, "GPUSCHED_AOT": "yes"}
+    out = subprocess.run(
+        [sys.executable, "-m", "gpusched", "replay", "-P", "fifo"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert out.returncode != 0
+    assert out.stderr.strip().splitlines() == [
+        "error: GPUSCHED_AOT='yes': expected 0, 1 or nothing"
+    ]
+
+
+def test_type_keys_tell_apart_what_numba_types_apart():
+    """Two values with the same key have the same Numba type (the wrappers trust the key)."""
+    from numba import typeof
+
+    base = np.zeros((3, 4))
+    values = [
+        np.zeros(3),
+        np.zeros(3, np.float32),
+        np.zeros(3, np.int32),
+        np.zeros(3, np.int64),
+        np.zeros(3, np.int8),
+        np.zeros(3, np.bool_),
+        base,
+        np.asfortranarray(base),
+        base[:, ::2],
+        base[::2],
+        np.zeros(0),
+        1,
+        1.0,
+        True,
+        np.float64(1.0),
+        np.int32(1),
+    ]
+    ro = np.zeros(3)
+    ro.flags.writeable = False
+    values.append(ro)
+    keys = [aot.type_key(v) for v in values]
+    for i, a in enumerate(values):
+        for j, b in enumerate(values):
+            if keys[i] == keys[j]:
+                assert typeof(a) == typeof(b), (keys[i], a, b)
+    assert len(set(keys)) == len(keys) - 1  # (the two "A" layouts alone share one)
+    assert aot.type_key(np.zeros(3).astype(">f8")) != aot.type_key(np.zeros(3))
+    with pytest.raises(TypeError):
+        aot.type_key("text")
+
+
+def test_the_handle_lays_the_state_out_as_numba_does(monkeypatch):
+    """aot.Handle (no Numba) and stateref.StateHandle (Numba's data model) agree."""
+    from gpusched.core import stateref
+
+    eng = _small(monkeypatch, "0")
+    assert np.array_equal(aot.Handle(eng.state)._words, stateref.StateHandle(eng.state)._words)
