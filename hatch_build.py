@@ -17,10 +17,16 @@ in its cache: without this, the first long run after an install waits for that c
 * **an editable install** (``pip install -e .``): the kernels are compiled into the
   checkout's own ``gpusched/core/__pycache__``, where Numba looks for them.
 
+It also compiles the fused path's kernels ahead of time (``python -m
+gpusched.core.aot_build``: an extension module ``gpusched/core/_kernels_aot.*.so`` and its
+sidecar ``_kernels_aot.json``, into the wheel or the checkout), which a run of a built-in
+policy loads without importing Numba (``gpusched/core/aot.py``). That needs a C compiler
+and setuptools; without them the install warns and goes on, and runs use Numba's kernels.
+
 Numba's in-tree cache is used only when ``NUMBA_CACHE_DIR`` is not set and the installed
 package's folder is writable; otherwise the first long run compiles in the background as
 before (``gpusched/core/background.py``). ``GPUSCHED_PRECOMPILE=0`` skips this hook. A
-compile that fails is reported and skipped: the install goes on without the cache.
+compile that fails is reported and skipped: the install goes on without it.
 """
 
 from __future__ import annotations

@@ -44,7 +44,9 @@ def warm_up_cmd() -> None:
     """Compile the simulation kernels into Numba's cache now (seconds, once per install).
 
     The install compiles them already; this is for when its cache cannot be used
-    (NUMBA_CACHE_DIR set, a read-only install, a wheel built elsewhere). Without it
+    (NUMBA_CACHE_DIR set, a read-only install, a wheel built elsewhere). It also says
+    whether the built-in policies' kernels compiled ahead of time at install are used
+    (they need no Numba at run time). Without it
     nothing waits: a small run goes on interpreted kernels, and a long run on an empty
     cache compiles them in the background while it goes on, then uses them. The cache
     lives beside the installed package, or in NUMBA_CACHE_DIR when that is set.
@@ -71,6 +73,9 @@ def warm_up_cmd() -> None:
         bar.close()
     what = f"compiled {len(done)} of {total}" if done else "loaded from the cache"
     typer.echo(f"simulation kernels ready: {what} ({time.perf_counter() - t0:.1f} s)")
+    from gpusched.core.aot import status
+
+    typer.echo(f"kernels compiled ahead of time at install: {status()}")
 
 
 @app.command("workload", cls=_common.Command)

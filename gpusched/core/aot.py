@@ -49,6 +49,7 @@ __all__ = [
     "choice",
     "load",
     "source_digest",
+    "status",
     "type_key",
 ]
 
@@ -207,3 +208,18 @@ def load(state: Any, cfg: Any, tl: Any, fused_entry: str) -> dict[str, Any] | No
             bound[name] = fn if name == "decision_time" else partial(fn, handle)
     bound["run_fused"] = bound[fused_entry]
     return bound
+
+
+def status() -> str:
+    """One line for ``gpusched warm-up``: whether a built-in policy's run uses these kernels,
+    and if not, why not."""
+    how = choice()
+    if how == "off":
+        return "not used (GPUSCHED_AOT=0 or NUMBA_DISABLE_JIT=1)"
+    from gpusched.core.warmup import _warm_up_engine
+
+    eng = _warm_up_engine("fused", "interpreted")
+    module, why = _find(eng.state, eng.cfg, eng._tl_buf, "run_fused")
+    if module is None:
+        return f"not used: {why} (rebuild them: python -m gpusched.core.aot_build)"
+    return "in use (runs of the built-in policies import no Numba)"

@@ -16,8 +16,9 @@ be used on another machine than the one that built it). Building needs a C compi
 
 from __future__ import annotations
 
+import importlib
 import json
-import shutil
+import os
 import sys
 import tempfile
 import warnings
@@ -37,11 +38,10 @@ def _release_gil() -> Iterator[None]:
     """Numba's ahead-of-time compiler with the GIL released in its wrappers (as ``nogil``
     does for the just-in-time kernels: the TUI drives the kernel from a worker thread).
     ``numba.pycc`` takes no compile flags, so its flags class is swapped for the build."""
-    import numba.pycc.compiler as pycc_compiler
-
+    pycc_compiler: Any = importlib.import_module("numba.pycc.compiler")
     base = pycc_compiler.Flags
 
-    class Flags(base):  # type: ignore[misc, valid-type]
+    class Flags(base):  # type: ignore[misc, valid-type]  # (Numba's class)
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.release_gil = True
@@ -56,7 +56,8 @@ def _release_gil() -> Iterator[None]:
 def build(out: Path | None = None) -> list[Path]:
     """Compile the entry points into ``out`` (by default this package's folder) and return
     the files written: the extension module and its sidecar."""
-    from numba import typeof, types
+    numba: Any = importlib.import_module("numba")  # (untyped: Any)
+    typeof, types = numba.typeof, numba.types
     from numba.core.errors import NumbaPendingDeprecationWarning
 
     from gpusched.core import stateref
@@ -66,7 +67,7 @@ def build(out: Path | None = None) -> list[Path]:
     out = Path(out or Path(__file__).parent)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NumbaPendingDeprecationWarning)  # (numba.pycc)
-        from numba.pycc import CC
+        CC = importlib.import_module("numba.pycc").CC
 
     eng = _warm_up_engine("fused", "interpreted")  # its state, config and timeline types
     state, cfg, tl = eng.state, eng.cfg, new_timeline(1)
@@ -96,12 +97,21 @@ def build(out: Path | None = None) -> list[Path]:
             cc.compile()
         (built,) = Path(tmp).glob(f"{name}.*")
         target = out / built.name
-        shutil.copyfile(built, target)
+        _replace(target, built.read_bytes())
     keys = {e: aot._keys(e, state, cfg, tl) for e in aot.ENTRIES}
     meta = {"digest": aot.source_digest(Path(__file__).parent), "entries": keys}
     sidecar = out / aot.META.name
-    sidecar.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    _replace(sidecar, (json.dumps(meta, indent=1) + "\n").encode())
     return [target, sidecar]
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write ``path`` by renaming a new file over it: a process that has the old module
+    mapped keeps its own copy (overwriting it in place could crash that process)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    tmp.chmod(0o755 if path.suffix == ".so" else 0o644)
+    os.replace(tmp, path)
 
 
 def main(argv: list[str]) -> int:
