@@ -27,6 +27,13 @@ from tests.test_properties import phases, workloads
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def _numbas_kernels(monkeypatch):
+    """These tests are about Numba's kernels and the move to them: a fused run here must not
+    take the kernels compiled ahead of time (tests/test_aot.py), whatever the environment."""
+    monkeypatch.setenv("GPUSCHED_AOT", "0")
+
+
 def _run(policy, w, ph, mode, kernels, params=None):
     servers, gpus, rows, slot = w
     n = len(rows)
