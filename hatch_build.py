@@ -49,22 +49,30 @@ CACHE = Path("gpusched", "core", "__pycache__")
 NATIVE = Path("gpusched", "core")
 
 
+def _run(root: Path, module: str, *args: str, what: str) -> str:
+    """Run ``python -m module args`` on the package under ``root`` (Numba's settings unset,
+    so that it uses the in-tree cache) and return its output; raises ``RuntimeError`` with
+    its errors if it fails."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{done.stderr.strip()}")
+    return done.stdout
+
+
 def compile_kernels(root: Path, paths: tuple[str, ...] = PATHS) -> list[Path]:
     """Compile the kernels of the package under ``root`` into its in-tree Numba cache and
     return the cache files (raises ``RuntimeError`` with the compile's output if it fails).
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
     for path in paths:
-        done = subprocess.run(
-            [sys.executable, "-m", "gpusched.core.warmup", path],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"compiling the {path} kernels failed:\n{done.stderr.strip()}")
+        _run(root, "gpusched.core.warmup", path, what=f"compiling the {path} kernels")
     return sorted((root / CACHE).glob("kernel.*.nb[ic]"))
 
 
@@ -72,18 +80,8 @@ def build_native(root: Path) -> list[Path]:
     """Compile the fused path's kernels ahead of time into the package under ``root``
     (``gpusched/core/_kernels_aot.*``, see ``gpusched/core/aot.py``) and return the files;
     raises ``RuntimeError`` with the build's output if it fails."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
-    done = subprocess.run(
-        [sys.executable, "-m", "gpusched.core.aot_build"],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"compiling the kernels ahead of time failed:\n{done.stderr.strip()}")
-    return [Path(line) for line in done.stdout.split("\n") if line.strip()]
+    out = _run(root, "gpusched.core.aot_build", what="compiling the kernels ahead of time")
+    return [Path(line) for line in out.splitlines() if line.strip()]
 
 
 class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]

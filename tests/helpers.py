@@ -169,3 +169,48 @@ def one_line_error(result: Any, *needles: str) -> str:
     for needle in needles:
         assert needle in line, line
     return line
+
+
+def assert_same_run(a: Any, b: Any) -> None:
+    """Two RunResults end with the same state and timeline, bit for bit."""
+    for name, x, y in zip(a.state._fields, a.state, b.state, strict=True):
+        assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), name
+    assert a.timeline.keys() == b.timeline.keys()
+    for key in a.timeline:
+        assert a.timeline[key].tobytes() == b.timeline[key].tobytes(), key
+
+
+def run_workload(
+    policy: str, w: Any, ph: Any, mode: str, kernels: str, params: dict[str, Any] | None = None
+) -> tuple[Engine, RunResult]:
+    """Run a hypothesis workload ``w`` (servers, GPUs, rows, slot) with load and save times
+    ``ph`` under ``policy`` on engine path ``mode`` and ``kernels``: the engine and its result."""
+    servers, gpus, rows, slot = w
+    n = len(rows)
+    cluster = ClusterSpec.homogeneous(servers, gpus)
+    jobs = prepare_jobs(make_trace(rows), cluster)
+    pol = make_policy(load_policy_class(policy), params or {}, 0)
+    eng = Engine(
+        jobs,
+        cluster,
+        pol,
+        slot_s=slot,
+        mode=mode,
+        load_s=ph[0][:n],
+        save_s=ph[1][:n],
+        kernels=kernels,
+    )
+    return eng, eng.run()
+
+
+def write_gang_csv(path: Any, n: int, gap_s: int, seed: int = 1) -> None:
+    """A trace of ``n`` gang jobs, one every ``gap_s`` s, of 1, 2 or 4 GPUs and exponential
+    durations (mean 600 s), as a user's CSV."""
+    rng = np.random.default_rng(seed)
+    gpus, work = rng.choice([1, 2, 4], n), rng.exponential(600, n)
+    lines = ["job_id,submit_time,num_gpus,duration"]
+    lines += [
+        f"j{i},{i * gap_s},{int(g)},{int(d) + 1}"
+        for i, (g, d) in enumerate(zip(gpus, work, strict=True))
+    ]
+    path.write_text("\n".join(lines) + "\n")

@@ -25,7 +25,7 @@ from gpusched.core.engine import Engine
 from gpusched.core.jobs import prepare_jobs
 from gpusched.core.registry import load_policy_class, make_policy
 from gpusched.io.cluster import ClusterSpec
-from tests.helpers import make_trace
+from tests.helpers import assert_same_run, make_trace, run_workload, write_gang_csv
 from tests.test_properties import phases, workloads
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,33 +46,9 @@ def built():
         )
 
 
-def _run(policy, w, ph, kernels, aot_env, monkeypatch, params=None, events=False):
+def _run(policy, w, ph, kernels, aot_env, monkeypatch, params=None):
     monkeypatch.setenv("GPUSCHED_AOT", aot_env)
-    servers, gpus, rows, slot = w
-    n = len(rows)
-    cluster = ClusterSpec.homogeneous(servers, gpus)
-    jobs = prepare_jobs(make_trace(rows), cluster)
-    pol = make_policy(load_policy_class(policy), params or {}, 0)
-    eng = Engine(
-        jobs,
-        cluster,
-        pol,
-        slot_s=slot,
-        mode="fused",
-        load_s=ph[0][:n],
-        save_s=ph[1][:n],
-        kernels=kernels,
-        events=events,
-    )
-    return eng, eng.run()
-
-
-def _same(a, b):
-    for name, x, y in zip(a.state._fields, a.state, b.state, strict=True):
-        assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), name
-    assert a.timeline.keys() == b.timeline.keys()
-    for key in a.timeline:
-        assert a.timeline[key].tobytes() == b.timeline[key].tobytes(), key
+    return run_workload(policy, w, ph, "fused", kernels, params)
 
 
 FUSED = [
@@ -99,8 +75,8 @@ def test_native_kernels_give_numbas_and_the_interpreted_schedule(policy, params,
         assert not e2.k.native and e2.kernels == "compiled"
         e3, plain = _run(policy, w, ph, "interpreted", "1", mp, params)
         assert not e3.k.native and e3.kernels == "interpreted"
-    _same(native, jit)
-    _same(native, plain)
+    assert_same_run(native, jit)
+    assert_same_run(native, plain)
 
 
 def test_native_lazer_answers_its_questions(monkeypatch):
@@ -127,7 +103,7 @@ def test_native_lazer_answers_its_questions(monkeypatch):
         eng = Engine(prepare_jobs(make_trace(rows), cluster), cluster, pol, kernels="compiled")
         assert eng.mode == "fused" and eng.k.native == (env == "1")
         out.append(eng.run())
-    _same(*out)
+    assert_same_run(*out)
 
 
 def test_the_tui_peek_runs_on_the_native_kernels(monkeypatch):
@@ -151,16 +127,8 @@ def test_the_tui_peek_runs_on_the_native_kernels(monkeypatch):
 def test_a_native_run_imports_neither_numba_nor_llvmlite(tmp_path):
     """A 6,000-job replay with --out in a fresh process: it runs on the native kernels from
     its start, and Numba is never imported."""
-    rng = np.random.default_rng(1)
     n = 6000
-    lines = ["job_id,submit_time,num_gpus,duration"]
-    lines += [
-        f"j{i},{i * 20},{int(g)},{int(d) + 1}"
-        for i, (g, d) in enumerate(
-            zip(rng.choice([1, 2, 4], n), rng.exponential(600, n), strict=True)
-        )
-    ]
-    (tmp_path / "t.csv").write_text("\n".join(lines) + "\n")
+    write_gang_csv(tmp_path / "t.csv", n, 20)
     code = (
         "import json, sys\n"
         "from gpusched.cli import app\n"

@@ -21,7 +21,7 @@ from gpusched.core.jobs import prepare_jobs
 from gpusched.core.registry import load_policy_class, make_policy
 from gpusched.io.cluster import ClusterSpec
 from gpusched.results.metrics import manifest
-from tests.helpers import GANG_POLICIES, make_trace
+from tests.helpers import GANG_POLICIES, assert_same_run, make_trace, run_workload, write_gang_csv
 from tests.test_properties import phases, workloads
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,33 +32,6 @@ def _numbas_kernels(monkeypatch):
     """These tests are about Numba's kernels and the move to them: a fused run here must not
     take the kernels compiled ahead of time (tests/test_aot.py), whatever the environment."""
     monkeypatch.setenv("GPUSCHED_AOT", "0")
-
-
-def _run(policy, w, ph, mode, kernels, params=None):
-    servers, gpus, rows, slot = w
-    n = len(rows)
-    cluster = ClusterSpec.homogeneous(servers, gpus)
-    jobs = prepare_jobs(make_trace(rows), cluster)
-    pol = make_policy(load_policy_class(policy), params or {}, 0)
-    eng = Engine(
-        jobs,
-        cluster,
-        pol,
-        slot_s=slot,
-        mode=mode,
-        load_s=ph[0][:n],
-        save_s=ph[1][:n],
-        kernels=kernels,
-    )
-    return eng, eng.run()
-
-
-def _same(a, b):
-    for name, x, y in zip(a.state._fields, a.state, b.state, strict=True):
-        assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), name
-    assert a.timeline.keys() == b.timeline.keys()
-    for key in a.timeline:
-        assert a.timeline[key].tobytes() == b.timeline[key].tobytes(), key
 
 
 def test_the_twin_holds_plain_functions_and_the_module_dispatchers():
@@ -77,10 +50,10 @@ def test_the_twin_holds_plain_functions_and_the_module_dispatchers():
 @given(w=workloads(), ph=phases())
 def test_interpreted_kernels_give_the_compiled_schedule(policy, mode, w, ph):
     """Every state array and timeline column, bit for bit, on both engine paths."""
-    a_eng, a = _run(policy, w, ph, mode, "interpreted")
-    b_eng, b = _run(policy, w, ph, mode, "compiled")
+    a_eng, a = run_workload(policy, w, ph, mode, "interpreted")
+    b_eng, b = run_workload(policy, w, ph, mode, "compiled")
     assert a_eng.kernels == "interpreted" and b_eng.kernels == "compiled"
-    _same(a, b)
+    assert_same_run(a, b)
     assert manifest(a, None) == manifest(b, None)  # a run's record never says which ran
 
 
@@ -88,9 +61,9 @@ def test_interpreted_kernels_give_the_compiled_schedule(policy, mode, w, ph):
 @given(w=workloads(), ph=phases())
 def test_interpreted_tiresias_starvation_gives_the_compiled_schedule(w, ph):
     params = {"starve": 2.0, "thresholds": "20,200"}
-    _, a = _run("tiresias", w, ph, "auto", "interpreted", params)
-    _, b = _run("tiresias", w, ph, "auto", "compiled", params)
-    _same(a, b)
+    _, a = run_workload("tiresias", w, ph, "auto", "interpreted", params)
+    _, b = run_workload("tiresias", w, ph, "auto", "compiled", params)
+    assert_same_run(a, b)
 
 
 @pytest.mark.parametrize("mode", ["fused", "python"])
@@ -123,9 +96,9 @@ def test_a_run_moves_to_the_compiled_kernels_mid_way_with_the_same_schedule(
     while auto.step(16):
         seen.append(auto.kernels)
     a = auto.result()
-    _, b = _run(policy, w, ph, mode, "compiled")
+    _, b = run_workload(policy, w, ph, mode, "compiled")
     assert seen[0] == "compiled" and auto.kernels == "compiled"
-    _same(a, b)
+    assert_same_run(a, b)
 
 
 def test_unknown_kernels_are_refused():
@@ -138,15 +111,7 @@ def test_unknown_kernels_are_refused():
 def test_a_small_replay_never_imports_numba(tmp_path):
     """A 300-job trace under three policies with --out, in a fresh process: the run is short
     enough to stay interpreted and Numba is never imported."""
-    rng = np.random.default_rng(1)
-    lines = ["job_id,submit_time,num_gpus,duration"]
-    lines += [
-        f"j{i},{i * 30},{int(g)},{int(d) + 1}"
-        for i, (g, d) in enumerate(
-            zip(rng.choice([1, 2, 4], 300), rng.exponential(600, 300), strict=True)
-        )
-    ]
-    (tmp_path / "t.csv").write_text("\n".join(lines) + "\n")
+    write_gang_csv(tmp_path / "t.csv", 300, 30)
     code = (
         "import sys\n"
         "from gpusched.cli import app\n"
@@ -215,8 +180,8 @@ def test_a_first_run_compiles_in_the_background_and_moves_on_when_done(monkeypat
     # the first chunk starts the compile; each later one asks once
     assert seen[:4] == ["interpreted"] * 4 and set(seen[4:]) == {"compiled"}
     assert a.extra["background_compile"] is True and not a.extra["uncompiled"]
-    _, b = _run(policy, w, (np.zeros(300), np.zeros(300)), mode, "compiled")
-    _same(a, b)
+    _, b = run_workload(policy, w, (np.zeros(300), np.zeros(300)), mode, "compiled")
+    assert_same_run(a, b)
 
 
 def test_lazer_compiles_its_own_fused_entry_in_the_background(monkeypatch):
@@ -230,7 +195,7 @@ def test_lazer_compiles_its_own_fused_entry_in_the_background(monkeypatch):
     cluster = ClusterSpec.homogeneous(servers, gpus, allow_spread=True)
     pol = make_policy(load_policy_class("lazer"), params, 0)
     b = Engine(prepare_jobs(make_trace(rows), cluster), cluster, pol, kernels="compiled").run()
-    _same(a, b)
+    assert_same_run(a, b)
 
 
 def test_a_plain_fused_run_never_loads_lazers_entry(tmp_path):
@@ -258,8 +223,8 @@ def test_a_run_whose_background_compile_fails_ends_interpreted(monkeypatch):
     eng, a, seen, _, w = _cold_run(monkeypatch, _FakeCompile(polls=2, outcome=False))
     assert set(seen) == {"interpreted"} and eng.kernels == "interpreted"
     assert a.extra["background_compile"] is False and a.extra["uncompiled"] is True
-    _, b = _run("fifo", w, (np.zeros(300), np.zeros(300)), "auto", "compiled")
-    _same(a, b)
+    _, b = run_workload("fifo", w, (np.zeros(300), np.zeros(300)), "auto", "compiled")
+    assert_same_run(a, b)
 
 
 def test_a_run_shorter_than_the_compile_ends_interpreted_and_says_so(monkeypatch):
