@@ -17,10 +17,10 @@ in its cache: without this, the first long run after an install waits for that c
 * **an editable install** (``pip install -e .``): the kernels are compiled into the
   checkout's own ``gpusched/core/__pycache__``, where Numba looks for them.
 
-It also compiles the fused path's kernels ahead of time (``python -m
+It also compiles the kernels ahead of time (``python -m
 gpusched.core.aot_build``: an extension module ``gpusched/core/_kernels_aot.*.so`` and its
-sidecar ``_kernels_aot.json``, into the wheel or the checkout), which a run of a built-in
-policy loads without importing Numba (``gpusched/core/aot.py``). That needs a C compiler
+sidecar ``_kernels_aot.json``, into the wheel or the checkout), which a run loads
+without importing Numba (``gpusched/core/aot.py``). That needs a C compiler
 and setuptools; without them the install warns and goes on, and runs use Numba's kernels.
 
 Numba's in-tree cache is used only when ``NUMBA_CACHE_DIR`` is not set and the installed
@@ -77,7 +77,7 @@ def compile_kernels(root: Path, paths: tuple[str, ...] = PATHS) -> list[Path]:
 
 
 def build_native(root: Path) -> list[Path]:
-    """Compile the fused path's kernels ahead of time into the package under ``root``
+    """Compile the kernels ahead of time into the package under ``root``
     (``gpusched/core/_kernels_aot.*``, see ``gpusched/core/aot.py``) and return the files;
     raises ``RuntimeError`` with the build's output if it fails."""
     out = _run(root, "gpusched.core.aot_build", what="compiling the kernels ahead of time")
@@ -85,7 +85,7 @@ def build_native(root: Path) -> list[Path]:
 
 
 class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
-    """Fill Numba's cache of the kernels and compile the fused path's ahead of time, at build
+    """Fill Numba's cache of the kernels and compile them ahead of time, at build
     time (see the module's docstring)."""
 
     PLUGIN_NAME = "custom"
@@ -123,7 +123,7 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
             native = build_native(target)
         except (OSError, RuntimeError, subprocess.SubprocessError) as e:
             self.app.display_warning(
-                f"gpusched: the fused path's kernels were not compiled ahead of time ({e}); "
+                f"gpusched: the kernels were not compiled ahead of time ({e}); "
                 "runs will load Numba's compiled kernels instead"
             )
             native = []

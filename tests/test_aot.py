@@ -1,4 +1,4 @@
-"""The fused path's kernels compiled ahead of time (gpusched.core.aot): the same schedules as
+"""The kernels compiled ahead of time (gpusched.core.aot): the same schedules as
 Numba's compiled kernels and the interpreted twin, bit for bit; a run on them imports
 neither Numba nor llvmlite; and they are used only where they fit (the sources they were
 built from, the argument types they were built for), never silently in place of a change.
@@ -6,7 +6,7 @@ built from, the argument types they were built for), never silently in place of 
 The module is built into the package's folder once per session if it is missing or stale
 (as the install's build hook does; see ``hatch_build.py``). The rest of the suite runs with
 ``GPUSCHED_AOT=0`` (``tests/conftest.py``); CI runs the engine's tests once more with
-``GPUSCHED_AOT=1``, which requires these kernels on every fused run.
+``GPUSCHED_AOT=1``, which requires these kernels on every run on compiled kernels.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ def built():
         )
 
 
-def _run(policy, w, ph, kernels, aot_env, monkeypatch, params=None):
+def _run(policy, w, ph, kernels, aot_env, monkeypatch, params=None, mode="fused"):
     monkeypatch.setenv("GPUSCHED_AOT", aot_env)
-    return run_workload(policy, w, ph, "fused", kernels, params)
+    return run_workload(policy, w, ph, mode, kernels, params)
 
 
 FUSED = [
@@ -75,6 +75,31 @@ def test_native_kernels_give_numbas_and_the_interpreted_schedule(policy, params,
         assert not e2.k.native and e2.kernels == "compiled"
         e3, plain = _run(policy, w, ph, "interpreted", "1", mp, params)
         assert not e3.k.native and e3.kernels == "interpreted"
+    assert_same_run(native, jit)
+    assert_same_run(native, plain)
+
+
+PYTHON = [
+    ("fifo", None),
+    ("srtf", None),
+    ("tiresias", None),
+    ("lazer", {"max_defer": 0.0}),
+    ("srtf-periodic", None),
+]
+
+
+@pytest.mark.parametrize(("policy", "params"), PYTHON)
+@settings(max_examples=10, deadline=None)
+@given(w=workloads(), ph=phases())
+def test_native_python_path_gives_numbas_and_the_interpreted_schedule(policy, params, w, ph):
+    """The Python path (each decision by the policy's decide(), the engine calling a dozen
+    kernel entry points): the same three-way agreement."""
+    with pytest.MonkeyPatch.context() as mp:
+        eng, native = _run(policy, w, ph, "auto", "1", mp, params, mode="python")
+        assert eng.k.native and eng.mode == "python"
+        e2, jit = _run(policy, w, ph, "compiled", "0", mp, params, mode="python")
+        assert not e2.k.native
+        _, plain = _run(policy, w, ph, "interpreted", "1", mp, params, mode="python")
     assert_same_run(native, jit)
     assert_same_run(native, plain)
 
@@ -266,8 +291,8 @@ def test_warm_up_says_whether_they_are_used(monkeypatch):
     res = CliRunner().invoke(app, ["warm-up"])
     assert res.exit_code == 0
     assert res.output.splitlines()[-1] == (
-        "kernels compiled ahead of time at install: in use (runs of the built-in policies "
-        "import no Numba)"
+        "kernels compiled ahead of time at install: in use (the engine's kernels load without "
+        "importing Numba)"
     )
     monkeypatch.setattr(aot, "source_digest", lambda folder=None: "0" * 40)
     res = CliRunner().invoke(app, ["warm-up"])

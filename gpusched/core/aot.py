@@ -1,13 +1,14 @@
-"""The fused path's kernels compiled ahead of time: a run that needs neither Numba nor LLVM.
+"""The engine's kernels compiled ahead of time: a run that needs neither Numba nor LLVM.
 
 Loading Numba's cached kernels means importing Numba, which loads LLVM and initialises its
 native target: about 0.2 s of CPU and 60-70 MB of resident memory in every process, more
 than a 10k-job run's whole simulation. The install's build hook (``hatch_build.py``) also
-compiles the fused path's entry points (:data:`ENTRIES`) into a CPython extension module,
-``gpusched/core/_kernels_aot.*.so``, with Numba's ahead-of-time compiler
+compiles the kernel's entry points (:data:`ENTRIES`: the fused path's, :data:`FUSED`, and
+those the Python path calls at each decision, :data:`PYTHON`) into a CPython extension
+module, ``gpusched/core/_kernels_aot.*.so``, with Numba's ahead-of-time compiler
 (:mod:`gpusched.core.aot_build`). It is the same kernel source compiled by the same
-compiler, for the argument types a run passes; a run on the fused path calls it when it is
-there and fits (:func:`load`), and Numba's compiled kernels otherwise, as before.
+compiler, for the argument types a run passes (:data:`ARGS`); a run calls it from its start
+when it is there and fits (:func:`load`), and Numba's compiled kernels otherwise, as before.
 
 When it fits. Its sidecar file ``_kernels_aot.json`` records what it was compiled from and
 for:
@@ -16,13 +17,15 @@ for:
   changed since the install falls back to Numba, which compiles the new source;
 * for each entry point, the key of each argument's type (:func:`type_key`): the compiled
   wrappers convert arrays without checking their element type, so a run whose state,
-  configuration or timeline differs in any array's type, dimensions, layout or flags, or
-  any scalar's type, falls back to Numba (which compiles a version for those types).
+  configuration, timeline or buffers differ in any array's type, dimensions, layout or
+  flags, or any scalar's type, falls back to Numba (which compiles a version for those
+  types). The scalars and GPU lists the engine passes at each call are fixed by contract
+  (see :class:`gpusched.core.jit.Kernels`), as for Numba's entry points it binds.
 
 ``GPUSCHED_AOT`` chooses: unset (or empty) uses the module when it fits; ``0`` never uses it
-(Numba's kernels only); ``1`` requires it on the fused path (an error names what does not
-fit: CI's pass on these kernels). ``NUMBA_DISABLE_JIT=1`` (the kernels as plain Python)
-never uses it. The module imports neither Numba nor llvmlite.
+(Numba's kernels only); ``1`` requires it for every run on compiled kernels (an error names
+what does not fit: CI's pass on these kernels). ``NUMBA_DISABLE_JIT=1`` (the kernels as
+plain Python) never uses it. This module imports neither Numba nor llvmlite.
 """
 
 from __future__ import annotations
@@ -41,8 +44,11 @@ import numpy as np
 from gpusched.errors import GpuschedError
 
 __all__ = [
+    "ARGS",
     "ENTRIES",
+    "FUSED",
     "MODULE",
+    "PYTHON",
     "SOURCES",
     "Handle",
     "NotUsable",
@@ -56,8 +62,8 @@ __all__ = [
 #: the compiled module's name, and its sidecar file (beside this file)
 MODULE = "gpusched.core._kernels_aot"
 META = Path(__file__).with_name("_kernels_aot.json")
-#: the entry points it holds: the fused path's (``Kernels.OTHERS``)
-ENTRIES = (
+#: the fused path's entry points (``Kernels.OTHERS``)
+FUSED = (
     "run_fused",
     "run_fused_lazer",
     "sync_all",
@@ -65,6 +71,47 @@ ENTRIES = (
     "next_event_time",
     "decision_time",
 )
+#: the Python path's, which the engine calls from Python at each decision
+#: (``Kernels.PYTHON_PATH``)
+PYTHON = (
+    "step",
+    "record",
+    "compact_queue",
+    "dequeue",
+    "start_on",
+    "start_job",
+    "place_consolidated",
+    "preempt",
+    "set_rate",
+    "fill_order",
+    "check_order",
+    "started_at",
+)
+#: every entry point it holds
+ENTRIES = FUSED + PYTHON
+#: each entry's arguments: the state (S), the kernel's config (C), a timeline (T), the
+#: engine's buffer of finished jobs (done), or the types the engine always passes (``int``,
+#: ``float``, ``bool``, and ``gpus``: an int32 array), as ``Kernels.use_compiled`` binds them
+ARGS: dict[str, tuple[str, ...]] = {
+    "run_fused": ("S", "C", "T", "int"),
+    "run_fused_lazer": ("S", "C", "T", "int"),
+    "sync_all": ("S",),
+    "first_decision_time": ("S", "C"),
+    "next_event_time": ("S", "C"),
+    "decision_time": ("float", "float", "float"),
+    "step": ("S", "C", "done"),
+    "record": ("S", "C", "int", "T"),
+    "compact_queue": ("S", "int"),
+    "dequeue": ("S", "gpus", "int"),
+    "start_on": ("S", "int", "gpus", "float"),
+    "start_job": ("S", "int", "float"),
+    "place_consolidated": ("S", "int", "bool"),
+    "preempt": ("S", "int", "float"),
+    "set_rate": ("S", "int", "float"),
+    "fill_order": ("S", "C", "gpus", "bool", "bool"),
+    "check_order": ("S", "gpus"),
+    "started_at": ("S", "float", "gpus"),
+}
 #: the sources (in this folder) compiled into it: the kernel, the constants it inlines,
 #: the state reference it reads the state through, the decorator that sets its options,
 #: and the build itself
@@ -145,19 +192,25 @@ class Handle:
         self.state = state
 
 
-def _keys(entry: str, state: Any, cfg: Any, tl: Any) -> list[str]:
-    """The type keys of ``entry``'s arguments for a run with this state, config and timeline."""
-    if entry in ("run_fused", "run_fused_lazer"):
-        return [type_key(state), type_key(cfg), type_key(tl), "int"]
-    if entry == "sync_all":
-        return [type_key(state)]
-    if entry == "decision_time":
-        return ["float", "float", "float"]
-    return [type_key(state), type_key(cfg)]
+def _keys(entry: str, state: Any, cfg: Any, tl: Any, done: Any) -> list[str]:
+    """The type keys of ``entry``'s arguments for a run with this state, config, timeline
+    and buffer of finished jobs."""
+    values = {"S": state, "C": cfg, "T": tl, "done": done, "gpus": np.empty(0, np.int32)}
+    return [type_key(values[a]) if a in values else a for a in ARGS[entry]]
 
 
-def _find(state: Any, cfg: Any, tl: Any, fused_entry: str) -> tuple[ModuleType | None, str]:
-    """The compiled module if it fits this run, else None and why not."""
+def _needed(fused_entry: str, python: bool) -> list[str]:
+    """The entries a run binds: the fused path's (with its one fused entry), or the Python
+    path's and those the fused path shares with it."""
+    shared = ["sync_all", "first_decision_time", "next_event_time", "decision_time"]
+    return [*PYTHON, *shared] if python else [fused_entry, *shared]
+
+
+def _find(
+    state: Any, cfg: Any, tl: Any, fused_entry: str, done: Any = None
+) -> tuple[ModuleType | None, str]:
+    """The compiled module if it fits this run (the Python path's if ``done`` is given),
+    else None and why not."""
     if not META.is_file():
         return None, f"{META.name} is missing (the install did not build these kernels)"
     try:
@@ -168,10 +221,12 @@ def _find(state: Any, cfg: Any, tl: Any, fused_entry: str) -> tuple[ModuleType |
         return None, f"{META.name} is unreadable ({e})"
     if digest != source_digest():
         return None, "the kernel's sources changed since they were built"
-    names = [fused_entry, *(e for e in ENTRIES if e not in ("run_fused", "run_fused_lazer"))]
+    names = _needed(fused_entry, done is not None)
+    if done is None:
+        done = np.empty(0, np.int32)  # (no entry the fused path binds takes it)
     for name in names:
         try:
-            keys = _keys(name, state, cfg, tl)
+            keys = _keys(name, state, cfg, tl, done)
         except TypeError as e:
             return None, f"{name}: an argument has no compiled type ({e})"
         if built_for.get(name) != keys:
@@ -186,40 +241,45 @@ def _find(state: Any, cfg: Any, tl: Any, fused_entry: str) -> tuple[ModuleType |
     return module, ""
 
 
-def load(state: Any, cfg: Any, tl: Any, fused_entry: str) -> dict[str, Any] | None:
-    """The fused path's entry points compiled ahead of time, bound to ``state`` as
+def load(
+    state: Any, cfg: Any, tl: Any, fused_entry: str, done: Any = None
+) -> dict[str, Any] | None:
+    """The entry points compiled ahead of time, bound to ``state`` as
     :class:`gpusched.core.jit.Kernels` calls them (``{"run_fused": ..., "sync_all": ...,
-    ...}``; ``run_fused`` is ``fused_entry``), or None when they do not fit this run (see
-    the module) or are not wanted. Raises :class:`NotUsable` when ``GPUSCHED_AOT=1`` and
-    they do not fit."""
+    ...}``): the fused path's (``run_fused`` is ``fused_entry``), or with ``done`` (the
+    engine's buffer of finished jobs) the Python path's. None when they do not fit this run
+    (see the module) or are not wanted. Raises :class:`NotUsable` when ``GPUSCHED_AOT=1``
+    and they do not fit."""
     how = choice()
     if how == "off":
         return None
-    module, why = _find(state, cfg, tl, fused_entry)
+    module, why = _find(state, cfg, tl, fused_entry, done)
     if module is None:
         if how == "required":
             raise NotUsable(f"GPUSCHED_AOT=1, but the ahead-of-time kernels do not fit: {why}")
         return None
     handle = Handle(state)
     bound: dict[str, Any] = {}
-    for name in ENTRIES:
-        fn = getattr(module, name, None)
-        if fn is not None:
-            bound[name] = fn if name == "decision_time" else partial(fn, handle)
-    bound["run_fused"] = bound[fused_entry]
+    for name in _needed(fused_entry, done is not None):
+        fn = getattr(module, name)
+        bound[name] = fn if ARGS[name][0] != "S" else partial(fn, handle)
+    if done is None:
+        bound["run_fused"] = bound[fused_entry]
     return bound
 
 
 def status() -> str:
-    """One line for ``gpusched warm-up``: whether a built-in policy's run uses these kernels,
-    and if not, why not."""
+    """One line for ``gpusched warm-up``: whether runs use these kernels, and if not, why
+    not."""
     how = choice()
     if how == "off":
         return "not used (GPUSCHED_AOT=0 or NUMBA_DISABLE_JIT=1)"
     from gpusched.core.warmup import _warm_up_engine
 
-    eng = _warm_up_engine("fused", "interpreted")
-    module, why = _find(eng.state, eng.cfg, eng._tl_buf, "run_fused")
-    if module is None:
-        return f"not used: {why} (rebuild them: python -m gpusched.core.aot_build)"
-    return "in use (runs of the built-in policies import no Numba)"
+    for path in ("fused", "python"):
+        eng = _warm_up_engine(path, "interpreted")
+        done = eng._done_buf if path == "python" else None
+        module, why = _find(eng.state, eng.cfg, eng._tl_buf, "run_fused", done)
+        if module is None:
+            return f"not used: {why} (rebuild them: python -m gpusched.core.aot_build)"
+    return "in use (the engine's kernels load without importing Numba)"

@@ -1,17 +1,19 @@
-"""Compile the fused path's kernels ahead of time (imports Numba; run by the install).
+"""Compile the kernel's entry points ahead of time (imports Numba; run by the install).
 
 ``python -m gpusched.core.aot_build`` compiles :data:`gpusched.core.aot.ENTRIES` of
-:mod:`gpusched.core.kernel` with Numba's ahead-of-time compiler (``numba.pycc``) into the
-extension module ``gpusched/core/_kernels_aot.*.so`` beside this file, and writes its
-sidecar ``_kernels_aot.json`` (the sources' digest and the argument types built for); see
+:mod:`gpusched.core.kernel` (the fused path's and the Python path's) with Numba's
+ahead-of-time compiler (``numba.pycc``) into the extension module
+``gpusched/core/_kernels_aot.*.so`` beside this file, and writes its sidecar
+``_kernels_aot.json`` (the sources' digest and the argument types built for); see
 :mod:`gpusched.core.aot` for how a run uses them. ``hatch_build.py`` calls it at install.
 
 The entry points are compiled from the same Python functions with the same options as
 Numba's just-in-time ones (:data:`gpusched.core.kernel._JIT`: no reference counting, the
-GIL released while they run), for the types the warm-up engine's run passes
-(:mod:`gpusched.core.warmup`), and for a generic CPU of this architecture (the module may
-be used on another machine than the one that built it). Building needs a C compiler
-(Numba's compiler links its helper C code) and setuptools.
+GIL released while they run), for the types the warm-up engines' runs pass
+(:mod:`gpusched.core.warmup`; :data:`gpusched.core.aot.ARGS`), with the return types Numba
+infers for them, and for a generic CPU of this architecture (the module may be used on
+another machine than the one that built it). Building needs a C compiler (Numba's
+compiler links its helper C code) and setuptools.
 """
 
 from __future__ import annotations
@@ -69,23 +71,33 @@ def build(out: Path | None = None) -> list[Path]:
         warnings.simplefilter("ignore", NumbaPendingDeprecationWarning)  # (numba.pycc)
         CC = importlib.import_module("numba.pycc").CC
 
-    eng = _warm_up_engine("fused", "interpreted")  # its state, config and timeline types
-    state, cfg, tl = eng.state, eng.cfg, new_timeline(1)
+    eng = _warm_up_engine("python", "interpreted")  # its state, config and buffers' types
+    state, cfg, tl, done = eng.state, eng.cfg, new_timeline(1), eng._done_buf
     native = stateref.StateHandle(state)
     if not np.array_equal(native._words, aot.Handle(state)._words):
         raise RuntimeError("aot.Handle lays the state out otherwise than Numba's StateHandle")
-    S, C, T = native.numba_type, typeof(cfg), typeof(tl)
-    i, f = types.int64, types.float64
-    module = compiled(KERNEL_MODULE)
-    sigs = {
-        "run_fused": types.UniTuple(i, 2)(S, C, T, i),
-        "run_fused_lazer": types.UniTuple(i, 2)(S, C, T, i),
-        "sync_all": types.none(S),
-        "first_decision_time": f(S, C),
-        "next_event_time": f(S, C),
-        "decision_time": f(f, f, f),
+    fused = _warm_up_engine("fused", "interpreted")
+    if aot.type_key(fused.state) != aot.type_key(state) or (
+        aot.type_key(fused.cfg) != aot.type_key(cfg)
+    ):
+        raise RuntimeError("the fused and Python paths' states differ in type")
+    numba_types = {
+        "S": native.numba_type,
+        "C": typeof(cfg),
+        "T": typeof(tl),
+        "done": typeof(done),
+        "gpus": typeof(np.empty(0, np.int32)),
+        "int": types.int64,
+        "float": types.float64,
+        "bool": types.boolean,
     }
-    assert tuple(sigs) == aot.ENTRIES
+    module = compiled(KERNEL_MODULE)
+    sigs = {}
+    for entry in aot.ENTRIES:
+        args = tuple(numba_types[a] for a in aot.ARGS[entry])
+        fn = getattr(module, entry)
+        fn.compile(args)  # (loaded from Numba's cache, which the install filled first)
+        sigs[entry] = fn.overloads[args].signature  # with the return type Numba inferred
     name = aot.MODULE.rpartition(".")[2]
     with tempfile.TemporaryDirectory(prefix="gpusched-aot-") as tmp:
         cc = CC(name)
@@ -98,7 +110,7 @@ def build(out: Path | None = None) -> list[Path]:
         (built,) = Path(tmp).glob(f"{name}.*")
         target = out / built.name
         _replace(target, built.read_bytes())
-    keys = {e: aot._keys(e, state, cfg, tl) for e in aot.ENTRIES}
+    keys = {e: aot._keys(e, state, cfg, tl, done) for e in aot.ENTRIES}
     meta = {"digest": aot.source_digest(Path(__file__).parent), "entries": keys}
     sidecar = out / aot.META.name
     _replace(sidecar, (json.dumps(meta, indent=1) + "\n").encode())

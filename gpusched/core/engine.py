@@ -268,11 +268,8 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         self._cold: bool | None = None  # compiled kernels missing from Numba's cache?
         #: the compile this run waits for while it goes on interpreted (see _maybe_compile)
         self.compiling: Any = None
-        if (
-            kernels != "interpreted"
-            and self.mode == "fused"
-            and self.k.use_native(self.cfg, self._tl_buf)
-        ):
+        done = self._done_buf if self.mode == "python" else None
+        if kernels != "interpreted" and self.k.use_native(self.cfg, self._tl_buf, done):
             self._auto = False  # compiled ahead of time: loaded at once (gpusched.core.aot)
         elif self._auto and len(jobs) > SWITCH.max_jobs:
             self._cold = not self._compiled_cached()

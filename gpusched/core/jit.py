@@ -254,7 +254,7 @@ class Kernels:
         #: for Lazer's rule, so that other runs never load or compile it
         self.fused_entry = fused_entry
         self.compiled = False  # (nothing bound until use_interpreted or use_compiled)
-        #: the fused path's kernels compiled ahead of time are bound (see use_native)
+        #: the kernels compiled ahead of time are bound (see use_native)
         self.native = False
 
     def use_interpreted(self) -> None:
@@ -268,12 +268,14 @@ class Kernels:
             setattr(self, name, fn if name in self.STATELESS else partial(fn, st))
         self.run_fused = getattr(self, self.fused_entry)
 
-    def use_native(self, cfg: KernelConfig, tl: Timeline) -> bool:
-        """Call the fused path's kernels compiled ahead of time, if they fit this run (see
-        :mod:`gpusched.core.aot`: no Numba import); False (nothing bound) if not."""
+    def use_native(self, cfg: KernelConfig, tl: Timeline, done: np.ndarray | None) -> bool:
+        """Call the kernels compiled ahead of time, if they fit this run (see
+        :mod:`gpusched.core.aot`: no Numba import): the fused path's, or with ``done``
+        (the engine's buffer of finished jobs) the Python path's. False (nothing bound) if
+        not."""
         from gpusched.core import aot
 
-        bound = aot.load(self.state, cfg, tl, self.fused_entry)
+        bound = aot.load(self.state, cfg, tl, self.fused_entry, done)
         if bound is None:
             return False
         for name, fn in bound.items():
