@@ -300,3 +300,23 @@ def test_warm_up_says_whether_they_are_used(monkeypatch):
         "kernels compiled ahead of time at install: not used: the kernel's sources changed "
         "since they were built (rebuild them: python -m gpusched.core.aot_build)"
     )
+
+
+def test_native_entries_refuse_a_gpu_list_of_another_type(monkeypatch):
+    """Numba's entries raise TypeError for an array of another item size; the native ones
+    would crash the process (numba.pycc's wrappers cannot raise it), so the GPU lists, the
+    arrays the engine passes call by call, are checked before the call."""
+    from tests.test_bound_kernels import engine
+
+    monkeypatch.setenv("GPUSCHED_AOT", "1")
+    eng = engine()
+    eng.step(1)
+    assert eng.k.native
+    for bad in (np.zeros(1, np.float64), np.zeros(1, np.int64), np.zeros(4, np.int32)[::2], [1]):
+        with pytest.raises(TypeError, match="start_on: argument 2 must be a contiguous"):
+            eng.k.start_on(0, bad, 0.0)
+    from gpusched.core.state import QUEUED
+
+    assert eng.state.job_status[0] == QUEUED  # nothing was applied
+    assert eng.k.start_on(0, np.array([1], np.int32), 0.0) is True
+    assert eng.state.job_status[0] != QUEUED

@@ -262,10 +262,41 @@ def load(
     bound: dict[str, Any] = {}
     for name in _needed(fused_entry, done is not None):
         fn = getattr(module, name)
-        bound[name] = fn if ARGS[name][0] != "S" else partial(fn, handle)
+        if "gpus" in ARGS[name]:
+            bound[name] = _checked(name, fn, handle)
+        else:
+            bound[name] = fn if ARGS[name][0] != "S" else partial(fn, handle)
     if done is None:
         bound["run_fused"] = bound[fused_entry]
     return bound
+
+
+def _checked(name: str, fn: Any, handle: Handle) -> Any:
+    """``fn`` bound to ``handle``, refusing a GPU list that is not a contiguous int32 array.
+
+    Numba's ahead-of-time wrappers cannot raise the TypeError its just-in-time ones raise
+    for an array of another item size (they crash the process: ``numba.pycc`` hands CPython
+    the address of ``PyExc_TypeError`` for the exception), and neither checks the layout;
+    the GPU lists are the only arrays the engine passes call by call (the others are its
+    own buffers, checked once in :func:`load`), so they are checked here."""
+    at = [i - 1 for i, a in enumerate(ARGS[name]) if a == "gpus"]
+
+    def call(*args: Any) -> Any:
+        for i in at:
+            a = args[i]
+            if not (
+                type(a) is np.ndarray
+                and a.dtype == np.int32
+                and a.ndim == 1
+                and a.flags.c_contiguous
+            ):
+                raise TypeError(
+                    f"{name}: argument {i + 1} must be a contiguous 1-d int32 array, got "
+                    f"{type(a).__name__} {getattr(a, 'dtype', '')}"
+                )
+        return fn(handle, *args)
+
+    return call
 
 
 def status() -> str:
