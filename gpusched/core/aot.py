@@ -16,7 +16,7 @@ for:
 * a digest of the sources compiled into it (:data:`SOURCES`): a checkout whose kernel has
   changed since the install falls back to Numba, which compiles the new source;
 * for each entry point, the key of each argument's type (:func:`type_key`): the compiled
-  wrappers convert arrays without checking their element type, so a run whose state,
+  wrappers check no array's element type, dimensions or layout, so a run whose state,
   configuration, timeline or buffers differ in any array's type, dimensions, layout or
   flags, or any scalar's type, falls back to Numba (which compiles a version for those
   types). The scalars and GPU lists the engine passes at each call are fixed by contract
