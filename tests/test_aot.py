@@ -320,3 +320,12 @@ def test_native_entries_refuse_a_gpu_list_of_another_type(monkeypatch):
     assert eng.state.job_status[0] == QUEUED  # nothing was applied
     assert eng.k.start_on(0, np.array([1], np.int32), 0.0) is True
     assert eng.state.job_status[0] != QUEUED
+
+
+def test_the_entry_lists_are_the_kernels_lists():
+    """The module holds every entry point ``Kernels`` binds, each with its argument kinds."""
+    from gpusched.core.jit import Kernels
+
+    assert set(aot.FUSED) == set(Kernels.OTHERS)
+    assert set(aot.PYTHON) == set(Kernels.PYTHON_PATH)
+    assert set(aot.ARGS) == set(aot.ENTRIES)

@@ -127,7 +127,7 @@ def choice() -> str:
     if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
         return "off"
     value = os.environ.get("GPUSCHED_AOT", "").strip()
-    if value in ("", "auto"):
+    if value == "":
         return "auto"
     if value == "0":
         return "off"
