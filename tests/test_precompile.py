@@ -3,8 +3,8 @@
 Builds a wheel of this checkout as pip does (the build hook compiles every engine path
 into a copy of the package), unpacks it elsewhere, and asks a fresh process whether each
 path's kernels are in Numba's cache there: the cache must move with the package (Numba
-keys it on the source's contents, not on its path or modification time). The fused path's
-kernels compiled ahead of time (``gpusched/core/aot.py``) must be in the wheel too, and a
+keys it on the source's contents, not on its path or modification time). The kernels
+compiled ahead of time (``gpusched/core/aot.py``) must be in the wheel too, and a
 replay from it must run on them without importing Numba.
 """
 
