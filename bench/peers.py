@@ -15,15 +15,14 @@ side once untimed (so both start with their byte code, and gpusched with its com
 kernels, cached, and the files in the page cache), then runs ``--pairs`` pairs per peer and
 policy, each a whole peer process followed at once by the matching whole
 ``gpusched replay TRACE -c CLUSTER -P POLICY -o DIR`` process. Each process is measured from the
-outside (:func:`os.wait4`): wall time, CPU time (user + system, its children included)
+outside (:func:`os.wait4`): wall time, CPU time (user + system, its children included),
 maximum resident memory, and the peak of its private (anonymous) resident memory, sampled
 every 10 ms from ``/proc`` (Linux; the process itself, not its children), with the
 machine's load average before it. Maximum resident memory also counts the pages of the
 shared libraries a process maps, and how many of those are resident moves by tens of MB
 with the page cache (docs/benchmarks.md, "What max RSS counts on this machine"); private
-memory does not.
-The table gives
-each pair's ratio (peer / gpusched) and their median; ``--json FILE`` keeps every run.
+memory does not. The table gives each pair's ratio (peer / gpusched) and their median;
+``--json FILE`` keeps every run.
 
 Workloads (``gpusched trace synth -n N -c CLUSTER``, seed 1, load 0.8)::
 

@@ -46,10 +46,10 @@ def warm_up_cmd() -> None:
     The install compiles them already; this is for when its cache cannot be used
     (NUMBA_CACHE_DIR set, a read-only install, a wheel built elsewhere). It also says
     whether the kernels compiled ahead of time at install are used (they need no Numba
-    at run time). Without it
-    nothing waits: a small run goes on interpreted kernels, and a long run on an empty
-    cache compiles them in the background while it goes on, then uses them. The cache
-    lives beside the installed package, or in NUMBA_CACHE_DIR when that is set.
+    at run time). Without it nothing waits: a small run goes on interpreted kernels, and
+    a long run on an empty cache compiles them in the background while it goes on, then
+    uses them. The cache lives beside the installed package, or in NUMBA_CACHE_DIR when
+    that is set.
     """
     import time
 

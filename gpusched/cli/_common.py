@@ -121,11 +121,10 @@ def _refuse_empty_path(param: Any, value: Any) -> None:
     if kind not in (Path, Path | None, list[Path], list[Path] | None):
         return
     values = value if isinstance(value, (list, tuple)) else [value]
-    if any(isinstance(v, str) and not v.strip() for v in values):
+    blank = next((v for v in values if isinstance(v, str) and not v.strip()), None)
+    if blank is not None:
         raise click_exceptions.BadParameter(
-            f"an empty name {next(v for v in values if isinstance(v, str) and not v.strip())!r}; "
-            "expected a path",
-            param=param,
+            f"an empty name {blank!r}; expected a path", param=param
         )
 
 

@@ -271,17 +271,16 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         done = self._done_buf if self.mode == "python" else None
         if kernels != "interpreted" and self.k.use_native(self.cfg, self._tl_buf, done):
             self._auto = False  # compiled ahead of time: loaded at once (gpusched.core.aot)
-        elif self._auto and len(jobs) > SWITCH.max_jobs:
-            self._cold = not self._compiled_cached()
-            self._auto = self._cold
-            if self._cold:
-                self._compile_in_background()
-        if self.k.native:
-            pass
-        elif kernels == "compiled" or (kernels == "auto" and not self._auto):
-            self._use_compiled(notice if self._cold is not False else None)
         else:
-            self.k.use_interpreted()
+            if self._auto and len(jobs) > SWITCH.max_jobs:
+                self._cold = not self._compiled_cached()
+                self._auto = self._cold
+                if self._cold:
+                    self._compile_in_background()
+            if kernels == "compiled" or (kernels == "auto" and not self._auto):
+                self._use_compiled(notice if self._cold is not False else None)
+            else:
+                self.k.use_interpreted()
         #: the configuration each started job carries (Start.config), for its lifetime
         self._config: dict[int, Any] = {}
         self.view = View(
