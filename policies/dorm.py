@@ -33,14 +33,16 @@ sentence):
   last one, or when the timer ``period`` (s, 0 = off) has run out; otherwise the
   decision changes nothing. Every active job is considered; none is rejected (jobs
   left at the horizon are unfinished).
-* HiGHS stops within ``mip_gap`` (relative, default 0.1 %) of the optimum. A job whose
-  worker or PS fits on no machine gets no workers (it waits). If HiGHS stops at a limit
-  without a feasible answer, nothing changes at that decision.
+* HiGHS solves the MILP to optimality (``mip_gap`` 0 by default; a positive relative gap
+  stops it earlier, at an answer that depends on the search's path). A job whose worker
+  or PS fits on no machine gets no workers (it waits). If HiGHS stops at a limit without
+  a feasible answer, nothing changes at that decision.
 
-Cost: a decision with 30-50 active jobs on 100 machines took 0.1-2 s (nearly all in
-HiGHS), far above a heuristic policy's. Deterministic: no random draws, and HiGHS is
-deterministic under its node limit; only a run that hits ``time_limit`` (a backstop)
-can depend on the machine's speed.
+Cost: a decision at Fig. 7 size (up to 100 active jobs on 100 machines) takes 0.01-1 s,
+nearly all in HiGHS, and about 2 s where the node limit stops it; far above a heuristic
+policy's. Deterministic: no random draws, and HiGHS is deterministic under its node
+limit; only a run that hits ``time_limit`` (a backstop, 60 s: 5,000 nodes took about 2
+s here) can depend on the machine's speed.
 """
 
 from __future__ import annotations
@@ -70,9 +72,9 @@ class DormPolicy:
         fairness: Annotated[float, Range(0, 1)] = 0.1,
         max_adjust: Annotated[int, Range(0, 10_000)] = 2,
         period: Annotated[float, Range(0, 1e9)] = 0.0,
-        time_limit: Annotated[float, Range(0, 86_400, lo_open=True)] = 10.0,
+        time_limit: Annotated[float, Range(0, 86_400, lo_open=True)] = 60.0,
         node_limit: Annotated[int, Range(1, 1e9)] = 5000,
-        mip_gap: Annotated[float, Range(0, 1)] = 1e-3,
+        mip_gap: Annotated[float, Range(0, 1)] = 0.0,
     ) -> None:
         """
         Parameters
@@ -91,7 +93,7 @@ class DormPolicy:
             HiGHS branch-and-bound node limit per decision (>= 1).
         mip_gap
             HiGHS relative MIP gap (>= 0): the answer's objective is within this fraction
-            of the optimum.
+            of the optimum (0: the optimum).
         """
         self.fairness = fairness
         self.max_adjust = max_adjust

@@ -31,25 +31,44 @@ capacity C (``(R,)``):
   ``share + e_i >= bound`` and each unit of shortfall costs :data:`FAIRNESS_WEIGHT` in the
   objective, far more than any utilisation (at most R), so the MILP meets every bound it
   can and otherwise minimises the total shortfall first;
-* adjustment overhead: for running jobs (``n0_i`` their workers now)
-  ``n_i - n0_i <= (F_i - n0_i) z_i`` and ``n0_i - n_i <= n0_i z_i``, and
-  ``sum_i z_i <= max_adjust``; jobs that start are not adjustments. A valid inequality tightens the LP relaxation: a
-  job left alone keeps its shortfall, ``e_i >= (bound_i - share at n0_i) (1 - z_i)``
-  (it halved the solve time on 50 jobs);
+* adjustment overhead: a running job (``n0_i`` workers and ``p0_i`` PSs now, shortfall
+  ``e0_i`` there) either keeps its count (``z_i = 0``) or is resized (``z_i = 1``), and
+  ``sum_i z_i <= max_adjust``; jobs that start are not adjustments;
 * objective: maximise utilisation ``sum_r (sum_i n_i alpha_ir + p_i beta_ir) / C_r``
   minus the fairness penalty, minus :data:`ADJUST_WEIGHT` per adjusted job (a tie-break:
-  among equally good answers, resize fewer jobs; it is below the solver's gap, so a
-  preference only).
+  among equally good answers, resize fewer jobs; it is the size of HiGHS's absolute gap,
+  so a preference only).
 
-Solved by HiGHS (the highspy package, imported on first use) to a relative
-gap on the objective (default 1e-3; proving optimality to 1e-6 took seconds per decision
-with 50 jobs on 100 machines), with a node limit (deterministic) and a time limit (a
-backstop: when it is reached the answer depends on the machine's speed). On one thread
-(``threads = 1``, here and in PD-ORS's LPs, the policies' highspy solvers, which share
-one thread pool per process): its parallel MIP search returns answers that differ with
-the number of threads (15 of 61 MILPs of Fig. 7's Dorm runs, all within the gap), so with
-the default a machine with more cores would give other schedules. (The offline optima,
-through ``scipy.optimize.milp``, use SciPy's own copy of HiGHS.)
+**The formulation** (ours: the problem above, written so that its LP relaxation is
+tight). The choice "kept or resized" is a disjunction, written as its convex hull
+(E. Balas, "Disjunctive programming", Ann. Discrete Math. 5, 1979): ``n_i = n0_i (1 - z_i)
++ m_i``, ``p_i = p0_i (1 - z_i) + q_i`` and ``e_i = e0_i (1 - z_i) + e'_i``, where
+``(m_i, q_i, e'_i)`` is the resized allocation scaled by ``z_i``: ``m_i <= F_i z_i``,
+``0 <= gamma_i q_i - m_i <= m_i^slack z_i`` and ``share(m_i, q_i) + e'_i >= bound_i z_i``.
+A queued job holds nothing and its ``z_i`` is fixed at 1 (``n_i = m_i``). The pinned
+terms go to the capacity's right-hand side and to a constant of the objective. (The first
+version bounded ``|n_i - n0_i|`` by big-M rows ``(F_i - n0_i) z_i`` and ``n0_i z_i`` with
+a valid inequality ``e_i >= e0_i (1 - z_i)``; its LP relaxation let a fraction of
+``z_i`` buy a fraction of the job's whole range, so HiGHS proved far less per node. Both
+have the same optima: on the 61 MILPs of the three Fig. 7 Dorm runs, I = 100, solved to a
+gap of 1e-6, the same 61 answers, in 7.4 s against 13.1 s.)
+
+**Solved to optimality.** HiGHS (the highspy package, imported on first use) runs until
+the gap is closed (``mip_gap`` 0: its absolute gap, 1e-6, stops it), with a node limit
+(deterministic) and a time limit (a backstop, far above the node limit's time: when it is
+reached the answer depends on the machine's speed). An answer short of the optimum
+depends on the search's path, and Dorm's schedules are sensitive to it: with the former
+0.1 % gap, the first formulation's answers moved with any change of the model or of
+HiGHS's options, and a run's total utility by -37 % to +14 % between equivalent models
+(docs/pd-ors.md, Speed). The optimum does not: on the 61 MILPs of the Fig. 7 runs every
+HiGHS option tried (presolve, restarts, RINS/RENS, heuristic effort, branching
+reliability) returns the same 61 answers. Of the 1,676 MILPs of all the PD-ORS
+experiments' Dorm runs (``examples/pd-ors/run.sh``, seeds 1-6), 2 stop at the node limit
+(5,000), within 4.4e-5 of the optimum. On one thread (``threads = 1``, here and in
+PD-ORS's LPs, the policies' highspy solvers, which share one thread pool per process), as
+a parallel search could end on another of equal answers, or, stopped at a limit, on
+another answer. (The offline optima, through ``scipy.optimize.milp``, use SciPy's own
+copy of HiGHS.)
 """
 
 from __future__ import annotations
@@ -139,7 +158,7 @@ def solve_counts(
     max_adjust: int,
     time_limit_s: float,
     node_limit: int,
-    mip_gap: float = 1e-3,
+    mip_gap: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Workers and PSs per active job from Dorm's MILP (module docstring).
 
@@ -178,8 +197,20 @@ def solve_counts(
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     f = max_workers.astype(np.float64)
     inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
-    # x = [n (k) | p (k) | z (k) | e (k)]
-    n_, p_, z_, e_ = (slice(i * k, (i + 1) * k) for i in range(4))
+    run = np.asarray(running, dtype=bool)
+    # what each job holds now (nothing for a queued one): n0, p0 and its shortfall e0
+    n0 = np.where(run, current, 0).astype(np.float64)
+    p0 = np.where(run, ps_count(current, gamma), 0).astype(np.float64)
+    r = dominant(worker, ps, gamma, cap)
+    rows_k = np.arange(k)
+    bound = fair_bounds(worker, ps, gamma, max_workers, cap, slack)
+    share_w = worker[rows_k, r] * inv[r]
+    share_p = ps[rows_k, r] * inv[r]
+    e0 = np.where(run, np.maximum(bound - (share_w * n0 + share_p * p0), 0.0), 0.0)
+    # x = [m (k) | q (k) | z (k) | e (k)]: the counts are n = n0 (1 - z) + m and
+    # p = p0 (1 - z) + q, the shortfall e0 (1 - z) + e (e: the resized allocation's, e'
+    # in the module docstring); a queued job's z is fixed at 1
+    m_, q_, z_, e_ = (slice(i * k, (i + 1) * k) for i in range(4))
     eye = np.eye(k)
     rows: list[np.ndarray] = []
     lo: list[np.ndarray] = []
@@ -194,40 +225,54 @@ def solve_counts(
         hi.append(upper)
 
     inf = np.full(k, np.inf)
-    # capacity: sum_i n_i alpha_ir + p_i beta_ir <= C_r
-    add([(n_, worker.T), (p_, ps.T)], np.full(n_res, -np.inf), cap.astype(np.float64))
-    # ratio: 0 <= gamma_i p_i - n_i <= m_i  (p_i = ceil(n_i / gamma_i))
-    add([(n_, -eye), (p_, np.diag(gamma))], np.zeros(k), _ratio_slack(gamma, max_workers))
-    # fairness: share of r*_i + e_i >= bound_i
-    r = dominant(worker, ps, gamma, cap)
-    rows_k = np.arange(k)
-    bound = fair_bounds(worker, ps, gamma, max_workers, cap, slack)
-    share_w = worker[rows_k, r] * inv[r]
-    share_p = ps[rows_k, r] * inv[r]
-    add([(n_, np.diag(share_w)), (p_, np.diag(share_p)), (e_, eye)], bound, inf)
-    # adjustment, running jobs: n_i - (F_i - n0_i) z_i <= n0_i and n_i + n0_i z_i >= n0_i
-    # (z_i = 0 pins n_i = n0_i); rows of queued jobs are left free
-    cur = current.astype(np.float64)
-    add([(n_, eye), (z_, -np.diag(f - cur))], -inf, np.where(running, cur, np.inf))
-    add([(n_, eye), (z_, np.diag(cur))], np.where(running, cur, -np.inf), inf)
-    # valid, and tightens the LP: a pinned job keeps its shortfall, e_i >= g_i (1 - z_i)
-    # with g_i = bound_i - share of r*_i at n0_i (when positive)
-    held_share = share_w * cur + share_p * ps_count(current, gamma)
-    g = np.where(running, np.maximum(bound - held_share, 0.0), 0.0)
-    add([(z_, np.diag(g)), (e_, eye)], g, inf)
-    # sum_i z_i <= max_adjust
-    add([(z_, np.ones((1, k)))], np.array([-np.inf]), np.array([float(max_adjust)]))
+    zero = np.zeros(k)
+    # capacity: sum_i n_i alpha_ir + p_i beta_ir <= C_r, what the pinned jobs hold moved right
+    held = n0[:, None] * worker + p0[:, None] * ps
+    add(
+        [(m_, worker.T), (q_, ps.T), (z_, -held.T)],
+        np.full(n_res, -np.inf),
+        cap.astype(np.float64) - held.sum(axis=0),
+    )
+    # the resized allocation, scaled by z (0 when pinned): m <= F z and, for the PSs at
+    # the ratio, 0 <= gamma q - m <= m_slack z (q = ceil(m / gamma))
+    add([(m_, eye), (z_, -np.diag(f))], -inf, zero)
+    add([(m_, -eye), (q_, np.diag(gamma))], zero, inf)
+    add(
+        [(m_, -eye), (q_, np.diag(gamma)), (z_, -np.diag(_ratio_slack(gamma, max_workers)))],
+        -inf,
+        zero,
+    )
+    # fairness of the resized allocation: its share of r*_i + e_i >= bound_i z
+    add(
+        [(m_, np.diag(share_w)), (q_, np.diag(share_p)), (e_, eye), (z_, -np.diag(bound))],
+        zero,
+        inf,
+    )
+    # sum over running jobs of z_i <= max_adjust
+    add([(z_, run[None, :].astype(np.float64))], np.array([-np.inf]), np.array([float(max_adjust)]))
 
     util_w = worker @ inv
     util_p = ps @ inv
-    c = np.concatenate([-util_w, -util_p, np.full(k, ADJUST_WEIGHT), np.full(k, FAIRNESS_WEIGHT)])
-    upper = np.concatenate(
-        [f, ps_count(max_workers, gamma).astype(np.float64), running.astype(np.float64), bound]
+    # objective -utilisation + FAIRNESS_WEIGHT shortfall + ADJUST_WEIGHT adjusted, with
+    # the pinned terms n0, p0, e0 (1 - z) split into a constant (the offset) and z's cost
+    pinned = n0 * util_w + p0 * util_p
+    c = np.concatenate(
+        [
+            -util_w,
+            -util_p,
+            pinned - FAIRNESS_WEIGHT * e0 + ADJUST_WEIGHT * run,
+            np.full(k, FAIRNESS_WEIGHT),
+        ]
     )
+    offset = float(FAIRNESS_WEIGHT * e0.sum() - pinned.sum())
+    lower = np.concatenate([zero, zero, np.where(run, 0.0, 1.0), zero])
+    upper = np.concatenate([f, ps_count(max_workers, gamma).astype(np.float64), np.ones(k), bound])
     integrality = np.concatenate([np.ones(3 * k), np.zeros(k)])
     x = _solve_milp(
         c,
+        offset,
         integrality,
+        lower,
         upper,
         np.vstack(rows),
         np.concatenate(lo),
@@ -238,12 +283,15 @@ def solve_counts(
     )
     if x is None:
         return None
-    return np.rint(x[n_]).astype(np.int64), np.rint(x[p_]).astype(np.int64)
+    z = np.rint(x[z_])
+    n = np.rint(n0 * (1.0 - z) + x[m_]).astype(np.int64)
+    return n, ps_count(n, gamma)
 
 
 #: HiGHS options for these MILPs: presolve, restarts and the RINS/RENS heuristics cost more
-#: than they save on them (measured: about 35 % less time on the Fig. 7 instances, same
-#: answers within the gap)
+#: than they saved on the former model (about 35 % less time on the Fig. 7 instances); on
+#: this one, at gap 0, presolve moves a run's time by -30 % to +17 % (Fig. 7, seeds 1-6) and
+#: an answer only where the node limit stops the search, so the options stay
 _OPTIONS: dict[str, bool | int | str] = {
     "threads": 1,
     "presolve": "off",
@@ -255,7 +303,9 @@ _OPTIONS: dict[str, bool | int | str] = {
 
 def _solve_milp(
     c: np.ndarray,
+    offset: float,
     integrality: np.ndarray,
+    lower: np.ndarray,
     upper: np.ndarray,
     a: np.ndarray,
     lo: np.ndarray,
@@ -265,8 +315,8 @@ def _solve_milp(
     node_limit: int,
     mip_gap: float,
 ) -> np.ndarray | None:
-    """``min c x`` s.t. ``lo <= a x <= hi``, ``0 <= x <= upper``, integral where
-    ``integrality``, by HiGHS (a fresh solver: its answer depends on the data only); the
+    """``min c x + offset`` s.t. ``lo <= a x <= hi``, ``lower <= x <= upper``, integral
+    where ``integrality``, by HiGHS (a fresh solver: its answer depends on the data only); the
     best solution found, or None without one."""
     from highspy import _core
 
@@ -274,7 +324,8 @@ def _solve_milp(
     cols, rows = np.nonzero(a.T)  # column-wise storage
     lp = _core.HighsLp()
     lp.num_col_, lp.num_row_ = n, m
-    lp.col_cost_, lp.col_lower_, lp.col_upper_ = c, np.zeros(n), upper.astype(np.float64)
+    lp.col_cost_, lp.offset_ = c, offset
+    lp.col_lower_, lp.col_upper_ = lower.astype(np.float64), upper.astype(np.float64)
     lp.row_lower_, lp.row_upper_ = lo.astype(np.float64), hi.astype(np.float64)
     lp.a_matrix_.format_ = _core.MatrixFormat.kColwise
     lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n, m
