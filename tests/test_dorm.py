@@ -96,32 +96,36 @@ def test_milp_split_by_hand():
     assert [x.tolist() for x in unfair] == [[13, 0], [7, 0]]
 
 
-# Running jobs (PSs without demand, gamma = 2; capacity TOTAL). Utilisation per worker:
-# (1, 2, 4, 5) 0.16875, (0, 2, 1, 1) 0.0628, (0, 1, 1, 1) 0.0378.
-NO_PS = np.zeros((3, 4))
-
-
-@pytest.mark.parametrize(
-    ("max_adjust", "expected"), [(0, [1, 1, 1]), (1, [4, 1, 1]), (2, [4, 4, 1]), (3, [4, 4, 4])]
-)
-def test_at_most_max_adjust_running_jobs_grow_the_most_useful_first(max_adjust, expected):
-    # no fairness; all three at F = 4 fit (16 of 40 CPUs), so each wants to grow from 1
-    w = np.array([[1, 2, 4, 5], [0, 2, 1, 1], [0, 1, 1, 1]], dtype=float)
+def running_counts(worker, max_workers, current, *, slack, max_adjust) -> list[int]:
+    """Workers per job from the MILP, every job running with PSs of no demand (gamma 2)."""
+    k = len(current)
     got = solve_counts(
-        w,
-        NO_PS,
-        np.full(3, 2.0),
-        np.full(3, 4),
+        np.array(worker, dtype=float),
+        np.zeros((k, 4)),
+        np.full(k, 2.0),
+        np.array(max_workers),
         TOTAL,
-        np.ones(3, int),
-        np.ones(3, bool),
-        slack=1.0,
+        np.array(current),
+        np.ones(k, bool),
+        slack=slack,
         max_adjust=max_adjust,
         time_limit_s=10.0,
         node_limit=1000,
     )
     assert got is not None
-    assert got[0].tolist() == expected
+    return got[0].tolist()
+
+
+# Utilisation per worker (sum of demand / TOTAL): (1, 2, 4, 5) 0.16875, (0, 2, 1, 1)
+# 0.0628, (0, 1, 1, 1) 0.0378.
+@pytest.mark.parametrize(
+    ("max_adjust", "expected"), [(0, [1, 1, 1]), (1, [4, 1, 1]), (2, [4, 4, 1]), (3, [4, 4, 4])]
+)
+def test_at_most_max_adjust_running_jobs_grow_the_most_useful_first(max_adjust, expected):
+    # no fairness; all three at F = 4 fit (16 of 40 CPUs), so each wants to grow from 1
+    w = [[1, 2, 4, 5], [0, 2, 1, 1], [0, 1, 1, 1]]
+    got = running_counts(w, [4, 4, 4], [1, 1, 1], slack=1.0, max_adjust=max_adjust)
+    assert got == expected
 
 
 @pytest.mark.parametrize(("max_adjust", "expected"), [(1, [8, 8]), (2, [8, 12])])
@@ -131,22 +135,8 @@ def test_resizing_a_running_job_ends_its_shortfall(max_adjust, expected):
     # GPU-dominant (0.0625): bound 0.45 needs 8, which it runs. One resize: A to 8 (ends
     # 0.31 of shortfall) beats B to 16 (+1.35 utilisation). Two: also B, to 12 (CPUs: 16 +
     # 2 n_B <= 40).
-    w = np.array([[0, 2, 1, 1], [1, 2, 4, 5]], dtype=float)
-    got = solve_counts(
-        w,
-        NO_PS[:2],
-        np.full(2, 2.0),
-        np.array([8, 16]),
-        TOTAL,
-        np.array([1, 8]),
-        np.ones(2, bool),
-        slack=0.1,
-        max_adjust=max_adjust,
-        time_limit_s=10.0,
-        node_limit=1000,
-    )
-    assert got is not None
-    assert got[0].tolist() == expected
+    w = [[0, 2, 1, 1], [1, 2, 4, 5]]
+    assert running_counts(w, [8, 16], [1, 8], slack=0.1, max_adjust=max_adjust) == expected
 
 
 def test_engine_places_the_hand_split_round_robin():
