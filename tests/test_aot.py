@@ -274,11 +274,16 @@ def test_type_keys_tell_apart_what_numba_types_apart():
 
 
 def test_the_handle_lays_the_state_out_as_numba_does(monkeypatch):
-    """aot.Handle (no Numba) and stateref.StateHandle (Numba's data model) agree."""
+    """aot.Handle (no Numba) and stateref.StateHandle lay the state out alike, by
+    aot.array_words, whose field order StateHandle checks against Numba's data model."""
     from gpusched.core import stateref
 
     eng = _small(monkeypatch, "0")
     assert np.array_equal(aot.Handle(eng.state)._words, stateref.StateHandle(eng.state)._words)
+    order = stateref._ARRAY_FIELDS
+    monkeypatch.setattr(stateref, "_ARRAY_FIELDS", (order[1], order[0], *order[2:]))
+    with pytest.raises(TypeError, match="not an array Numba lays out as expected"):
+        stateref.StateHandle(eng.state)
 
 
 def test_warm_up_says_whether_they_are_used(monkeypatch):

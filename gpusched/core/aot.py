@@ -169,7 +169,7 @@ def type_key(value: Any) -> str:
     raise TypeError(f"a value of type {type(value).__name__}")
 
 
-def _array_words(a: np.ndarray) -> list[int]:
+def array_words(a: np.ndarray) -> list[int]:
     """Numba's array descriptor: meminfo, parent, size, item size, data, shape, strides."""
     return [0, 0, a.size, a.itemsize, a.ctypes.data, *a.shape, *a.strides]
 
@@ -177,8 +177,8 @@ def _array_words(a: np.ndarray) -> list[int]:
 class Handle:
     """The state as the compiled entry points read it: the arrays' descriptors laid out in
     a block of words whose address they take (what
-    :class:`gpusched.core.stateref.StateHandle` builds with Numba's help; the build checks
-    that the two agree). The handle keeps the state alive; its arrays never move or
+    :class:`gpusched.core.stateref.StateHandle` builds with Numba's help, from
+    :func:`array_words` too, checked against Numba's data model). The handle keeps the state alive; its arrays never move or
     change shape during a run."""
 
     __slots__ = ("address", "state", "_words")
@@ -186,7 +186,7 @@ class Handle:
     def __init__(self, state: Any) -> None:
         words: list[int] = []
         for a in state:
-            words += _array_words(a)
+            words += array_words(a)
         self._words = np.array(words, dtype=np.intp)
         self.address = int(self._words.ctypes.data)
         self.state = state

@@ -34,6 +34,8 @@ from numba.core.imputils import impl_ret_borrowed
 from numba.core.registry import CPUDispatcher
 from numba.core.typing.templates import AttributeTemplate, infer_getattr
 
+from gpusched.core.aot import array_words
+
 #: False under ``NUMBA_DISABLE_JIT=1`` (the kernels are then plain functions, given the tuple)
 JIT = not config.DISABLE_JIT  # type: ignore[attr-defined]
 
@@ -120,7 +122,7 @@ class StateHandle:
             model = default_manager.lookup(t)
             if not isinstance(t, types.Array) or model._fields != _ARRAY_FIELDS:
                 raise TypeError(f"state field {name}: not an array Numba lays out as expected")
-            words += [0, 0, a.size, a.itemsize, a.ctypes.data, *a.shape, *a.strides]
+            words += array_words(a)
         llty = default_manager.lookup(tt).get_value_type()
         if 8 * len(words) != sum(_words_of(e) for e in llty.elements) * 8:
             raise TypeError("the state's layout is not the one compiled kernels read")
