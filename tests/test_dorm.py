@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusched.algorithms.dorm_milp import ADJUST_WEIGHT, FAIRNESS_WEIGHT, solve_counts
+from gpusched.algorithms.dorm_milp import ADJUST_WEIGHT, FAIRNESS_WEIGHT, _bound_cut, solve_counts
 from gpusched.core.ledger import capacities
 from gpusched.core.registry import load_policy_class, make_policy
 from gpusched.core.state import FINISHED, REJECTED
@@ -229,6 +229,38 @@ def test_milp_matches_brute_force(k, data, slack, max_adjust):
     assert (got != cur)[running].sum() <= max_adjust
     best = min(feasible)
     assert objective(got) == pytest.approx(best, rel=1e-6, abs=1e-7)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    share_w=st.floats(0.001, 0.2),
+    share_p=st.floats(0.0, 0.2),
+    gamma=st.sampled_from([1.0, 1.5, 2.0, 3.0, 7.0]),
+    big_f=st.integers(0, 40),
+    frac=st.floats(0.0, 1.0),
+)
+def test_the_rounding_cut_holds_at_every_count_and_is_the_steepest(
+    share_w, share_p, gamma, big_f, frac
+):
+    def share(n):
+        return share_w * n + share_p * ceil_ps(n, gamma)
+
+    bound = frac * share(big_f)  # the bound is at most the share at F
+    slope, n2 = _bound_cut(
+        np.array([share_w]),
+        np.array([share_p]),
+        np.array([gamma]),
+        np.array([big_f]),
+        np.array([bound]),
+    )
+    t, first = float(slope[0]), int(n2[0])
+    short = [max(0.0, bound - share(n)) for n in range(big_f + 1)]
+    assert all(t * (first - n) <= short[n] + 1e-12 for n in range(big_f + 1))  # valid
+    if t > 0:
+        assert first == min(n for n in range(big_f + 1) if bound - share(n) <= 0)
+        assert any(abs(t * (first - n) - short[n]) < 1e-12 for n in range(first))  # steepest
+    else:
+        assert first == 0 or bound - share(0) <= 0
 
 
 # --- through the engine ---------------------------------------------------------------------

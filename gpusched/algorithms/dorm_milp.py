@@ -48,10 +48,15 @@ tight). The choice "kept or resized" is a disjunction, written as its convex hul
 A queued job holds nothing and its ``z_i`` is fixed at 1 (``n_i = m_i``). The pinned
 terms go to the capacity's right-hand side and to a constant of the objective. (The first
 version bounded ``|n_i - n0_i|`` by big-M rows ``(F_i - n0_i) z_i`` and ``n0_i z_i`` with
-a valid inequality ``e_i >= e0_i (1 - z_i)``; its LP relaxation let a fraction of
-``z_i`` buy a fraction of the job's whole range, so HiGHS proved far less per node. Both
-have the same optima: on the 61 MILPs of the three Fig. 7 Dorm runs, I = 100, solved to a
-gap of 1e-6, the same 61 answers, in 7.4 s against 13.1 s.)
+a valid inequality ``e_i >= e0_i (1 - z_i)``; its LP relaxation let a fraction of ``z_i``
+buy a fraction of the job's whole range, so HiGHS proved far less per node. Both have the
+same optima: on the 61 MILPs of the three Fig. 7 Dorm runs, I = 100, solved to a gap of
+1e-6, the same 61 answers, in 7.4 s against 13.1 s.) One family of valid inequalities
+then cuts the LP's fractional counts just below the fairness bound (an integer rounding
+cut): with ``n2_i`` the fewest workers that meet ``bound_i``, ``e'_i >= t_i (n2_i z_i -
+m_i)``, ``t_i`` the steepest slope for which it holds at every whole count
+(:func:`_bound_cut`). It took 18 % off the solve time of the Fig. 7 runs' 61 MILPs, with
+the same answers.
 
 **Solved to optimality.** HiGHS (the highspy package, imported on first use) runs until
 the gap is closed (``mip_gap`` 0: its absolute gap, 1e-6, stops it), with a node limit
@@ -248,6 +253,10 @@ def solve_counts(
         zero,
         inf,
     )
+    # valid, and tightens the LP: the rounding cut at the fairness bound,
+    # e_i >= t_i (n2_i z_i - m_i) (see _bound_cut)
+    slope, n2 = _bound_cut(share_w, share_p, gamma, max_workers, bound)
+    add([(m_, np.diag(slope)), (e_, eye), (z_, -np.diag(slope * n2))], zero, inf)
     # sum over running jobs of z_i <= max_adjust
     add([(z_, run[None, :].astype(np.float64))], np.array([-np.inf]), np.array([float(max_adjust)]))
 
@@ -286,6 +295,34 @@ def solve_counts(
     z = np.rint(x[z_])
     n = np.rint(n0 * (1.0 - z) + x[m_]).astype(np.int64)
     return n, ps_count(n, gamma)
+
+
+def _bound_cut(
+    share_w: np.ndarray,
+    share_p: np.ndarray,
+    gamma: np.ndarray,
+    max_workers: np.ndarray,
+    bound: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per job, the slope t and the count n2 of the cut ``e >= t (n2 - n)`` (the module
+    docstring; 0 and 0 where there is none).
+
+    n2 is the fewest workers whose share (with their PSs) meets the bound, and t the
+    steepest slope through (n2, 0) that stays below the shortfall ``bound - share(n)`` at
+    every whole n < n2. At n >= n2 the cut asks for no more than ``e >= 0``, so it holds at
+    every whole count: it only removes the LP's fractional counts just below n2.
+    """
+    k = bound.shape[0]
+    slope, n2 = np.zeros(k), np.zeros(k)
+    for i in range(k):
+        n = np.arange(int(max_workers[i]) + 1)
+        short = bound[i] - (share_w[i] * n + share_p[i] * ps_count(n, np.full(n.size, gamma[i])))
+        met = np.flatnonzero(short <= 0.0)
+        if met.size and met[0] > 0:
+            first = int(met[0])
+            slope[i] = max(float(np.min(short[:first] / (first - n[:first]))), 0.0)
+            n2[i] = first
+    return slope, n2
 
 
 #: HiGHS options for these MILPs: presolve, restarts and the RINS/RENS heuristics cost more
