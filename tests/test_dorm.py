@@ -209,7 +209,7 @@ def test_milp_matches_brute_force(k, data, slack, max_adjust):
         n = np.array(n)
         if (held(n) <= cap + 1e-9).all() and (n != cur)[running].sum() <= max_adjust:
             feasible.append(objective(n))
-    got = solve_counts(  # at the default gap (1e-6): the optimum
+    got = solve_counts(  # at the default gap (0): the optimum
         w,
         p,
         gamma,

@@ -177,9 +177,9 @@ def array_words(a: np.ndarray) -> list[int]:
 class Handle:
     """The state as the compiled entry points read it: the arrays' descriptors laid out in
     a block of words whose address they take (what
-    :class:`gpusched.core.stateref.StateHandle` builds with Numba's help, from
-    :func:`array_words` too, checked against Numba's data model). The handle keeps the state alive; its arrays never move or
-    change shape during a run."""
+    :class:`gpusched.core.stateref.StateHandle` builds with Numba's help, also from
+    :func:`array_words`, whose field order it checks against Numba's data model). The
+    handle keeps the state alive; its arrays never move or change shape during a run."""
 
     __slots__ = ("address", "state", "_words")
 
