@@ -207,10 +207,10 @@ def _needed(fused_entry: str, python: bool) -> list[str]:
 
 
 def _find(
-    state: Any, cfg: Any, tl: Any, fused_entry: str, done: Any = None
+    state: Any, cfg: Any, tl: Any, names: list[str], done: Any = None
 ) -> tuple[ModuleType | None, str]:
-    """The compiled module if it fits this run (the Python path's if ``done`` is given),
-    else None and why not."""
+    """The compiled module if its entries ``names`` (:func:`_needed`) fit this run (``done``
+    given for the Python path's), else None and why not."""
     if not META.is_file():
         return None, f"{META.name} is missing (the install did not build these kernels)"
     try:
@@ -221,7 +221,6 @@ def _find(
         return None, f"{META.name} is unreadable ({e})"
     if digest != source_digest():
         return None, "the kernel's sources changed since they were built"
-    names = _needed(fused_entry, done is not None)
     if done is None:
         done = np.empty(0, np.int32)  # (no entry the fused path binds takes it)
     for name in names:
@@ -253,14 +252,15 @@ def load(
     how = choice()
     if how == "off":
         return None
-    module, why = _find(state, cfg, tl, fused_entry, done)
+    names = _needed(fused_entry, done is not None)
+    module, why = _find(state, cfg, tl, names, done)
     if module is None:
         if how == "required":
             raise NotUsable(f"GPUSCHED_AOT=1, but the ahead-of-time kernels do not fit: {why}")
         return None
     handle = Handle(state)
     bound: dict[str, Any] = {}
-    for name in _needed(fused_entry, done is not None):
+    for name in names:
         fn = getattr(module, name)
         if "gpus" in ARGS[name]:
             bound[name] = _checked(name, fn, handle)
@@ -310,7 +310,8 @@ def status() -> str:
     for path in ("fused", "python"):
         eng = _warm_up_engine(path, "interpreted")
         done = eng._done_buf if path == "python" else None
-        module, why = _find(eng.state, eng.cfg, eng._tl_buf, "run_fused", done)
+        names = _needed("run_fused", done is not None)
+        module, why = _find(eng.state, eng.cfg, eng._tl_buf, names, done)
         if module is None:
             return f"not used: {why} (rebuild them: python -m gpusched.core.aot_build)"
     return "in use (the engine's kernels load without importing Numba)"
