@@ -18,7 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusched.algorithms.dorm_milp import ADJUST_WEIGHT, FAIRNESS_WEIGHT, _bound_cut, solve_counts
+from gpusched.algorithms.dorm_milp import (
+    ADJUST_WEIGHT,
+    FAIRNESS_WEIGHT,
+    _bound_cut,
+    _ratio_slack,
+    solve_counts,
+)
 from gpusched.core.ledger import capacities
 from gpusched.core.registry import load_policy_class, make_policy
 from gpusched.core.state import FINISHED, REJECTED
@@ -261,6 +267,27 @@ def test_the_rounding_cut_holds_at_every_count_and_is_the_steepest(
         assert any(abs(t * (first - n) - short[n]) < 1e-12 for n in range(first))  # steepest
     else:
         assert first == 0 or bound - share(0) <= 0
+
+
+
+@pytest.mark.parametrize("top", [40, 3_000_000])  # one block; one job per block
+def test_the_cut_and_the_ps_slack_of_many_jobs_are_each_jobs_own(top):
+    rng = np.random.default_rng(7)
+    k = 12
+    f = rng.integers(0, 60, k)
+    f[3] = top
+    gamma = rng.choice([1.0, 1.5, 2.0, 3.0, 7.0], k)
+    share_w, share_p = rng.uniform(1e-7, 0.05, k), rng.uniform(0.0, 0.05, k)
+    bound = rng.uniform(0.0, 0.5, k)
+    share_w[3], share_p[3], bound[3] = 0.3 / top, 0.0, 0.2  # its bound needs 2/3 of F
+    slope, n2 = _bound_cut(share_w, share_p, gamma, f, bound)
+    slack = _ratio_slack(gamma, f)
+    for i in range(k):
+        one = slice(i, i + 1)
+        alone = _bound_cut(share_w[one], share_p[one], gamma[one], f[one], bound[one])
+        assert (slope[i], n2[i]) == (alone[0][0], alone[1][0])
+        assert slack[i] == _ratio_slack(gamma[one], f[one])[0]
+    assert slope[3] > 0 and n2[3] >= 2 * top // 3  # the big job's cut is there
 
 
 # --- through the engine ---------------------------------------------------------------------

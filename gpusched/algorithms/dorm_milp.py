@@ -78,6 +78,8 @@ copy of HiGHS.)
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 __all__ = [
@@ -139,15 +141,29 @@ def fair_bounds(
     return np.asarray((1.0 - slack) * np.minimum(1.0 / max(k, 1), at_max), dtype=np.float64)
 
 
+def _counts_grid(
+    gamma: np.ndarray, max_workers: np.ndarray
+) -> Iterator[tuple[slice, np.ndarray, np.ndarray, np.ndarray]]:
+    """Every whole count of every job, a block of jobs at a time (about a million counts
+    a block): the block's rows, its ``(rows, max F + 1)`` workers n, their PSs
+    (:func:`ps_count`) and a mask of the counts in [0, F_i]."""
+    top = int(max_workers.max()) if max_workers.size else 0
+    step = max(1, (1 << 20) // (top + 1))
+    for start in range(0, gamma.shape[0], step):
+        rows = slice(start, start + step)
+        g = gamma[rows]
+        n = np.broadcast_to(np.arange(top + 1), (g.shape[0], top + 1))
+        ps = np.where(n > 0, np.ceil(n / g[:, None] - 1e-9), 0).astype(np.int64)
+        yield rows, n, ps, n <= max_workers[rows, None]
+
+
 def _ratio_slack(gamma: np.ndarray, max_workers: np.ndarray) -> np.ndarray:
     """``m_i`` of ``gamma p <= n + m``: halfway between the largest rounding gap
     ``gamma ceil(n / gamma) - n`` over n in [0, F_i] and gamma_i."""
-    out = np.empty(gamma.shape[0])
-    for i, (g, f) in enumerate(zip(gamma.tolist(), max_workers.tolist(), strict=True)):
-        n = np.arange(int(f) + 1)
-        gap = float((g * ps_count(n, np.full(n.size, g)) - n).max())
-        out[i] = (gap + g) / 2.0
-    return out
+    gap = np.empty(gamma.shape[0])
+    for rows, n, ps, valid in _counts_grid(gamma, max_workers):
+        gap[rows] = np.where(valid, gamma[rows, None] * ps - n, -np.inf).max(axis=1)
+    return np.asarray((gap + gamma) / 2.0, dtype=np.float64)
 
 
 def solve_counts(
@@ -312,16 +328,16 @@ def _bound_cut(
     every whole n < n2. At n >= n2 the cut asks for no more than ``e >= 0``, so it holds at
     every whole count: it only removes the LP's fractional counts just below n2.
     """
-    k = bound.shape[0]
-    slope, n2 = np.zeros(k), np.zeros(k)
-    for i in range(k):
-        n = np.arange(int(max_workers[i]) + 1)
-        short = bound[i] - (share_w[i] * n + share_p[i] * ps_count(n, np.full(n.size, gamma[i])))
-        met = np.flatnonzero(short <= 0.0)
-        if met.size and met[0] > 0:
-            first = int(met[0])
-            slope[i] = max(float(np.min(short[:first] / (first - n[:first]))), 0.0)
-            n2[i] = first
+    slope, n2 = np.zeros(bound.shape[0]), np.zeros(bound.shape[0])
+    for rows, n, ps, valid in _counts_grid(gamma, max_workers):
+        short = bound[rows, None] - (share_w[rows, None] * n + share_p[rows, None] * ps)
+        met = valid & (short <= 0.0)
+        first = np.where(met.any(axis=1), met.argmax(axis=1), 0)
+        below = n < first[:, None]  # the counts short of n2 (none where n2 is 0 or unmet)
+        steep = np.where(below, short / np.where(below, first[:, None] - n, 1), np.inf)
+        cut = first > 0
+        slope[rows] = np.where(cut, np.maximum(steep.min(axis=1), 0.0), 0.0)
+        n2[rows] = np.where(cut, first, 0)
     return slope, n2
 
 
