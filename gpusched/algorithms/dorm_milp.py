@@ -71,12 +71,12 @@ reliability) returns the same 61 answers. Of the 1,676 MILPs of all the PD-ORS
 experiments' Dorm runs (``examples/pd-ors/run.sh``, seeds 1-6), one stops at the node
 limit (5,000), within 1.4e-5 of the optimum. "The optimum" holds up to HiGHS's
 tolerances: with cut separation off below the root, one of the 1,676 MILPs returned
-another answer whose objective is 2.2e-7 away, too close for HiGHS to tell apart even at an
-absolute gap of 1e-9 (that run's schedule then moved; its total utility did not). HiGHS runs on one thread (``threads = 1``,
-here and in PD-ORS's LPs, the policies' highspy solvers, which share one thread pool per
-process): a parallel search could end on another of equal answers, or, stopped at a
-limit, on another answer. (The offline optima, through ``scipy.optimize.milp``, use SciPy's own
-copy of HiGHS.)
+another answer whose objective is 2.2e-7 away, too close for HiGHS to tell apart even at
+an absolute gap of 1e-9 (that run's schedule then moved; its total utility did not).
+HiGHS runs on one thread (``threads = 1``, here and in PD-ORS's LPs, the policies'
+highspy solvers, which share one thread pool per process): a parallel search could end
+on another of equal answers, or, stopped at a limit, on another answer. (The offline
+optima, through ``scipy.optimize.milp``, use SciPy's own copy of HiGHS.)
 """
 
 from __future__ import annotations
@@ -146,18 +146,24 @@ def fair_bounds(
 
 def _counts_grid(
     gamma: np.ndarray, max_workers: np.ndarray
-) -> Iterator[tuple[slice, np.ndarray, np.ndarray, np.ndarray]]:
-    """Every whole count of every job, a block of jobs at a time (about a million counts
-    a block): the block's rows, its ``(rows, max F + 1)`` workers n, their PSs
-    (:func:`ps_count`) and a mask of the counts in [0, F_i]."""
-    top = int(max_workers.max()) if max_workers.size else 0
-    step = max(1, (1 << 20) // (top + 1))
-    for start in range(0, gamma.shape[0], step):
-        rows = slice(start, start + step)
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Every whole count of every job, a block of jobs with similar F at a time (at most
+    about a million counts a block, or one job): the block's rows, its ``(rows, its
+    largest F + 1)`` workers n, their PSs (:func:`ps_count`) and a mask of the counts in
+    [0, F_i]."""
+    order = np.argsort(max_workers, kind="stable")
+    f = max_workers[order].astype(np.int64)
+    start = 0
+    while start < f.size:
+        end = start + 1
+        while end < f.size and (end - start + 1) * (f[end] + 1) <= 1 << 20:
+            end += 1
+        rows, top = order[start:end], int(f[end - 1])
         g = gamma[rows]
-        n = np.broadcast_to(np.arange(top + 1), (g.shape[0], top + 1))
+        n = np.broadcast_to(np.arange(top + 1), (rows.size, top + 1))
         ps = np.where(n > 0, np.ceil(n / g[:, None] - 1e-9), 0).astype(np.int64)
         yield rows, n, ps, n <= max_workers[rows, None]
+        start = end
 
 
 def _ratio_slack(gamma: np.ndarray, max_workers: np.ndarray) -> np.ndarray:
