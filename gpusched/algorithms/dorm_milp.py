@@ -70,10 +70,10 @@ HiGHS option tried (presolve, restarts, RINS/RENS, heuristic effort, branching
 reliability) returns the same 61 answers. Of the 1,676 MILPs of all the PD-ORS
 experiments' Dorm runs (``examples/pd-ors/run.sh``, seeds 1-6), one stops at the node
 limit (5,000), within a relative 1.4e-5 of the optimum (5.8e-5 of 4.0; an answer 4.8e-5
-better exists). "The optimum" holds up to HiGHS's
-tolerances: with cut separation off below the root, one of the 1,676 MILPs returned
-another answer whose objective is 2.2e-7 away, too close for HiGHS to tell apart even at
-an absolute gap of 1e-9 (that run's schedule then moved; its total utility did not).
+better exists). "The optimum" holds up to HiGHS's tolerances: with cut separation off
+below the root, one of the 1,676 MILPs returned another answer whose objective is 2.2e-7
+away, too close for HiGHS to tell apart even at an absolute gap of 1e-9 (that run's
+schedule then moved; its total utility did not).
 HiGHS runs on one thread (``threads = 1``, here and in PD-ORS's LPs, the policies'
 highspy solvers, which share one thread pool per process): a parallel search could end
 on another of equal answers, or, stopped at a limit, on another answer. (The offline
