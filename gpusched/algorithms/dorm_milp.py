@@ -160,10 +160,8 @@ def _counts_grid(
         while end < f.size and (end - start + 1) * (f[end] + 1) <= 1 << 20:
             end += 1
         rows, top = order[start:end], int(f[end - 1])
-        g = gamma[rows]
         n = np.broadcast_to(np.arange(top + 1), (rows.size, top + 1))
-        ps = np.where(n > 0, np.ceil(n / g[:, None] - 1e-9), 0).astype(np.int64)
-        yield rows, n, ps, n <= max_workers[rows, None]
+        yield rows, n, ps_count(n, gamma[rows, None]), n <= max_workers[rows, None]
         start = end
 
 
