@@ -80,7 +80,7 @@ def record(seeds: list[int], only: str = "", out: Callable[[dict[str, Any]], Non
         last.clear()
         t0 = time.process_time()
         got = solve(*args, **kwargs)
-        workers = [] if got is None else got[0].tolist()
+        workers = [] if got.workers is None else got.workers.tolist()
         out(
             {
                 "run": current,

@@ -42,7 +42,9 @@ Cost: a decision at Fig. 7 size (up to 100 active jobs on 100 machines) takes 0.
 nearly all in HiGHS, and about 2 s where the node limit stops it; far above a heuristic
 policy's. Deterministic: no random draws, and HiGHS is deterministic under its node
 limit; only a run that hits ``time_limit`` (a backstop, 60 s: 5,000 nodes took about 2
-s here) can depend on the machine's speed.
+s here) can depend on the machine's speed. The run says so: summary.json's ``dorm`` counts
+how HiGHS ended its MILPs (proved optimal, node limit, time limit, no answer), and a note
+under the run's header names any that stopped at a limit (:meth:`DormPolicy.notes`).
 """
 
 from __future__ import annotations
@@ -104,6 +106,9 @@ class DormPolicy:
         self._cursor = 0
         self._active: tuple[int, ...] | None = None
         self._due = np.inf
+        self._stops: dict[str, int] = {}  # how HiGHS ended each MILP (Answer.status)
+        self._no_answer = 0  # MILPs that ended without a feasible answer
+        self._limit_gap = 0.0  # the largest relative gap of an answer taken at a limit
 
     def prepare(self, jobs, cluster) -> None:
         self.gamma = params_of(jobs).gamma
@@ -138,10 +143,14 @@ class DormPolicy:
             node_limit=self.node_limit,
             mip_gap=self.mip_gap,
         )
-        if got is None:
+        self._stops[got.status] = self._stops.get(got.status, 0) + 1
+        if got.workers is None:
+            self._no_answer += 1
             self._active = None  # try again at the next decision point
             return Decision(wake_at=self._wake(bool(view.running.size)))
-        target = got[0]
+        if got.status != "optimal":
+            self._limit_gap = max(self._limit_gap, got.gap)
+        target = got.workers
         changed = np.flatnonzero(target != current)
         # the room: what is free now plus what the re-placed running jobs give back
         free = led.free.copy()
@@ -160,6 +169,48 @@ class DormPolicy:
                     actions.append(Allocate(j, w, s))
         busy = bool(view.running.size) or any(a.workers.sum() for a in actions)
         return Decision(actions=actions, wake_at=self._wake(busy))
+
+    def summary(self) -> dict:
+        """summary.json's ``dorm``: how HiGHS ended the run's MILPs."""
+        stops = self._stops
+        return {
+            "dorm": {
+                "milps": sum(stops.values()),
+                "optimal": stops.get("optimal", 0),
+                "node_limit": stops.get("node limit", 0),
+                "time_limit": stops.get("time limit", 0),
+                "other": sum(n for s, n in stops.items() if s not in _KNOWN),
+                "no_answer": self._no_answer,
+                "largest_gap_at_limit": self._limit_gap,
+            }
+        }
+
+    def notes(self) -> list[str]:
+        """What the results' reader must know: MILPs whose answers are not proved optima."""
+        n, stops = sum(self._stops.values()), self._stops
+        out = []
+        if stops.get("node limit"):
+            out.append(
+                f"{stops['node limit']} of {n} MILPs stopped at node_limit ({self.node_limit:,}) "
+                "before HiGHS proved its answer optimal (relative gap up to "
+                f"{self._limit_gap:.2g}): such an answer repeats run to run, but another limit "
+                "or HiGHS version can move it"
+            )
+        if stops.get("time limit"):
+            out.append(
+                f"{stops['time limit']} of {n} MILPs stopped at time_limit ({self.time_limit:g} "
+                "s): the run depends on this machine's speed and may not repeat elsewhere; "
+                "raise time_limit"
+            )
+        for status, count in sorted(stops.items()):
+            if status not in _KNOWN:
+                out.append(f"{count} of {n} MILPs ended with HiGHS's status {status}")
+        if self._no_answer:
+            out.append(
+                f"{self._no_answer} of {n} MILPs ended without an answer; those decisions "
+                "changed nothing"
+            )
+        return out
 
     def _wake(self, busy: bool) -> float | None:
         """The timer, while some job holds resources (re-solving an idle cluster that
@@ -192,6 +243,10 @@ class DormPolicy:
             return np.zeros(h, dtype=np.int64), np.zeros(h, dtype=np.int64)
         w, s, self._cursor = got
         return w, s
+
+
+#: the ways HiGHS ends a MILP that :meth:`DormPolicy.summary` counts by name
+_KNOWN = ("optimal", "node limit", "time limit")
 
 
 def _fits_somewhere(cap: np.ndarray, demand: np.ndarray) -> np.ndarray:

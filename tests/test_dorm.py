@@ -98,8 +98,9 @@ def test_milp_split_by_hand():
     kw = {"max_adjust": 2, "time_limit_s": 10.0, "node_limit": 1000}
     fair = solve_counts(*args, np.zeros(2, bool), slack=0.1, **kw)
     unfair = solve_counts(*args, np.zeros(2, bool), slack=1.0, **kw)
-    assert [x.tolist() for x in fair] == [[7, 6], [4, 3]]
-    assert [x.tolist() for x in unfair] == [[13, 0], [7, 0]]
+    assert (fair.workers.tolist(), fair.ps.tolist()) == ([7, 6], [4, 3])
+    assert (unfair.workers.tolist(), unfair.ps.tolist()) == ([13, 0], [7, 0])
+    assert (fair.status, unfair.status) == ("optimal", "optimal")
 
 
 def running_counts(worker, max_workers, current, *, slack, max_adjust) -> list[int]:
@@ -118,8 +119,8 @@ def running_counts(worker, max_workers, current, *, slack, max_adjust) -> list[i
         time_limit_s=10.0,
         node_limit=1000,
     )
-    assert got is not None
-    return got[0].tolist()
+    assert got.status == "optimal"
+    return got.workers.tolist()
 
 
 # Utilisation per worker (sum of demand / TOTAL): (1, 2, 4, 5) 0.16875, (0, 2, 1, 1)
@@ -228,8 +229,8 @@ def test_milp_matches_brute_force(k, data, slack, max_adjust):
         time_limit_s=10.0,
         node_limit=10_000,
     )
-    assert got is not None
-    got, got_ps = got
+    assert got.status == "optimal" and got.gap <= 1e-6
+    got, got_ps = got.workers, got.ps
     assert got_ps.tolist() == [ceil_ps(got[i], gamma[i]) for i in range(k)]  # eq. 2
     assert (held(got) <= cap + 1e-9).all()
     assert (got != cur)[running].sum() <= max_adjust
@@ -384,6 +385,50 @@ def test_deterministic():
         runs.append((rec.log, res.state.job_finish.copy()))
     assert runs[0][0] == runs[1][0]
     assert np.array_equal(runs[0][1], runs[1][1])
+
+
+def test_a_run_says_how_its_milps_ended():
+    def run(**params):
+        pol = make_policy(load_policy_class("dorm"), params, 0)
+        res = engine(trace(ADJUST, ADJUST_SUBMIT), pol, until=100.0).run()
+        mine = [n for n in res.jobs.notes if n.startswith("dorm: ")]
+        return res.extra["policy_summary"]["dorm"], mine, res
+
+    proved, notes, res = run()
+    assert proved["milps"] == proved["optimal"] >= 3 and notes == []
+    assert (res.timeline["held_cpus"] > 0).any()
+    # one node is too few for some of these MILPs: their answers are HiGHS's best so far
+    cut, notes, _ = run(node_limit=1)
+    assert cut["milps"] == proved["milps"]
+    assert cut["node_limit"] >= 1 and cut["optimal"] + cut["node_limit"] == cut["milps"]
+    assert cut["largest_gap_at_limit"] > 0 and cut["no_answer"] == 0
+    assert len(notes) == 1
+    assert notes[0].startswith(f"dorm: {cut['node_limit']} of {cut['milps']} MILPs stopped at")
+    assert "node_limit (1) before HiGHS proved its answer optimal" in notes[0]
+    # no time to find any answer: nothing changes, and the run says it is the clock's
+    late, notes, res = run(time_limit=1e-9)
+    assert late["time_limit"] == late["no_answer"] == late["milps"] >= 1
+    assert late["optimal"] == 0
+    assert len(notes) == 2
+    assert "stopped at time_limit (1e-09 s): the run depends on this machine's speed" in notes[0]
+    assert notes[1].endswith("MILPs ended without an answer; those decisions changed nothing")
+    assert (res.timeline["held_cpus"] == 0).all()
+
+
+def test_an_unknown_highs_status_is_named_in_the_notes(monkeypatch):
+    pol = make_policy(load_policy_class("dorm"), {}, 0)
+    names = type(pol).decide.__globals__
+    real = names["solve_counts"]
+    monkeypatch.setitem(
+        names, "solve_counts", lambda *a, **k: real(*a, **k)._replace(status="kInterrupt")
+    )
+    res = engine(trace(ADJUST, ADJUST_SUBMIT), pol, until=100.0).run()
+    got = res.extra["policy_summary"]["dorm"]
+    assert got["other"] == got["milps"] >= 1 and got["optimal"] == 0
+    assert (
+        f"dorm: {got['milps']} of {got['milps']} MILPs ended with HiGHS's status kInterrupt"
+        in res.jobs.notes
+    )
 
 
 @pytest.mark.parametrize(

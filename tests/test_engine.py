@@ -5,6 +5,8 @@ The expected times in each golden test are worked out by hand in its comments.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -356,3 +358,38 @@ def test_write_csv_text_per_value(tmp_path):
         '"b,c",2,,1e-20',
         "d,3,3.0,-0.5",
     ]
+
+
+class _Noting(Scripted):
+    """Starts both jobs, then says something about the run (or fails to)."""
+
+    def __init__(self, said):
+        super().__init__([Decision(actions=[Start(0, np.array([0])), Start(1, np.array([1]))])])
+        self.said = said
+
+    def notes(self):
+        if isinstance(self.said, Exception):
+            raise self.said
+        return self.said
+
+
+def test_a_policys_notes_follow_the_traces_in_the_result_and_the_manifest():
+    from gpusched.results.metrics import manifest
+
+    cluster = ClusterSpec.homogeneous(1, 2)
+    jobs = prepare_jobs(make_trace([(0, 1, 10), (0, 1, 5)]), cluster)
+    jobs = dataclasses.replace(jobs, notes=("the trace's own",))
+    res = Engine(jobs, cluster, _Noting(["2 jobs seen", "all done"])).run()
+    said = ("the trace's own", "scripted: 2 jobs seen", "scripted: all done")
+    assert res.jobs.notes == said
+    assert manifest(res, None)["notes"] == list(said)
+    assert jobs.notes == ("the trace's own",)  # the job table itself is left as it was
+    quiet = Engine(jobs, cluster, _Noting([])).run()
+    assert quiet.jobs.notes == ("the trace's own",)
+
+
+def test_a_failing_notes_hook_is_a_policy_error():
+    cluster = ClusterSpec.homogeneous(1, 2)
+    jobs = prepare_jobs(make_trace([(0, 1, 10), (0, 1, 5)]), cluster)
+    with pytest.raises(PolicyError, match="policy 'scripted'.*notes"):
+        Engine(jobs, cluster, _Noting(ValueError("no"))).run()

@@ -83,12 +83,14 @@ optima, through ``scipy.optimize.milp``, use SciPy's own copy of HiGHS.)
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 
 __all__ = [
     "ADJUST_WEIGHT",
     "FAIRNESS_WEIGHT",
+    "Answer",
     "dominant",
     "fair_bounds",
     "ps_count",
@@ -99,6 +101,20 @@ __all__ = [
 FAIRNESS_WEIGHT = 1000.0
 #: objective cost of adjusting one running job (a tie-break, below any utilisation step)
 ADJUST_WEIGHT = 1e-6
+
+
+class Answer(NamedTuple):
+    """What :func:`solve_counts` found, and how HiGHS stopped."""
+
+    #: ``(k,)`` int64 workers per job, None when HiGHS stopped without a feasible answer
+    workers: np.ndarray | None
+    #: ``(k,)`` int64 PSs per job (:func:`ps_count` of ``workers``), or None
+    ps: np.ndarray | None
+    #: "optimal" (proved, to ``mip_gap``), "node limit", "time limit", or HiGHS's own
+    #: name for another status
+    status: str
+    #: HiGHS's relative gap between the answer and its best bound when it stopped
+    gap: float
 
 
 def ps_count(n: np.ndarray, gamma: np.ndarray) -> np.ndarray:
@@ -188,7 +204,7 @@ def solve_counts(
     time_limit_s: float,
     node_limit: int,
     mip_gap: float = 0.0,
-) -> tuple[np.ndarray, np.ndarray] | None:
+) -> Answer:
     """Workers and PSs per active job from Dorm's MILP (module docstring).
 
     Parameters
@@ -217,13 +233,14 @@ def solve_counts(
 
     Returns
     -------
-    (workers, ps) or None
-        ``(k,)`` int64 totals per job (``ps`` is :func:`ps_count` of ``workers``); None
-        when the solver stopped without a feasible answer.
+    Answer
+        The totals per job, None when HiGHS stopped at a limit without a feasible answer
+        (with the soft fairness bounds, keeping every allocation is always feasible), and
+        how HiGHS stopped.
     """
     k, n_res = worker.shape
     if k == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return Answer(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), "optimal", 0.0)
     f = max_workers.astype(np.float64)
     inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
     run = np.asarray(running, dtype=bool)
@@ -301,7 +318,7 @@ def solve_counts(
     lower = np.concatenate([zero, zero, np.where(run, 0.0, 1.0), zero])
     upper = np.concatenate([f, ps_count(max_workers, gamma).astype(np.float64), np.ones(k), bound])
     integrality = np.concatenate([np.ones(3 * k), np.zeros(k)])
-    x = _solve_milp(
+    x, status, gap = _solve_milp(
         c,
         offset,
         integrality,
@@ -315,10 +332,10 @@ def solve_counts(
         mip_gap=mip_gap,
     )
     if x is None:
-        return None
+        return Answer(None, None, status, gap)
     z = np.rint(x[z_])
     n = np.rint(n0 * (1.0 - z) + x[m_]).astype(np.int64)
-    return n, ps_count(n, gamma)
+    return Answer(n, ps_count(n, gamma), status, gap)
 
 
 def _bound_cut(
@@ -379,10 +396,11 @@ def _solve_milp(
     time_limit_s: float,
     node_limit: int,
     mip_gap: float,
-) -> np.ndarray | None:
+) -> tuple[np.ndarray | None, str, float]:
     """``min c x + offset`` s.t. ``lo <= a x <= hi``, ``lower <= x <= upper``, integral
-    where ``integrality``, by HiGHS (a fresh solver: its answer depends on the data only); the
-    best solution found, or None without one."""
+    where ``integrality``, by HiGHS (a fresh solver: its answer depends on the data only):
+    the best solution found (None without one), how HiGHS stopped (:class:`Answer`'s
+    ``status``) and its relative gap."""
     from highspy import _core
 
     n, m = len(c), a.shape[0]
@@ -410,6 +428,18 @@ def _solve_milp(
         solver.setOptionValue(key, value)
     solver.passModel(lp)
     solver.run()
-    if solver.getInfo().primal_solution_status != _core.SolutionStatus.kSolutionStatusFeasible:
-        return None
-    return np.asarray(solver.getSolution().col_value, dtype=np.float64)
+    model = solver.getModelStatus().name
+    status = _STATUS.get(model, model)
+    info = solver.getInfo()
+    if info.primal_solution_status != _core.SolutionStatus.kSolutionStatusFeasible:
+        return None, status, float(info.mip_gap)
+    return np.asarray(solver.getSolution().col_value, dtype=np.float64), status, float(info.mip_gap)
+
+
+#: HiGHS's model statuses, as :class:`Answer` names them (reaching ``mip_max_nodes`` is
+#: HiGHS's "solution limit")
+_STATUS = {
+    "kOptimal": "optimal",
+    "kSolutionLimit": "node limit",
+    "kTimeLimit": "time limit",
+}

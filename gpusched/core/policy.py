@@ -324,6 +324,9 @@ class Policy(Protocol):
     # Optional: ``summary() -> dict``, called once when the run ends: the policy's own
     # summary.json keys (e.g. ``prediction``, the accuracy of its job-length predictor);
     # they never replace the core's or a job model's keys.
+    # Optional: ``notes() -> list[str]``, called once when the run ends: what the reader
+    # of the results must know (e.g. Dorm's MILPs stopped at a limit), printed under the
+    # run's header as "note: <policy>: ..." and kept in manifest.json's notes.
 
 
 def call_policy(
