@@ -120,6 +120,27 @@ def test_compare_writes_one_table(tmp_path):
     assert "fifo:backfill=true" in r.output
 
 
+def test_a_policys_notes_are_printed_under_its_label():
+    # one node is too few for some of Dorm's MILPs on ps-20: the run says so in a note
+    on_ps20 = ("ps-20", "-c", "pd-ors-30")
+    r = invoke("replay", *on_ps20, "-P", "dorm", "-p", "node_limit=1")
+    assert r.exit_code == 0, r.output
+    said = [line for line in r.output.splitlines() if line.startswith("note: dorm: ")]
+    assert len(said) == 1 and "MILPs stopped at node_limit (1) before HiGHS" in said[0]
+    r = invoke("replay", *on_ps20, "-P", "dorm")
+    assert r.exit_code == 0 and "note: dorm: " not in r.output, r.output
+    # compare: every run's notes under the table, each by its row's label
+    runs = ["dorm:node_limit=1,max_adjust=3", "fifo-ps", "dorm:node_limit=1", "dorm"]
+    r = invoke("compare", *on_ps20, *(arg for run in runs for arg in ("-P", run)))
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    table = next(i for i, line in enumerate(lines) if line.startswith("policy "))
+    notes = [line for line in lines if line.startswith("note: dorm")]
+    assert [n.split(": ")[1] for n in notes] == [runs[0], runs[2]]
+    assert all(lines.index(n) > table for n in notes)
+    assert all("MILPs stopped at node_limit (1) before HiGHS" in n for n in notes)
+
+
 def test_user_policy_file(tmp_path):
     src = Path(__file__).parent.parent / "policies" / "fifo.py"
     mine = write(tmp_path / "mine.py", src.read_text().replace('name = "fifo"', 'name = "mine"'))

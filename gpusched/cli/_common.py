@@ -379,11 +379,14 @@ def require_terminal(flag: str) -> None:
         raise GpuschedError(f"{flag} needs a terminal: standard output is not one")
 
 
-def print_run_header(result: Any, summary: dict[str, Any], *, engine: bool = True) -> None:
+def print_run_header(
+    result: Any, summary: dict[str, Any], *, engine: bool = True, policy_notes: bool = True
+) -> None:
     """The line above a results table: trace, cluster, jobs, slot (and engine), then notes.
 
-    Notes include the trace's own (e.g. "0 jobs") and an early stop (``--until``, or
-    quitting the TUI), with how many jobs were left unfinished.
+    Notes include the trace's own (e.g. "0 jobs"), the policy's (``"<policy>: ..."``,
+    left out without ``policy_notes``) and an early stop (``--until``, or quitting the
+    TUI), with how many jobs were left unfinished.
     """
     from gpusched.io.resources import bundled_dir
 
@@ -405,8 +408,10 @@ def print_run_header(result: Any, summary: dict[str, Any], *, engine: bool = Tru
         f"{trace} on {cluster.name} ({size}), "
         f"{summary['n_jobs']} jobs, slot {result.slot_s:g} s{mode}"
     )
+    own = f"{result.policy_name}: "
     for note in result.jobs.notes:
-        typer.echo(f"note: {show_text(note)}")
+        if policy_notes or not note.startswith(own):
+            typer.echo(f"note: {show_text(note)}")
     if result.stopped_at is not None:
         typer.echo(
             f"note: stopped early at t={result.stopped_at:,.6g} s: "

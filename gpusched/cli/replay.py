@@ -19,6 +19,7 @@ from gpusched.cli._common import (
     suggest_warm_up,
     user_errors,
 )
+from gpusched.errors import show_text
 from gpusched.experiments.run import DEFAULT_CLUSTER
 from gpusched.io.resources import DEFAULT_TRACE
 
@@ -309,10 +310,21 @@ def compare_cmd(
         return
     check_run_options(slot_s=slot, seed=seed, until_s=until)
     bar = Progress("compare")
+    first_notes: tuple[str, ...] = ()
+    later_notes: list[tuple[int, str]] = []  # printed under the table: (run or -1, note)
 
-    def header(result: Any, summary: dict[str, Any]) -> None:
-        bar.close()
-        print_run_header(result, summary, engine=False)
+    def header(i: int, result: Any, summary: dict[str, Any]) -> None:
+        nonlocal first_notes
+        if i == 0:
+            bar.close()
+            print_run_header(result, summary, engine=False, policy_notes=False)
+            first_notes = tuple(result.jobs.notes)
+        own = f"{result.policy_name}: "  # the policy's own notes (its notes() hook)
+        for note in result.jobs.notes:
+            if note.startswith(own):  # under its row's label, for every run
+                later_notes.append((i, note[len(own) :]))
+            elif note not in first_notes:
+                later_notes.append((-1, note))
 
     try:
         rows = compare(
@@ -329,13 +341,16 @@ def compare_cmd(
             save_s=save_s,
             notice=compile_notice,
             progress=lambda text: setattr(bar, "label", text),
-            first_result=header,
+            each_result=header,
             fmt=fmt,
             job_progress=bar,  # each run's jobs done: no minutes of silence
         )
     finally:
         bar.close()
     print_table(rows, "policy")
+    for i, note in dict.fromkeys(later_notes):  # a policy's notes under its row's label
+        text = note if i < 0 else f"{rows[i]['policy']}: {note}"
+        typer.echo(f"note: {show_text(text)}")
     if out is not None:
         typer.echo(f"comparison in {out}/comparison.csv")
     if plot and out is not None:

@@ -474,7 +474,7 @@ def compare(
     out: str | Path | None = None,
     force: bool = False,
     progress: Callable[[str], None] | None = None,
-    first_result: Callable[[Any, dict[str, Any]], Any] | None = None,
+    each_result: Callable[[int, Any, dict[str, Any]], Any] | None = None,
     fmt: str = "csv",
     job_progress: Callable[[float, int, int], None] | None = None,
     **kwargs: Any,
@@ -487,8 +487,8 @@ def compare(
     nested summary keys flattened, :func:`gpusched.results.metrics.flat_summary`);
     each run's own outputs go to ``out/<index>-<label>/``. An ``out`` that already holds
     results is refused unless ``force``, which replaces it whole.
-    ``first_result(result, summary)`` is called after the first run (the CLI prints
-    the trace and cluster line from it). Runs of jobs made of data chunks get a
+    ``each_result(i, result, summary)`` is called after run ``i`` (the CLI prints the
+    trace and cluster line from the first, and the notes the others add). Runs of jobs made of data chunks get a
     ``jct_rate`` when ``srtf`` is among the policies (:func:`_jct_rates`). ``fmt`` is
     the format of the runs' tables (see :func:`replay`). ``job_progress`` is each run's
     ``progress`` (simulated time, jobs finished, jobs): a long comparison shows how far
@@ -509,12 +509,12 @@ def compare(
     if job_progress is not None:
         kwargs = {**kwargs, "progress": job_progress}
     if out is None:
-        return _compare_runs(trace, policies, labels, None, progress, first_result, fmt, kwargs)
+        return _compare_runs(trace, policies, labels, None, progress, each_result, fmt, kwargs)
     tx = FolderTransaction(out, force=force)
     tx.check()
     with tx:
         return _compare_runs(
-            trace, policies, labels, tx.staging, progress, first_result, fmt, kwargs
+            trace, policies, labels, tx.staging, progress, each_result, fmt, kwargs
         )
 
 
@@ -524,7 +524,7 @@ def _compare_runs(
     labels: list[str],
     folder: Path | None,
     progress: Callable[[str], None] | None,
-    first_result: Callable[[Any, dict[str, Any]], Any] | None,
+    each_result: Callable[[int, Any, dict[str, Any]], Any] | None,
     fmt: str,
     kwargs: dict[str, Any],
 ) -> list[dict[str, Any]]:
@@ -540,8 +540,8 @@ def _compare_runs(
             progress(label)
         sub = None if folder is None else folder / f"{i:02d}-{safe_name(label)}"
         summary, result = run_into(trace, text, sub, fmt=fmt, **kwargs)
-        if i == 0 and first_result is not None:
-            first_result(result, summary)
+        if each_result is not None:
+            each_result(i, result, summary)
         rows.append({"policy": label, **flat_summary(summary)})
     _jct_rates(rows)
     if folder is not None and rows:
