@@ -367,6 +367,21 @@ def test_a_srpt_workload_load_on_a_given_cluster(tmp_path):
     assert r.exit_code == 2 and "does not take cluster" in r.output
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_srpt_workload_of_jobs_that_arrive_at_one_time(tmp_path, jobs):
+    from gpusched.io.trace import read_trace
+
+    w = tmp_path / "w.csv"
+    r = invoke("workload", "a-srpt", "--jobs", jobs, "--seed", "7", "-o", w)
+    assert r.exit_code == 0, r.output
+    trace = read_trace(w)
+    assert len(trace) == int(jobs) and len(set(trace.submit_time.tolist())) == 1
+    assert "at t=0 s: no arrival window, so no offered load" in r.output
+    assert "nan" not in r.output and "warning" not in r.output
+    r = invoke("replay", w, "-P", "a-srpt", "-c", "a-srpt-250x8", "-o", tmp_path / "run")
+    assert r.exit_code == 0, r.output
+
+
 def test_compare_plot(tmp_path):
     r = invoke("compare", "tiny", "-P", "fifo", "-P", "srtf", "-o", tmp_path / "c", "--plot")
     assert r.exit_code == 0, r.output

@@ -375,7 +375,14 @@ def _say_offered_load(trace: Any, cluster: str) -> None:
     from gpusched.workloads.recurring import recurrence_stats
     from gpusched.workloads.synth import demand_load, offered_load
 
+    import numpy as np
+
     spec = load_cluster(cluster)
+    submit = np.asarray(trace.submit_time, dtype=np.float64)
+    if submit.size and submit.max() == submit.min():
+        who = "the one job arrives" if submit.size == 1 else f"all {submit.size:,} jobs arrive"
+        typer.echo(f"{who} at t={submit[0]:g} s: no arrival window, so no offered load")
+        return
     load = offered_load(trace, spec.n_gpus)
     body = offered_load(trace, spec.n_gpus, exclude_top=0.01)
     demand = demand_load(trace, spec.n_gpus)

@@ -299,11 +299,14 @@ def a_srpt_workload(
         else:
             d = dur
         work = float(np.dot(g, d))
-        if not (load > 0 and span > 0):
-            raise GpuschedError(f"cannot scale to load {load}: span {span} s")
-        submit = submit * (work / (span * n_gpus_cluster * load))
-        basis = "" if load_basis == "all" else f" without the top {TOP_SHARE:.0%} of jobs"
-        how += f", arrivals scaled to load {load:g}{basis} on {n_gpus_cluster} GPUs"
+        if not load > 0:
+            raise GpuschedError(f"cannot scale to load {load}: expected a load > 0")
+        if span > 0:
+            submit = submit * (work / (span * n_gpus_cluster * load))
+            basis = "" if load_basis == "all" else f" without the top {TOP_SHARE:.0%} of jobs"
+            how += f", arrivals scaled to load {load:g}{basis} on {n_gpus_cluster} GPUs"
+        else:  # one job, or all at one time: no window to scale
+            how += ", arrivals not scaled (all at one time)"
     base = Trace(
         job_id=w.job_id,
         submit_time=np.round(submit, 3),
