@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpusched.cli import app
-from tests.helpers import invoke
+from tests.helpers import invoke, one_line_error
 
 runner = CliRunner()
 
@@ -380,6 +380,24 @@ def test_a_srpt_workload_of_jobs_that_arrive_at_one_time(tmp_path, jobs):
     assert "nan" not in r.output and "warning" not in r.output
     r = invoke("replay", w, "-P", "a-srpt", "-c", "a-srpt-250x8", "-o", tmp_path / "run")
     assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize(
+    ("model", "why"),
+    [
+        ("EfficientNet-B0", "has load and save times only in the model catalogue"),
+        ("NoSuchNet", "is not in the model catalogue"),
+    ],
+)
+@pytest.mark.parametrize("policy", ["a-srpt", "spjf", "wcs-subtime"])
+def test_pipeline_policies_name_a_model_they_cannot_place(tmp_path, model, why, policy):
+    # a Lazer trace's models have checkpoint times only: a-srpt told the user to give the
+    # jobs a 'duration', which they had
+    text = f"job_id,submit_time,num_gpus,duration,model\na,0,1,10,\nb,0,1,10,{model}\n"
+    r = invoke("replay", write(tmp_path / "w.csv", text), "-P", policy)
+    line = one_line_error(r, "w.csv:3", "column 'model'", f"'{model}' {why}")
+    assert "jobs placed as pipelines (A-SRPT and its baselines) need a model with one (" in line
+    assert "Inception-V3" in line and "duration" not in line
 
 
 def test_compare_plot(tmp_path):

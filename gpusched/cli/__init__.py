@@ -371,11 +371,11 @@ def _say_offered_load(trace: Any, cluster: str) -> None:
     of 2,000 GPUs; issue 32: at offered load 4 on 6,000 jobs the demand was 0.57 and the
     baselines waited about 30 s on average).
     """
+    import numpy as np
+
     from gpusched.io.cluster import load_cluster
     from gpusched.workloads.recurring import recurrence_stats
     from gpusched.workloads.synth import demand_load, offered_load
-
-    import numpy as np
 
     spec = load_cluster(cluster)
     submit = np.asarray(trace.submit_time, dtype=np.float64)

@@ -168,6 +168,13 @@ class PipelineJobs:
             for j in np.flatnonzero(annotated):
                 model = str(models[j])
                 text = str(configs[j]) if configs is not None and str(configs[j]) else ""
+                if model not in catalogue.models:  # e.g. a Lazer trace's checkpoint-only models
+                    where = f":{int(lines[j])}" if j < len(lines) else ""
+                    errors.append(
+                        f"{show_name(getattr(jobs, 'source', ''))}{where}: column 'model': "
+                        f"{_no_pipeline(catalogue, model)}"
+                    )
+                    continue
                 try:
                     if text:
                         reps = parse_config(text)
@@ -314,3 +321,17 @@ class PipelineJobModel:
 
 
 JOB_MODEL = PipelineJobModel()
+
+
+def _no_pipeline(catalogue: Any, model: str) -> str:
+    """Why a job naming ``model`` cannot be placed as a pipeline, and what can."""
+    what = (
+        "has load and save times only in the model catalogue, no pipeline profile (blocks or "
+        "configurations)"
+        if model in catalogue.checkpoints
+        else "is not in the model catalogue"
+    )
+    return (
+        f"{model!r} {what}; jobs placed as pipelines (A-SRPT and its baselines) need a model "
+        f"with one ({', '.join(sorted(catalogue.models))}) or no model"
+    )
