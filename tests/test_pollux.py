@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -229,6 +230,28 @@ def test_bad_parameters_one_line(small, args, what):
     assert err.startswith("error:") and what in err and "\n" not in err
 
 
-def test_pollux_refuses_other_jobs():
-    r = CliRunner().invoke(app, ["replay", "tiny", "-P", "pollux"])
-    assert r.exit_code == 2 and "pollux schedules goodput jobs" in r.output
+@pytest.mark.parametrize("policy", ["pollux", "optimus"])
+def test_other_jobs_are_refused_before_the_run_naming_a_line(small, tmp_path, policy):
+    r = CliRunner().invoke(app, ["replay", "tiny", "-P", policy])
+    err = r.output.strip()
+    assert r.exit_code == 2 and err.startswith("error: ") and "\n" not in err, err
+    assert ":2: not a goodput job (no model, a duration); this policy schedules goodput" in err
+    # one row of another kind among goodput rows: its line is named (it was found at the
+    # first decision, t=60 s, as the policy's own failure)
+    lines = Path(small).read_text().splitlines()
+    mixed = tmp_path / "mixed.csv"
+    head = lines[0].split(",")
+    other = ["x" if c == "job_id" else "0" if c == "submit_time" else "" for c in head]
+    other[head.index("num_gpus")] = "1"
+    other[head.index("model")] = "ncf"
+    if "duration" not in head:
+        head.append("duration")
+        lines = [lines[0] + ",duration"] + [line + "," for line in lines[1:]]
+        other.append("")
+    other[head.index("duration")] = "30"
+    mixed.write_text("\n".join([*lines[:5], ",".join(other), *lines[5:]]) + "\n")
+    r = CliRunner().invoke(app, ["replay", str(mixed), "-P", policy, "-c", "pollux-16x4"])
+    err = r.output.strip()
+    assert r.exit_code == 2 and "\n" not in err, err
+    assert "mixed.csv:6: not a goodput job (model 'ncf', a duration)" in err
+    assert "1 of 25 rows are not" in err

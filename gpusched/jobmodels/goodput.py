@@ -795,11 +795,32 @@ class GoodputJobModel:
 
     def adopt(self, trace: Any) -> Any:
         """``trace`` with ``goodput`` = 1 on every row naming one of the six applications
-        (``model``) with ``iterations`` and no ``duration``; other rows as they were."""
+        (``model``) with ``iterations`` and no ``duration``.
+
+        Raises
+        ------
+        TraceError
+            Some row is not such a row: the policies that adopt this model (Pollux,
+            Optimus) schedule goodput jobs only. The first such row's line is named, before
+            the run rather than at its first decision.
+        """
         model = np.asarray(trace.model, dtype=object)
         mine = np.isin(model, np.array(APPS, dtype=object))
-        mine &= np.isnan(np.asarray(trace.duration, dtype=np.float64))
+        timed = ~np.isnan(np.asarray(trace.duration, dtype=np.float64))
+        mine &= ~timed
         mine |= _marked(trace)
+        if not mine.all():
+            j = int(np.flatnonzero(~mine)[0])
+            lines = np.asarray(getattr(trace, "line", ()), dtype=np.int64)
+            where = f":{int(lines[j])}" if j < lines.size else ""
+            what = f"model {str(model[j])!r}" if str(model[j]) else "no model"
+            raise TraceError(
+                f"{show_name(trace.source)}{where}: not a goodput job ({what}"
+                f"{', a duration' if timed[j] else ''}); this policy schedules goodput jobs "
+                f"only, {int((~mine).sum()):,} of {mine.size:,} rows are not: rows of the six "
+                f"Pollux applications (model {', '.join(APPS)}) with iterations and "
+                "batch_size and no duration, as gpusched workload pollux or sjf-bsbf writes"
+            )
         col = np.where(mine, "1", "").astype(object)
         return dataclasses.replace(trace, extra={**trace.extra, "goodput": col})
 
