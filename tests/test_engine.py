@@ -393,3 +393,15 @@ def test_a_failing_notes_hook_is_a_policy_error():
     jobs = prepare_jobs(make_trace([(0, 1, 10), (0, 1, 5)]), cluster)
     with pytest.raises(PolicyError, match="policy 'scripted'.*notes"):
         Engine(jobs, cluster, _Noting(ValueError("no"))).run()
+
+
+@pytest.mark.parametrize(("params", "said"), [({}, ":"), ({"x": 1}, " with these parameters:")])
+def test_fused_engine_on_a_policy_without_a_fused_path(params, said):
+    cluster = ClusterSpec.homogeneous(1, 2)
+    jobs = prepare_jobs(make_trace([(0, 1, 10)]), cluster)
+    with pytest.raises(PolicyError) as err:
+        Engine(jobs, cluster, Scripted([]), mode="fused", params=params)
+    assert str(err.value) == (
+        f"policy 'scripted' has no fused kernel path{said} run it with --engine python or auto "
+        "(its decide() at each decision)"
+    )

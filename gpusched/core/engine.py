@@ -190,7 +190,11 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
                 f"got {type(fused).__name__}"
             )
         if mode == "fused" and fused is None:
-            raise PolicyError(f"policy '{self.name}' has no fused kernel path for these parameters")
+            given = " with these parameters" if self.params else ""
+            raise PolicyError(
+                f"policy '{self.name}' has no fused kernel path{given}: run it with --engine "
+                "python or auto (its decide() at each decision)"
+            )
         if mode not in ("auto", "fused", "python"):
             raise ValueError(f"unknown engine mode {mode!r}")
         if mode == "fused" and (perf is not None or tasks is not None):
