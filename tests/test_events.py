@@ -224,6 +224,7 @@ def test_explain_cli_story_worst_and_errors(tmp_path):
     assert r.exit_code == 0, r.output
     lines = [x for x in r.output.splitlines() if x.startswith("  ")]
     assert len(lines) == 2 and lines[0].split()[0] == "j0"  # waited 8 s after its preemption
+    assert "lost most to waiting (" in lines[0] and "of its JCT); preempted 1x" in lines[0]
     r = runner.invoke(app, ["explain", str(tmp_path), "j9"])
     assert r.exit_code == 2 and "no job 'j9'" in r.output
     r = runner.invoke(app, ["explain", str(tmp_path / "nope")])

@@ -565,7 +565,7 @@ def worst(run: Run, n: int) -> list[str]:
         pre = int(cols["preemptions"][i]) if "preemptions" in cols else 0
         main = max((("waiting", wait), ("slowdown", slow), ("load/save", over)), key=lambda x: x[1])
         share = main[1] / jct if jct > 0 else 0.0
-        why = f"mostly {main[0]} ({share:.0%} of its JCT)" if lost > 0 else "lost nothing"
+        why = f"lost most to {main[0]} ({share:.0%} of its JCT)" if lost > 0 else "lost nothing"
         if pre:
             why += f"; preempted {pre}x"
         out.append(
