@@ -170,6 +170,18 @@ class DormPolicy:
         busy = bool(view.running.size) or any(a.workers.sum() for a in actions)
         return Decision(actions=actions, wake_at=self._wake(busy))
 
+    def status_line(self, view, now: float) -> str:
+        """How HiGHS ended the MILPs so far, for the TUI."""
+        stops = self._stops
+        n = sum(stops.values())
+        if not n:
+            return "dorm: no MILP solved yet"
+        said = [f"{stops.get('optimal', 0)} proved optimal"]
+        said += [f"{stops[s]} at {s.replace(' ', '_')}" for s in _KNOWN[1:] if stops.get(s)]
+        if self._no_answer:
+            said.append(f"{self._no_answer} without an answer")
+        return f"dorm: {n} MILPs, " + ", ".join(said)
+
     def summary(self) -> dict:
         """summary.json's ``dorm``: how HiGHS ended the run's MILPs."""
         stops = self._stops

@@ -392,10 +392,17 @@ def test_a_run_says_how_its_milps_ended():
         pol = make_policy(load_policy_class("dorm"), params, 0)
         res = engine(trace(ADJUST, ADJUST_SUBMIT), pol, until=100.0).run()
         mine = [n for n in res.jobs.notes if n.startswith("dorm: ")]
+        lines.append(pol.status_line(None, 0.0))  # the TUI's line at the end
         return res.extra["policy_summary"]["dorm"], mine, res
 
+    lines: list[str] = []
+    assert make_policy(load_policy_class("dorm"), {}, 0).status_line(None, 0.0) == (
+        "dorm: no MILP solved yet"
+    )
     proved, notes, res = run()
     assert proved["milps"] == proved["optimal"] >= 3 and notes == []
+    n = proved["milps"]
+    assert lines[-1] == f"dorm: {n} MILPs, {n} proved optimal"
     assert (res.timeline["held_cpus"] > 0).any()
     # one node is too few for some of these MILPs: their answers are HiGHS's best so far
     cut, notes, _ = run(node_limit=1)
@@ -405,6 +412,9 @@ def test_a_run_says_how_its_milps_ended():
     assert len(notes) == 1
     assert notes[0].startswith(f"dorm: {cut['node_limit']} of {cut['milps']} MILPs stopped at")
     assert "node_limit (1) before HiGHS proved its answer optimal" in notes[0]
+    assert lines[-1] == (
+        f"dorm: {n} MILPs, {cut['optimal']} proved optimal, {cut['node_limit']} at node_limit"
+    )
     # no time to find any answer: nothing changes, and the run says it is the clock's
     late, notes, res = run(time_limit=1e-9)
     assert late["time_limit"] == late["no_answer"] == late["milps"] >= 1
@@ -413,6 +423,10 @@ def test_a_run_says_how_its_milps_ended():
     assert "stopped at time_limit (1e-09 s): the run depends on this machine's speed" in notes[0]
     assert notes[1].endswith("MILPs ended without an answer; those decisions changed nothing")
     assert (res.timeline["held_cpus"] == 0).all()
+    k = late["milps"]
+    assert (
+        lines[-1] == f"dorm: {k} MILPs, 0 proved optimal, {k} at time_limit, {k} without an answer"
+    )
 
 
 def test_an_unknown_highs_status_is_named_in_the_notes(monkeypatch):
