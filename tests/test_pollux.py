@@ -235,7 +235,7 @@ def test_other_jobs_are_refused_before_the_run_naming_a_line(small, tmp_path, po
     r = CliRunner().invoke(app, ["replay", "tiny", "-P", policy])
     err = r.output.strip()
     assert r.exit_code == 2 and err.startswith("error: ") and "\n" not in err, err
-    assert ":2: not a goodput job (no model, a duration); this policy schedules goodput" in err
+    assert ":2: not a goodput job (no model, with a duration); this policy schedules goodput" in err
     # one row of another kind among goodput rows: its line is named (it was found at the
     # first decision, t=60 s, as the policy's own failure)
     lines = Path(small).read_text().splitlines()
@@ -253,5 +253,5 @@ def test_other_jobs_are_refused_before_the_run_naming_a_line(small, tmp_path, po
     r = CliRunner().invoke(app, ["replay", str(mixed), "-P", policy, "-c", "pollux-16x4"])
     err = r.output.strip()
     assert r.exit_code == 2 and "\n" not in err, err
-    assert "mixed.csv:6: not a goodput job (model 'ncf', a duration)" in err
+    assert "mixed.csv:6: not a goodput job (model 'ncf', with a duration)" in err
     assert "1 of 25 rows are not" in err

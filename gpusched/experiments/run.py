@@ -488,7 +488,8 @@ def compare(
     each run's own outputs go to ``out/<index>-<label>/``. An ``out`` that already holds
     results is refused unless ``force``, which replaces it whole.
     ``each_result(i, result, summary)`` is called after run ``i`` (the CLI prints the
-    trace and cluster line from the first, and the notes the others add). Runs of jobs made of data chunks get a
+    trace and cluster line from the first, and each run's policy notes under the table).
+    Runs of jobs made of data chunks get a
     ``jct_rate`` when ``srtf`` is among the policies (:func:`_jct_rates`). ``fmt`` is
     the format of the runs' tables (see :func:`replay`). ``job_progress`` is each run's
     ``progress`` (simulated time, jobs finished, jobs): a long comparison shows how far

@@ -816,7 +816,7 @@ class GoodputJobModel:
             what = f"model {str(model[j])!r}" if str(model[j]) else "no model"
             raise TraceError(
                 f"{show_name(trace.source)}{where}: not a goodput job ({what}"
-                f"{', a duration' if timed[j] else ''}); this policy schedules goodput jobs "
+                f"{', with a duration' if timed[j] else ''}); this policy schedules goodput jobs "
                 f"only, {int((~mine).sum()):,} of {mine.size:,} rows are not: rows of the six "
                 f"Pollux applications (model {', '.join(APPS)}) with iterations and "
                 "batch_size and no duration, as gpusched workload pollux or sjf-bsbf writes"
