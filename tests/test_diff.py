@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -255,6 +256,23 @@ def test_out_names_the_file_given_not_a_temporary_one(pair, tmp_path, make, need
     """``diff -o FOLDER`` said 'is a folder, expected a file: .FOLDER.<pid>.tmp'."""
     line = one_line_error(invoke("diff", *pair, "-o", make(tmp_path)), *needles)
     assert ".tmp" not in line
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link-to-a-device"])
+def test_out_never_replaces_a_device_or_a_pipe(pair, tmp_path, kind):
+    """``diff -o /dev/full`` replaced the device with the table (the table is renamed over
+    its target), with exit 0."""
+    out = tmp_path / "d.csv"
+    if kind == "fifo":
+        os.mkfifo(out)
+    else:  # (making a device itself needs root)
+        out.symlink_to("/dev/null")
+    before = os.lstat(out)
+    one_line_error(
+        invoke("diff", *pair, "-o", out), "--out", "d.csv: is not a regular file (a device"
+    )
+    after = os.lstat(out)
+    assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)
 
 
 def test_out_in_a_missing_folder_makes_it(pair, tmp_path):

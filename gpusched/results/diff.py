@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -292,9 +293,21 @@ def check_out_csv(path: str | Path) -> Path:
     Raises
     ------
     GpuschedError
-        A folder, or a path under a file (:func:`gpusched.io.files.check_out_file`).
+        A folder, or a path under a file (:func:`gpusched.io.files.check_out_file`), or
+        something that is not a regular file (a device, a pipe: the table is renamed over
+        its target, which would replace it).
     """
-    return check_out_file(path, "--out", "a CSV file")
+    target = check_out_file(path, "--out", "a CSV file")
+    try:
+        mode = target.stat().st_mode
+    except (OSError, ValueError):  # missing (it is made), or a name the write reports
+        return target
+    if not stat.S_ISREG(mode):
+        raise GpuschedError(
+            f"--out {show_name(target)}: is not a regular file (a device or a pipe), which "
+            "the table would replace; expected a CSV file"
+        )
+    return target
 
 
 def write_diff_csv(path: str | Path, diff: RunDiff) -> None:
