@@ -275,6 +275,17 @@ def test_out_never_replaces_a_device_or_a_pipe(pair, tmp_path, kind):
     assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)
 
 
+@pytest.mark.parametrize("which", [0, 1])
+def test_an_empty_run_name_is_not_the_current_folder(pair, monkeypatch, which):
+    """``diff ../B ""`` inside run A diffed A against B, exit 0 (``Path("")`` is ``.``)."""
+    monkeypatch.chdir(pair[0])
+    args = [str(pair[1]), str(pair[1])]
+    args[which] = ""
+    one_line_error(
+        invoke("diff", *args), f"RUN_{'AB'[which]}: an empty name ''; expected a run folder"
+    )
+
+
 def test_out_in_a_missing_folder_makes_it(pair, tmp_path):
     """``diff -o new/d.csv`` makes ``new/``, as ``replay -o`` and ``workload -o`` do."""
     out = tmp_path / "new" / "deeper" / "d.csv"

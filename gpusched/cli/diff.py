@@ -46,6 +46,9 @@ def diff_cmd(
         raise GpuschedError(f"--top must be an integer >= 0, got {top}")
     if out is not None and not out.strip():
         raise GpuschedError("--out must name a CSV file, got an empty string")
+    for name, given in (("RUN_A", run_a), ("RUN_B", run_b)):
+        if not given.strip():  # Path("") is ".", the current folder
+            raise GpuschedError(f"{name}: an empty name {given!r}; expected a run folder")
     if out is not None:
         check_out_csv(out)
     diff = diff_runs(read_run_jobs(run_a, "RUN_A"), read_run_jobs(run_b, "RUN_B"))
