@@ -433,3 +433,26 @@ def test_a_comparison_or_sweep_folder_given_for_one_run(tmp_path: Path) -> None:
             f"folders, e.g. {cmp / '00-fifo'}",
         )
     one_line_error(invoke("explain", sweep), f"{sweep} holds a sweep (results.csv)", str(cell))
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["trace", "import", "philly-pollux", "{fifo}", "-o", "i.csv"], ["SRC", "p.csv"]),
+        (["workload", "a-srpt", "-n", "5", "--source", "{fifo}", "-o", "w.csv"], ["--source"]),
+        (
+            ["workload", "lazer-philly", "-n", "5", "--source", "{fifo}", "-o", "w.csv"],
+            ["--source"],
+        ),
+    ],
+    ids=["trace-import", "a-srpt-source", "lazer-philly-source"],
+)
+def test_a_pipe_as_an_input_is_refused_not_waited_on(tmp_path: Path, monkeypatch, args, needles):
+    """These read a named pipe until something wrote to it: the command hung."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "p.csv")
+    r = invoke(*[a.replace("{fifo}", "p.csv") for a in args])
+    one_line_error(r, *needles, "p.csv: not a regular file (a pipe or a device)")
+    assert not (tmp_path / args[-1]).exists()

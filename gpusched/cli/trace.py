@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from gpusched.cli._common import Command, Group, check_written_trace, user_errors
-from gpusched.io.files import check_out_file
+from gpusched.io.files import check_out_file, refuse_special_file
 
 #: most jobs ``trace synth`` draws (about 0.4 KB of memory each; 100 million ended in a
 #: MemoryError)
@@ -68,6 +68,7 @@ def import_cmd(
     check_out_file(output, "--output", TRACE_FILE)
     if not src.exists():
         raise GpuschedError(f"file not found: {show_name(src)}")
+    refuse_special_file(src, "SRC", "a trace file (.csv or .csv.gz)")
     report = convert_trace(kind, src, output, **options)
     typer.echo(str(report))
     typer.echo(f"wrote {show_name(output)}")

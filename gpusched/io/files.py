@@ -50,6 +50,27 @@ def check_small_file(
         raise error(f"{where}: {st.st_size:,} bytes; a {what} may be at most {max_bytes:,} bytes")
 
 
+def refuse_special_file(path: str | Path, what: str, expected: str) -> None:
+    """Refuse an input ``path`` that exists and is neither a folder nor a regular file: a
+    pipe would block the read until something writes to it, a device could be read forever.
+    A missing file and a folder are left to the reader's own messages.
+
+    Raises
+    ------
+    GpuschedError
+        ``<what> <path>: not a regular file (a pipe or a device); expected <expected>``.
+    """
+    try:
+        mode = Path(path).stat().st_mode
+    except (OSError, ValueError):
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise GpuschedError(
+            f"{what} {show_name(path)}: not a regular file (a pipe or a device); expected "
+            f"{expected}"
+        )
+
+
 def read_small_text(path: Path, *, what: str, max_bytes: int, error: type[GpuschedError]) -> str:
     """The UTF-8 text of ``path`` (without a leading byte-order mark), reading at most
     ``max_bytes`` (the file may have grown since it was checked); one-line ``error`` if it
