@@ -393,6 +393,14 @@ def test_sweep_cmd_runs_reports_failures_and_dry_run(tmp_path: Path) -> None:
     assert "todo   trace=tiny cluster=default policy=sjf seed=0" in res.output
     res = runner.invoke(make_app(), ["sweep", str(tmp_path / "missing.toml")])
     assert res.exit_code == 2 and "error: sweep spec not found" in res.output
+    # options a run refuses, a dry run refuses too (it exited 0 with them)
+    for bad, said in (
+        (["-j", "0"], "--workers must be at least 1, got 0"),
+        (["-j", "100000"], "--workers 100000 would start"),
+        (["--scheduler", "http://x"], "--scheduler must be a Dask scheduler address"),
+    ):
+        res = runner.invoke(make_app(), ["sweep", str(spec_file), "--dry-run", *bad])
+        assert res.exit_code == 2 and res.output.startswith("error: ") and said in res.output
 
 
 def test_sweep_format_parquet_writes_parquet_cells_kept_apart_from_csv_ones(

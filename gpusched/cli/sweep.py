@@ -106,13 +106,23 @@ def sweep_cmd(
 
     from gpusched.errors import GpuschedError
     from gpusched.experiments.run import check_format
-    from gpusched.experiments.sweep import load_spec, output_dir, run_sweep
+    from gpusched.experiments.sweep import (
+        check_scheduler,
+        check_workers,
+        load_spec,
+        output_dir,
+        run_sweep,
+    )
 
     if dry_run and plot:  # it was dropped without a word
         raise GpuschedError("--plot draws a sweep's results, and --dry-run runs nothing: give one")
     sweep_spec = dataclasses.replace(load_spec(spec), table_format=check_format(fmt))
     out_dir = output_dir(sweep_spec, out)
-    if dry_run:
+    if dry_run:  # the options a run would refuse, a dry run refuses too
+        if scheduler is None:
+            check_workers(workers)
+        else:
+            check_scheduler(scheduler)
         _dry_run(sweep_spec, out_dir)
         return
     bar = SweepProgress()
