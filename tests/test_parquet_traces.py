@@ -123,6 +123,33 @@ def test_missing_columns_and_nulls_follow_the_csv_rules(here):
     assert t.model.tolist() == ["", "resnet50"] and t.iterations[1] == 50.0
 
 
+def test_a_nan_that_is_not_null_is_refused_as_in_a_csv(here):
+    """A NaN (not null) load_s was read as "not given": ``--load-s 7`` then set it, and
+    ``trace convert`` dropped the column; a CSV's ``nan`` is refused."""
+    p = _write(
+        here / "t.parquet",
+        job_id=["a", "b"],
+        submit_time=[0.0, 1.0],
+        num_gpus=[1, 1],
+        duration=[10.0, 5.0],
+        load_s=pa.array([None, float("nan")], pa.float64()),
+    )
+    with pytest.raises(TraceError) as e:
+        read_trace(p)
+    assert str(e.value) == (
+        "t.parquet: row 2: column 'load_s': expected 0 or a number of seconds in "
+        "[0.001, 1e+10], or empty, got 'nan'"
+    )
+    (here / "t.csv").write_text(
+        "job_id,submit_time,num_gpus,duration,load_s\na,0,1,10,\nb,1,1,5,nan\n"
+    )
+    with pytest.raises(TraceError, match="t.csv:3: column 'load_s': .* got 'nan'"):
+        read_trace(here / "t.csv")
+    r = invoke("trace", "convert", p, here / "back.csv")
+    assert r.exit_code == 2 and "row 2: column 'load_s'" in r.output
+    assert not (here / "back.csv").exists()
+
+
 def test_a_file_that_is_not_parquet_is_a_one_line_error(here):
     p = here / "t.parquet"
     p.write_bytes(b"job_id,submit_time\n")

@@ -420,8 +420,9 @@ def parquet_rows(path: Path) -> Iterator[list[str]]:
     yield from (list(row) for row in zip(*cols, strict=True))
 
 
-def parquet_columns(path: Path) -> tuple[list[str], list[list[str]]]:
-    """A Parquet table's column names and its columns as text (see :func:`parquet_rows`).
+def parquet_columns(path: Path, nan: str = "") -> tuple[list[str], list[list[str]]]:
+    """A Parquet table's column names and its columns as text (see :func:`parquet_rows`);
+    a float NaN that is not null (gpusched writes NaN as null) is spelled ``nan``.
 
     Raises
     ------
@@ -435,16 +436,24 @@ def parquet_columns(path: Path) -> tuple[list[str], list[list[str]]]:
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise GpuschedError(f"{show_name(path)}: not a readable Parquet file ({reason})") from None
-    cols = [_plain_text(table.column(i)) for i in range(table.num_columns)]
+    cols = [_plain_text(table.column(i), nan) for i in range(table.num_columns)]
     return list(table.column_names), cols
 
 
-def _plain_text(column: Any) -> list[str]:
-    """A Parquet column's cells as text (see :func:`parquet_rows`)."""
+def _plain_text(column: Any, nan: str = "") -> list[str]:
+    """A Parquet column's cells as text (see :func:`parquet_rows`); a float NaN that is not
+    null as ``nan`` (null: empty)."""
     import pyarrow as pa
 
     if pa.types.is_boolean(column.type) or pa.types.is_floating(column.type):
         values = column.to_numpy(zero_copy_only=False)  # null floats become NaN
+        if nan and pa.types.is_floating(column.type):
+            real = np.isnan(values) & ~column.is_null().to_numpy(zero_copy_only=False)
+            if real.any():
+                text = _text_cells(values).to_pylist()
+                return [
+                    nan if r else ("" if x is None else x) for r, x in zip(real, text, strict=True)
+                ]
     elif pa.types.is_integer(column.type) and column.null_count == 0:
         values = column.to_numpy()
     else:

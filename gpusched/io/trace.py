@@ -1131,7 +1131,7 @@ class ParquetTable(CsvTable):
                     0, f"column {show_value(field_.name)}: expected {expected}, got {field_.type}"
                 )
         self.raise_if_bad()
-        header, cols = parquet_columns(path)
+        header, cols = parquet_columns(path, nan="nan")  # a NaN is refused as in a CSV
         self.header = header
         self.header_line = 0
         self.n = len(cols[0]) if cols else 0
