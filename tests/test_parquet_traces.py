@@ -150,6 +150,18 @@ def test_a_nan_that_is_not_null_is_refused_as_in_a_csv(here):
     assert not (here / "back.csv").exists()
 
 
+def test_a_column_with_an_empty_name_is_refused_as_in_a_csv(here):
+    """trace convert wrote it to a CSV that replay then refused."""
+    table = pa.table(
+        [pa.array(["a"]), pa.array([0.0]), pa.array([1]), pa.array([10.0]), pa.array(["x"])],
+        names=["job_id", "submit_time", "num_gpus", "duration", ""],
+    )
+    pq.write_table(table, here / "t.parquet")
+    r = invoke("trace", "convert", here / "t.parquet", here / "t.csv")
+    assert r.exit_code == 2 and r.output == "error: t.parquet: column 5 has an empty name\n"
+    assert not (here / "t.csv").exists()
+
+
 def test_a_file_that_is_not_parquet_is_a_one_line_error(here):
     p = here / "t.parquet"
     p.write_bytes(b"job_id,submit_time\n")

@@ -1137,8 +1137,10 @@ class ParquetTable(CsvTable):
         self.n = len(cols[0]) if cols else 0
         self.lines = np.arange(1, self.n + 1, dtype=np.int64)  # row numbers
         self.cols = {}
-        for h, c in zip(header, cols, strict=True):
-            if h in self.cols:
+        for j, (h, c) in enumerate(zip(header, cols, strict=True)):
+            if h == "":  # as in a CSV: trace convert would write a header replay refuses
+                self.report(0, f"column {j + 1} has an empty name")
+            elif h in self.cols:
                 self.report(0, f"duplicate column {show_value(h)}")
             self.cols[h] = c
 
