@@ -333,7 +333,7 @@ def _params(
             checked = [_param_value(v, f"{where}[{i}]", source) for i, v in enumerate(values)]
             texts = [_param_text(v) for v in checked]
             for i, text in enumerate(texts):
-                if text in texts[:i]:
+                if text in texts[:i] or any(_same_number(checked[i], w) for w in checked[:i]):
                     raise GpuschedError(f"{source}: {where} lists the value {text} twice")
             grid[key] = tuple(checked)
         params[pol] = grid
@@ -484,6 +484,13 @@ def load_spec(path: str | Path) -> SweepSpec:
 
 
 # --- cells ------------------------------------------------------------------------------
+
+
+def _same_number(a: Scalar, b: Scalar) -> bool:
+    """Two numbers of equal value, spelled apart (``0.0`` and ``-0.0``, ``1`` and ``1.0``):
+    the same run."""
+    numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in (a, b))
+    return bool(numbers and a == b)
 
 
 def _param_text(value: Scalar) -> str:
