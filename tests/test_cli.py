@@ -400,6 +400,13 @@ def test_pipeline_policies_name_a_model_they_cannot_place(tmp_path, model, why, 
     assert "Inception-V3" in line and "duration" not in line
 
 
+def test_a_srpt_workload_from_a_source_without_jobs(tmp_path):
+    """It said 'needs >= 1 job, got 10 (source has 0)'."""
+    src = write(tmp_path / "ho.csv", "job_id,submit_time,num_gpus,duration\n")
+    r = invoke("workload", "a-srpt", "-n", "10", "--source", src, "-o", tmp_path / "w.csv")
+    one_line_error(r, "--source", "ho.csv: holds no jobs; the a-srpt workload samples from")
+
+
 def test_compare_plot(tmp_path):
     r = invoke("compare", "tiny", "-P", "fifo", "-P", "srtf", "-o", tmp_path / "c", "--plot")
     assert r.exit_code == 0, r.output

@@ -207,7 +207,7 @@ def a_srpt_workload(
     Trace
         Annotated jobs (``model``, ``config``, ``iterations``, ``duration``, ``user``, ``group``).
     """
-    from gpusched.errors import GpuschedError
+    from gpusched.errors import GpuschedError, show_name
     from gpusched.workloads.annotate import annotate_trace
     from gpusched.workloads.recurring import check_recurrence
     from gpusched.workloads.synth import top_jobs
@@ -223,8 +223,13 @@ def a_srpt_workload(
     src = src.take(np.argsort(src.submit_time, kind="stable"))
     n_src = len(src)
     n = n_src if jobs is None else int(jobs)
-    if n < 1 or n_src < 1:
-        raise GpuschedError(f"a-srpt workload needs >= 1 job, got {n} (source has {n_src})")
+    if n_src < 1:
+        raise GpuschedError(
+            f"--source {show_name(src.source)}: holds no jobs; the a-srpt workload samples "
+            "from a trace with at least one"
+        )
+    if n < 1:
+        raise GpuschedError(f"--jobs must be at least 1, got {n}")
     rng = np.random.default_rng(seed)
     if n <= n_src:
         off = int(rng.integers(n_src - n + 1))
