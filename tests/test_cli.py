@@ -292,6 +292,10 @@ def test_broken_user_policy_is_a_clean_error(tmp_path):
     bad = write(tmp_path / "bad.py", "import nosuchmodule\n")
     r = invoke("replay", "tiny", "-P", bad)
     assert r.exit_code == 2 and "failed to import" in r.output
+    assert "ModuleNotFoundError: No module named 'nosuchmodule'" in r.output
+    leaves = write(tmp_path / "leaves.py", "import sys\nsys.exit(0)\n")
+    r = invoke("replay", "tiny", "-P", leaves)
+    one_line_error(r, "leaves.py: policy module failed to import: it called sys.exit(0)")
     two = write(
         tmp_path / "two.py",
         "class A:\n    name='a'\n    def decide(s,v,n): pass\n"

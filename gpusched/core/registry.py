@@ -106,7 +106,10 @@ def _module_from_path(path: Path, module_name: str) -> ModuleType:
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:  # a user's file: report, don't trace back
         sys.modules.pop(module_name, None)
-        raise PolicyError(f"{path}: policy module failed to import: {exc}") from exc
+        why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        if isinstance(exc, SystemExit):  # sys.exit(0) said only "0"
+            why = f"it called sys.exit({exc.code!r})"
+        raise PolicyError(f"{path}: policy module failed to import: {why}") from exc
     return module
 
 
