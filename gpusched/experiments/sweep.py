@@ -333,7 +333,7 @@ def _params(
             checked = [_param_value(v, f"{where}[{i}]", source) for i, v in enumerate(values)]
             texts = [_param_text(v) for v in checked]
             for i, text in enumerate(texts):
-                if text in texts[:i] or any(_same_number(checked[i], w) for w in checked[:i]):
+                if text in texts[:i]:
                     raise GpuschedError(f"{source}: {where} lists the value {text} twice")
             grid[key] = tuple(checked)
         params[pol] = grid
@@ -484,13 +484,6 @@ def load_spec(path: str | Path) -> SweepSpec:
 
 
 # --- cells ------------------------------------------------------------------------------
-
-
-def _same_number(a: Scalar, b: Scalar) -> bool:
-    """Two numbers of equal value, spelled apart (``0.0`` and ``-0.0``, ``1`` and ``1.0``):
-    the same run."""
-    numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in (a, b))
-    return bool(numbers and a == b)
 
 
 def _param_text(value: Scalar) -> str:
@@ -852,8 +845,19 @@ def _check_policies(
             identity = f"{cls.__module__}.{cls.__qualname__}"
             if _is_policy_path(ps.name):
                 identity = str(Path(ps.name).resolve())
-            canonical[(entry, c.params_text)] = repr((identity, sorted(kwargs.items())))
+            # -0.0 is 0.0 (x + 0.0 turns one into the other): the same run
+            same = {k: _signless(v) for k, v in kwargs.items()}
+            canonical[(entry, c.params_text)] = repr((identity, sorted(same.items())))
     return canonical, sources
+
+
+def _signless(value: Any) -> Any:
+    """``value`` with every float zero positive (in tuples and lists too)."""
+    if isinstance(value, float):
+        return value + 0.0
+    if isinstance(value, tuple | list):
+        return type(value)(_signless(v) for v in value)
+    return value
 
 
 def _check_finite(kwargs: dict[str, Any], where: str) -> None:
