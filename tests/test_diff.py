@@ -269,7 +269,7 @@ def test_out_never_replaces_a_device_or_a_pipe(pair, tmp_path, kind):
         out.symlink_to("/dev/null")
     before = os.lstat(out)
     one_line_error(
-        invoke("diff", *pair, "-o", out), "--out", "d.csv: is not a regular file (a device"
+        invoke("diff", *pair, "-o", out), "--out", "d.csv: not a regular file (a pipe or a device)"
     )
     after = os.lstat(out)
     assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import math
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import GpuschedError, field_error, show_name, show_text, show_value
-from gpusched.io.files import check_out_file, make_parent
+from gpusched.io.files import check_out_file, make_parent, refuse_special_file
 from gpusched.io.runfolder import MANIFEST, RunFolder, create_exclusive, open_run
 from gpusched.io.tables import is_parquet, parquet_rows
 
@@ -298,15 +297,7 @@ def check_out_csv(path: str | Path) -> Path:
         its target, which would replace it).
     """
     target = check_out_file(path, "--out", "a CSV file")
-    try:
-        mode = target.stat().st_mode
-    except (OSError, ValueError):  # missing (it is made), or a name the write reports
-        return target
-    if not stat.S_ISREG(mode):
-        raise GpuschedError(
-            f"--out {show_name(target)}: is not a regular file (a device or a pipe), which "
-            "the table would replace; expected a CSV file"
-        )
+    refuse_special_file(target, "--out", "a CSV file, which the table replaces")
     return target
 
 
