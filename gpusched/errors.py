@@ -139,9 +139,15 @@ class GpuschedError(Exception):
     """Base class of every error the CLI reports as an ``error: ...`` message."""
 
 
+#: largest seed, as ``--seeds`` and sweeps take them (0 .. 2**32 - 1: every NumPy generator
+#: takes it, and a run's seed is one number in every table and manifest)
+MAX_SEED = 2**32 - 1
+
+
 def check_seed(seed: object, flag: str = "--seed") -> None:
     """Refuse a seed NumPy's generators would refuse with a traceback: a negative one, or
-    (from Python callers) one that is not a whole number (a bool, a float).
+    (from Python callers) one that is not a whole number (a bool, a float); and one above
+    :data:`MAX_SEED`, which ``--seeds`` and sweeps refuse too.
 
     Raises
     ------
@@ -152,6 +158,8 @@ def check_seed(seed: object, flag: str = "--seed") -> None:
 
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise GpuschedError(f"{flag} must be a whole number >= 0, got {seed!r}")
+    if int(seed) > MAX_SEED:
+        raise GpuschedError(f"{flag} must be at most {MAX_SEED} (2^32 - 1), got {seed}")
 
 
 def field_error(path: object, line: int, column: str, expected: str, got: str) -> GpuschedError:

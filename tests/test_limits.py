@@ -51,6 +51,8 @@ def test_module_limits_agree_with_the_command_line():
         (["--jobs", "100000000"], "--jobs must be 1 to 10,000,000 (a limit of memory"),
         (["--jobs", "0"], "--jobs must be 1 to 10,000,000"),
         (["--seed", "-1"], "--seed must be a whole number >= 0"),  # was a numpy traceback
+        # as --seeds and sweeps: replay took any seed, they stopped at 2^32 - 1
+        (["--seed", "4294967296"], "--seed must be at most 4294967295 (2^32 - 1), got"),
         (["--load", "inf"], "--load must be a finite number > 0, got inf"),  # all at time 0
         (["--load", "nan"], "--load must be a finite number > 0, got nan"),
         (["--load", "0"], "--load must be a finite number > 0"),

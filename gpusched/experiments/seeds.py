@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpusched.errors import GpuschedError
+from gpusched.errors import MAX_SEED, GpuschedError
 from gpusched.results.stats import Interval, paired_interval, t_interval
 
 __all__ = [
@@ -51,8 +51,6 @@ __all__ = [
 
 #: the field of a trace name that each seed replaces
 SEED_FIELD = "{seed}"
-#: largest seed (what every NumPy generator accepts; as in sweeps)
-MAX_SEED = 2**32 - 1
 #: most seeds in one comparison
 MAX_SEEDS = 10_000
 #: more runs than this go to Dask (unless one worker is asked for)

@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpusched.errors import GpuschedError, control_char, show_name
+from gpusched.errors import MAX_SEED, GpuschedError, control_char, show_name
 from gpusched.io.files import check_small_file, read_small_text
 from gpusched.io.runfolder import MANIFEST, FolderLock, remove_tree, swap_in
 from gpusched.io.runfolder import read_lock as read_lock_file
@@ -119,8 +119,6 @@ CONNECT_TIMEOUT_S = 10.0
 # Limits of a spec: beyond them a value is a mistake, not a setting.
 #: most cells in one sweep
 MAX_CELLS = 100_000
-#: largest seed (seeds are 0 .. 2**32 - 1, what every NumPy generator accepts)
-MAX_SEED = 2**32 - 1
 #: ``(shortest, longest)`` slot, s
 SLOT_RANGE_S = (1e-3, 1e6)
 #: latest ``until``, s (about 31,700 years)
