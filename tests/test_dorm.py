@@ -30,6 +30,7 @@ from gpusched.core.registry import load_policy_class, make_policy
 from gpusched.core.state import FINISHED, REJECTED
 from gpusched.errors import ParamError
 from gpusched.io.cluster import parse_cluster
+from gpusched.results.metrics import policy_notes
 from tests.test_ledger import CLUSTER, engine, ps_trace
 
 CAP = capacities(parse_cluster(CLUSTER))  # 2 machines x (8 GPUs, 20 CPUs, 64 GB, 100 GB)
@@ -391,7 +392,7 @@ def test_a_run_says_how_its_milps_ended():
     def run(**params):
         pol = make_policy(load_policy_class("dorm"), params, 0)
         res = engine(trace(ADJUST, ADJUST_SUBMIT), pol, until=100.0).run()
-        mine = [n for n in res.jobs.notes if n.startswith("dorm: ")]
+        mine = policy_notes(res)
         lines.append(pol.status_line(None, 0.0))  # the TUI's line at the end
         return res.extra["policy_summary"]["dorm"], mine, res
 
@@ -441,7 +442,7 @@ def test_an_unknown_highs_status_is_named_in_the_notes(monkeypatch):
     assert got["other"] == got["milps"] >= 1 and got["optimal"] == 0
     assert (
         f"dorm: {got['milps']} of {got['milps']} MILPs ended with HiGHS's status kInterrupt"
-        in res.jobs.notes
+        in policy_notes(res)
     )
 
 

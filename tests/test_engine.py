@@ -374,18 +374,18 @@ class _Noting(Scripted):
 
 
 def test_a_policys_notes_follow_the_traces_in_the_result_and_the_manifest():
-    from gpusched.results.metrics import manifest
+    from gpusched.results.metrics import manifest, policy_notes
 
     cluster = ClusterSpec.homogeneous(1, 2)
     jobs = prepare_jobs(make_trace([(0, 1, 10), (0, 1, 5)]), cluster)
     jobs = dataclasses.replace(jobs, notes=("the trace's own",))
     res = Engine(jobs, cluster, _Noting(["2 jobs seen", "all done"])).run()
     said = ("the trace's own", "scripted: 2 jobs seen", "scripted: all done")
-    assert res.jobs.notes == said
+    assert (*res.jobs.notes, *policy_notes(res)) == said
     assert manifest(res, None)["notes"] == list(said)
-    assert jobs.notes == ("the trace's own",)  # the job table itself is left as it was
+    assert res.jobs.notes == jobs.notes == ("the trace's own",)  # the trace's, kept apart
     quiet = Engine(jobs, cluster, _Noting([])).run()
-    assert quiet.jobs.notes == ("the trace's own",)
+    assert quiet.jobs.notes == ("the trace's own",) and policy_notes(quiet) == []
 
 
 def test_a_failing_notes_hook_is_a_policy_error():

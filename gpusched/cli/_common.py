@@ -408,10 +408,10 @@ def print_run_header(
         f"{trace} on {cluster.name} ({size}), "
         f"{summary['n_jobs']} jobs, slot {result.slot_s:g} s{mode}"
     )
-    own = f"{result.policy_name}: "
-    for note in result.jobs.notes:
-        if policy_notes or not note.startswith(own):
-            typer.echo(f"note: {show_text(note)}")
+    from gpusched.results.metrics import policy_notes as policy_said
+
+    for note in [*result.jobs.notes, *(policy_said(result) if policy_notes else ())]:
+        typer.echo(f"note: {show_text(note)}")
     if result.stopped_at is not None:
         typer.echo(
             f"note: stopped early at t={result.stopped_at:,.6g} s: "

@@ -319,12 +319,9 @@ def compare_cmd(
             bar.close()
             print_run_header(result, summary, engine=False, policy_notes=False)
             first_notes = tuple(result.jobs.notes)
-        own = f"{result.policy_name}: "  # the policy's own notes (its notes() hook)
-        for note in result.jobs.notes:
-            if note.startswith(own):  # under its row's label, for every run
-                later_notes.append((i, note[len(own) :]))
-            elif note not in first_notes:
-                later_notes.append((-1, note))
+        later_notes.extend((-1, n) for n in result.jobs.notes if n not in first_notes)
+        # the policy's own notes (its notes() hook), under its row's label, for every run
+        later_notes.extend((i, n) for n in result.extra.get("policy_notes", ()))
 
     try:
         rows = compare(

@@ -13,7 +13,6 @@ The engine never imports the TUI; :meth:`Engine.snapshot` hands out copies.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -880,12 +879,11 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
         hook = getattr(self.policy, "summary", None)
         if hook is not None:  # the policy's own summary keys (e.g. prediction accuracy)
             extra["policy_summary"] = dict(call_policy(self.name, "summary", None, hook) or {})
-        jobs = self.jobs
         hook = getattr(self.policy, "notes", None)
-        if hook is not None:  # the policy's own notes on the run, printed and kept as the trace's
-            said = [f"{self.name}: {n}" for n in call_policy(self.name, "notes", None, hook) or ()]
-            if said:
-                jobs = dataclasses.replace(jobs, notes=(*jobs.notes, *said))
+        if hook is not None:  # the policy's own notes on the run (printed; in the manifest)
+            extra["policy_notes"] = [
+                str(n) for n in call_policy(self.name, "notes", None, hook) or ()
+            ]
         check_invariants(
             self.state,
             tl,
@@ -899,7 +897,7 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             ),
         )
         return RunResult(
-            jobs=jobs,
+            jobs=self.jobs,
             cluster=self.cluster,
             policy_name=self.name,
             params=self.params,

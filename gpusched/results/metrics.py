@@ -460,6 +460,12 @@ def installed_version(name: str) -> str:
     return version(name)
 
 
+def policy_notes(res: RunResult) -> list[str]:
+    """The policy's own notes on the run (its ``notes()`` hook), each as
+    ``"<policy>: <note>"``."""
+    return [f"{res.policy_name}: {n}" for n in res.extra.get("policy_notes", ())]
+
+
 def manifest(
     res: RunResult,
     trace_path: str | None,
@@ -487,7 +493,7 @@ def manifest(
         "engine_mode": res.mode,
         "perf_model": res.extra.get("perf"),
         "stopped_at_s": res.stopped_at,
-        "notes": list(res.jobs.notes) + list(notes),
+        "notes": list(res.jobs.notes) + policy_notes(res) + list(notes),
         "versions": {
             "gpusched": __version__,
             "python": platform.python_version(),
