@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("-o", "--out", required=True, help="the JSON-lines record to write")
     p.add_argument("--against", help="a record to compare the new one with")
-    p.add_argument("--seeds", default="1-6", help="seeds, as 1-6 or 1,3 (default 1-6)")
+    p.add_argument("--seeds", default="1-6", help="seeds, as 1-6, 1,3 or 1-3,7 (default 1-6)")
     p.add_argument("--only", default="", help="only the runs whose name starts with this")
     args = p.parse_args(argv)
     seeds = _seeds(args.seeds)
@@ -187,14 +187,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _seeds(text: str) -> list[int]:
+    """``--seeds`` as ``gpusched compare --seeds`` reads it (1-6, 1,3 or 1-3,7)."""
+    from gpusched.errors import GpuschedError
+    from gpusched.experiments.seeds import parse_seeds
+
     try:
-        if "-" in text:
-            lo, hi = (int(x) for x in text.split("-", 1))
-            return list(range(lo, hi + 1))
-        return [int(x) for x in text.split(",")]
-    except ValueError:
+        return list(parse_seeds(text))
+    except GpuschedError as exc:
         raise SystemExit(
-            f"error: --seeds {text!r}: expected a range like 1-6 or a list like 1,3"
+            f"error: --seeds {text!r}: expected a range like 1-6 or a list like 1,3 ({exc})"
         ) from None
 
 
