@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 from gpusched.algorithms.dorm_milp import (
     ADJUST_WEIGHT,
     FAIRNESS_WEIGHT,
-    _bound_cut,
-    _ratio_slack,
+    _count_terms,
     solve_counts,
 )
 from gpusched.core.ledger import capacities
@@ -254,7 +253,7 @@ def test_the_rounding_cut_holds_at_every_count_and_is_the_steepest(
         return share_w * n + share_p * ceil_ps(n, gamma)
 
     bound = frac * share(big_f)  # the bound is at most the share at F
-    slope, n2 = _bound_cut(
+    _, slope, n2 = _count_terms(
         np.array([share_w]),
         np.array([share_p]),
         np.array([gamma]),
@@ -281,13 +280,12 @@ def test_the_cut_and_the_ps_slack_of_many_jobs_are_each_jobs_own(top):
     share_w, share_p = rng.uniform(1e-7, 0.05, k), rng.uniform(0.0, 0.05, k)
     bound = rng.uniform(0.0, 0.5, k)
     share_w[3], share_p[3], bound[3] = 0.3 / top, 0.0, 0.2  # its bound needs 2/3 of F
-    slope, n2 = _bound_cut(share_w, share_p, gamma, f, bound)
-    slack = _ratio_slack(gamma, f)
+    slack, slope, n2 = _count_terms(share_w, share_p, gamma, f, bound)
     for i in range(k):
         one = slice(i, i + 1)
-        alone = _bound_cut(share_w[one], share_p[one], gamma[one], f[one], bound[one])
-        assert (slope[i], n2[i]) == (alone[0][0], alone[1][0])
-        assert slack[i] == _ratio_slack(gamma[one], f[one])[0]
+        alone = _count_terms(share_w[one], share_p[one], gamma[one], f[one], bound[one])
+        assert (slope[i], n2[i]) == (alone[1][0], alone[2][0])
+        assert slack[i] == alone[0][0]
     assert slope[3] > 0 and n2[3] >= 2 * top // 3  # the big job's cut is there
 
 

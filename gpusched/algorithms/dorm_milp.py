@@ -55,7 +55,7 @@ same optima: on the 61 MILPs of the three Fig. 7 Dorm runs, I = 100, solved to a
 then cuts the LP's fractional counts just below the fairness bound (an integer rounding
 cut): with ``n2_i`` the fewest workers that meet ``bound_i``, ``e'_i >= t_i (n2_i z_i -
 m_i)``, ``t_i`` the steepest slope for which it holds at every whole count
-(:func:`_bound_cut`). It took 18 % off the solve time of the Fig. 7 runs' 61 MILPs, with
+(:func:`_count_terms`). It took 18 % off the solve time of the Fig. 7 runs' 61 MILPs, with
 the same answers.
 
 **Solved to optimality.** HiGHS (the highspy package, imported on first use) runs until
@@ -181,15 +181,6 @@ def _counts_grid(
         start = end
 
 
-def _ratio_slack(gamma: np.ndarray, max_workers: np.ndarray) -> np.ndarray:
-    """``m_i`` of ``gamma p <= n + m``: halfway between the largest rounding gap
-    ``gamma ceil(n / gamma) - n`` over n in [0, F_i] and gamma_i."""
-    gap = np.empty(gamma.shape[0])
-    for rows, n, ps, valid in _counts_grid(gamma, max_workers):
-        gap[rows] = np.where(valid, gamma[rows, None] * ps - n, -np.inf).max(axis=1)
-    return np.asarray((gap + gamma) / 2.0, dtype=np.float64)
-
-
 def solve_counts(
     worker: np.ndarray,
     ps: np.ndarray,
@@ -279,12 +270,15 @@ def solve_counts(
         np.full(n_res, -np.inf),
         cap.astype(np.float64) - held.sum(axis=0),
     )
+    # the PS-ratio slack and the rounding cut's slope and count, from one walk over the
+    # whole counts (_count_terms)
+    m_slack, slope, n2 = _count_terms(share_w, share_p, gamma, max_workers, bound)
     # the resized allocation, scaled by z (0 when pinned): m <= F z and, for the PSs at
     # the ratio, 0 <= gamma q - m <= m_slack z (q = ceil(m / gamma))
     add([(m_, eye), (z_, -np.diag(f))], -inf, zero)
     add([(m_, -eye), (q_, np.diag(gamma))], zero, inf)
     add(
-        [(m_, -eye), (q_, np.diag(gamma)), (z_, -np.diag(_ratio_slack(gamma, max_workers)))],
+        [(m_, -eye), (q_, np.diag(gamma)), (z_, -np.diag(m_slack))],
         -inf,
         zero,
     )
@@ -295,8 +289,7 @@ def solve_counts(
         inf,
     )
     # valid, and tightens the LP: the rounding cut at the fairness bound,
-    # e_i >= t_i (n2_i z_i - m_i) (see _bound_cut)
-    slope, n2 = _bound_cut(share_w, share_p, gamma, max_workers, bound)
+    # e_i >= t_i (n2_i z_i - m_i) (see _count_terms)
     add([(m_, np.diag(slope)), (e_, eye), (z_, -np.diag(slope * n2))], zero, inf)
     # sum over running jobs of z_i <= max_adjust
     add([(z_, run[None, :].astype(np.float64))], np.array([-np.inf]), np.array([float(max_adjust)]))
@@ -338,23 +331,29 @@ def solve_counts(
     return Answer(n, ps_count(n, gamma), status, gap)
 
 
-def _bound_cut(
+def _count_terms(
     share_w: np.ndarray,
     share_p: np.ndarray,
     gamma: np.ndarray,
     max_workers: np.ndarray,
     bound: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per job, the slope t and the count n2 of the cut ``e >= t (n2 - n)`` (the module
-    docstring; 0 and 0 where there is none).
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per job, from one walk over its whole counts (:func:`_counts_grid`): the PS-ratio
+    slack ``m_i``, and the slope t and count n2 of the rounding cut ``e >= t (n2 - n)`` (the
+    module docstring; 0 and 0 where there is none).
+
+    ``m_i`` of ``gamma p <= n + m`` is halfway between the largest rounding gap
+    ``gamma ceil(n / gamma) - n`` over n in [0, F_i] and gamma_i.
 
     n2 is the fewest workers whose share (with their PSs) meets the bound, and t the
     steepest slope through (n2, 0) that stays below the shortfall ``bound - share(n)`` at
     every whole n < n2. At n >= n2 the cut asks for no more than ``e >= 0``, so it holds at
     every whole count: it only removes the LP's fractional counts just below n2.
     """
-    slope, n2 = np.zeros(bound.shape[0]), np.zeros(bound.shape[0])
+    k = bound.shape[0]
+    gap, slope, n2 = np.empty(k), np.zeros(k), np.zeros(k)
     for rows, n, ps, valid in _counts_grid(gamma, max_workers):
+        gap[rows] = np.where(valid, gamma[rows, None] * ps - n, -np.inf).max(axis=1)
         short = bound[rows, None] - (share_w[rows, None] * n + share_p[rows, None] * ps)
         met = valid & (short <= 0.0)
         first = np.where(met.any(axis=1), met.argmax(axis=1), 0)
@@ -363,7 +362,7 @@ def _bound_cut(
         cut = first > 0
         slope[rows] = np.where(cut, np.maximum(steep.min(axis=1), 0.0), 0.0)
         n2[rows] = np.where(cut, first, 0)
-    return slope, n2
+    return np.asarray((gap + gamma) / 2.0, dtype=np.float64), slope, n2
 
 
 #: HiGHS options for these MILPs: presolve, restarts and the RINS/RENS heuristics cost more
