@@ -243,6 +243,15 @@ FULL_HEAD = '[cluster]\nname = "x"\n'
         ),
         (FULL_HEAD + "[[servers]]\ncount=0\ngpus=1\ngpu_type='a'\n", ["servers[0].count", ">= 1"]),
         (FULL_HEAD + "servers = -3\ngpus_per_server = 1\n", ["cluster.servers", ">= 1"]),
+        # a value that is there is judged before a missing one is reported
+        (FULL_HEAD + "servers = -3\n", ["cluster.servers", ">= 1"]),
+        (FULL_HEAD + "servers = 2\n", ["cluster.gpus_per_server", "missing"]),
+        # a list of servers written inside [cluster]
+        (FULL_HEAD + "servers = []\n", ["cluster.servers", "number of servers", "[[servers]]"]),
+        (
+            FULL_HEAD + "servers = [{count = 2}]\ngpus_per_server = 1\n",
+            ["cluster.servers", "number of servers", "[[servers]]"],
+        ),
         (
             FULL_HEAD + "gpu_capacity = 0\nservers = 1\ngpus_per_server = 1\n",
             ["cluster.gpu_capacity", ">= 1"],

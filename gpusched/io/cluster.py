@@ -965,7 +965,18 @@ class _Validator:
             raise self.fail("cluster.gpu_capacity", f"the cluster would have {problem}")
 
     def minimal_group(self, cluster: dict[str, Any]) -> tuple[ServerGroup, ...]:
-        for key in ("servers", "gpus_per_server"):
+        if isinstance(cluster.get("servers"), list):
+            raise self.fail(
+                "cluster.servers",
+                f"expected the number of servers, {self.got(cluster['servers'])}; a list of"
+                " servers goes in a [[servers]] array of tables, outside [cluster]",
+            )
+        # a value that is there is checked before one that is missing is reported
+        limits = {"servers": (1, MAX_SERVERS), "gpus_per_server": (0, MAX_GPUS)}
+        for key, (lo, hi) in limits.items():
+            if key in cluster:
+                self.integer(cluster, key, "cluster", minimum=lo, maximum=hi)
+        for key in limits:
             if key not in cluster:
                 raise self.fail(
                     f"cluster.{key}",
