@@ -87,7 +87,7 @@ def test_a_symlink_inside_the_folder_is_never_written_through(tmp_path):
     for force in ((), ("--force",)):
         one_line_error(
             invoke("replay", "tiny", "-P", "fifo", "-o", run, *force),
-            "jobs.csv (a symbolic link), which gpusched did not write",
+            "jobs.csv (a symbolic link), which is not one of a run's result files",
         )
     assert victim.read_text() == "precious\n"
 
@@ -110,7 +110,7 @@ def test_a_folder_of_other_files_is_never_replaced(tmp_path):
     (mine / "notes.md").write_text("keep me")
     for force in ((), ("--force",)):
         one_line_error(
-            invoke("replay", "tiny", "-o", mine, *force), "holds notes.md, which gpusched did not"
+            invoke("replay", "tiny", "-o", mine, *force), "holds notes.md, which is not one of a run's result"
         )
     assert (mine / "notes.md").read_text() == "keep me"
     empty = tmp_path / "empty"

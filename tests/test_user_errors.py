@@ -78,7 +78,7 @@ def test_out_empty_string():
 def test_output_name_is_a_folder(tmp_path):
     (tmp_path / "run" / "jobs.csv").mkdir(parents=True)
     one_line_error(
-        invoke("replay", "tiny", "-o", tmp_path / "run"), "jobs.csv (a folder)", "did not write"
+        invoke("replay", "tiny", "-o", tmp_path / "run"), "jobs.csv (a folder)", "not one of a run's result files"
     )
 
 
@@ -326,7 +326,7 @@ def test_compare_refuses_old_results_unless_forced(tmp_path):
     for force in ((), ("--force",)):  # a file not ours: never deleted, so the folder is refused
         one_line_error(
             invoke("compare", "tiny", "-P", "fifo", "-o", out, *force),
-            "holds notes.txt, which gpusched did not write",
+            "holds notes.txt, which is not one of a run's result files",
         )
     assert (out / "notes.txt").read_text() == "mine"
 

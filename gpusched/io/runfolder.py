@@ -10,7 +10,7 @@ killed, or fills the disk leaves no partial folder behind. The staging folder is
 with ``mkdir`` (never an existing one) and every file in it is created exclusively
 (:func:`create_exclusive`), so nothing is written through a symbolic link planted inside.
 A target that holds results is refused unless ``force``, which replaces it whole; a
-target that is a symbolic link, or that holds files gpusched did not write, is refused
+target that is a symbolic link, or that holds files other than a run's results, is refused
 always. A lock (:class:`FolderLock`: a file created with ``O_CREAT | O_EXCL``, holding the
 writer's pid, host and a random token) keeps two writers apart. Names derived from user
 text (a policy's name) go through :func:`safe_name` first.
@@ -344,7 +344,7 @@ class FolderLock:
 
 
 def _foreign_entry(folder: Path, depth: int = 0) -> Path | None:
-    """The first entry of ``folder`` that gpusched did not write into a results folder
+    """The first entry of ``folder`` that is not one of the files gpusched writes into a results folder
     (None when every entry is a result file, or a folder of them, two levels deep)."""
     for entry in sorted(folder.iterdir()):
         if entry.is_symlink() or (entry.is_dir() and _RESULT_FILES.fullmatch(entry.name)):
@@ -396,7 +396,7 @@ class FolderTransaction:
         Raises
         ------
         GpuschedError
-            A symbolic link, a file, a folder holding files gpusched did not write, or
+            A symbolic link, a file, a folder holding files other than results, or
             one holding results without ``force``.
         """
         where = f"{self.option} {show_name(self.target)}"
@@ -427,9 +427,9 @@ class FolderTransaction:
                 else ""
             )
             raise GpuschedError(
-                f"{where} holds {show_name(foreign.relative_to(self.target))}{kind}, which "
-                "gpusched did not write; results go to a new or empty folder (choose another "
-                "one, or move that away)"
+                f"{where} holds {show_name(foreign.relative_to(self.target))}{kind}, which is "
+                "not one of a run's result files; a results folder is replaced whole, so "
+                "results go to a new or empty folder (choose another one, or move that away)"
             )
         if any(self.target.iterdir()) and not self.force:
             raise GpuschedError(
