@@ -344,8 +344,9 @@ class FolderLock:
 
 
 def _foreign_entry(folder: Path, depth: int = 0) -> Path | None:
-    """The first entry of ``folder`` that is not one of the files gpusched writes into a results folder
-    (None when every entry is a result file, or a folder of them, two levels deep)."""
+    """The first entry of ``folder`` that is not one of the files gpusched writes into a
+    results folder (None when every entry is a result file, or a folder of them, two levels
+    deep)."""
     for entry in sorted(folder.iterdir()):
         if entry.is_symlink() or (entry.is_dir() and _RESULT_FILES.fullmatch(entry.name)):
             return entry
