@@ -614,6 +614,11 @@ def tiny_csv() -> Path:
             'traces = ["tiny"]\npolicies = ["tiresias"]\n[params.tiresias]\nstarve = [1, 1.0]',
             ["two cells are the same run", "starve=1 ", "starve=1.0 "],
         ),
+        # a parameter given its default is the run without it
+        (
+            'traces = ["tiny"]\npolicies = ["fifo", "fifo:backfill=false"]',
+            ["two cells are the same run", "fifo seed=", "fifo:backfill=false seed="],
+        ),
         # 0.0 and -0.0 gave two cells of one run
         (
             'traces = ["tiny"]\npolicies = ["tiresias"]\n[params.tiresias]\nstarve = [0.0, -0.0]',

@@ -794,7 +794,7 @@ def _check_policies(
         an infinity after conversion, a value the policy refuses, or a parameter given
         both in the entry and in ``[params.X]``.
     """
-    from gpusched.core.policy import parse_params
+    from gpusched.core.policy import parse_params, policy_params
     from gpusched.core.registry import load_policy_class, make_policy
     from gpusched.experiments.run import PolicySpec
 
@@ -843,10 +843,21 @@ def _check_policies(
             identity = f"{cls.__module__}.{cls.__qualname__}"
             if _is_policy_path(ps.name):
                 identity = str(Path(ps.name).resolve())
-            # -0.0 is 0.0 (x + 0.0 turns one into the other): the same run
-            same = {k: _signless(v) for k, v in kwargs.items()}
+            # a parameter left at its default is the same run as one given it ("fifo" and
+            # "fifo:backfill=false"), and -0.0 is 0.0 (x + 0.0 turns one into the other)
+            full = {k: _as_declared(tp, d) for k, (tp, d) in policy_params(cls).items()}
+            full.update(kwargs)
+            same = {k: _signless(v) for k, v in full.items()}
             canonical[(entry, c.params_text)] = repr((identity, sorted(same.items())))
     return canonical, sources
+
+
+def _as_declared(tp: type, default: Any) -> Any:
+    """A parameter's default as :func:`~gpusched.core.policy.parse_params` would convert a
+    value given for it (an integer default of a float parameter, a float)."""
+    if tp is float and isinstance(default, int) and not isinstance(default, bool):
+        return float(default)
+    return default
 
 
 def _signless(value: Any) -> Any:
