@@ -162,6 +162,22 @@ def check_seed(seed: object, flag: str = "--seed") -> None:
         raise GpuschedError(f"{flag} must be at most {MAX_SEED} (2^32 - 1), got {seed}")
 
 
+def empty_name(text: object, expected: str) -> str:
+    """The one message of a blank name where a file or folder is expected, after the name
+    of what was given: ``an empty name ''; expected <expected>``.
+
+    ``Path("")`` is ``.``, the current folder, so an unset shell variable (``"$RUN"``)
+    would otherwise name the folder the command runs in; every command refuses it alike.
+    """
+    return f"an empty name {text!r}; expected {expected}"
+
+
+def is_blank(text: object) -> bool:
+    """Whether ``text`` is a string of nothing but white space (a Path never is: ``Path("")``
+    is ``.``; the name must be checked before it becomes one)."""
+    return isinstance(text, str) and not text.strip()
+
+
 def field_error(path: object, line: int, column: str, expected: str, got: str) -> GpuschedError:
     """The one-line error of a bad field in a table gpusched reads (a trace, a run's tables).
 

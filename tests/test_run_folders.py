@@ -110,7 +110,8 @@ def test_a_folder_of_other_files_is_never_replaced(tmp_path):
     (mine / "notes.md").write_text("keep me")
     for force in ((), ("--force",)):
         one_line_error(
-            invoke("replay", "tiny", "-o", mine, *force), "holds notes.md, which is not one of a run's result"
+            invoke("replay", "tiny", "-o", mine, *force),
+            "holds notes.md, which is not one of a run's result",
         )
     assert (mine / "notes.md").read_text() == "keep me"
     empty = tmp_path / "empty"

@@ -71,14 +71,30 @@ def test_out_under_a_file(tmp_path, monkeypatch, args, option):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
 
 
-def test_out_empty_string():
-    one_line_error(invoke("replay", "tiny", "-o", ""), "--out must name a folder")
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["replay", "tiny", "-o", ""], ["--out: an empty name ''; expected a folder"]),
+        (["compare", "tiny", "-P", "fifo", "-o", " "], ["--out: an empty name ' '"]),
+        (["replay", ""], ["trace: an empty name ''; expected a trace file"]),
+        (["replay", "tiny", "-c", ""], ["cluster: an empty name ''; expected a .toml path"]),
+        (["explain", ""], ["an empty name ''; expected a path"]),
+        (["diff", "", "b"], ["RUN_A: an empty name ''; expected a run folder"]),
+        (["diff", "a", "b", "-o", ""], ["--out: an empty name ''; expected a CSV file"]),
+        (["sweep", ""], ["sweep spec: an empty name ''; expected a TOML file"]),
+    ],
+)
+def test_an_empty_name_is_refused_alike_everywhere(args, needles):
+    """Path("") is ".", the current folder: every command refuses a blank name, alike."""
+    one_line_error(invoke(*args), *needles)
 
 
 def test_output_name_is_a_folder(tmp_path):
     (tmp_path / "run" / "jobs.csv").mkdir(parents=True)
     one_line_error(
-        invoke("replay", "tiny", "-o", tmp_path / "run"), "jobs.csv (a folder)", "not one of a run's result files"
+        invoke("replay", "tiny", "-o", tmp_path / "run"),
+        "jobs.csv (a folder)",
+        "not one of a run's result files",
     )
 
 

@@ -20,7 +20,14 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer._click import exceptions as click_exceptions  # the Click that typer vendors
 
-from gpusched.errors import GpuschedError, show_name, show_text, show_value
+from gpusched.errors import (
+    GpuschedError,
+    empty_name,
+    is_blank,
+    show_name,
+    show_text,
+    show_value,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -121,11 +128,9 @@ def _refuse_empty_path(param: Any, value: Any) -> None:
     if kind not in (Path, Path | None, list[Path], list[Path] | None):
         return
     values = value if isinstance(value, (list, tuple)) else [value]
-    blank = next((v for v in values if isinstance(v, str) and not v.strip()), None)
+    blank = next((v for v in values if is_blank(v)), None)
     if blank is not None:
-        raise click_exceptions.BadParameter(
-            f"an empty name {blank!r}; expected a path", param=param
-        )
+        raise click_exceptions.BadParameter(empty_name(blank, "a path"), param=param)
 
 
 class _PlainCoercion:

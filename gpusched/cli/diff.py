@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from gpusched.cli._common import user_errors
-from gpusched.errors import GpuschedError, show_name, show_text
+from gpusched.errors import GpuschedError, empty_name, is_blank, show_name, show_text
 
 
 @user_errors
@@ -44,11 +44,11 @@ def diff_cmd(
 
     if top < 0:
         raise GpuschedError(f"--top must be an integer >= 0, got {top}")
-    if out is not None and not out.strip():
-        raise GpuschedError("--out must name a CSV file, got an empty string")
+    if out is not None and is_blank(out):
+        raise GpuschedError(f"--out: {empty_name(out, 'a CSV file')}")
     for name, given in (("RUN_A", run_a), ("RUN_B", run_b)):
-        if not given.strip():  # Path("") is ".", the current folder
-            raise GpuschedError(f"{name}: an empty name {given!r}; expected a run folder")
+        if is_blank(given):
+            raise GpuschedError(f"{name}: {empty_name(given, 'a run folder')}")
     if out is not None:
         check_out_csv(out)
     diff = diff_runs(read_run_jobs(run_a, "RUN_A"), read_run_jobs(run_b, "RUN_B"))

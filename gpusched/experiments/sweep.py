@@ -62,7 +62,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpusched.errors import MAX_SEED, GpuschedError, control_char, show_name
+from gpusched.errors import (
+    MAX_SEED,
+    GpuschedError,
+    control_char,
+    empty_name,
+    is_blank,
+    show_name,
+)
 from gpusched.io.files import check_small_file, read_small_text
 from gpusched.io.runfolder import MANIFEST, FolderLock, remove_tree, swap_in
 from gpusched.io.runfolder import read_lock as read_lock_file
@@ -474,8 +481,8 @@ def load_spec(path: str | Path) -> SweepSpec:
         :data:`MAX_SPEC_BYTES`, unreadable or not UTF-8, or the spec is invalid (see
         :func:`parse_spec`).
     """
-    if isinstance(path, str) and not path.strip():  # Path("") is ".", the current folder
-        raise GpuschedError(f"sweep spec: an empty name {path!r}; expected a TOML file")
+    if is_blank(path):
+        raise GpuschedError(f"sweep spec: {empty_name(path, 'a TOML file')}")
     p = Path(path)
     text = _read_text_file(p, "sweep spec", MAX_SPEC_BYTES)
     return parse_spec(text, str(path), p.parent)

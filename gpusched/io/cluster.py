@@ -90,7 +90,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpusched.errors import ClusterError, control_char, did_you_mean, show_name
+from gpusched.errors import (
+    ClusterError,
+    control_char,
+    did_you_mean,
+    empty_name,
+    is_blank,
+    show_name,
+)
 from gpusched.io.files import check_small_file, read_small_text
 from gpusched.io.resources import bundled_dir
 
@@ -658,12 +665,9 @@ def resolve_cluster(name_or_path: str | Path) -> Path:
         file, or larger than :data:`MAX_FILE_BYTES`.
     """
     text = str(name_or_path)
-    if isinstance(name_or_path, str) and not text.strip():
-        # Path("") is ".", the current folder: an unset shell variable must be named as such
-        raise ClusterError(
-            f"cluster: an empty name {text!r}; expected a .toml path or a bundled name "
-            f"({', '.join(_bundled_names()) or '(none)'})"
-        )
+    if is_blank(name_or_path):
+        expected = f"a .toml path or a bundled name ({', '.join(_bundled_names()) or '(none)'})"
+        raise ClusterError(f"cluster: {empty_name(text, expected)}")
     path = Path(name_or_path)
     st = _stat(path)
     is_path = (

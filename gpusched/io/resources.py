@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpusched.errors import GpuschedError, did_you_mean, show_name
+from gpusched.errors import GpuschedError, did_you_mean, empty_name, is_blank, show_name
 
 #: the trace a run replays when none is named
 DEFAULT_TRACE = "philly-2000"
@@ -35,12 +35,12 @@ def resolve_trace(spec: str | None) -> Path:
     """A trace path, or the bundled trace of that name (``philly-2000`` -> traces/philly-2000.csv)."""
     if spec is None:
         spec = DEFAULT_TRACE
-    elif not spec.strip():
+    elif is_blank(spec):
         # an unset shell variable ("$TRACE") must not run the bundled default instead
         names = sorted(p.name.split(".")[0] for p in bundled_dir("traces").glob("*.csv*"))
+        expected = f"a trace file or a bundled name ({', '.join(names)})"
         raise GpuschedError(
-            f"trace: an empty name {spec!r}; expected a trace file or a bundled "
-            f"name ({', '.join(names)}); leave TRACE out for the default, {DEFAULT_TRACE}"
+            f"trace: {empty_name(spec, expected)}; leave TRACE out for the default, {DEFAULT_TRACE}"
         )
     path = Path(spec)
     if path.is_file():

@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from gpusched.errors import GpuschedError, show_name
+from gpusched.errors import GpuschedError, empty_name, is_blank, show_name
 from gpusched.io.files import check_folder_path
 
 __all__ = [
@@ -380,9 +380,8 @@ class FolderTransaction:
     """
 
     def __init__(self, target: str | Path, *, force: bool = False, option: str = "--out") -> None:
-        text = str(target)
-        if not text.strip():
-            raise GpuschedError(f"{option} must name a folder, got an empty string")
+        if is_blank(target):
+            raise GpuschedError(f"{option}: {empty_name(target, 'a folder')}")
         self.target = Path(target)
         if self.target.name in ("", ".", ".."):  # "." or "a/..": the folder it names
             self.target = Path(os.path.abspath(self.target))
