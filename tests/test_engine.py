@@ -405,3 +405,53 @@ def test_fused_engine_on_a_policy_without_a_fused_path(params, said):
         f"policy 'scripted' has no fused kernel path{said} run it with --engine python or auto "
         "(its decide() at each decision)"
     )
+
+
+def test_notes_that_are_not_a_list_are_a_policy_error():
+    cluster = ClusterSpec.homogeneous(1, 2)
+    jobs = prepare_jobs(make_trace([(0, 1, 10), (0, 1, 5)]), cluster)
+    with pytest.raises(PolicyError, match="notes\\(\\) must return a list of strings, got int"):
+        Engine(jobs, cluster, _Noting(3)).run()
+
+
+class _Summing(Scripted):
+    """Starts both jobs, then returns ``tables`` from its summary() hook."""
+
+    def __init__(self, tables):
+        super().__init__([Decision(actions=[Start(0, np.array([0])), Start(1, np.array([1]))])])
+        self.tables = tables
+
+    def summary(self):
+        return self.tables
+
+
+@pytest.mark.parametrize(
+    ("tables", "needle"),
+    [
+        ([1, 2], "must return a dict of the policy's own tables"),
+        ({"status": "converged"}, "gives 'status' a str; each value must be a table"),
+        ({"": {"a": 1}}, "names a table ''"),
+        ({"a.b": {"a": 1}}, "names a table 'a.b'"),
+        ({3: {"a": 1}}, "names a table 3"),
+    ],
+)
+def test_a_policys_summary_must_be_tables_of_its_own(tables, needle):
+    # a scalar named like a fixed column (status, trace, a parameter) replaced that
+    # column of a sweep's results.csv; its tables become name.key columns instead
+    cluster = ClusterSpec.homogeneous(1, 2)
+    jobs = prepare_jobs(make_trace([(0, 1, 10), (0, 1, 5)]), cluster)
+    with pytest.raises(PolicyError, match="policy 'scripted': summary\\(\\)") as info:
+        Engine(jobs, cluster, _Summing(tables)).run()
+    assert needle in str(info.value)
+
+
+def test_a_policys_summary_table_is_kept_and_may_not_take_gpuscheds_names():
+    from gpusched.results.metrics import flat_summary, summarize
+
+    cluster = ClusterSpec.homogeneous(1, 2)
+    jobs = prepare_jobs(make_trace([(0, 1, 10), (0, 1, 5)]), cluster)
+    res = Engine(jobs, cluster, _Summing({"mine": {"steps": 2}})).run()
+    assert flat_summary(summarize(res))["mine.steps"] == 2
+    taken = Engine(jobs, cluster, _Summing({"n_jobs": {"steps": 2}})).run()
+    with pytest.raises(PolicyError, match="names a table 'n_jobs', which gpusched's own"):
+        summarize(taken)

@@ -40,6 +40,7 @@ from gpusched.core.policy import (
     Start,
     call_policy,
     fused_spec,
+    policy_summary,
 )
 from gpusched.core.result import RunResult, Snapshot
 from gpusched.core.roles import Roles
@@ -878,12 +879,18 @@ class Engine(GangLifecycle, Roles, TaskDispatch):
             extra["held_gpu_s"] = held
         hook = getattr(self.policy, "summary", None)
         if hook is not None:  # the policy's own summary keys (e.g. prediction accuracy)
-            extra["policy_summary"] = dict(call_policy(self.name, "summary", None, hook) or {})
+            extra["policy_summary"] = policy_summary(
+                self.name, call_policy(self.name, "summary", None, hook)
+            )
         hook = getattr(self.policy, "notes", None)
         if hook is not None:  # the policy's own notes on the run (printed; in the manifest)
-            extra["policy_notes"] = [
-                str(n) for n in call_policy(self.name, "notes", None, hook) or ()
-            ]
+            notes = call_policy(self.name, "notes", None, hook) or ()
+            if not isinstance(notes, list | tuple):
+                raise PolicyError(
+                    f"policy '{self.name}': notes() must return a list of strings, got "
+                    f"{type(notes).__name__}"
+                )
+            extra["policy_notes"] = [str(n) for n in notes]
         check_invariants(
             self.state,
             tl,

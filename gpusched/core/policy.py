@@ -351,6 +351,43 @@ def call_policy(
         ) from exc
 
 
+def policy_summary(policy_name: str, tables: Any) -> dict[str, dict[str, Any]]:
+    """What a policy's ``summary()`` returned, checked: its own tables of summary.json,
+    ``{name: {key: value, ...}}`` (A-SRPT's ``prediction``, Dorm's ``dorm``), or None.
+
+    Each value is a table of its own so that, spread into a sweep's or ``compare``'s rows
+    as ``name.key`` (:func:`gpusched.results.metrics.flat_summary`), it never takes the
+    place of a fixed column (``status``, ``trace``, a parameter's column); a name
+    gpusched's summary already has is refused where the summary is made
+    (:func:`gpusched.results.metrics.summarize`).
+
+    Raises
+    ------
+    PolicyError
+        Not a dict, a name that is not a non-empty string, or a value that is not a dict.
+    """
+    where = f"policy '{policy_name}': summary()"
+    if tables is None:
+        return {}
+    if not isinstance(tables, dict):
+        raise PolicyError(
+            f"{where} must return a dict of the policy's own tables ({{'name': {{...}}}}), "
+            f"got {type(tables).__name__}"
+        )
+    for name, table in tables.items():
+        if not isinstance(name, str) or not name.strip() or "." in name:
+            raise PolicyError(
+                f"{where} names a table {name!r}; expected a non-empty string without '.'"
+            )
+        if not isinstance(table, dict):
+            raise PolicyError(
+                f"{where} gives {name!r} a {type(table).__name__}; each value must be a "
+                f"table of its own, e.g. {{{name!r}: {{'value': ...}}}} (it becomes the "
+                f"columns {name}.value, ... of a sweep's results)"
+            )
+    return dict(tables)
+
+
 def fused_spec(policy: Any) -> Fused | None:
     """The policy's fused fast path, if it declares one for its current parameters."""
     fn = getattr(policy, "fused", None)

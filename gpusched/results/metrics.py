@@ -71,6 +71,7 @@ from typing import Any
 import numpy as np
 
 from gpusched import __version__
+from gpusched.errors import PolicyError
 from gpusched.core.result import RunResult
 from gpusched.core.state import F_EXTRA_GPU_S, F_SHARED_GPU_S, FINISHED, REJECTED
 from gpusched.io.tables import table_name, write_table
@@ -438,7 +439,12 @@ def summarize(res: RunResult) -> dict[str, Any]:
         **_task_summary(res),
     }
     for key, value in res.extra.get("policy_summary", {}).items():
-        out.setdefault(key, value)  # the policy's keys replace none of the above
+        if key in out:  # the policy's tables replace none of the above
+            raise PolicyError(
+                f"policy '{res.policy_name}': summary() names a table {key!r}, which "
+                "gpusched's own summary has; give it another name (the policy's, say)"
+            )
+        out[key] = value
     return out
 
 
