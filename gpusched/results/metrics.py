@@ -71,9 +71,9 @@ from typing import Any
 import numpy as np
 
 from gpusched import __version__
-from gpusched.errors import PolicyError
 from gpusched.core.result import RunResult
 from gpusched.core.state import F_EXTRA_GPU_S, F_SHARED_GPU_S, FINISHED, REJECTED
+from gpusched.errors import PolicyError
 from gpusched.io.tables import table_name, write_table
 from gpusched.io.trace import trace_sha256
 
