@@ -273,3 +273,94 @@ def test_out_never_replaces_the_current_folder(tmp_path, monkeypatch):
         one_line_error(invoke("replay", "tiny", "-o", out), "is the current folder (or holds it)")
     assert list(here.iterdir()) == []
     assert invoke("replay", "tiny", "-o", "sub/run").exit_code == 0
+
+
+# --- hostile files where gpusched reads its own JSON back ----------------------------------
+
+
+def test_read_regular_file_never_waits_on_a_pipe_nor_reads_a_device(tmp_path):
+    from gpusched.io.files import NotAFile, parse_json, read_regular_file
+
+    fifo = tmp_path / "p"
+    os.mkfifo(fifo)
+    with pytest.raises(NotAFile, match="not a regular file"):
+        read_regular_file(fifo)  # (a blocking open would wait here for a writer)
+    with pytest.raises(NotAFile, match="not a regular file"):
+        read_regular_file("/dev/zero")
+    with pytest.raises(NotAFile, match="is a folder"):
+        read_regular_file(tmp_path)
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 101)
+    with pytest.raises(NotAFile, match="larger than 100 bytes"):
+        read_regular_file(big, 100)
+    assert read_regular_file(big, 100, head=True) == b"x" * 100
+    assert read_regular_file(big, 101) == b"x" * 101
+    with pytest.raises(FileNotFoundError):
+        read_regular_file(tmp_path / "none")
+    with pytest.raises(ValueError, match="nested too deeply"):
+        parse_json("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="a whole number too long to read"):
+        parse_json("9" * 5000)
+    with pytest.raises(json.JSONDecodeError):
+        parse_json("{")
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"seed": ' + "9" * 5000 + "}", "a whole number too long to read"),
+    ],
+    ids=["nested", "digits"],
+)
+def test_a_manifest_no_json_reader_takes_is_one_line(tmp_path, text, reason):
+    run = tmp_path / "R"
+    assert invoke("replay", "tiny", "-o", run).exit_code == 0
+    (run / "manifest.json").write_text(text)
+    for args in (["explain", run], ["plot", run], ["diff", run, run]):
+        one_line_error(invoke(*args), "manifest.json", reason)
+    one_line_error(invoke("explain", run), f"not a JSON manifest ({reason})")
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_a_manifest_that_is_not_a_file_is_named_as_such(tmp_path, kind):
+    run = tmp_path / "R"
+    assert invoke("replay", "tiny", "-o", run).exit_code == 0
+    (run / "manifest.json").unlink()
+    if kind == "folder":
+        (run / "manifest.json").mkdir()
+    else:
+        os.mkfifo(run / "manifest.json")
+    needle = "is a folder" if kind == "folder" else "not a regular file"
+    one_line_error(invoke("explain", run), "manifest.json", needle, "expected the run's JSON")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_lock_that_is_a_pipe_or_a_device_is_refused_not_waited_on(tmp_path, kind):
+    lock = tmp_path / ".R.lock"
+    if kind == "fifo":
+        os.mkfifo(lock)
+    else:
+        lock.symlink_to("/dev/zero")
+    one_line_error(invoke("replay", "tiny", "-o", tmp_path / "R"), "R is locked", ".R.lock")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "deep"])
+def test_a_sweep_cell_record_that_is_hostile_is_run_again(tmp_path, kind):
+    from gpusched.experiments.sweep import load_spec, plan
+
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text('traces = ["tiny"]\npolicies = ["fifo"]\n')
+    out = tmp_path / "out"
+    assert invoke("sweep", spec_file, "-o", out, "-j", "1").exit_code == 0
+    (cell,) = (out / "cells").iterdir()
+    record = cell / "cell.json"
+    record.unlink()
+    if kind == "fifo":
+        os.mkfifo(record)
+    elif kind == "device":
+        record.symlink_to("/dev/zero")
+    else:
+        record.write_text("[" * 100_000 + "]" * 100_000)
+    ((_, status),) = plan(load_spec(spec_file), out)
+    assert status.state == "todo" and "cell.json" in status.reason

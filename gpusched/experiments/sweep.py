@@ -70,7 +70,7 @@ from gpusched.errors import (
     is_blank,
     show_name,
 )
-from gpusched.io.files import check_small_file, read_small_text
+from gpusched.io.files import check_small_file, parse_json, read_regular_file, read_small_text
 from gpusched.io.runfolder import MANIFEST, FolderLock, remove_tree, swap_in
 from gpusched.io.runfolder import read_lock as read_lock_file
 
@@ -105,6 +105,8 @@ STAGING_DIR = ".staging"
 CELL_FILE = "cell.json"
 #: a failed cell's record: its parameters and the error
 ERROR_FILE = "error.txt"
+#: the most of a failed cell's error.txt read back (its second line is the error)
+MAX_ERROR_BYTES = 1 << 20
 #: the output folder's lock: pid, host, start time of the sweep writing it
 LOCK_FILE = ".lock"
 #: the files of a finished cell whose SHA-256 its cell.json records
@@ -995,8 +997,10 @@ class CellStatus:
 
 
 def _read_json(path: Path) -> Any:
+    """The JSON in ``path``, or None (missing, unreadable, not a small regular file, not
+    JSON): never waits on a pipe nor reads a device."""
     try:
-        return json.loads(path.read_bytes())
+        return parse_json(read_regular_file(path))
     except (OSError, ValueError):
         return None
 
@@ -1004,9 +1008,10 @@ def _read_json(path: Path) -> Any:
 def _error_line(folder: Path) -> str:
     """The error of a failed cell's error.txt (its second line), or ``""``."""
     try:
-        lines = (folder / ERROR_FILE).read_text(errors="replace").splitlines()
-    except OSError:
+        raw = read_regular_file(folder / ERROR_FILE, MAX_ERROR_BYTES)
+    except (OSError, ValueError):
         return ""
+    lines = raw.decode(errors="replace").splitlines()
     return lines[1][:200] if len(lines) > 1 else "failed"
 
 
@@ -1066,14 +1071,14 @@ def cell_status(out: str | Path, cell: Cell, key: CellKey) -> CellStatus:
 
 def _read_bytes(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
-    except OSError:
+        return read_regular_file(path)
+    except (OSError, ValueError):
         return None
 
 
 def _loads_dict(raw: bytes | None) -> dict[str, Any] | None:
     try:
-        value = json.loads(raw) if raw is not None else None
+        value = parse_json(raw) if raw is not None else None
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
@@ -1348,9 +1353,8 @@ def _sweep_results(path: Path) -> bool:
     """Whether the file ``path`` starts like a sweep's results.csv (its first line begins
     with :data:`_SWEEP_HEADER`); False for a file that cannot be read."""
     try:
-        with path.open("rb") as fh:
-            first = fh.readline(4096)
-    except OSError:
+        first = read_regular_file(path, 4096, head=True).split(b"\n", 1)[0]
+    except (OSError, ValueError):
         return False
     head = first.rstrip(b"\r\n").split(b",")[: len(_SWEEP_HEADER)]
     return head == [c.encode() for c in _SWEEP_HEADER]

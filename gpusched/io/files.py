@@ -1,15 +1,20 @@
-"""Small text files the user names (cluster specs, sweep specs), read with one-line errors.
+"""Small files read with one-line errors: the TOML files the user names (cluster specs,
+sweep specs) and the JSON files gpusched reads back (a run's manifest and summary, a
+sweep cell's record, a lock).
 
-Both kinds are TOML files of at most a few MiB: a folder, a device, a file too large,
-unreadable or not UTF-8 must each end in one line naming the file, raised as the
-caller's error class, never in a traceback or in reading gigabytes.
+Each is at most a few MiB: a folder, a pipe or a device, a file too large, unreadable or
+not UTF-8, JSON nested thousands deep or holding a 5,000-digit number must each end in
+one line naming the file (raised as the caller's error class), or in the caller's "not
+usable" answer, never in a traceback, a hang or in reading gigabytes.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from gpusched.errors import GpuschedError, show_name
 
@@ -48,6 +53,76 @@ def check_small_file(
         raise error(f"{where}: not a regular file; expected {expected}")
     if st.st_size > max_bytes:
         raise error(f"{where}: {st.st_size:,} bytes; a {what} may be at most {max_bytes:,} bytes")
+
+
+#: the largest JSON file gpusched reads back, bytes (a manifest of a million-job run is a
+#: few KiB: its tables are hashed, not listed)
+MAX_JSON_BYTES = 16 << 20
+
+
+class NotAFile(ValueError):
+    """What :func:`read_regular_file` found instead of a regular file of a usable size."""
+
+
+def read_regular_file(
+    path: str | Path, max_bytes: int = MAX_JSON_BYTES, *, head: bool = False
+) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``max_bytes`` (with ``head``: its
+    first ``max_bytes``, whatever its size).
+
+    Opened without blocking and checked on the open file (no window between a check and
+    the read): a pipe is refused before anything waits on a writer, a device (a link to
+    ``/dev/zero``) before it is read.
+
+    Raises
+    ------
+    OSError
+        It cannot be opened or read (missing, no permission).
+    NotAFile
+        A folder, a pipe, a device or a socket (``"is a folder"``, ``"not a regular
+        file"``), or larger than ``max_bytes``.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise NotAFile("is a folder")
+        if not stat.S_ISREG(st.st_mode):
+            raise NotAFile("not a regular file (a pipe or a device)")
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, max_bytes + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if size > max_bytes:
+        if head:
+            return data[:max_bytes]
+        raise NotAFile(f"larger than {max_bytes:,} bytes")
+    return data
+
+
+def parse_json(raw: bytes | str) -> Any:
+    """``json.loads(raw)``, with every way it can fail on hostile text as a ValueError.
+
+    ``json`` raises ``RecursionError`` on arrays nested a few thousand deep, and Python's
+    limit on integer digits a plain ``ValueError``; both are read as "not valid JSON".
+    ``json.JSONDecodeError`` (a ValueError) passes through unchanged, with its line.
+    """
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:
+        if str(exc).startswith("Exceeds the limit"):  # Python's advice is not the reader's
+            raise ValueError("a whole number too long to read") from None
+        raise
 
 
 def refuse_special_file(path: str | Path, what: str, expected: str) -> None:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gpusched.errors import GpuschedError, empty_name, is_blank, show_name
-from gpusched.io.files import check_folder_path
+from gpusched.io.files import check_folder_path, parse_json, read_regular_file
 
 __all__ = [
     "MANIFEST",
@@ -213,8 +213,10 @@ def _guard(folder: Path) -> Iterator[None]:
 
 
 def _read_json(path: Path) -> Any:
+    """The JSON in ``path``, or None (missing, unreadable, not a small regular file, not
+    JSON): never waits on a pipe nor reads a device."""
     try:
-        return json.loads(path.read_bytes())
+        return parse_json(read_regular_file(path))
     except (OSError, ValueError):
         return None
 
@@ -595,6 +597,9 @@ def open_run(folder: str | Path, *, what: str = "a run folder (replay --out DIR)
         raise GpuschedError(f"{show_name(path)}: not a folder (give {what})")
     man = path / MANIFEST
     where = show_name(man)
+    if man.exists() and not man.is_file():  # read_regular_file names what it is
+        man_is = "is a folder" if man.is_dir() else "not a regular file (a pipe or a device)"
+        raise GpuschedError(f"{where}: {man_is}; expected the run's JSON manifest")
     if not man.is_file():
         runs = sorted(d for d in path.iterdir() if (d / MANIFEST).is_file())
         for table, kind in (("comparison.csv", "a comparison"), ("results.csv", "a sweep")):
@@ -612,13 +617,15 @@ def open_run(folder: str | Path, *, what: str = "a run folder (replay --out DIR)
             f"complete; give {what})"
         )
     try:
-        manifest = json.loads(man.read_text(encoding="utf-8"))
+        manifest = parse_json(read_regular_file(man))
     except UnicodeDecodeError:
         raise GpuschedError(f"{where}: not a UTF-8 text file (expected a JSON manifest)") from None
     except json.JSONDecodeError as exc:
         raise GpuschedError(
             f"{where}:{exc.lineno}: not a JSON manifest ({exc.msg}; cut short?)"
         ) from None
+    except ValueError as exc:  # NotAFile, or JSON no reader can take (nested too deeply)
+        raise GpuschedError(f"{where}: not a JSON manifest ({exc})") from None
     except OSError as exc:
         raise GpuschedError(f"{where}: cannot read: {exc.strerror or exc}") from None
     if not isinstance(manifest, dict):

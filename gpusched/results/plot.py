@@ -36,7 +36,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpusched.errors import GpuschedError, field_error, show_name, show_text
-from gpusched.io.files import check_out_file, make_parent
+from gpusched.io.files import (
+    NotAFile,
+    check_out_file,
+    make_parent,
+    parse_json,
+    read_regular_file,
+)
 from gpusched.io.runfolder import open_run
 from gpusched.io.tables import has_table
 from gpusched.results.sweep_plot import Panel, SweepPlot, arrange, csv_rows, read_table
@@ -128,13 +134,19 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
     if not path.is_file():
         raise GpuschedError(f"{where}: not found ({_RUN_FOLDER})")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json(read_regular_file(path))
     except UnicodeDecodeError:
         raise GpuschedError(f"{where}: not a UTF-8 text file (expected {what})") from None
     except json.JSONDecodeError as exc:
         raise GpuschedError(
             f"{where}:{exc.lineno}: not valid JSON ({exc.msg}; expected {what})"
         ) from None
+    except NotAFile as exc:
+        raise GpuschedError(f"{where}: {exc} (expected {what})") from None
+    except ValueError as exc:  # JSON no reader can take (nested too deeply)
+        raise GpuschedError(f"{where}: not valid JSON ({exc}; expected {what})") from None
+    except OSError as exc:
+        raise GpuschedError(f"{where}: cannot read: {exc.strerror or exc}") from None
     if not isinstance(data, dict):
         raise GpuschedError(f"{where}: expected {what} (a JSON object), got {type(data).__name__}")
     return data
