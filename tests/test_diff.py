@@ -20,7 +20,7 @@ def run(folder: Path, rows: list[tuple[str, float, str, str, str]]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     lines = [f"{j},{t},,,{jct},{w},1,10,{s}\n" for j, t, jct, w, s in rows]
     (folder / "jobs.csv").write_text(HEAD + "".join(lines))
-    return seal(folder)
+    return seal(folder, trace_sha256="ab" * 32)  # runs of one trace
 
 
 @pytest.fixture
@@ -199,6 +199,30 @@ def test_runs_of_different_traces_are_refused_by_their_manifests(tmp_path):
     (tmp_path / "c" / "jobs.csv").write_text(HEAD)
     r = invoke("diff", tmp_path / "a", tmp_path / "c" / "jobs.csv")
     assert r.exit_code == 2 and "differs from the table manifest.json records" in r.output
+    # ... and refused when that manifest is damaged: its trace can no longer be told
+    # (the jobs.csv of the slower trace was compared as if of the same one)
+    man = tmp_path / "b" / "manifest.json"
+    man.write_text(man.read_text()[:300])
+    one_line_error(
+        invoke("diff", tmp_path / "a" / "jobs.csv", tmp_path / "b" / "jobs.csv"),
+        "RUN_B",
+        "the manifest beside it cannot be read",
+        "not a JSON manifest",
+    )
+
+
+def test_a_table_the_manifest_does_not_record_is_read_with_a_note(tmp_path):
+    assert invoke("replay", "tiny", "-o", tmp_path / "a").exit_code == 0
+    assert invoke("replay", "tiny", "-o", tmp_path / "p", "--format", "parquet").exit_code == 0
+    stray = tmp_path / "p" / "jobs.csv"  # a CSV beside the Parquet run's own tables
+    stray.write_bytes((tmp_path / "a" / "jobs.csv").read_bytes())
+    r = invoke("diff", tmp_path / "a", stray)
+    assert r.exit_code == 0, r.output
+    assert "is not a table the manifest.json beside it records: read unchecked" in r.output
+    # without the trace's hash on both sides, the summary does not claim the same trace
+    assert "with the same ids and submission times (a trace's hash is not recorded" in r.output
+    r = invoke("diff", tmp_path / "a", tmp_path / "p")
+    assert r.exit_code == 0 and "jobs of the same trace" in r.output
 
 
 def test_the_per_job_csv_is_written_whole_and_never_through_a_link(pair, tmp_path, monkeypatch):

@@ -74,7 +74,12 @@ def print_diff(diff: Any, name_a: str, name_b: str, top: int) -> None:
         typer.echo(f"{which}: {show_name(name)}" + (f" ({run.label})" if run.label else ""))
     n = len(diff.a.job_id)
     both = diff.both
-    typer.echo(f"{n:,} jobs of the same trace, {int(both.sum()):,} finished in both")
+    same = (
+        "of the same trace"
+        if diff.a.trace_sha256 and diff.b.trace_sha256
+        else "with the same ids and submission times (a trace's hash is not recorded for both)"
+    )
+    typer.echo(f"{n:,} jobs {same}, {int(both.sum()):,} finished in both")
     typer.echo(
         f"gained (faster in B): {diff.count(GAINED):,}   lost (slower in B): "
         f"{diff.count(LOST):,}   unchanged: {diff.count(UNCHANGED):,}"

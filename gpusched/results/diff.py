@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,7 +80,9 @@ class RunJobs:
 
 def _jobs_file(path: str | Path, which: str) -> tuple[Path, RunFolder | None]:
     """The jobs table of a run folder (checked against its manifest), or a jobs.csv given
-    itself (checked against the manifest beside it when that records it)."""
+    itself: checked against the manifest beside it when that records it, refused when that
+    manifest is damaged (the file's run can no longer be told), read with a note when the
+    manifest does not record it (a stray file), read unchecked where there is none."""
     p = Path(path)
     if p.is_dir():
         try:
@@ -91,14 +94,23 @@ def _jobs_file(path: str | Path, which: str) -> tuple[Path, RunFolder | None]:
         return jobs, rf
     if not p.is_file():
         raise GpuschedError(f"{which} {show_name(path)}: no such run folder or jobs.csv")
-    if (p.parent / MANIFEST).is_file():
+    if (p.parent / MANIFEST).exists():
         try:
             rf = open_run(p.parent)
-        except GpuschedError:
-            return p, None  # a jobs.csv beside some other file of that name
+        except GpuschedError as exc:
+            raise GpuschedError(
+                f"{which} {show_name(path)}: the manifest beside it cannot be read, so its "
+                f"run cannot be checked ({exc}); copy the table elsewhere to compare it "
+                "unchecked"
+            ) from None
         if rf.tables is not None and p.name in rf.tables:
             rf.table(p.stem)
             return p, rf
+        if rf.tables is not None:
+            sys.stderr.write(
+                f"note: {which} {show_name(path)} is not a table the {MANIFEST} beside it "
+                "records: read unchecked\n"
+            )
     return p, None
 
 
