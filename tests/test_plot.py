@@ -624,3 +624,18 @@ def test_parameter_named_like_a_metric_keeps_its_sweep_column() -> None:
         "cell": "param_cell",
         "x": "x",
     }
+
+
+@pytest.mark.parametrize("value", ["default", ["a"], 3])
+def test_a_cluster_that_is_not_an_object_leaves_the_run_unlabelled(
+    run_copy: Path, tmp_path: Path, value: Any
+) -> None:
+    # manifest.cluster.cluster given as a string or a list was an AttributeError traceback;
+    # the name only labels the run (explain reads the folder alike)
+    path = run_copy / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["cluster"]["cluster"] = value
+    path.write_text(json.dumps(manifest))
+    res = CliRunner().invoke(plot_app(), [str(run_copy), "--save", str(tmp_path / "p.svg")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "p.svg").is_file()

@@ -191,7 +191,8 @@ def _run_fields(manifest: dict[str, Any], path: Path) -> dict[str, str]:
     if not isinstance(params, dict | None):
         raise GpuschedError(f"{where}: field 'params' expected an object, got {params!r}")
     cluster = manifest.get("cluster")
-    name = (cluster.get("cluster") or {}).get("name") if isinstance(cluster, dict) else None
+    spec = cluster.get("cluster") if isinstance(cluster, dict) else None
+    name = spec.get("name") if isinstance(spec, dict) else None
     seed = manifest.get("seed")
     fields = {
         "policy": " ".join([policy] + [f"{k}={v}" for k, v in (params or {}).items()]),
