@@ -129,7 +129,10 @@ def test_bad_files(tmp_path, pair):
     (bad / "jobs.csv").write_text(HEAD + "j1,0,,,abc,0,1,10,0\n")
     r = invoke("diff", seal(bad), pair[1])
     assert r.exit_code == 2
-    assert "jobs.csv:2: column 'jct': expected a number of seconds, or empty, got 'abc'" in r.output
+    assert (
+        "jobs.csv:2: column 'jct': expected a number of seconds >= 0, or empty, got 'abc'"
+        in r.output
+    )
     (bad / "jobs.csv").write_text("job_id,submit\nj1,0\n")
     r = invoke("diff", seal(bad), pair[1])
     assert r.exit_code == 2 and "no 'jct', 'wait_s' column" in r.output
@@ -168,6 +171,8 @@ def test_runs_without_slowdown_compare(tmp_path):
         (7 * 86400 + 1800, "7d 00h 30m"),
         (-95, "-1m 35s"),
         (math.nan, "-"),
+        (math.inf, "inf s"),
+        (-math.inf, "-inf s"),
     ],
 )
 def test_format_duration(seconds, text):

@@ -60,6 +60,10 @@ def diff_cmd(
 
 def print_diff(diff: Any, name_a: str, name_b: str, top: int) -> None:
     """The summary: counts, total and mean JCT change, the top gainers and losers."""
+    import math
+
+    import numpy as np
+
     from gpusched.results.diff import (
         GAINED,
         LOST,
@@ -94,10 +98,11 @@ def print_diff(diff: Any, name_a: str, name_b: str, top: int) -> None:
         typer.echo("   ".join(extra) + " (left out of the totals)")
     if not both.any():
         return
-    total_a = float(diff.a.jct[both].sum())
-    total_b = float(diff.b.jct[both].sum())
+    with np.errstate(over="ignore"):  # JCTs near the float's limit sum to inf: shown so
+        total_a = float(diff.a.jct[both].sum())
+        total_b = float(diff.b.jct[both].sum())
     change = total_b - total_a
-    pct = f" ({100 * change / total_a:+.1f} %)" if total_a > 0 else ""
+    pct = f" ({100 * change / total_a:+.1f} %)" if total_a > 0 and math.isfinite(change) else ""
     typer.echo(
         f"total JCT: {format_duration(total_a)} in A, {format_duration(total_b)} in B, "
         f"change {format_duration(change, sign=True)}{pct}"

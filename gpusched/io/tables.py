@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.errors import GpuschedError, show_name
+from gpusched.errors import GpuschedError, show_name, show_value
 
 #: the formats a run folder's tables can be written in (``--format``)
 FORMATS = ("csv", "parquet")
@@ -399,23 +399,47 @@ def has_table(folder: Path, stem: str) -> bool:
     return any((folder / table_name(stem, fmt)).is_file() for fmt in FORMATS)
 
 
+#: a run's per-job columns that are never negative (JCT = wait + load + train + save)
+NON_NEGATIVE = ("jct", "wait_s")
+
+
+def check_unique_columns(path: Path, header: list[str]) -> None:
+    """Refuse a table whose header names a column twice: a reader of it by name would take
+    one of the two and drop the other without a word.
+
+    Raises
+    ------
+    GpuschedError
+        ``path:1: column 'jct': expected each column once, got it twice``.
+    """
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise GpuschedError(
+                f"{show_name(path)}:1: column {show_value(name)}: expected each column once, "
+                "got it twice"
+            )
+        seen.add(name)
+
+
 def is_parquet(path: Path) -> bool:
     """Whether ``path`` names a Parquet table (by its suffix)."""
     return path.suffix == ".parquet"
 
 
-def parquet_rows(path: Path) -> Iterator[list[str]]:
+def parquet_rows(path: Path, nan: str = "") -> Iterator[list[str]]:
     """A Parquet table's header, then its rows, as the text its CSV twin would hold.
 
-    Floats are spelled as ``repr`` (null and NaN as ``""``), integers in decimal and
-    text as it is, so that the readers of CSV run tables check and parse both alike.
+    Floats are spelled as ``repr`` (null as ``""``; NaN as ``nan``, where gpusched's own
+    tables hold null, or as ``""`` too), integers in decimal and text as it is, so that the
+    readers of CSV run tables check and parse both alike.
 
     Raises
     ------
     GpuschedError
         The file is not a readable Parquet file (one line naming it).
     """
-    header, cols = parquet_columns(path)
+    header, cols = parquet_columns(path, nan)
     yield header
     yield from (list(row) for row in zip(*cols, strict=True))
 

@@ -26,7 +26,7 @@ import numpy as np
 from gpusched.errors import GpuschedError, field_error, show_name, show_text, show_value
 from gpusched.io.files import check_out_file, make_parent, refuse_special_file
 from gpusched.io.runfolder import MANIFEST, RunFolder, create_exclusive, open_run
-from gpusched.io.tables import is_parquet, parquet_rows
+from gpusched.io.tables import NON_NEGATIVE, check_unique_columns, is_parquet, parquet_rows
 
 __all__ = [
     "REL_TOL",
@@ -127,7 +127,7 @@ def _label(manifest: dict[str, Any] | None) -> str:
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
     if is_parquet(path):  # row i as line i + 2, as in its CSV twin
-        table = parquet_rows(path)
+        table = parquet_rows(path, nan="nan")  # a NaN (not null) is refused, as in a CSV
         header = next(table, [])
         _check_header(path, header)
         for line, cells in enumerate(table, start=2):
@@ -154,6 +154,7 @@ def _check_header(path: Path, header: list[str]) -> None:
             f"{show_name(path)}: no {', '.join(repr(c) for c in missing)} column "
             "(expected a run's jobs.csv, as replay --out writes it)"
         )
+    check_unique_columns(path, header)
 
 
 def read_run_jobs(path: str | Path, which: str = "run") -> RunJobs:
@@ -198,7 +199,8 @@ def read_run_jobs(path: str | Path, which: str = "run") -> RunJobs:
 
 
 def _number(text: str | None, file: Path, line: int, col: str, *, empty: bool) -> float:
-    expected = "a number of seconds" + (", or empty" if empty else "")
+    expected = "a number of seconds" + (" >= 0" if col in NON_NEGATIVE else "")
+    expected += ", or empty" if empty else ""
     if text is None:
         raise field_error(file, line, col, expected, "")
     if text == "" and empty:
@@ -207,7 +209,7 @@ def _number(text: str | None, file: Path, line: int, col: str, *, empty: bool) -
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value):
+    if not math.isfinite(value) or (value < 0 and col in NON_NEGATIVE):
         raise field_error(file, line, col, expected, text)
     return value
 
@@ -368,6 +370,8 @@ def format_duration(seconds: float, *, sign: bool = False) -> str:
         return "-"
     head = "-" if seconds < 0 else ("+" if sign and seconds > 0 else "")
     s = abs(seconds)
+    if math.isinf(s):  # a sum of finite JCTs near the float's limit (a hand-edited table)
+        return f"{head}inf s"
     if float(f"{s:.3g}") < 60:
         return f"{head}{s:.3g} s"
     if round(s) < 3600:

@@ -33,7 +33,7 @@ from gpusched.errors import (
 )
 from gpusched.io.cluster import MAX_GPUS
 from gpusched.io.runfolder import MANIFEST, open_run
-from gpusched.io.tables import is_parquet, parquet_rows
+from gpusched.io.tables import NON_NEGATIVE, check_unique_columns, is_parquet, parquet_rows
 from gpusched.results.units import fmt_s, fmt_slot, fmt_slots, fmt_t
 
 __all__ = ["Run", "Stint", "job_story", "read_run", "stints", "worst"]
@@ -140,7 +140,8 @@ def _read_checked(
     path: Path, need: tuple[str, ...], numeric: tuple[str, ...], counts: tuple[str, ...]
 ) -> dict[str, list[str]]:
     if is_parquet(path):
-        return _check_rows(path, parquet_rows(path), need, numeric, counts)
+        # a NaN that is not null is refused as "nan" in a CSV is (gpusched writes null)
+        return _check_rows(path, parquet_rows(path, nan="nan"), need, numeric, counts)
     with path.open(newline="", encoding="utf-8") as fh:
         return _check_rows(path, csv.reader(fh), need, numeric, counts)
 
@@ -161,6 +162,7 @@ def _check_rows(
             f"{show_name(path)}:1: missing column(s) {', '.join(missing)}; "
             "is this a gpusched run folder?"
         )
+    check_unique_columns(path, header)
     cols: list[list[str]] = [[] for _ in header]
     for n, rec in enumerate(reader, start=2):
         if len(rec) != len(header):
@@ -174,6 +176,8 @@ def _check_rows(
         for n, v in enumerate(out.get(name, ()), start=2):
             if v and not _finite(v):
                 raise field_error(path, n, name, "a number of seconds, or empty", v)
+            if v and name in NON_NEGATIVE and float(v) < 0:
+                raise field_error(path, n, name, "a number of seconds >= 0, or empty", v)
     for name in counts:
         for n, v in enumerate(out.get(name, ()), start=2):
             if not (v.isascii() and v.isdigit() and len(v) <= 12):

@@ -44,7 +44,7 @@ from gpusched.io.files import (
     read_regular_file,
 )
 from gpusched.io.runfolder import open_run
-from gpusched.io.tables import has_table
+from gpusched.io.tables import NON_NEGATIVE, has_table
 from gpusched.results.sweep_plot import Panel, SweepPlot, arrange, csv_rows, read_table
 
 if TYPE_CHECKING:
@@ -104,6 +104,7 @@ def _read_columns(
             f"with columns {', '.join(names)})"
         ),
         if_empty=" with a header line",
+        nan="nan",  # a Parquet NaN that is not null: refused, as "nan" in a CSV is
     )
     _, header = next(rows)
     idx = [header.index(n) for n in names]
@@ -121,9 +122,11 @@ def _number(text: str, path: Path, line: int, column: str, allow_empty: bool) ->
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value):  # NaN would also crash plotext
+    if not math.isfinite(value) or (value < 0 and column in NON_NEGATIVE):
+        # NaN would also crash plotext
+        expected = "a number" + (" >= 0" if column in NON_NEGATIVE else "")
         raise field_error(
-            path, line, column, "a number" + (", or empty" if allow_empty else ""), text
+            path, line, column, expected + (", or empty" if allow_empty else ""), text
         )
     return value
 

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from gpusched.errors import GpuschedError, show_name
-from gpusched.io.tables import is_parquet, parquet_rows
+from gpusched.io.tables import check_unique_columns, is_parquet, parquet_rows
 from gpusched.results.metrics import FIXED_COLUMNS, param_column
 
 __all__ = [
@@ -162,6 +162,7 @@ def csv_rows(
     required: Sequence[str],
     no_column: Callable[[list[str]], str],
     if_empty: str = "",
+    nan: str = "",
 ) -> Iterator[tuple[int, list[str]]]:
     """The rows of a CSV file with their line numbers: first ``(1, header)``, then each
     non-blank row, checked to have as many fields as the header. A Parquet table
@@ -179,6 +180,8 @@ def csv_rows(
         The message (after ``path:``) for the ``required`` columns the header lacks.
     if_empty
         Words added after ``what`` in the message for an empty file.
+    nan
+        How a Parquet float NaN that is not null reads (:func:`parquet_rows`).
 
     Raises
     ------
@@ -190,7 +193,7 @@ def csv_rows(
     where = show_name(path)
     if is_parquet(path):
         yield from _checked_rows(
-            path, enumerate(parquet_rows(path), start=1), what, required, no_column, if_empty
+            path, enumerate(parquet_rows(path, nan), start=1), what, required, no_column, if_empty
         )
         return
     line = 1
@@ -223,6 +226,7 @@ def _checked_rows(
     missing = [c for c in required if c not in header]
     if missing:
         raise GpuschedError(f"{where}: {no_column(missing)}")
+    check_unique_columns(path, header)
     yield 1, header
     for line, row in numbered:
         if not row:
