@@ -139,6 +139,25 @@ class GpuschedError(Exception):
     """Base class of every error the CLI reports as an ``error: ...`` message."""
 
 
+#: the most digits of a whole number gpusched reads from the user (a flag, a policy
+#: parameter, a seed): far beyond every limit it checks, and far below Python's own limit
+#: (4,300 digits), past which ``int()`` raises a ValueError of its own
+MAX_INT_DIGITS = 30
+
+
+def too_many_digits(text: str) -> str | None:
+    """The refusal of a whole number written with more than :data:`MAX_INT_DIGITS` digits
+    (``"a whole number of at most 30 digits, got 99999999999... (5,000 digits)"``), or
+    None for one that is short enough."""
+    digits = text.strip().lstrip("+-")
+    if len(digits) <= MAX_INT_DIGITS:
+        return None
+    return (
+        f"a whole number of at most {MAX_INT_DIGITS} digits, got {digits[:12]}... "
+        f"({len(digits):,} digits)"
+    )
+
+
 #: largest seed, as ``--seeds`` and sweeps take them (0 .. 2**32 - 1: every NumPy generator
 #: takes it, and a run's seed is one number in every table and manifest)
 MAX_SEED = 2**32 - 1

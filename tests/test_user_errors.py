@@ -477,3 +477,36 @@ def test_repeatable_options_and_flags_may_repeat(tmp_path):
     assert r.exit_code == 2 and "more than once" not in r.output  # -p's own check speaks
     r = invoke("replay", "-P", "fifo", "-o", tmp_path / "r", "--force", "--force")
     assert r.exit_code == 0, r.output
+
+
+BIG = "9" * 5000  # past Python's limit on int() (4,300 digits): a ValueError traceback
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["trace", "synth", "--jobs", BIG, "-o", "t.csv"],
+        ["trace", "synth", "--seed", BIG, "-o", "t.csv"],
+        ["workload", "pd-ors", "--jobs", BIG, "-o", "t.csv"],
+        ["replay", "tiny", "--seed", BIG],
+        ["compare", "tiny", "-P", "fifo", "--seeds", f"1-{BIG}"],
+        ["replay", "tiny", "-P", f"fifo-ps:workers={BIG}"],
+        ["replay", "tiny", "-P", "fifo-ps", "-p", f"workers={BIG}"],
+    ],
+    ids=["synth-jobs", "synth-seed", "workload-jobs", "seed", "seeds", "param", "p"],
+)
+def test_a_whole_number_of_thousands_of_digits_is_one_line(args):
+    one_line_error(invoke(*args), "a whole number of at most 30 digits", "(5,000 digits)")
+
+
+@pytest.mark.parametrize("kind", ["cluster", "sweep"])
+def test_a_toml_number_of_thousands_of_digits_is_one_line(tmp_path, kind):
+    if kind == "cluster":
+        path = tmp_path / "big.toml"
+        path.write_text(f'[cluster]\nname = "x"\nservers = {BIG}\ngpus_per_server = 4\n')
+        args = ["replay", "tiny", "-c", path]
+    else:
+        path = tmp_path / "s.toml"
+        path.write_text(f'traces = ["tiny"]\npolicies = ["fifo"]\nseeds = [{BIG}]\n')
+        args = ["sweep", path, "--dry-run", "-o", tmp_path / "out"]
+    one_line_error(invoke(*args), "invalid TOML: a whole number too long to read")

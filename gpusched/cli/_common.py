@@ -27,6 +27,7 @@ from gpusched.errors import (
     show_name,
     show_text,
     show_value,
+    too_many_digits,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -97,6 +98,9 @@ def _plain_value(param: Any, value: Any) -> Any:
     if kind is str and type(value) is str:
         return value
     if kind is int and type(value) is str and _INT.match(value):
+        long = too_many_digits(value)
+        if long is not None:  # int() refuses 4,301 digits with a traceback of its own
+            raise click_exceptions.BadParameter(long, param=param)
         return int(value)
     if kind is float and type(value) is str and _FLOAT.match(value):
         return float(value)

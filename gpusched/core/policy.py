@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 
 from gpusched.core.state import KEY_FIFO, KEY_LAS, KEY_SJF, KEY_SRTF
-from gpusched.errors import GpuschedError, ParamError, PolicyError, did_you_mean
+from gpusched.errors import GpuschedError, ParamError, PolicyError, did_you_mean, too_many_digits
 
 __all__ = [
     "KEY_FIFO",
@@ -535,6 +535,9 @@ def _convert(policy: str, key: str, raw: str, tp: type) -> Any:
         value = low in ("1", "true", "yes", "on")
     elif tp is int:
         ok = _INT.fullmatch(text) is not None
+        long = too_many_digits(text) if ok else None
+        if long is not None:
+            raise ParamError(f"policy '{policy}': parameter '{key}' expects {long}")
         value = int(text) if ok else None
     elif tp is float:
         ok = _FLOAT.fullmatch(text) is not None

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpusched.errors import MAX_SEED, GpuschedError
+from gpusched.errors import MAX_SEED, GpuschedError, too_many_digits
 from gpusched.results.stats import Interval, paired_interval, t_interval
 
 __all__ = [
@@ -83,6 +83,9 @@ def parse_seeds(text: str) -> tuple[int, ...]:
                 f"--seeds: expected seeds >= 0 as a range or a list (1-5, 1,3,7 or "
                 f"1-3,10), got {piece.strip()!r} in {text!r}"
             )
+        long = next(filter(None, (too_many_digits(g) for g in m.groups() if g)), None)
+        if long is not None:
+            raise GpuschedError(f"--seeds: expected seeds up to {MAX_SEED}, {long}")
         first = int(m.group(1))
         last = first if m.group(2) is None else int(m.group(2))
         if last < first:

@@ -70,7 +70,13 @@ from gpusched.errors import (
     is_blank,
     show_name,
 )
-from gpusched.io.files import check_small_file, parse_json, read_regular_file, read_small_text
+from gpusched.io.files import (
+    check_small_file,
+    parse_json,
+    parse_toml,
+    read_regular_file,
+    read_small_text,
+)
 from gpusched.io.runfolder import MANIFEST, FolderLock, remove_tree, swap_in
 from gpusched.io.runfolder import read_lock as read_lock_file
 
@@ -407,11 +413,9 @@ def parse_spec(
         message starts with ``source`` and names the key.
     """
     try:
-        data = tomllib.loads(text)
+        data = parse_toml(text)
     except tomllib.TOMLDecodeError as exc:
         raise GpuschedError(f"{source}: invalid TOML: {exc}") from None
-    except RecursionError:
-        raise GpuschedError(f"{source}: invalid TOML: arrays or tables nested too deeply") from None
     unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
         raise GpuschedError(

@@ -98,7 +98,7 @@ from gpusched.errors import (
     is_blank,
     show_name,
 )
-from gpusched.io.files import check_small_file, read_small_text
+from gpusched.io.files import check_small_file, parse_toml, read_small_text
 from gpusched.io.resources import bundled_dir
 
 #: Readings of the A-SRPT performance model a cluster file may choose (the vocabulary of its
@@ -753,11 +753,9 @@ def parse_cluster(text: str, source: str = "<string>") -> ClusterSpec:
     """
     where = show_name(source)
     try:
-        doc = tomllib.loads(text)
+        doc = parse_toml(text)
     except tomllib.TOMLDecodeError as exc:
         raise ClusterError(f"{where}: invalid TOML: {exc}") from None
-    except RecursionError:
-        raise ClusterError(f"{where}: invalid TOML: arrays or tables nested too deeply") from None
     return _Validator(source).spec(doc)
 
 

@@ -125,6 +125,24 @@ def parse_json(raw: bytes | str) -> Any:
         raise
 
 
+def parse_toml(text: str) -> dict[str, Any]:
+    """``tomllib.loads(text)``, with every way it can fail on hostile text as a
+    ``tomllib.TOMLDecodeError``: tables nested thousands deep (a RecursionError) and a
+    whole number beyond Python's limit on digits (a plain ValueError)."""
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        raise
+    except RecursionError:
+        raise tomllib.TOMLDecodeError("arrays or tables nested too deeply") from None
+    except ValueError as exc:
+        if str(exc).startswith("Exceeds the limit"):
+            raise tomllib.TOMLDecodeError("a whole number too long to read") from None
+        raise
+
+
 def refuse_special_file(path: str | Path, what: str, expected: str) -> None:
     """Refuse an input ``path`` that exists and is neither a folder nor a regular file: a
     pipe would block the read until something writes to it, a device could be read forever.

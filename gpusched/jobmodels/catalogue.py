@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import CatalogueError
+from gpusched.io.files import parse_toml
 from gpusched.jobmodels.heavy_edge import alpha_min_estimate
 from gpusched.jobmodels.pipeline import DEFAULT_READING, PipelineSpec, Reading, spec_from_stages
 
@@ -783,7 +784,7 @@ def load_catalogue(path: str | Path | None = None) -> Catalogue:
     """
     p = Path(path) if path is not None else _DEFAULT
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+        doc = parse_toml(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CatalogueError(f"{p}: catalogue file not found") from None
     except tomllib.TOMLDecodeError as exc:

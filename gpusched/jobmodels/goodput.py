@@ -67,6 +67,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import CatalogueError, ParamError, TraceError, did_you_mean, show_name
+from gpusched.io.files import parse_toml
 from gpusched.jobmodels.goodput_tables import ProfileTable, load_tables, read_bundled_csv
 from gpusched.jobmodels.sharing import (
     MODELS,
@@ -332,7 +333,7 @@ def best_configs(
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return parse_toml(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise CatalogueError(f"{show_name(path)}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:

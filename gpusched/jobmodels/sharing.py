@@ -42,6 +42,7 @@ import numpy as np
 
 from gpusched.core.state import XI_DEFAULT
 from gpusched.errors import CatalogueError, ParamError, TraceError, did_you_mean, show_name
+from gpusched.io.files import parse_toml
 
 __all__ = [
     "JOB_MODEL",
@@ -244,7 +245,7 @@ def derive_xi(profiles: dict[str, Profile], n_gpus: int = 4, n_servers: int = 1)
 
 def _read_toml(path: Path, err: type[Exception]) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return parse_toml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise err(f"{show_name(path)}: file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -411,7 +412,7 @@ def load_xi_table(path: str | Path) -> np.ndarray:
     )
     text = read_small_text(p, what=what, max_bytes=MAX_XI_TABLE_BYTES, error=XiTableError)
     try:
-        doc = tomllib.loads(text)
+        doc = parse_toml(text)
     except tomllib.TOMLDecodeError as exc:
         raise XiTableError(f"{where}: not valid TOML: {exc}") from None
     other = [k for k in doc if k != "xi"]

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import GpuschedError, did_you_mean, show_value
+from gpusched.io.files import parse_toml
 from gpusched.io.trace import (
     DURATION_WHAT,
     ITERATIONS_WHAT,
@@ -232,7 +233,7 @@ _GAVEL_THROUGHPUTS = Path(__file__).resolve().parent.parent / "data" / "gavel_th
 def _gavel_throughputs(path: Path) -> dict[str, float]:
     """Read and check the ``[steps_per_s]`` table of a Gavel throughput file (cached)."""
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        doc = parse_toml(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise GpuschedError(f"{path}: cannot read Gavel's throughputs: {exc}") from None
     table = doc.get("steps_per_s")
