@@ -255,3 +255,31 @@ def test_other_jobs_are_refused_before_the_run_naming_a_line(small, tmp_path, po
     assert r.exit_code == 2 and "\n" not in err, err
     assert "mixed.csv:6: not a goodput job (model 'ncf', with a duration)" in err
     assert "1 of 25 rows are not" in err
+
+
+@pytest.mark.parametrize("cluster", ["philly-64x8"])
+def test_pollux_runs_where_few_jobs_cannot_use_their_fair_share(small, cluster):
+    """On 512 GPUs the fair share of the last jobs, ceil(G / J), splits a job's largest
+    batch below its smallest per-GPU batch: its goodput there is 0 and, taken as the
+    speedups' base, zeroed its whole table; the job never got GPUs and the run stalled
+    ("made no progress over 10,000 decisions"). The base is now the best goodput within
+    the fair share (Speedups' docstring)."""
+    s, res = replay(small, "pollux", cluster=cluster)
+    assert s["n_finished"] == 24
+    assert (res.state.job_n_futile == 0).all()
+
+
+def test_speedups_base_within_the_fair_share():
+    from gpusched.algorithms.pollux_search import Speedups
+
+    sp = Speedups(8)
+    # job 0 uses at most 3 GPUs (its goodput is 0 past them); job 1 all 8
+    tables = {
+        0: np.array([[0, 0], [1, 0.9], [1.8, 1.5], [2.4, 2.0]] + [[0, 0]] * 5, float),
+        1: np.stack([np.arange(9.0), 0.9 * np.arange(9.0)], axis=1),
+    }
+    agents = [dataclasses.make_dataclass("A", [("profiled", bool)])(True)] * 2
+    sp.goodput = lambda j, a: tables[j]  # type: ignore[method-assign]
+    out = sp.table(np.array([0, 1]), agents)  # fair share: ceil(8 / 2) = 4 GPUs
+    np.testing.assert_allclose(out[0], tables[0] / 2.4)  # the best within 4 GPUs
+    np.testing.assert_allclose(out[1], tables[1] / 4.0)  # the artifact's: goodput at 4

@@ -1129,6 +1129,16 @@ class Speedups:
     with ``ceil(G / J)`` GPUs (pol L246-247: the artifact evaluates the fair share on
     ``ceil(nodes / G) = 1`` node). A job that never ran has speedup ``K / fair`` (pol
     L249-251).
+
+    Where the job cannot use its whole fair share (so few jobs on so many GPUs that
+    ``fair`` replicas split its largest batch below its smallest per-GPU batch), its
+    goodput there is 0 (goodput.py's ``optimize`` zeroes invalid configurations) and the
+    artifact's ratio is undefined (speedup.py divides by it: inf, and 0/0 = NaN, which its
+    own ``assert 0 <= speedup`` refuses; its 64-GPU cluster never gets there). We take the
+    best goodput the job reaches within its fair share instead (what it would make of
+    those GPUs, using fewer of them), so the speedups stay the artifact's wherever its are
+    defined. (Zeroing the table, as before, left such a job without GPUs for ever: Pollux
+    stalled on every bundled cluster of 320 GPUs or more.)
     """
 
     def __init__(self, n_gpus: int) -> None:
@@ -1166,5 +1176,7 @@ class Speedups:
             if a.profiled:  # (one that never ran: K / fair)
                 g = self.goodput(j, a)
                 base = g[fair, 0]
+                if not base > 0:  # the fair share is more than the job can use
+                    base = g[1 : fair + 1, 0].max()
                 out[i] = g / base if base > 0 else 0.0
         return out
