@@ -510,3 +510,20 @@ def test_a_toml_number_of_thousands_of_digits_is_one_line(tmp_path, kind):
         path.write_text(f'traces = ["tiny"]\npolicies = ["fifo"]\nseeds = [{BIG}]\n')
         args = ["sweep", path, "--dry-run", "-o", tmp_path / "out"]
     one_line_error(invoke(*args), "invalid TOML: a whole number too long to read")
+
+
+@pytest.mark.parametrize(
+    "policies",
+    [
+        ["fifo", "fifo:backfill=false"],  # a parameter given its default
+        ["tiresias:starve=2", "tiresias:starve=2.0"],  # 2 and 2.0 of a float
+        ["fifo:backfill=true", "fifo:backfill=yes"],  # two spellings of true
+    ],
+)
+@pytest.mark.parametrize("seeds", [[], ["--seeds", "1-2"]], ids=["compare", "seeds"])
+def test_compare_refuses_the_same_run_twice(policies, seeds):
+    args = ["compare", "tiny", *(a for p in policies for a in ("-P", p)), *seeds]
+    one_line_error(
+        invoke(*args),
+        f"--policy 1 and 2 are the same run ('{policies[0]}' and '{policies[1]}'",
+    )

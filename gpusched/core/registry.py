@@ -222,3 +222,38 @@ def make_policy(cls: type[Any], params: dict[str, Any], seed: int) -> Any:
         kwargs["rng"] = LazyGenerator(seed)
     name = str(getattr(cls, "name", cls.__name__))
     return call_policy(name, "__init__", None, cls, **kwargs)
+
+
+def policy_identity(cls: type, spec_name: str, params: dict[str, Any]) -> str:
+    """What tells two runs' policies apart, as text: the class (a policy file by its full
+    path) and every parameter, those not given at their defaults.
+
+    ``"fifo"`` and ``"fifo:backfill=false"`` are one run (a parameter given its default),
+    as are ``starve=1`` and ``starve=1.0`` (a float parameter) and ``0.0`` and ``-0.0``
+    (``x + 0.0`` turns one into the other); ``compare`` and ``sweep`` refuse such twins.
+    """
+    from gpusched.core.policy import policy_params
+
+    identity = f"{cls.__module__}.{cls.__qualname__}"
+    if spec_name.endswith(".py") or "/" in spec_name:
+        identity = str(Path(spec_name).resolve())
+    full = {k: _as_declared(tp, d) for k, (tp, d) in policy_params(cls).items()}
+    full.update(params)
+    return repr((identity, sorted((k, _signless(v)) for k, v in full.items())))
+
+
+def _as_declared(tp: type, default: Any) -> Any:
+    """A parameter's default as a value given for it converts (an integer default of a
+    float parameter, a float)."""
+    if tp is float and isinstance(default, int) and not isinstance(default, bool):
+        return float(default)
+    return default
+
+
+def _signless(value: Any) -> Any:
+    """``value`` with every float zero positive (in tuples and lists too)."""
+    if isinstance(value, float):
+        return value + 0.0
+    if isinstance(value, tuple | list):
+        return type(value)(_signless(v) for v in value)
+    return value

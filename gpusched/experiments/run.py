@@ -445,15 +445,46 @@ def run_into(
     return write_results(result, folder, str(path), fmt), result
 
 
-def _policy_label(text: str, params: list[str] | None) -> str:
-    """Check a policy spec (name, file, parameters) without running it; return its label."""
+def policy_labels(policies: list[str], params: list[str] | None) -> list[str]:
+    """Check every policy spec of a comparison without running it; return their labels.
+
+    Raises
+    ------
+    GpuschedError
+        A spec that does not load or parse, two specs of one label (``fifo`` and
+        `` fifo``: their rows could not be told apart), or two that are the same run
+        (``fifo`` and ``fifo:backfill=false``, :func:`~gpusched.core.registry.policy_identity`).
+    """
+    checked = [_policy_label(text, params) for text in policies]
+    labels = [label for label, _ in checked]
+    identities = [identity for _, identity in checked]
+    for i, (label, identity) in enumerate(checked):
+        if label in labels[:i]:
+            raise GpuschedError(
+                f"--policy {labels.index(label) + 1} and {i + 1} are both labelled "
+                f"'{label}' (their rows could not be told apart): give each policy once"
+            )
+        if identity in identities[:i]:
+            first = identities.index(identity)
+            raise GpuschedError(
+                f"--policy {first + 1} and {i + 1} are the same run ('{labels[first]}' and "
+                f"'{label}': the same policy and parameters, counting defaults): give "
+                "each policy once"
+            )
+    return labels
+
+
+def _policy_label(text: str, params: list[str] | None) -> tuple[str, str]:
+    """Check a policy spec (name, file, parameters) without running it; return its label
+    and its identity (:func:`~gpusched.core.registry.policy_identity`)."""
     from gpusched.core.policy import parse_params
-    from gpusched.core.registry import load_policy_class
+    from gpusched.core.registry import load_policy_class, policy_identity
 
     spec = PolicySpec.parse(text, params)
     cls = load_policy_class(spec.name)
-    parse_params(cls, list(spec.params))
-    return spec.label(str(getattr(cls, "name", cls.__name__)))
+    kwargs = parse_params(cls, list(spec.params))
+    label = spec.label(str(getattr(cls, "name", cls.__name__)))
+    return label, policy_identity(cls, spec.name, kwargs)
 
 
 def _jct_rates(rows: list[dict[str, Any]]) -> None:
@@ -500,13 +531,7 @@ def compare(
     from gpusched.io.runfolder import FolderTransaction
 
     check_format(fmt)
-    labels = [_policy_label(text, kwargs.get("params")) for text in policies]
-    for i, label in enumerate(labels):
-        if label in labels[:i]:
-            raise GpuschedError(
-                f"--policy {labels.index(label) + 1} and {i + 1} are both labelled "
-                f"'{label}' (their rows could not be told apart): give each policy once"
-            )
+    labels = policy_labels(policies, kwargs.get("params"))
     if job_progress is not None:
         kwargs = {**kwargs, "progress": job_progress}
     if out is None:

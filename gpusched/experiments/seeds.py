@@ -485,7 +485,7 @@ def compare_seeds(
         (:func:`gpusched.experiments.sweep.check_workers`). Every input is checked
         before the first run.
     """
-    from gpusched.experiments.run import _policy_label, check_run_options
+    from gpusched.experiments.run import check_run_options, policy_labels
     from gpusched.experiments.sweep import check_workers
     from gpusched.io.cluster import load_cluster
     from gpusched.io.runfolder import FolderTransaction
@@ -501,7 +501,7 @@ def compare_seeds(
         until_s=kwargs.get("until_s"),
         mode=kwargs.get("mode", "auto"),
     )
-    labels = [_policy_label(text, kwargs.get("params")) for text in policies]
+    labels = policy_labels(policies, kwargs.get("params"))
     traces = seed_traces(trace, seeds)
     load_cluster(kwargs.get("cluster", "default"))
     runs = plan_runs(policies, labels, traces, out)

@@ -670,10 +670,6 @@ def _policy_name(policy_input: str) -> str:
     return policy_input.partition(":")[0].strip()
 
 
-def _is_policy_path(name: str) -> bool:
-    return name.endswith(".py") or "/" in name
-
-
 def _class_source(cls: type, name: str) -> str:
     """The SHA-256 of the file that defines policy class ``cls`` (``name`` for messages)."""
     from gpusched.errors import PolicyError
@@ -807,8 +803,8 @@ def _check_policies(
         an infinity after conversion, a value the policy refuses, or a parameter given
         both in the entry and in ``[params.X]``.
     """
-    from gpusched.core.policy import parse_params, policy_params
-    from gpusched.core.registry import load_policy_class, make_policy
+    from gpusched.core.policy import parse_params
+    from gpusched.core.registry import load_policy_class, make_policy, policy_identity
     from gpusched.experiments.run import PolicySpec
 
     src = spec.source
@@ -853,33 +849,8 @@ def _check_policies(
                 make_policy(cls, kwargs, c.seed)
             except Exception as exc:  # a policy's own check (or a user's policy failing)
                 raise GpuschedError(f"{what}: {_one_line(exc)}") from None
-            identity = f"{cls.__module__}.{cls.__qualname__}"
-            if _is_policy_path(ps.name):
-                identity = str(Path(ps.name).resolve())
-            # a parameter left at its default is the same run as one given it ("fifo" and
-            # "fifo:backfill=false"), and -0.0 is 0.0 (x + 0.0 turns one into the other)
-            full = {k: _as_declared(tp, d) for k, (tp, d) in policy_params(cls).items()}
-            full.update(kwargs)
-            same = {k: _signless(v) for k, v in full.items()}
-            canonical[(entry, c.params_text)] = repr((identity, sorted(same.items())))
+            canonical[(entry, c.params_text)] = policy_identity(cls, ps.name, kwargs)
     return canonical, sources
-
-
-def _as_declared(tp: type, default: Any) -> Any:
-    """A parameter's default as :func:`~gpusched.core.policy.parse_params` would convert a
-    value given for it (an integer default of a float parameter, a float)."""
-    if tp is float and isinstance(default, int) and not isinstance(default, bool):
-        return float(default)
-    return default
-
-
-def _signless(value: Any) -> Any:
-    """``value`` with every float zero positive (in tuples and lists too)."""
-    if isinstance(value, float):
-        return value + 0.0
-    if isinstance(value, tuple | list):
-        return type(value)(_signless(v) for v in value)
-    return value
 
 
 def _check_finite(kwargs: dict[str, Any], where: str) -> None:
