@@ -56,7 +56,13 @@ import numpy as np
 from gpusched.algorithms.dorm_milp import ps_count, solve_counts
 from gpusched.algorithms.ps_place import round_robin
 from gpusched.core.policy import Allocate, Decision, Range
+from gpusched.errors import ParamError
 from gpusched.jobmodels.ps import params_of
+
+
+#: the shortest re-solve ``period``, s, other than 0 (off): far above the clock's
+#: resolution at any time a run reaches (1e-7 s at 1e9 s)
+MIN_PERIOD_S = 1e-3
 
 
 class DormPolicy:
@@ -97,6 +103,13 @@ class DormPolicy:
             HiGHS relative MIP gap (>= 0): the answer's objective is within this fraction
             of the optimum (0: the optimum).
         """
+        if 0 < period < MIN_PERIOD_S:
+            # now + period must be after now: a period below the clock's resolution asked
+            # the engine to wake it at the same time again
+            raise ParamError(
+                f"policy 'dorm': period must be 0 (off) or at least {MIN_PERIOD_S:g} s, "
+                f"got {period!r}"
+            )
         self.fairness = fairness
         self.max_adjust = max_adjust
         self.period = period

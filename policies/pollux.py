@@ -60,6 +60,10 @@ from gpusched.jobmodels.goodput import ADAPTIVE, EXPLORE, THROUGHPUT, GoodputPer
 SEARCHES = ("dp", "ga")
 
 
+#: the smallest |p| other than 0 (the power mean's exponent; see ``__init__``)
+MIN_ABS_P = 1e-3
+
+
 class PolluxPolicy:
     """Goodput-driven elastic allocation every ``interval`` s (module docstring)."""
 
@@ -88,6 +92,13 @@ class PolluxPolicy:
                 raise ParamError(
                     f"policy 'pollux': {key} must be one of {', '.join(allowed)}, got {value!r}"
                 )
+        if p != 0 and abs(p) < MIN_ABS_P:
+            # mean(s ** p) is 1 + O(p): the O(p) that ranks allocations is lost to rounding
+            # (at |p| <= 1e-17 every allocation scored 1 and Pollux stalled)
+            raise ParamError(
+                f"policy 'pollux': p must be 0 (the geometric mean) or of magnitude at least "
+                f"{MIN_ABS_P:g}, got {p!r}"
+            )
         self.p, self.interval, self.search = float(p), float(interval), search
         # throughput "" (default): the trace's ``throughput`` column, else sharing
         opts = {"explore": explore, **({"throughput": throughput} if throughput else {})}

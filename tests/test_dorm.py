@@ -454,6 +454,8 @@ def test_an_unknown_highs_status_is_named_in_the_notes(monkeypatch):
         ({"node_limit": 0}, "node_limit must be"),
         ({"mip_gap": -0.1}, "mip_gap must be"),
         ({"fairness": math.nan}, "fairness must be"),
+        # now + period was now at t = 16 s: the engine refused the wake-up as not later
+        ({"period": 1e-15}, r"period must be 0 \(off\) or at least 0.001 s"),
     ],
 )
 def test_bad_parameters_are_clear_errors(params, msg):

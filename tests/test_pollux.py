@@ -221,6 +221,9 @@ def test_tui_frame_and_status_line(small):
         (["-p", "explore=magic"], "explore must be one of prior, oracle"),
         (["-p", "throughput=mine"], "throughput must be one of sharing, refit, table"),
         (["-p", "p=1000"], "p must be a number in [-100, 100]"),
+        # the power mean loses its ranking to rounding: every allocation scored 1 (stall)
+        (["-p", "p=1e-300"], "p must be 0 (the geometric mean) or of magnitude at least"),
+        (["-p", "p=-0.0009"], "p must be 0 (the geometric mean) or of magnitude at least"),
     ],
 )
 def test_bad_parameters_one_line(small, args, what):
