@@ -59,7 +59,6 @@ from gpusched.core.policy import Allocate, Decision, Range
 from gpusched.errors import ParamError
 from gpusched.jobmodels.ps import params_of
 
-
 #: the shortest re-solve ``period``, s, other than 0 (off): far above the clock's
 #: resolution at any time a run reaches (1e-7 s at 1e9 s)
 MIN_PERIOD_S = 1e-3
