@@ -93,6 +93,11 @@ MAX_DEFAULT_UNITS = 400
 #: (units + 1)^2 arrays per slot (10,000 units: 1.1 GB max RSS on ps-20; 100,000 were
 #: killed for lack of memory).
 MAX_UNITS = 10_000
+#: Most slots x machines a run may plan over: the prices and every job's schedule hold a
+#: value per slot, machine and resource (5 jobs, a horizon of 100,000 slots on 100
+#: machines: 1.6 GB and 17 s; 10^6 slots ended in a MemoryError). The paper's runs plan
+#: 20 slots on at most 100 machines.
+MAX_SLOT_MACHINES = 4_000_000
 
 
 class PDORSPolicy:
@@ -156,6 +161,13 @@ class PDORSPolicy:
             raise ValueError("the trace gives no horizon (column 'horizon'); PD-ORS plans to it")
         self.horizon = int(math.floor(float(np.nanmax(horizon))))
         cap = capacities(cluster)
+        if self.horizon * cap.shape[0] > MAX_SLOT_MACHINES:
+            raise ParamError(
+                f"policy 'pd-ors': the trace's horizon of {self.horizon:,} slots on "
+                f"{cap.shape[0]:,} machines is {self.horizon * cap.shape[0]:,} slot-machines "
+                f"to plan over; at most {MAX_SLOT_MACHINES:,} (memory grows with it: 10^7 "
+                "took 1.6 GB); shorten the horizon (workload pd-ors --horizon)"
+            )
         self.workers_on = _halves(cap.shape[0]) if self.split else None
         arrivals = np.ceil(np.asarray(jobs.submit_s) - 1e-9).astype(int)
         self.jobs = [PSJob.of(self.params, j, int(a)) for j, a in enumerate(arrivals)]

@@ -83,6 +83,9 @@ def test_bad_parameters_are_refused():
         policy("pd-ors", g_delta=0.0)
     with pytest.raises(PolicyError, match="no horizon"):
         engine(ps_trace(1), policy("pd-ors"))
+    # a horizon of 10^7 slots was a MemoryError (29 TiB) in prepare()
+    with pytest.raises(PolicyError, match="horizon of 10,000,000 slots on .* shorten the horizon"):
+        engine(ps_trace(1, horizon=10_000_000), policy("pd-ors"))
     with pytest.raises(PolicyError, match="bottom must be eq14 or lemma8"):
         policy("pd-ors", bottom="eq13")
     with pytest.raises(PolicyError, match="lemma8 needs opt > 0"):
