@@ -159,10 +159,22 @@ class SJFBSBFPolicy:
         return base
 
     def prepare(self, jobs: Any, cluster: Any) -> None:
+        self._exclusive = (str(cluster.name), int(cluster.gpu_capacity) == 1)
         times = JobTimes(jobs, cluster)
         times.xi = self.interference(times.base_xi.copy())
         self.times = times
         self._mem_run = np.full(len(times.work), np.nan)
+
+    def notes(self) -> list[str]:
+        """On a cluster that gives each GPU to one job, no job can share one."""
+        name, exclusive = getattr(self, "_exclusive", ("", False))
+        if not exclusive:
+            return []
+        return [
+            f"cluster '{name}' gives each GPU to one job (gpu_capacity = 1): no two jobs "
+            f"can share a GPU, so {self.name} schedules as SJF with its own placement (give "
+            "a cluster with gpu_capacity = 2 to share)"
+        ]
 
     def decide(self, view: Any, now: float) -> Decision:
         """Alg. 1 at one decision point, in one jitted call (:func:`plan_sjf_bsbf`)."""

@@ -66,6 +66,24 @@ class SRTFPolicy:
     def prepare(self, jobs, cluster) -> None:
         self._gang = None
 
+    def notes(self) -> list[str]:
+        """A chunk-job setting given where no job is made of chunks changed nothing."""
+        given = [
+            f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+            for k, v, default in (
+                ("workers", self.workers, "chunks"),
+                ("migrate", self.migrate, True),
+                ("edge_only", self.edge_only, True),
+            )
+            if v != default
+        ]
+        if self._gang is not None or not given:  # (the gang rules ran: chunk jobs)
+            return []
+        return [
+            f"{', '.join(given)} applies to jobs made of data chunks; this trace's jobs "
+            "are not, so it changed nothing"
+        ]
+
     def _job_remaining(self, view, jobs: np.ndarray) -> np.ndarray:
         """Remaining training time of each job made of chunks (see the module doc), s."""
         gang = self._gang

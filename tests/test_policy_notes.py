@@ -1,0 +1,36 @@
+"""A policy says when a setting it was given changed nothing (its notes() hook, printed
+under the run's header and kept in the manifest): the run is not silently another one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpusched.experiments.run import replay
+from gpusched.results.metrics import policy_notes
+
+
+def test_srtf_chunk_settings_on_a_trace_without_chunks_are_noted():
+    _, res = replay("tiny", "srtf:migrate=false,edge_only=false,workers=trace")
+    (note,) = policy_notes(res)
+    assert note == (
+        "srtf: workers=trace, migrate=false, edge_only=false applies to jobs made of data "
+        "chunks; this trace's jobs are not, so it changed nothing"
+    )
+    _, plain = replay("tiny", "srtf")
+    assert policy_notes(plain) == []
+
+
+def test_srtf_chunk_settings_on_chunk_jobs_are_not_noted():
+    _, res = replay("ec-30", "srtf:migrate=false", cluster="edge-cloud-testbed")
+    assert policy_notes(res) == []
+
+
+def test_sharing_on_an_exclusive_cluster_is_noted(tmp_path: Path):
+    excl = tmp_path / "excl.toml"
+    excl.write_text('[cluster]\nname = "excl"\nservers = 4\ngpus_per_server = 4\n')
+    for name in ("sjf-bsbf", "sjf-ffs"):
+        _, res = replay("tiny", name, cluster=str(excl))
+        (note,) = policy_notes(res)
+        assert note.startswith(f"{name}: cluster 'excl' gives each GPU to one job")
+        _, shared = replay("tiny", name, cluster="sjf-bsbf-16x4")
+        assert policy_notes(shared) == []
