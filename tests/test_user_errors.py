@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -527,3 +528,27 @@ def test_compare_refuses_the_same_run_twice(policies, seeds):
         invoke(*args),
         f"--policy 1 and 2 are the same run ('{policies[0]}' and '{policies[1]}'",
     )
+
+
+def test_a_bundled_cluster_named_with_toml_gets_a_hint():
+    one_line_error(
+        invoke("replay", "tiny", "-c", "default.toml"),
+        "default.toml: cluster file not found (the bundled cluster is named without .toml: "
+        "-c default)",
+    )
+
+
+def test_trace_synth_with_a_tiny_load_prints_one_line_and_no_warning():
+    # numpy's overflow RuntimeWarning printed two lines before the error
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        one_line_error(
+            invoke("trace", "synth", "--load", "1e-300", "-o", "t.csv"),
+            "makes a trace gpusched cannot read",
+        )
+
+
+def test_replay_labels_its_run_with_the_p_parameters():
+    r = invoke("replay", "tiny", "-P", "tiresias", "-p", " starve = 2")
+    assert r.exit_code == 0, r.output
+    assert r.output.strip().splitlines()[-1].startswith("tiresias:starve=2 ")

@@ -394,10 +394,12 @@ def _say_offered_load(trace: Any, cluster: str) -> None:
     )
     if "group" in trace.extra:
         st = recurrence_stats(trace.extra["group"], trace.duration)
+        spread = st["median_spread"]
+        spread_text = f"{spread:.2f}" if spread == spread else "- (no group of >= 5 submissions)"
         typer.echo(
             f"groups: {st['share_ge5']:.1%} of jobs in groups of >= 5 submissions,"
             f" {st['singleton_share']:.1%} one-off; median sd of log-duration inside a group"
-            f" {st['median_spread']:.2f}"
+            f" {spread_text}"
         )
     if not demand >= 1:
         typer.echo(

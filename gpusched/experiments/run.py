@@ -150,7 +150,10 @@ class PolicySpec:
                     f"policy '{name}': parameter '{key}' is given twice "
                     f"('{normal}' and -p {pair}); give it once"
                 )
-        return cls(normal, name, tuple(pairs) + tuple(extra or ()))
+        more = [
+            f"{k.strip()}{sep}{v.strip()}" for k, sep, v in (p.partition("=") for p in extra or ())
+        ]
+        return cls(normal, name, tuple(pairs) + tuple(more))
 
     @property
     def is_file(self) -> bool:
@@ -158,10 +161,10 @@ class PolicySpec:
         return self.name.endswith(".py") or "/" in self.name
 
     def label(self, policy_name: str) -> str:
-        """How results name this policy: as given, but a file by its policy's ``name``."""
-        if not self.is_file:
-            return self.text
-        return policy_name + ("" if not self.params else ":" + ",".join(self.params))
+        """How results name this policy: as given with its ``-p`` pairs after the inline
+        ones (``tiresias:starve=2`` for ``-P tiresias -p starve=2``), a file by its
+        policy's ``name``."""
+        return self._joined(policy_name if self.is_file else self.name, list(self.params))
 
 
 def build_engine(

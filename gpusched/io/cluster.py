@@ -691,7 +691,13 @@ def resolve_cluster(name_or_path: str | Path) -> Path:
         path, st = candidate, _stat(candidate)
     where = show_name(path)
     if st is None:
-        raise ClusterError(f"{where}: cluster file not found")
+        stem = text[: -len(".toml")] if text.endswith(".toml") else ""
+        hint = (
+            f" (the bundled cluster is named without .toml: -c {stem})"
+            if stem in _bundled_names()
+            else ""
+        )
+        raise ClusterError(f"{where}: cluster file not found{hint}")
     check_small_file(
         path,
         st,
