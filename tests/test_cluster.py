@@ -246,6 +246,12 @@ FULL_HEAD = '[cluster]\nname = "x"\n'
         # a value that is there is judged before a missing one is reported
         (FULL_HEAD + "servers = -3\n", ["cluster.servers", ">= 1"]),
         (FULL_HEAD + "servers = 2\n", ["cluster.gpus_per_server", "missing"]),
+        # workers that are all 0 were later reported as a cluster of 0 GPUs
+        (
+            FULL_HEAD + "[[servers]]\ncount=2\ngpus=1\ngpu_type='g'\ntier='edge'\n"
+            "workers={cpu=0,gpu=0}\nps=2\n",
+            ["servers[0].workers", "every count is 0"],
+        ),
         # a list of servers written inside [cluster]
         (FULL_HEAD + "servers = []\n", ["cluster.servers", "number of servers", "[[servers]]"]),
         (

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusched.core.memory import give_back_memory
-from gpusched.errors import GpuschedError, check_seed, did_you_mean
+from gpusched.errors import GpuschedError, check_seed, did_you_mean, show_name
 from gpusched.io.resources import resolve_trace
 
 if TYPE_CHECKING:
@@ -243,8 +243,11 @@ def build_engine(
     layout = None
     if tasks is not None or has_workers(spec_cluster):
         if tasks is None:
+            where = (
+                "" if spec_cluster.source.startswith("<") else f"{show_name(spec_cluster.source)}: "
+            )
             raise GpuschedError(
-                f"cluster '{spec_cluster.name}' has typed workers (an edge-cloud cluster), but "
+                f"{where}cluster '{spec_cluster.name}' has typed workers (an edge-cloud cluster), but "
                 "the trace's jobs are not made of data chunks (no 'chunks' column)"
             )
         if not has_workers(spec_cluster):

@@ -1121,4 +1121,10 @@ class _Validator:
                 )
             n = self.integer(table, name, f"{where}.workers", minimum=0, maximum=MAX_GPUS)
             out.append((name, n))
+        if not any(n for _, n in out):
+            raise self.fail(
+                f"{where}.workers",
+                "every count is 0; expected at least one worker per server (leave out a "
+                "group of servers without any)",
+            )
         return tuple(out)
