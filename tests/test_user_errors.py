@@ -552,3 +552,18 @@ def test_replay_labels_its_run_with_the_p_parameters():
     r = invoke("replay", "tiny", "-P", "tiresias", "-p", " starve = 2")
     assert r.exit_code == 0, r.output
     assert r.output.strip().splitlines()[-1].startswith("tiresias:starve=2 ")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["replay", "tiny", "--seed", "1.0"], "expected a whole number, got '1.0'"),
+        (["replay", "tiny", "--seed", "1e3"], "expected a whole number, got '1e3'"),
+        (["replay", "tiny", "--slot", "1_0"], "expected a number without '_', got '1_0'"),
+        (["trace", "synth", "--load", "1_0", "-o", "t.csv"], "without '_'"),
+    ],
+)
+def test_a_number_reads_alike_in_flags_and_policy_parameters(args, needle):
+    # pydantic took --seed 1.0 as seed 1 and --load 1_0 as 10; -p seed=1.0 and a trace's
+    # 1_0 were refused
+    one_line_error(invoke(*args), needle)

@@ -137,6 +137,28 @@ def _refuse_empty_path(param: Any, value: Any) -> None:
         raise click_exceptions.BadParameter(empty_name(blank, "a path"), param=param)
 
 
+def _refuse_loose_number(param: Any, value: Any) -> None:
+    """Refuse what pydantic would take for a number but a policy parameter or a trace
+    would not: ``1_000`` (Python's digit separator; ``--load 1_0`` ran at load 10) and, for
+    a whole number, ``1.0`` (``--seed 1.0`` ran seed 1), so that one number reads alike
+    everywhere."""
+    if type(value) is not str:
+        return
+    kind = param.type_descriptor.annotation
+    args = [a for a in getattr(kind, "__args__", ()) if a is not type(None)]
+    if isinstance(kind, types.UnionType) and len(args) == 1:
+        kind = args[0]
+    text = value.strip()
+    if kind in (int, float) and "_" in text:
+        raise click_exceptions.BadParameter(
+            f"expected a number without '_', got {show_value(value)}", param=param
+        )
+    if kind is int and _FLOAT.match(text) and not _INT.match(text):
+        raise click_exceptions.BadParameter(
+            f"expected a whole number, got {show_value(value)}", param=param
+        )
+
+
 class _PlainCoercion:
     """Typer's coercion of a parameter's value, without pydantic for plain values.
 
@@ -156,6 +178,7 @@ class _PlainCoercion:
         plain = _plain_value(param, value)
         if plain is not _NOT_PLAIN:
             return plain
+        _refuse_loose_number(param, value)
         if self.typer_own is None:
             from typer._coercion import build_runtime_param
 
