@@ -1158,3 +1158,34 @@ def test_a_local_sweep_compiles_once_before_its_cells(
     assert result.n_ran == 5 and not result.failed and calls == [5]
     again = run_sweep(spec, out=tmp_path / "out", n_workers=1, processes=False)
     assert again.n_ran == 0 and calls == [5, 0]
+
+
+def test_a_parameter_named_like_a_job_models_metric_gets_its_own_column(tmp_path):
+    """fifo-ps with a parameter n_admitted (a metric the parameter-server model adds):
+    results.csv held n_admitted twice, which plot then refused."""
+    from gpusched.io.resources import bundled_dir
+    from tests.helpers import invoke
+
+    here = bundled_dir("policies") / "x.py"
+    (tmp_path / "myps.py").write_text(
+        "from gpusched.core.registry import sibling_policy\n"
+        f"_Base = sibling_policy({str(here)!r}, 'fifo_ps.py')\n\n"
+        "class MyPS(_Base):\n"
+        "    name = 'myps'\n\n"
+        "    def __init__(self, *, n_admitted: int = 0, rng=None):\n"
+        "        super().__init__(rng=rng)\n"
+    )
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        'traces = ["ps-20"]\nclusters = ["pd-ors-30"]\npolicies = ["myps.py"]\n'
+        '[params."myps.py"]\nn_admitted = [1, 2]\n'
+    )
+    out = tmp_path / "out"
+    r = invoke("sweep", spec, "-o", out, "-j", "1")
+    assert r.exit_code == 0, r.output
+    header = (out / "results.csv").read_text().splitlines()[0].split(",")
+    assert header.count("n_admitted") == 1 and "param_n_admitted" in header
+    r = invoke(
+        "plot", out, "--metric", "n_admitted", "--x", "n_admitted", "--save", tmp_path / "p.svg"
+    )
+    assert r.exit_code == 0, r.output

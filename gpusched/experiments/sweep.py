@@ -74,6 +74,7 @@ from gpusched.io.files import (
     check_small_file,
     parse_json,
     parse_toml,
+    read_json_or_none,
     read_regular_file,
     read_small_text,
 )
@@ -971,19 +972,10 @@ class CellStatus:
         return self.state == "done"
 
 
-def _read_json(path: Path) -> Any:
-    """The JSON in ``path``, or None (missing, unreadable, not a small regular file, not
-    JSON): never waits on a pipe nor reads a device."""
-    try:
-        return parse_json(read_regular_file(path))
-    except (OSError, ValueError):
-        return None
-
-
 def _error_line(folder: Path) -> str:
     """The error of a failed cell's error.txt (its second line), or ``""``."""
     try:
-        raw = read_regular_file(folder / ERROR_FILE, MAX_ERROR_BYTES)
+        raw = read_regular_file(folder / ERROR_FILE, MAX_ERROR_BYTES, head=True)
     except (OSError, ValueError):
         return ""
     lines = raw.decode(errors="replace").splitlines()
@@ -1005,7 +997,7 @@ def cell_status(out: str | Path, cell: Cell, key: CellKey) -> CellStatus:
         is_dir = False
     if not is_dir:
         return CellStatus("todo", "not run yet")
-    meta = _read_json(folder / CELL_FILE)
+    meta = read_json_or_none(folder / CELL_FILE)
     if meta is None:
         error = _error_line(folder)
         if error:
@@ -1450,16 +1442,24 @@ def _rows(
 ) -> tuple[list[dict[str, Any]], list[str]]:
     from gpusched.results.metrics import FIXED_COLUMNS, SUMMARY_KEYS, flat_summary, param_column
 
+    none = {"status": "missing", "summary": None, "error": None}
+    summaries = {
+        c.cell_id: flat_summary(outcomes.get(c.cell_id, none).get("summary") or {})
+        for c in all_cells
+    }
+    metric_cols = list(SUMMARY_KEYS)
+    for summary in summaries.values():
+        metric_cols += [k for k in summary if k not in metric_cols]
+    # a parameter named like any metric written (a job model's own, say) gets param_<name>
     param_cols: list[str] = []
     for c in all_cells:
         for k, _ in c.params:
-            col = param_column(k)
+            col = param_column(k, metric_cols)
             if col not in param_cols:
                 param_cols.append(col)
-    metric_cols = list(SUMMARY_KEYS)
     rows: list[dict[str, Any]] = []
     for c in all_cells:
-        res = outcomes.get(c.cell_id, {"status": "missing", "summary": None, "error": None})
+        res = outcomes.get(c.cell_id, none)
         row: dict[str, Any] = {
             "cell": c.cell_id,
             "status": res["status"],
@@ -1471,11 +1471,8 @@ def _rows(
         }
         row.update(dict.fromkeys(param_cols))
         for k, v in c.params:
-            row[param_column(k)] = v
-        summary = flat_summary(res.get("summary") or {})
-        for k in summary:
-            if k not in metric_cols:
-                metric_cols.append(k)
+            row[param_column(k, metric_cols)] = v
+        summary = summaries[c.cell_id]
         row.update({k: summary.get(k) for k in metric_cols})
         row["error"] = res.get("error")
         rows.append(row)

@@ -2,10 +2,10 @@
 sweep specs) and the JSON files gpusched reads back (a run's manifest and summary, a
 sweep cell's record, a lock).
 
-Each is at most a few MiB: a folder, a pipe or a device, a file too large, unreadable or
-not UTF-8, JSON nested thousands deep or holding a 5,000-digit number must each end in
-one line naming the file (raised as the caller's error class), or in the caller's "not
-usable" answer, never in a traceback, a hang or in reading gigabytes.
+A folder, a pipe or a device, a file too large, unreadable or not UTF-8, JSON nested
+thousands deep or holding a 5,000-digit number must each end in one line naming the file
+(raised as the caller's error class), or in the caller's "not usable" answer, never in a
+traceback, a hang or in reading gigabytes.
 """
 
 from __future__ import annotations
@@ -55,9 +55,20 @@ def check_small_file(
         raise error(f"{where}: {st.st_size:,} bytes; a {what} may be at most {max_bytes:,} bytes")
 
 
-#: the largest JSON file gpusched reads back, bytes (a manifest of a million-job run is a
-#: few KiB: its tables are hashed, not listed)
-MAX_JSON_BYTES = 16 << 20
+#: the largest JSON file gpusched reads back, bytes: far above any it writes (a manifest
+#: lists its cluster's server groups, about 3x the size of a cluster file of up to 16 MiB;
+#: a policy's summary tables are its own), and a bound on what a stray file can cost
+MAX_JSON_BYTES = 1 << 30
+
+
+def read_json_or_none(path: str | Path, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """The JSON in ``path``, or None (missing, unreadable, not a regular file, larger than
+    ``max_bytes``, not JSON): never waits on a pipe nor reads a device. For files whose
+    reader treats any of these as "not there" (a lock, a sweep cell's record)."""
+    try:
+        return parse_json(read_regular_file(path, max_bytes))
+    except (OSError, ValueError):
+        return None
 
 
 class NotAFile(ValueError):

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gpusched.errors import GpuschedError, empty_name, is_blank, show_name
-from gpusched.io.files import check_folder_path, parse_json, read_regular_file
+from gpusched.io.files import check_folder_path, parse_json, read_json_or_none, read_regular_file
 
 __all__ = [
     "MANIFEST",
@@ -212,19 +212,14 @@ def _guard(folder: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the flock
 
 
-def _read_json(path: Path) -> Any:
-    """The JSON in ``path``, or None (missing, unreadable, not a small regular file, not
-    JSON): never waits on a pipe nor reads a device."""
-    try:
-        return parse_json(read_regular_file(path))
-    except (OSError, ValueError):
-        return None
+#: the largest lock file read, bytes (gpusched's hold a pid, a host, a time and a token)
+MAX_LOCK_BYTES = 1 << 16
 
 
 def read_lock(path: str | Path) -> dict[str, Any] | None:
     """The holder recorded in lock file ``path`` (``pid``, ``host``, ``started``,
     ``token``), or None (missing, or not holding a pid and a host)."""
-    data = _read_json(Path(path))
+    data = read_json_or_none(path, MAX_LOCK_BYTES)
     if not isinstance(data, dict):
         return None
     pid, host = data.get("pid"), data.get("host")

@@ -446,7 +446,8 @@ def parquet_rows(path: Path, nan: str = "") -> Iterator[list[str]]:
 
 def parquet_columns(path: Path, nan: str = "") -> tuple[list[str], list[list[str]]]:
     """A Parquet table's column names and its columns as text (see :func:`parquet_rows`);
-    a float NaN that is not null (gpusched writes NaN as null) is spelled ``nan``.
+    a float NaN that is not null (gpusched writes NaN as null) is spelled ``nan`` (by
+    default ``""``, as null is).
 
     Raises
     ------

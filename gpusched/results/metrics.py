@@ -65,6 +65,7 @@ from __future__ import annotations
 import json
 import math
 import platform
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -116,10 +117,11 @@ SUMMARY_KEYS = (
 FIXED_COLUMNS = ("cell", "status", "trace", "cluster", "policy", "params", "seed")
 
 
-def param_column(key: str) -> str:
+def param_column(key: str, metrics: Iterable[str] = ()) -> str:
     """The sweep results column of policy parameter ``key`` (``param_<key>`` where the name
-    is taken by a fixed column, a summary metric or ``error``)."""
-    reserved = set(FIXED_COLUMNS) | set(SUMMARY_KEYS) | {"error"}
+    is taken by a fixed column, a summary metric, one of ``metrics`` (the other columns the
+    table holds: a job model's or a policy's own) or ``error``)."""
+    reserved = set(FIXED_COLUMNS) | set(SUMMARY_KEYS) | set(metrics) | {"error"}
     return f"param_{key}" if key in reserved else key
 
 

@@ -134,7 +134,7 @@ def _number(text: str, path: Path, line: int, column: str, allow_empty: bool) ->
 def _read_json(path: Path, what: str) -> dict[str, Any]:
     """The JSON object in ``path``; a one-line error if missing, corrupt or not an object."""
     where = show_name(path)
-    if not path.is_file():
+    if not path.exists():  # a folder or a pipe there is named as such below
         raise GpuschedError(f"{where}: not found ({_RUN_FOLDER})")
     try:
         data = parse_json(read_regular_file(path))
@@ -209,7 +209,7 @@ def _run_fields(manifest: dict[str, Any], path: Path) -> dict[str, str]:
 def _load_run(folder: Path) -> _Run:
     """A run folder's tables, each checked against its manifest (:func:`open_run`)."""
     for name in ("manifest.json", "summary.json"):
-        if not (folder / name).is_file():
+        if not (folder / name).exists():  # what is there is named by _read_json
             extra = " (without it the run did not finish)" if name == "summary.json" else ""
             raise GpuschedError(f"{show_name(folder / name)}: not found{extra}; {_RUN_FOLDER}")
     manifest = _read_json(folder / "manifest.json", "the manifest of a run")

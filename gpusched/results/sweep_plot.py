@@ -150,7 +150,9 @@ def _param_columns(header: Sequence[str], rows: Sequence[dict[str, str]]) -> dic
             key, sep, _ = token.partition("=")
             if not sep or key in cols:
                 continue
-            col = param_column(key)  # the sweep's own naming, clashes with metrics included
+            # the sweep's own naming: param_<key> where the name clashed with a metric (the
+            # table's own metrics included, so the one in the header wins)
+            col = f"param_{key}" if f"param_{key}" in header else param_column(key)
             if col in header:
                 cols[key] = col
     return cols
