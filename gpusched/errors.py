@@ -22,15 +22,21 @@ __all__ = [
     "ClusterError",
     "GpuschedError",
     "InvariantError",
+    "MAX_INT_DIGITS",
+    "MAX_SEED",
     "ParamError",
     "PolicyError",
     "TraceError",
+    "check_seed",
     "control_char",
     "did_you_mean",
+    "empty_name",
     "field_error",
+    "is_blank",
     "show_name",
     "show_text",
     "show_value",
+    "too_many_digits",
 ]
 
 #: Unicode categories of the characters a name or a one-line message may not show raw:

@@ -163,7 +163,7 @@ class PDORSPolicy:
         cap = capacities(cluster)
         if self.horizon * cap.shape[0] > MAX_SLOT_MACHINES:
             raise ParamError(
-                f"policy 'pd-ors': the trace's horizon of {self.horizon:,} slots on "
+                f"policy '{self.name}': the trace's horizon of {self.horizon:,} slots on "
                 f"{cap.shape[0]:,} machines is {self.horizon * cap.shape[0]:,} slot-machines "
                 f"to plan over; at most {MAX_SLOT_MACHINES:,} (memory grows with it: 10^7 "
                 "took 1.6 GB); shorten the horizon (workload pd-ors --horizon)"

@@ -65,6 +65,9 @@ class SRTFPolicy:
 
     def prepare(self, jobs, cluster) -> None:
         self._gang = None
+        # jobs made of data chunks run on, and only on, a cluster of typed workers (an
+        # edge-cloud one: replay refuses either without the other)
+        self._chunk_jobs = any(g.workers or g.unbounded for g in cluster.groups)
 
     def notes(self) -> list[str]:
         """A chunk-job setting given where no job is made of chunks changed nothing."""
@@ -77,11 +80,12 @@ class SRTFPolicy:
             )
             if v != default
         ]
-        if self._gang is not None or not given:  # (the gang rules ran: chunk jobs)
+        if getattr(self, "_chunk_jobs", True) or not given:
             return []
+        verb, it = ("applies", "it") if len(given) == 1 else ("apply", "they")
         return [
-            f"{', '.join(given)} applies to jobs made of data chunks; this trace's jobs "
-            "are not, so it changed nothing"
+            f"{', '.join(given)} {verb} to jobs made of data chunks; this trace's jobs "
+            f"are not, so {it} changed nothing"
         ]
 
     def _job_remaining(self, view, jobs: np.ndarray) -> np.ndarray:

@@ -380,7 +380,7 @@ def test_gantt_of_a_role_run_says_why_there_is_none(tmp_path):
         ("events.csv", "time_s,event\n1,start\n", ":1: missing column(s) job_id, gpus, detail"),
         ("manifest.json", "{not json", "manifest.json:1: not a JSON manifest"),
         ("jobs.csv", "job_id,submit,jct,wait_s\nj0,0,x,1\n",
-         "jobs.csv:2: column 'jct': expected a number of seconds, or empty, got 'x'"),
+         "jobs.csv:2: column 'jct': expected a number of seconds >= 0, or empty, got 'x'"),
         ("events.csv", "time_s,event,job_id,gpus,detail\n0,start,j0,abc,\n",
          "events.csv:2: column 'gpus': expected GPU indices 0 to 3 as ranges (e.g. '0-3 8'), "
          "got 'abc'"),

@@ -144,7 +144,7 @@ def test_a_parquet_table_with_a_bad_value_names_line_and_column(twins, tmp_path)
     seal(bad)
     one_line_error(
         invoke("plot", bad),
-        "jobs.parquet:2: column 'jct': expected a number >= 0, or empty, got 'soon'",
+        "jobs.parquet:2: column 'jct': expected a number of seconds >= 0, or empty, got 'soon'",
     )
     line = one_line_error(invoke("diff", bad, table), "jobs.parquet:2: column 'jct'")
     assert "soon" in line

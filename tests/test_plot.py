@@ -432,7 +432,11 @@ def test_run_file_missing(run_copy: Path, name: str) -> None:
 @pytest.mark.parametrize(
     ("name", "content", "expected"),
     [
-        ("jobs.csv", None, "{path}:3: column 'jct': expected a number >= 0, or empty, got 'soon'"),
+        (
+            "jobs.csv",
+            None,
+            "{path}:3: column 'jct': expected a number of seconds >= 0, or empty, got 'soon'",
+        ),
         ("jobs.csv", "job_id,finish\nj0,3\n", "{path}: no column 'jct' (expected the per-job"),
         ("jobs.csv", "", "{path}: empty (expected the per-job table of a run"),
         ("timeline.csv", "time_s,busy_gpus,queued\n0,1,0\n5,2\n", "{path}:3: 2 fields, expected 3"),

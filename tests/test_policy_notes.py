@@ -13,8 +13,8 @@ def test_srtf_chunk_settings_on_a_trace_without_chunks_are_noted():
     _, res = replay("tiny", "srtf:migrate=false,edge_only=false,workers=trace")
     (note,) = policy_notes(res)
     assert note == (
-        "srtf: workers=trace, migrate=false, edge_only=false applies to jobs made of data "
-        "chunks; this trace's jobs are not, so it changed nothing"
+        "srtf: workers=trace, migrate=false, edge_only=false apply to jobs made of data "
+        "chunks; this trace's jobs are not, so they changed nothing"
     )
     _, plain = replay("tiny", "srtf")
     assert policy_notes(plain) == []
@@ -23,6 +23,14 @@ def test_srtf_chunk_settings_on_a_trace_without_chunks_are_noted():
 def test_srtf_chunk_settings_on_chunk_jobs_are_not_noted():
     _, res = replay("ec-30", "srtf:migrate=false", cluster="edge-cloud-testbed")
     assert policy_notes(res) == []
+    # ... nor when the run stops before srtf decided anything (it read decide()'s state)
+    _, early = replay("ec-30", "srtf:migrate=false", cluster="edge-cloud-testbed", until_s=0.5)
+    assert policy_notes(early) == []
+    _, one = replay("tiny", "srtf:migrate=false")
+    assert policy_notes(one) == [
+        "srtf: migrate=false applies to jobs made of data chunks; this trace's jobs are not, "
+        "so it changed nothing"
+    ]
 
 
 def test_sharing_on_an_exclusive_cluster_is_noted(tmp_path: Path):

@@ -1003,8 +1003,8 @@ def test_bad_output_folders_are_refused_before_any_work(tmp_path: Path) -> None:
     a_comparison.mkdir()
     (a_comparison / "comparison.csv").write_text("policy\n")
     cases = [
-        (["-o", ""], "the output folder must be a path, got ''"),
-        (["-o", "  "], "the output folder must be a path"),
+        (["-o", ""], "--out: an empty name ''; expected a folder"),
+        (["-o", "  "], "--out: an empty name '  '"),
         (["-o", str(a_file)], f"output folder {a_file} is a file, not a folder"),
         (["-o", str(a_file / "sub")], f"is under {a_file}, which is a file"),
         (["-o", str(used)], f"{used / 'cells'} is a file"),

@@ -322,8 +322,9 @@ class Policy(Protocol):
     # applied, for timers that depend on the allocation just made (e.g. the next
     # time a running job crosses a service threshold).
     # Optional: ``summary() -> dict``, called once when the run ends: the policy's own
-    # summary.json keys (e.g. ``prediction``, the accuracy of its job-length predictor);
-    # they never replace the core's or a job model's keys.
+    # summary.json tables, ``{name: {key: value}}`` (e.g. ``prediction``, the accuracy of
+    # its job-length predictor); a value that is not a table, or a name the core's or a
+    # job model's summary has, is a PolicyError (:func:`policy_summary`).
     # Optional: ``notes() -> list[str]``, called once when the run ends: what the reader
     # of the results must know (e.g. Dorm's MILPs stopped at a limit), printed under the
     # run's header as "note: <policy>: ..." and kept in manifest.json's notes.

@@ -93,7 +93,8 @@ def check_phase_options(load_s: float, save_s: float) -> None:
 class PolicySpec:
     """``NAME[:key=value,...]`` as given to ``--policy``.
 
-    ``text`` is the spec as results name it (:meth:`normal`): the whitespace around the
+    ``text`` is the spec as written inline, normalised (:meth:`normal`; results name a run
+    by :meth:`label`, which adds the ``-p`` pairs): the whitespace around the
     name, the keys and the values dropped, so that ``-P " fifo"`` and
     ``-P "tiresias : thresholds=100"`` label their runs ``fifo`` and
     ``tiresias:thresholds=100``.

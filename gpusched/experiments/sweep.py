@@ -431,7 +431,9 @@ def parse_spec(
     slot = _number(data, "slot", source, *SLOT_RANGE_S)
     until = _number(data, "until", source, 0.0, MAX_UNTIL_S, lo_open=True)
     out = data.get("out")
-    if out is not None and (not isinstance(out, str) or not out.strip()):
+    if is_blank(out):
+        raise GpuschedError(f"{source}: 'out': {empty_name(out, 'a folder')}")
+    if out is not None and not isinstance(out, str):
         raise GpuschedError(f"{source}: 'out' must be a folder path, got {out!r}")
     if out is not None:
         _check_text(out, "'out'", source)
@@ -1266,8 +1268,8 @@ def output_dir(spec: SweepSpec, out: str | Path | None = None) -> Path:
     """
     raw = out if out is not None else (spec.out or "sweep-out")
     text = str(raw)
-    if isinstance(raw, str) and not raw.strip():
-        raise GpuschedError(f"the output folder must be a path, got {raw!r}")
+    if is_blank(raw):
+        raise GpuschedError(f"--out: {empty_name(raw, 'a folder')}")
     bad = control_char(text)
     if bad:
         raise GpuschedError(

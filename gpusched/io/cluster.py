@@ -981,18 +981,19 @@ class _Validator:
             )
         # a value that is there is checked before one that is missing is reported
         limits = {"servers": (1, MAX_SERVERS), "gpus_per_server": (0, MAX_GPUS)}
-        for key, (lo, hi) in limits.items():
-            if key in cluster:
-                self.integer(cluster, key, "cluster", minimum=lo, maximum=hi)
+        got = {
+            key: self.integer(cluster, key, "cluster", minimum=lo, maximum=hi)
+            for key, (lo, hi) in limits.items()
+            if key in cluster
+        }
         for key in limits:
-            if key not in cluster:
+            if key not in got:
                 raise self.fail(
                     f"cluster.{key}",
                     "missing; a spec needs either cluster.servers and cluster.gpus_per_server"
                     " or a [[servers]] array of tables",
                 )
-        count = self.integer(cluster, "servers", "cluster", minimum=1, maximum=MAX_SERVERS)
-        gpus = self.integer(cluster, "gpus_per_server", "cluster", minimum=0, maximum=MAX_GPUS)
+        count, gpus = got["servers"], got["gpus_per_server"]
         gpu_type = (
             self.string(cluster, "gpu_type", "cluster")
             if "gpu_type" in cluster

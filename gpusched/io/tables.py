@@ -403,6 +403,17 @@ def has_table(folder: Path, stem: str) -> bool:
 NON_NEGATIVE = ("jct", "wait_s")
 
 
+def seconds_expected(column: str, *, empty: bool = True) -> str:
+    """What the readers of a run's tables (explain, diff, plot) say a time column holds:
+    ``a number of seconds`` (``>= 0`` for :data:`NON_NEGATIVE` columns), ``, or empty``
+    where an unfinished job leaves it empty; one wording for every reader."""
+    return (
+        "a number of seconds"
+        + (" >= 0" if column in NON_NEGATIVE else "")
+        + (", or empty" if empty else "")
+    )
+
+
 def check_unique_columns(path: Path, header: list[str]) -> None:
     """Refuse a table whose header names a column twice: a reader of it by name would take
     one of the two and drop the other without a word.

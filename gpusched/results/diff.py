@@ -26,7 +26,13 @@ import numpy as np
 from gpusched.errors import GpuschedError, field_error, show_name, show_text, show_value
 from gpusched.io.files import check_out_file, make_parent, refuse_special_file
 from gpusched.io.runfolder import MANIFEST, RunFolder, create_exclusive, open_run
-from gpusched.io.tables import NON_NEGATIVE, check_unique_columns, is_parquet, parquet_rows
+from gpusched.io.tables import (
+    NON_NEGATIVE,
+    check_unique_columns,
+    is_parquet,
+    parquet_rows,
+    seconds_expected,
+)
 
 __all__ = [
     "REL_TOL",
@@ -199,8 +205,7 @@ def read_run_jobs(path: str | Path, which: str = "run") -> RunJobs:
 
 
 def _number(text: str | None, file: Path, line: int, col: str, *, empty: bool) -> float:
-    expected = "a number of seconds" + (" >= 0" if col in NON_NEGATIVE else "")
-    expected += ", or empty" if empty else ""
+    expected = seconds_expected(col, empty=empty)
     if text is None:
         raise field_error(file, line, col, expected, "")
     if text == "" and empty:

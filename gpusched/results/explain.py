@@ -33,7 +33,13 @@ from gpusched.errors import (
 )
 from gpusched.io.cluster import MAX_GPUS
 from gpusched.io.runfolder import MANIFEST, open_run
-from gpusched.io.tables import NON_NEGATIVE, check_unique_columns, is_parquet, parquet_rows
+from gpusched.io.tables import (
+    NON_NEGATIVE,
+    check_unique_columns,
+    is_parquet,
+    parquet_rows,
+    seconds_expected,
+)
 from gpusched.results.units import fmt_s, fmt_slot, fmt_slots, fmt_t
 
 __all__ = ["Run", "Stint", "job_story", "read_run", "stints", "worst"]
@@ -174,10 +180,8 @@ def _check_rows(
     out = dict(zip(header, cols, strict=True))
     for name in numeric:
         for n, v in enumerate(out.get(name, ()), start=2):
-            if v and not _finite(v):
-                raise field_error(path, n, name, "a number of seconds, or empty", v)
-            if v and name in NON_NEGATIVE and float(v) < 0:
-                raise field_error(path, n, name, "a number of seconds >= 0, or empty", v)
+            if v and (not _finite(v) or (name in NON_NEGATIVE and float(v) < 0)):
+                raise field_error(path, n, name, seconds_expected(name), v)
     for name in counts:
         for n, v in enumerate(out.get(name, ()), start=2):
             if not (v.isascii() and v.isdigit() and len(v) <= 12):

@@ -44,7 +44,7 @@ from gpusched.io.files import (
     read_regular_file,
 )
 from gpusched.io.runfolder import open_run
-from gpusched.io.tables import NON_NEGATIVE, has_table
+from gpusched.io.tables import NON_NEGATIVE, has_table, seconds_expected
 from gpusched.results.sweep_plot import Panel, SweepPlot, arrange, csv_rows, read_table
 
 if TYPE_CHECKING:
@@ -123,11 +123,13 @@ def _number(text: str, path: Path, line: int, column: str, allow_empty: bool) ->
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or (value < 0 and column in NON_NEGATIVE):
-        # NaN would also crash plotext
-        expected = "a number" + (" >= 0" if column in NON_NEGATIVE else "")
-        raise field_error(
-            path, line, column, expected + (", or empty" if allow_empty else ""), text
+        # NaN would also crash plotext; a JCT is worded as the other readers word it
+        expected = (
+            seconds_expected(column, empty=allow_empty)
+            if column in NON_NEGATIVE
+            else "a number" + (", or empty" if allow_empty else "")
         )
+        raise field_error(path, line, column, expected, text)
     return value
 
 

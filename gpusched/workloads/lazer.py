@@ -58,13 +58,13 @@ from __future__ import annotations
 
 import functools
 import math
-import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from gpusched.errors import GpuschedError
+from gpusched.io.files import parse_toml
 from gpusched.io.trace import Trace
 
 __all__ = [
@@ -182,7 +182,7 @@ class HeliosCluster:
 
 @functools.cache
 def _helios_doc() -> dict[str, object]:
-    return tomllib.loads(_DATA.read_text(encoding="utf-8"))
+    return parse_toml(_DATA.read_text(encoding="utf-8"))
 
 
 def helios_cluster(name: str) -> HeliosCluster:
