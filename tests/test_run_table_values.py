@@ -94,3 +94,28 @@ def test_a_parquet_nan_that_is_not_null_is_refused(runs, tmp_path, command):
         invoke(*reader_args(command, run, runs["csv"])),
         "jobs.parquet:3: column 'jct': expected a number of seconds >= 0, or empty, got 'nan'",
     )
+
+
+def test_explain_reads_an_early_stopped_chunk_runs_own_tasks(tmp_path):
+    """A task never placed is written with worker -1; explain refused the run's own
+    tasks.csv ("expected a whole number >= 0, got '-1'")."""
+    run = tmp_path / "X"
+    r = invoke(
+        "replay",
+        "ec-30",
+        "-c",
+        "edge-cloud-testbed",
+        "-P",
+        "srtf",
+        "--until",
+        "200",
+        "-o",
+        run,
+        "--events",
+    )
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader((run / "tasks.csv").open()))
+    waiting = next(x for x in rows if x["worker"] == "-1")
+    r = invoke("explain", run, waiting["job"])
+    assert r.exit_code == 0, r.output
+    assert f"{waiting['job_id']}: no worker yet, ran never" in r.output

@@ -309,14 +309,17 @@ def read_run(folder: str | Path) -> Run:
     events = table("events", EVENT_COLUMNS)
     if events is not None:
         _check_events(files["events"], events, n_gpus)
-    tasks = table("tasks", ("job_id", "job", "worker"), (), ("worker",))
+    tasks = table("tasks", ("job_id", "job", "worker"))
     if tasks is not None:
         for n, (job, worker) in enumerate(zip(tasks["job"], tasks["worker"], strict=True), start=2):
             if job not in seen:
                 raise field_error(files["tasks"], n, "job", "a job of jobs.csv", job)
-            if n_gpus is not None and int(worker) >= n_gpus:
+            # -1: a task never placed (a run stopped by --until before it started)
+            ok = worker == "-1" or (worker.isascii() and worker.isdigit() and len(worker) <= 12)
+            if not ok or (n_gpus is not None and worker != "-1" and int(worker) >= n_gpus):
+                top = "" if n_gpus is None else f" to {n_gpus - 1}"
                 raise field_error(
-                    files["tasks"], n, "worker", f"a worker 0 to {n_gpus - 1}", worker
+                    files["tasks"], n, "worker", f"a worker 0{top}, or -1 (never placed)", worker
                 )
     return Run(rf.folder, jobs, events, rf.manifest, tasks, files, n_gpus)
 
@@ -543,7 +546,8 @@ def _chunk_lines(run: Run, job: str, most: int = 40) -> list[str]:
             + (" (preempted; postponed on its worker)" if s.preempt is not None else "")
             for s in by_task.get(tid, [])
         )
-        out.append(f"    {tid}: worker {tk['worker'][i]} ({tier}), ran {runs or 'never'}")
+        where = "no worker yet" if tk["worker"][i] == "-1" else f"worker {tk['worker'][i]} ({tier})"
+        out.append(f"    {tid}: {where}, ran {runs or 'never'}")
     if len(mine) > most:
         files = ", ".join(run.file(t).name for t in ("tasks", "events"))
         out.append(f"    ... and {len(mine) - most} more ({files})")
