@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import time
 import warnings
 from pathlib import Path
@@ -567,3 +568,36 @@ def test_a_number_reads_alike_in_flags_and_policy_parameters(args, needle):
     # pydantic took --seed 1.0 as seed 1 and --load 1_0 as 10; -p seed=1.0 and a trace's
     # 1_0 were refused
     one_line_error(invoke(*args), needle)
+
+
+@pytest.mark.parametrize("column", ["load_s", "model"])
+def test_an_imported_column_named_like_a_canonical_one_is_one_line(tmp_path, column):
+    # the Trace refused it with a ValueError traceback
+    src = tmp_path / "t.csv"
+    src.write_text(f"job_id,num_gpu,submit_time,duration,{column}\n1,1,0,100,5\n")
+    one_line_error(
+        invoke("trace", "import", "tiresias", src, "-o", tmp_path / "o.csv"),
+        f"t.csv:1: column '{column}': the tiresias importer keeps columns",
+        f"rename it in the source (e.g. src_{column})",
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["trace", "synth", "-n", "3", "-o"],
+        ["trace", "annotate", "tiny", "-o"],
+        ["workload", "pd-ors", "-o"],
+    ],
+    ids=["synth", "annotate", "workload"],
+)
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_trace_writer_refuses_a_pipe_or_a_device(tmp_path, args, kind):
+    # a pipe hung the write for ever; /dev/null took the trace (annotate wrote a manifest
+    # into /dev beside it)
+    if kind == "fifo":
+        target = tmp_path / "p.csv"
+        os.mkfifo(target)
+    else:
+        target = "/dev/null"
+    one_line_error(invoke(*args, target), "not a regular file (a pipe or a device)")

@@ -243,7 +243,8 @@ def check_out_file(path: str | Path, option: str, expected: str) -> Path:
     Raises
     ------
     GpuschedError
-        ``<option> <path>: is a folder; expected <expected>``, (:func:`check_folder_path`)
+        ``<option> <path>: is a folder; expected <expected>``, a pipe or a device
+        (:func:`refuse_special_file`), (:func:`check_folder_path`)
         ``<option> <path> is under <file>, which is a file, not a folder``, or an existing
         result file (``jobs.csv``, ``manifest.json``, ``comparison.csv``, ...) of a results
         folder gpusched wrote (one that holds a :data:`RESULTS_MARKERS` file).
@@ -255,6 +256,9 @@ def check_out_file(path: str | Path, option: str, expected: str) -> Path:
         is_dir = False
     if is_dir:
         raise GpuschedError(f"{option} {show_name(p)}: is a folder; expected {expected}")
+    # a pipe would block the write until something reads it, /dev/null take the trace
+    # (and a manifest written beside it land in /dev)
+    refuse_special_file(p, option, expected)
     check_folder_path(p, option)
     marker = _results_marker(p)
     if marker is not None:

@@ -30,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.errors import GpuschedError, did_you_mean, show_value
+from gpusched.errors import GpuschedError, TraceError, did_you_mean, show_name, show_value
 from gpusched.io.files import parse_toml
 from gpusched.io.trace import (
+    CANONICAL_COLUMNS,
     DURATION_WHAT,
     ITERATIONS_WHAT,
     MAX_GPUS,
@@ -150,6 +151,13 @@ def _finish(
             excluded[why] = int(hit.sum())
         left &= ~mask
     assert np.array_equal(left, keep)
+    clash = next((k for k in extra if k in CANONICAL_COLUMNS), None)
+    if clash is not None:  # (a Trace refuses it: a ValueError traceback)
+        raise TraceError(
+            f"{show_name(src.name)}:1: column {show_value(clash)}: the {kind} importer keeps "
+            f"columns it does not map as they are, but {clash!r} is one of gpusched's own "
+            "(the trace format's); rename it in the source (e.g. src_" + clash + ") or drop it"
+        )
     idx = np.flatnonzero(keep)
     submit = _rebase(np.asarray(columns["submit_time"], dtype=np.float64)[idx])
     n_keep = idx.size
