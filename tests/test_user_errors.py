@@ -601,3 +601,15 @@ def test_a_trace_writer_refuses_a_pipe_or_a_device(tmp_path, args, kind):
     else:
         target = "/dev/null"
     one_line_error(invoke(*args, target), "not a regular file (a pipe or a device)")
+
+
+def test_workload_a_srpt_source_reports_the_canonical_traces_own_error(tmp_path):
+    # any error of the canonical reader sent the file to the Pollux-summary importer,
+    # which then asked for its columns (submit_offset_s, duration_s, vc)
+    src = tmp_path / "c.csv"
+    src.write_text("job_id,submit_time,num_gpus,duration\na,0,1,100\nb,5,1,nan\n")
+    one_line_error(
+        invoke("workload", "a-srpt", "--source", src, "-n", "2", "-o", tmp_path / "o.csv"),
+        "c.csv:3: column 'duration'",
+        "got 'nan'",
+    )

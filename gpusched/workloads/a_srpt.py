@@ -80,12 +80,30 @@ def _read(path: str | Path | None) -> Trace:
 
     if path is None:
         return read_trace(resolve_trace("philly-2000"))
-    try:
+    if _canonical(Path(path)):  # its own errors (a NaN on line 3), not the other format's
         return read_trace(path)
-    except Exception:  # not canonical: try the Pollux per-job Philly summary
-        from gpusched.workloads.importers import read_philly_pollux
+    from gpusched.workloads.importers import read_philly_pollux  # the Pollux per-job summary
 
-        return read_philly_pollux(path)[0]
+    return read_philly_pollux(path)[0]
+
+
+def _canonical(path: Path) -> bool:
+    """Whether ``path`` is a canonical trace rather than the Pollux Philly summary (whose
+    header has ``submit_offset_s`` and ``duration_s`` where a canonical trace has
+    ``duration``): Parquet, or a CSV without those two; a file that cannot be read is left
+    to the reader's own message."""
+    import gzip
+
+    if path.suffix == ".parquet":
+        return True
+    try:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rb") as fh:
+            head = fh.readline(1 << 16)
+    except (OSError, EOFError):
+        return True
+    names = {c.strip().strip('"') for c in head.decode("utf-8-sig", "replace").split(",")}
+    return not {"submit_offset_s", "duration_s"} <= names
 
 
 def _recur(
