@@ -59,7 +59,12 @@ def _file_summary(path: Path) -> str:
             doc = ast.get_docstring(ast.parse(head))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError, tokenize.TokenError):
         return ""
-    return doc.strip().splitlines()[0] if doc else ""
+    if not doc:
+        return ""
+    # its first paragraph, whole (a summary wrapped over two lines was cut mid-sentence)
+    lines = doc.strip().splitlines()
+    first = lines[: next((i for i, line in enumerate(lines) if not line.strip()), len(lines))]
+    return " ".join(line.strip() for line in first)
 
 
 def _first_statement(text: str) -> str:

@@ -80,7 +80,8 @@ def _read(path: str | Path | None) -> Trace:
 
     if path is None:
         return read_trace(resolve_trace("philly-2000"))
-    if _canonical(Path(path)):  # its own errors (a NaN on line 3), not the other format's
+    path = resolve_trace(str(path))  # a file, or a bundled trace's name (philly-2000)
+    if _canonical(path):  # its own errors (a NaN on line 3), not the other format's
         return read_trace(path)
     from gpusched.workloads.importers import read_philly_pollux  # the Pollux per-job summary
 

@@ -546,7 +546,7 @@ def read_openb(path: str | Path, *, fractional: str = "whole") -> tuple[Trace, I
         If ``fractional`` is not one of the two choices.
     """
     if fractional not in ("whole", "exclude"):
-        raise GpuschedError(f"fractional must be 'whole' or 'exclude', got {fractional!r}")
+        raise GpuschedError(f"--fractional must be 'whole' or 'exclude', got {fractional!r}")
     req = (
         "name",
         "num_gpu",
