@@ -613,3 +613,16 @@ def test_workload_a_srpt_source_reports_the_canonical_traces_own_error(tmp_path)
         "c.csv:3: column 'duration'",
         "got 'nan'",
     )
+
+
+def test_annotate_keeps_load_and_save_and_says_what_it_replaced(tmp_path):
+    src = tmp_path / "f.csv"
+    src.write_text(
+        "job_id,submit_time,num_gpus,duration,model,iterations,load_s,save_s\n"
+        "a,0,1,100,VGG19,50,5,6\n"
+    )
+    r = invoke("trace", "annotate", src, "-o", tmp_path / "a.csv")
+    assert r.exit_code == 0, r.output
+    assert "note: the trace's own model, iterations replaced by the assignment" in r.output
+    (row,) = csv.DictReader((tmp_path / "a.csv").open())
+    assert (row["load_s"], row["save_s"]) == ("5", "6")  # dropped before

@@ -340,6 +340,14 @@ def annotate_trace(
             iters[i] = dur[i] / models.alpha_min(choice[d], reps)
     if n_split:
         notes.append(f"{n_split} group(s) with several GPU counts got one model per GPU count")
+    had = [
+        c
+        for c, given in (("model", trace.model), ("iterations", trace.iterations))
+        if np.asarray(given).size and _any_given(given)
+    ]
+    had += ["config"] if "config" in trace.extra else []
+    if had:  # the trace's own are replaced: say so, not silently
+        notes.append(f"the trace's own {', '.join(had)} replaced by the assignment below")
     extra["config"] = config_of
     notes.append(
         f"models and configurations assigned per group from {catalogue.path.name} (seed {seed}); "
@@ -354,6 +362,16 @@ def annotate_trace(
         iterations=iters,
         model=model_of if n else np.empty(0, dtype=object),
         extra=extra,
+        load_s=trace.load_s,  # the trace's own load and save times, kept
+        save_s=trace.save_s,
         source=f"annotate_trace({trace.source}, seed={seed})",
     )
     return out, notes
+
+
+def _any_given(column: Any) -> bool:
+    """Whether a model (text) or iterations (float) column holds any value."""
+    a = np.asarray(column)
+    if a.dtype.kind == "f":
+        return bool(np.isfinite(a).any())
+    return any(str(x).strip() for x in a.tolist())
