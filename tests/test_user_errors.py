@@ -626,3 +626,14 @@ def test_annotate_keeps_load_and_save_and_says_what_it_replaced(tmp_path):
     assert "note: the trace's own model, iterations replaced by the assignment" in r.output
     (row,) = csv.DictReader((tmp_path / "a.csv").open())
     assert (row["load_s"], row["save_s"]) == ("5", "6")  # dropped before
+
+
+def test_an_import_that_keeps_no_job_writes_nothing(tmp_path):
+    src = tmp_path / "z.csv"
+    src.write_text("job_id,num_gpu,submit_time,duration\n1,0,0,100\n")
+    out = tmp_path / "o.csv"
+    one_line_error(
+        invoke("trace", "import", "tiresias", src, "-o", out),
+        "z.csv: tiresias import kept no job of 1 row(s) (excluded: 1 num_gpu = 0)",
+    )
+    assert not out.exists()

@@ -720,8 +720,19 @@ def convert_trace(kind: str, src: str | Path, dst: str | Path, **options: Any) -
     -------
     ImportReport
         What was kept and excluded.
+
+    Raises
+    ------
+    GpuschedError
+        Besides the importer's own errors: no row of ``src`` kept (nothing is written).
     """
     trace, report = import_trace_with_report(kind, src, **options)
+    if report.n_jobs == 0:  # an empty trace, written with exit 0, hid that nothing matched
+        why = "; ".join(f"{n:,} {reason}" for reason, n in report.excluded.items())
+        raise GpuschedError(
+            f"{show_name(report.source)}: {kind} import kept no job of {report.n_rows:,} "
+            f"row(s)" + (f" (excluded: {why})" if why else "") + "; nothing written"
+        )
     write_trace(trace, dst)
     return report
 
