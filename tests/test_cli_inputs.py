@@ -259,7 +259,7 @@ def test_sweep_refuses_a_results_csv_it_did_not_write(tmp_path: Path) -> None:
 
 def test_an_output_file_never_replaces_a_runs_results(tmp_path: Path) -> None:
     """``diff A B -o A/jobs.csv`` replaced run A's jobs.csv with the diff (after reading
-    it), and every reader then refused run A; ``trace synth -o A/manifest.json`` or
+    it), and every reader then refused run A; ``trace synth -o A/timeline.csv`` or
     ``workload -o CMP/comparison.csv`` did the same to a run or a comparison."""
     a, b, cmp = tmp_path / "a", tmp_path / "b", tmp_path / "cmp"
     assert invoke("replay", "tiny", "-P", "fifo", "-o", a).exit_code == 0
@@ -268,8 +268,8 @@ def test_an_output_file_never_replaces_a_runs_results(tmp_path: Path) -> None:
     before = {p: p.read_bytes() for p in [*a.iterdir(), cmp / "comparison.csv"]}
     cases = [
         (["diff", a, b, "-o", a / "jobs.csv"], "--out", a / "jobs.csv", a, "manifest.json"),
-        (["trace", "synth", "-n", "3", "-o", a / "manifest.json"], "--output",
-         a / "manifest.json", a, "manifest.json"),
+        (["trace", "synth", "-n", "3", "-o", a / "timeline.csv"], "--output",
+         a / "timeline.csv", a, "manifest.json"),
         (["workload", "synth-default", "-n", "3", "-o", cmp / "comparison.csv"], "--output",
          cmp / "comparison.csv", cmp, "comparison.csv"),
     ]  # fmt: skip

@@ -595,11 +595,11 @@ def test_an_imported_column_named_like_a_canonical_one_is_one_line(tmp_path, col
 def test_a_trace_writer_refuses_a_pipe_or_a_device(tmp_path, args, kind):
     # a pipe hung the write for ever; /dev/null took the trace (annotate wrote a manifest
     # into /dev beside it)
+    target = tmp_path / "p.csv"
     if kind == "fifo":
-        target = tmp_path / "p.csv"
         os.mkfifo(target)
     else:
-        target = "/dev/null"
+        target.symlink_to("/dev/null")
     one_line_error(invoke(*args, target), "not a regular file (a pipe or a device)")
 
 
@@ -637,3 +637,12 @@ def test_an_import_that_keeps_no_job_writes_nothing(tmp_path):
         "z.csv: tiresias import kept no job of 1 row(s) (excluded: 1 num_gpu = 0)",
     )
     assert not out.exists()
+
+
+@pytest.mark.parametrize("name", ["x.PARQUET", "x.txt", "x"])
+def test_a_trace_writer_refuses_a_name_whose_suffix_chooses_no_format(tmp_path, name):
+    # x.PARQUET and x.txt were written as CSV, which the readers then refused or misread
+    one_line_error(
+        invoke("trace", "synth", "-n", "3", "-o", tmp_path / name),
+        "expected a name ending in .csv, .csv.gz or .parquet",
+    )

@@ -303,11 +303,11 @@ def workload_cmd(
         None if cluster_out is None else workload_cluster(name, seed, servers, cloud, ship)
     )
     # a missing folder is made, and a bad one reported, before a full-size workload is drawn
-    from gpusched.io.files import check_out_file, make_parent, refuse_special_file
+    from gpusched.io.files import check_out_file, check_trace_out, make_parent, refuse_special_file
 
     if source is not None:
         refuse_special_file(source, "--source", "a Philly trace file (.csv or .csv.gz)")
-    check_out_file(output, "--output", "a trace file (.csv, .csv.gz or .parquet)")
+    check_trace_out(output, "--output")
     make_parent(output)
     if cluster_out is not None:
         check_out_file(cluster_out, "--cluster-out", "a cluster file (.toml)")

@@ -10,14 +10,12 @@ from typing import Annotated, Any
 import typer
 
 from gpusched.cli._common import Command, Group, check_written_trace, user_errors
-from gpusched.io.files import check_out_file, refuse_special_file
+from gpusched.io.files import check_trace_out, refuse_special_file
 
 #: most jobs ``trace synth`` draws (about 0.4 KB of memory each; 100 million ended in a
 #: MemoryError)
 MAX_SYNTH_JOBS = 10_000_000
 
-#: what a trace output is, for messages
-TRACE_FILE = "a trace file (.csv, .csv.gz or .parquet)"
 
 app = typer.Typer(
     help="Import real traces, synthesize traces, and describe them.",
@@ -65,7 +63,7 @@ def import_cmd(
     from gpusched.workloads.importers import convert_trace
 
     options = import_options(kind, seed=seed, all_seeds=all_seeds, vc=vc, fractional=fractional)
-    check_out_file(output, "--output", TRACE_FILE)
+    check_trace_out(output, "--output")
     if not src.exists():
         raise GpuschedError(f"file not found: {show_name(src)}")
     refuse_special_file(src, "SRC", "a trace file (.csv or .csv.gz)")
@@ -167,7 +165,7 @@ def synth_cmd(
             f"--load must be at most {MAX_LOAD:g}, as workload's (arrivals are already all "
             f"but simultaneous there), got {load:g}"
         )
-    check_out_file(output, "--output", TRACE_FILE)
+    check_trace_out(output, "--output")
     spec = load_cluster(cluster)
     import numpy as np
 
@@ -237,7 +235,7 @@ def annotate_cmd(
     from gpusched.io.trace import read_trace, trace_sha256, write_trace
     from gpusched.workloads.annotate import annotate_trace
 
-    check_out_file(output, "--output", TRACE_FILE)
+    check_trace_out(output, "--output")
     path = resolve_trace(trace)
     source_sha256 = trace_sha256(path)  # before the output is written: it may be the source
     annotated, notes = annotate_trace(read_trace(path), seed)
@@ -269,16 +267,11 @@ def convert_cmd(
     ],
 ) -> None:
     """Convert a canonical trace between CSV and Parquet (validated as replay reads it)."""
-    from gpusched.errors import GpuschedError, show_name
+    from gpusched.errors import show_name
     from gpusched.io.resources import resolve_trace
     from gpusched.io.trace import read_trace, write_trace
 
-    name = output.name
-    if not name.endswith((".csv", ".csv.gz", ".parquet")):
-        raise GpuschedError(
-            f"{show_name(output)}: expected a name ending in .csv, .csv.gz or .parquet"
-        )
-    check_out_file(output, "OUTPUT", TRACE_FILE)
+    check_trace_out(output, "OUTPUT")
     data = read_trace(resolve_trace(trace))
     write_trace(data, output)
     typer.echo(f"wrote {len(data)} jobs to {show_name(output)}")

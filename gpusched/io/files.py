@@ -270,6 +270,29 @@ def check_out_file(path: str | Path, option: str, expected: str) -> Path:
     return p
 
 
+#: what a trace written by gpusched is, by its name's suffix (``io.trace.write_trace``)
+TRACE_SUFFIXES = (".csv", ".csv.gz", ".parquet")
+
+
+def check_trace_out(path: str | Path, option: str) -> Path:
+    """A trace to write: named ``.csv``, ``.csv.gz`` or ``.parquet`` (its format is read
+    from the suffix: ``x.PARQUET`` or ``x.txt`` were written as CSV, which the readers
+    then took for something else), and an output file :func:`check_out_file` accepts.
+
+    Raises
+    ------
+    GpuschedError
+        Another suffix, or what :func:`check_out_file` refuses.
+    """
+    p = check_out_file(path, option, "a trace file (.csv, .csv.gz or .parquet)")
+    if not p.name.endswith(TRACE_SUFFIXES):
+        raise GpuschedError(
+            f"{option} {show_name(p)}: expected a name ending in .csv, .csv.gz or .parquet "
+            "(the suffix chooses the format)"
+        )
+    return p
+
+
 #: files that mark a results folder gpusched wrote: a run's manifest, a comparison's table
 RESULTS_MARKERS = ("manifest.json", "comparison.csv")
 
