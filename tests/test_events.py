@@ -19,7 +19,7 @@ from gpusched.errors import PolicyError
 from gpusched.io.cluster import ClusterSpec
 from gpusched.results.explain import job_story, read_run, stints, worst
 from gpusched.results.metrics import write_results
-from tests.helpers import GANG_POLICIES, make_trace, seal
+from tests.helpers import GANG_POLICIES, invoke, make_trace, seal
 from tests.test_properties import phases, workloads
 
 runner = CliRunner()
@@ -469,3 +469,24 @@ def test_explain_reads_the_config_rows_an_elastic_run_writes(tmp_path):
     assert "configured: batch " in r.output
     r = runner.invoke(app, ["explain", str(out), "--worst", "2"])
     assert r.exit_code == 0, r.output
+
+
+def test_a_run_cut_by_until_holds_its_gpus_to_the_stop_in_gantt_and_explain(tmp_path):
+    """Jobs still running at --until ended at the last event in the Gantt chart (0 to
+    1m40s of a run stopped at 150 s) and explain."""
+    from gpusched.results.gantt import gantt
+
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "job_id,submit_time,num_gpus,duration\n" + "".join(f"j{i},0,4,100\n" for i in range(16))
+    )
+    out = tmp_path / "r"
+    r = invoke("replay", trace, "-P", "srtf", "--until", "150", "-o", out, "--events")
+    assert r.exit_code == 0, r.output
+    run = read_run(out)
+    g = gantt(run)
+    assert g.end_s == 150.0
+    late = [b for b, j in zip(g.t1, g.job, strict=True) if g.jobs[j] == "j8"]
+    assert late and max(late) == 150.0
+    story = "\n".join(job_story(run, "j8"))
+    assert "still running when the run ended" in story

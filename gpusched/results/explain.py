@@ -394,11 +394,20 @@ def _f(text: str) -> float:
     return float(text) if text else math.nan
 
 
-def _end_of(run: Run) -> float:
+def run_end(run: Run) -> float:
+    """When the run stopped: its manifest's ``stopped_at_s`` (a run cut by ``--until``
+    holds GPUs to then, after its last event), else its last event or finish time."""
     ev = run.events
-    if ev and ev["time_s"]:
-        return float(ev["time_s"][-1])
-    return max((_f(x) for x in run.jobs.get("finish", []) if x), default=0.0)
+    last = (
+        float(ev["time_s"][-1])
+        if ev and ev["time_s"]
+        else max((_f(x) for x in run.jobs.get("finish", []) if x), default=0.0)
+    )
+    stopped = run.manifest.get("stopped_at_s") if isinstance(run.manifest, dict) else None
+    if isinstance(stopped, int | float) and not isinstance(stopped, bool):
+        if math.isfinite(stopped) and stopped > last:
+            return float(stopped)
+    return last
 
 
 #: rows of the log told as they are, in these words
@@ -490,7 +499,7 @@ def _history(run: Run, job: str, submit: float) -> list[str]:
 
     queued_since = submit
     times: list[float] | None = None  # the log's times as numbers, once a preemption needs them
-    for s in stints(run.events, _end_of(run), job):
+    for s in stints(run.events, run_end(run), job):
         plural = "s" if len(s.gpus) > 1 else ""
         where = f" on GPU{plural} {format_gpus(s.gpus)}" if s.gpus else ""
         whys = [f"why: {w[9:]}" for w in s.reasons if w.startswith("started: ")]
@@ -535,7 +544,7 @@ def _chunk_lines(run: Run, job: str, most: int = 40) -> list[str]:
     tk = run.tasks
     mine = [i for i, p in enumerate(tk["job"]) if p == job]
     by_task: dict[str, list[Stint]] = {}
-    for s in stints(run.events, _end_of(run), {tk["job_id"][i] for i in mine}):
+    for s in stints(run.events, run_end(run), {tk["job_id"][i] for i in mine}):
         by_task.setdefault(s.job, []).append(s)
     out = [f"  {len(mine)} chunks:"]
     for i in mine[:most]:

@@ -26,7 +26,7 @@ import numpy as np
 
 from gpusched.errors import GpuschedError, show_name, show_text
 from gpusched.io.runfolder import MANIFEST
-from gpusched.results.explain import Run, manifest_servers, stints
+from gpusched.results.explain import Run, manifest_servers, run_end, stints
 from gpusched.results.units import fmt_s
 
 __all__ = ["MAX_ROWS", "Gantt", "gantt", "gantt_figure", "gantt_text"]
@@ -75,8 +75,7 @@ def gantt(run: Run) -> Gantt:
             f"{show_name(run.folder)}: no events.csv; a Gantt chart needs the event log "
             "(replay ... --out DIR --events)"
         )
-    times = run.events["time_s"]
-    end = float(times[-1]) if times else 0.0
+    end = run_end(run)  # a run cut by --until holds its GPUs to then
     index: dict[str, int] = {}
     rows, t0, t1, job, phase = [], [], [], [], []
     for s in stints(run.events, end):
