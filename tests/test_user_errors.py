@@ -646,3 +646,9 @@ def test_a_trace_writer_refuses_a_name_whose_suffix_chooses_no_format(tmp_path, 
         invoke("trace", "synth", "-n", "3", "-o", tmp_path / name),
         "expected a name ending in .csv, .csv.gz or .parquet",
     )
+
+
+def test_trace_stats_says_its_load_leaves_out_jobs_given_by_iterations():
+    r = invoke("trace", "stats", "ps-20", "-c", "default")
+    assert r.exit_code == 0, r.output
+    assert "offered_load  0  (over the 0 jobs with a duration; 20 given by iterations" in r.output

@@ -213,9 +213,15 @@ def stats_cmd(
         elif value is None:
             typer.echo(f"{key:>18}  -  (not given by any job)")
         else:
-            typer.echo(
-                f"{key:>18}  {value:,.6g}" if isinstance(value, float) else f"{key:>18}  {value}"
-            )
+            text = f"{value:,.6g}" if isinstance(value, float) else f"{value}"
+            by_iters = stats.get("jobs_by_iterations", 0)
+            if key in ("gpu_seconds", "offered_load") and by_iters:
+                # their work depends on a job model (iterations x a model's time), not read
+                text += (
+                    f"  (over the {stats['jobs_with_duration']:,} jobs with a duration; "
+                    f"{by_iters:,} given by iterations are not counted)"
+                )
+            typer.echo(f"{key:>18}  {text}")
 
 
 @app.command("annotate", cls=Command)
