@@ -652,3 +652,12 @@ def test_trace_stats_says_its_load_leaves_out_jobs_given_by_iterations():
     r = invoke("trace", "stats", "ps-20", "-c", "default")
     assert r.exit_code == 0, r.output
     assert "offered_load  0  (over the 0 jobs with a duration; 20 given by iterations" in r.output
+
+
+def test_annotate_names_the_line_of_a_gpu_count_no_model_runs(tmp_path):
+    src = tmp_path / "b.csv"
+    src.write_text("job_id,submit_time,num_gpus,duration\na,0,1,100\nb,5,4096,100\n")
+    one_line_error(
+        invoke("trace", "annotate", src, "-o", tmp_path / "a.csv"),
+        "b.csv:3: column 'num_gpus': no catalogue model can run 4096 GPUs (job 'b', group",
+    )

@@ -319,7 +319,7 @@ class PSJobModel:
             if not MIN_DURATION_S <= dur[i] <= MAX_TIME_S:
                 errors.append(
                     f"{show_name(trace.source)}:{int(trace.line[i])}: column 'samples': "
-                    f"{p.epochs[i]:g} epochs of {p.samples[i]:g} samples take {dur[i]!r} s "
+                    f"{p.epochs[i]:g} epochs of {p.samples[i]:g} samples take {float(dur[i])!r} s "
                     f"even at the ideal placement; expected [{MIN_DURATION_S:g}, "
                     f"{MAX_TIME_S:g}] s"
                 )

@@ -249,7 +249,7 @@ def annotate_trace(
     GpuschedError
         A job without a duration, or a GPU count no catalogue model can run.
     """
-    from gpusched.errors import GpuschedError, check_seed
+    from gpusched.errors import GpuschedError, check_seed, show_name, show_value
 
     if catalogue is None:
         from gpusched.jobmodels.catalogue import load_catalogue
@@ -324,8 +324,12 @@ def annotate_trace(
             for d in demands:
                 cand = [m for m in models.names if models.configs(m, d)]
                 if not cand:
+                    row = next(i for i in members if int(gpus[i]) == d)
+                    at = f":{int(trace.line[row])}" if np.asarray(trace.line).size == n else ""
                     raise GpuschedError(
-                        f"{trace.source}: no catalogue model can run {d} GPUs (group {gname!r})"
+                        f"{show_name(trace.source)}{at}: column 'num_gpus': no catalogue model "
+                        f"can run {d} GPUs (job {show_value(str(trace.job_id[row]))}, group "
+                        f"{show_value(str(gname))})"
                     )
                 choice[d] = cand[int(rng_models.integers(len(cand)))]
         cfg_for: dict[int, tuple[int, ...]] = {}
