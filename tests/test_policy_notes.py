@@ -20,12 +20,23 @@ def test_srtf_chunk_settings_on_a_trace_without_chunks_are_noted():
     assert policy_notes(plain) == []
 
 
-def test_srtf_chunk_settings_on_chunk_jobs_are_not_noted():
+def test_srtf_chunk_settings_on_chunk_jobs_are_not_noted(tmp_path: Path):
     _, res = replay("ec-30", "srtf:migrate=false", cluster="edge-cloud-testbed")
     assert policy_notes(res) == []
-    # ... nor when the run stops before srtf decided anything (it read decide()'s state)
-    _, early = replay("ec-30", "srtf:migrate=false", cluster="edge-cloud-testbed", until_s=0.5)
-    assert policy_notes(early) == []
+    # ... nor when the run stops before srtf decided anything (the note read decide()'s
+    # state): every arrival 10 s later, the run cut at 5 s
+    import csv
+
+    from gpusched.io.resources import resolve_trace
+
+    rows = list(csv.DictReader(resolve_trace("ec-30").open()))
+    late = tmp_path / "late.csv"
+    with late.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows({**r, "submit_time": str(float(r["submit_time"]) + 10)} for r in rows)
+    _, early = replay(str(late), "srtf:migrate=false", cluster="edge-cloud-testbed", until_s=5)
+    assert early.state.job_first_start.size and policy_notes(early) == []
     _, one = replay("tiny", "srtf:migrate=false")
     assert policy_notes(one) == [
         "srtf: migrate=false applies to jobs made of data chunks; this trace's jobs are not, "

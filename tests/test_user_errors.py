@@ -641,17 +641,21 @@ def test_an_import_that_keeps_no_job_writes_nothing(tmp_path):
 
 @pytest.mark.parametrize("name", ["x.PARQUET", "x.txt", "x"])
 def test_a_trace_writer_refuses_a_name_whose_suffix_chooses_no_format(tmp_path, name):
-    # x.PARQUET and x.txt were written as CSV, which the readers then refused or misread
+    # x.PARQUET and x.txt were written as CSV without a word (one asking for Parquet got
+    # CSV); the suffix chooses the format, as convert already required
     one_line_error(
         invoke("trace", "synth", "-n", "3", "-o", tmp_path / name),
         "expected a name ending in .csv, .csv.gz or .parquet",
     )
 
 
-def test_trace_stats_says_its_load_leaves_out_jobs_given_by_iterations():
+def test_trace_stats_says_its_load_leaves_out_jobs_without_a_duration():
     r = invoke("trace", "stats", "ps-20", "-c", "default")
     assert r.exit_code == 0, r.output
-    assert "offered_load  0  (over the 0 jobs with a duration; 20 given by iterations" in r.output
+    assert (
+        "offered_load  0  (over the 0 jobs with a duration; 20 without one (iterations, "
+        "chunks or roles) are not counted)"
+    ) in r.output
 
 
 def test_annotate_names_the_line_of_a_gpu_count_no_model_runs(tmp_path):

@@ -178,8 +178,9 @@ def workload_cmd(
         Path | None,
         typer.Option(
             "--source",
-            help="a-srpt, lazer-philly: a Philly trace to sample from (default: the bundled"
-            " philly-2000)",
+            help="a-srpt, lazer-philly: a Philly trace to sample from, a file (.csv, .csv.gz,"
+            " .parquet; a-srpt also the Pollux philly_jobs summary) or a bundled trace's name"
+            " (default: the bundled philly-2000)",
         ),
     ] = None,
     horizon: Annotated[
@@ -306,7 +307,7 @@ def workload_cmd(
     from gpusched.io.files import check_out_file, check_trace_out, make_parent, refuse_special_file
 
     if source is not None:
-        refuse_special_file(source, "--source", "a Philly trace file (.csv or .csv.gz)")
+        refuse_special_file(source, "--source", "a Philly trace file (.csv, .csv.gz or .parquet)")
     check_trace_out(output, "--output")
     make_parent(output)
     if cluster_out is not None:

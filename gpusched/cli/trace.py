@@ -214,12 +214,12 @@ def stats_cmd(
             typer.echo(f"{key:>18}  -  (not given by any job)")
         else:
             text = f"{value:,.6g}" if isinstance(value, float) else f"{value}"
-            by_iters = stats.get("jobs_by_iterations", 0)
-            if key in ("gpu_seconds", "offered_load") and by_iters:
-                # their work depends on a job model (iterations x a model's time), not read
+            without = stats.get("jobs_by_iterations", 0)  # (every job without a duration)
+            if key in ("gpu_seconds", "offered_load") and without:
+                # their work depends on a job model (iterations, chunks, roles), not read here
                 text += (
                     f"  (over the {stats['jobs_with_duration']:,} jobs with a duration; "
-                    f"{by_iters:,} given by iterations are not counted)"
+                    f"{without:,} without one (iterations, chunks or roles) are not counted)"
                 )
             typer.echo(f"{key:>18}  {text}")
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.errors import GpuschedError, field_error, show_name, show_text, show_value
-from gpusched.io.files import check_out_file, make_parent, refuse_special_file
+from gpusched.io.files import check_out_file, make_parent
 from gpusched.io.runfolder import MANIFEST, RunFolder, create_exclusive, open_run
 from gpusched.io.tables import (
     NON_NEGATIVE,
@@ -311,13 +311,11 @@ def check_out_csv(path: str | Path) -> Path:
     Raises
     ------
     GpuschedError
-        A folder, or a path under a file (:func:`gpusched.io.files.check_out_file`), or
-        something that is not a regular file (a device, a pipe: the table is renamed over
-        its target, which would replace it).
+        A folder, a path under a file, or something that is not a regular file (a
+        device, a pipe: the table is renamed over its target, which would replace it), as
+        :func:`gpusched.io.files.check_out_file` refuses them.
     """
-    target = check_out_file(path, "--out", "a CSV file")
-    refuse_special_file(target, "--out", "a CSV file, which the table replaces")
-    return target
+    return check_out_file(path, "--out", "a CSV file")
 
 
 def write_diff_csv(path: str | Path, diff: RunDiff) -> None:

@@ -317,9 +317,9 @@ def read_run(folder: str | Path) -> Run:
             # -1: a task never placed (a run stopped by --until before it started)
             ok = worker == "-1" or (worker.isascii() and worker.isdigit() and len(worker) <= 12)
             if not ok or (n_gpus is not None and worker != "-1" and int(worker) >= n_gpus):
-                top = "" if n_gpus is None else f" to {n_gpus - 1}"
+                workers = "a worker >= 0" if n_gpus is None else f"a worker 0 to {n_gpus - 1}"
                 raise field_error(
-                    files["tasks"], n, "worker", f"a worker 0{top}, or -1 (never placed)", worker
+                    files["tasks"], n, "worker", f"{workers}, or -1 (never placed)", worker
                 )
     return Run(rf.folder, jobs, events, rf.manifest, tasks, files, n_gpus)
 

@@ -101,7 +101,7 @@ def _canonical(path: Path) -> bool:
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rb") as fh:
             head = fh.readline(1 << 16)
-    except (OSError, EOFError):
+    except Exception:  # OSError, EOFError, zlib.error of a damaged .gz: read_trace says it
         return True
     names = {c.strip().strip('"') for c in head.decode("utf-8-sig", "replace").split(",")}
     return not {"submit_offset_s", "duration_s"} <= names

@@ -811,7 +811,8 @@ def lazer_philly_workload(
     from gpusched.io.resources import resolve_trace
     from gpusched.io.trace import read_trace
 
-    src = read_trace(resolve_trace("philly-2000") if path is None else path)
+    # a file, or a bundled trace's name (philly-2000), as workload a-srpt takes
+    src = read_trace(resolve_trace("philly-2000" if path is None else str(path)))
     if len(src) < 1:
         raise GpuschedError(f"{src.source}: the Philly source has no jobs")
     if np.isnan(src.duration).any():
