@@ -490,3 +490,12 @@ def test_a_run_cut_by_until_holds_its_gpus_to_the_stop_in_gantt_and_explain(tmp_
     assert late and max(late) == 150.0
     story = "\n".join(job_story(run, "j8"))
     assert "still running when the run ended" in story
+
+
+def test_explain_says_a_job_would_arrive_after_a_cut_run_ended(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,submit_time,num_gpus,duration\na,0,1,10\nb,100,1,10\n")
+    out = tmp_path / "r"
+    assert invoke("replay", trace, "--until", "50", "-o", out).exit_code == 0
+    story = "\n".join(job_story(read_run(out), "b"))
+    assert "100 s  would arrive, after the run ended at 50 s" in story, story

@@ -665,3 +665,12 @@ def test_annotate_names_the_line_of_a_gpu_count_no_model_runs(tmp_path):
         invoke("trace", "annotate", src, "-o", tmp_path / "a.csv"),
         "b.csv:3: column 'num_gpus': no catalogue model can run 4096 GPUs (job 'b', group",
     )
+
+
+def test_workload_a_srpt_refuses_a_source_without_durations_naming_its_line(tmp_path):
+    # it failed after sampling, with the whole sampling summary as its message
+    one_line_error(
+        invoke("workload", "a-srpt", "--source", "ps-20", "-n", "10", "-o", tmp_path / "o.csv"),
+        "ps-20.csv:2: column 'duration': a-srpt samples its jobs' durations, and job "
+        "'pd-ors-01' has none",
+    )

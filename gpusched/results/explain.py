@@ -438,7 +438,11 @@ def _story(run: Run, job: str) -> list[str]:
         head += f" under {run.manifest['policy']}"
     lines = [head + ":"]
     submit = _f(row["submit"])
-    lines.append(f"  {run.t(submit):>12}  arrived")
+    end = run_end(run)
+    if submit > end:  # a run cut by --until before the job's arrival
+        lines.append(f"  {run.t(submit):>12}  would arrive, after the run ended at {run.t(end)}")
+    else:
+        lines.append(f"  {run.t(submit):>12}  arrived")
     if run.events is None:
         lines.append(
             "  (no events.csv in this run folder: run replay with --events for the job's "

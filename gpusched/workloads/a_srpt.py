@@ -82,10 +82,27 @@ def _read(path: str | Path | None) -> Trace:
         return read_trace(resolve_trace("philly-2000"))
     path = resolve_trace(str(path))  # a file, or a bundled trace's name (philly-2000)
     if _canonical(path):  # its own errors (a NaN on line 3), not the other format's
-        return read_trace(path)
+        return _with_durations(read_trace(path))
     from gpusched.workloads.importers import read_philly_pollux  # the Pollux per-job summary
 
     return read_philly_pollux(path)[0]
+
+
+def _with_durations(trace: Trace) -> Trace:
+    """``trace``, refused when a job has no duration (the workload samples durations; a
+    job given by iterations, chunks or roles has none), naming the first such line."""
+    from gpusched.errors import GpuschedError, show_name, show_value
+
+    none = np.flatnonzero(np.isnan(np.asarray(trace.duration, dtype=np.float64)))
+    if none.size:
+        i = int(none[0])
+        line = int(trace.line[i]) if np.asarray(trace.line).size > i else i + 2
+        raise GpuschedError(
+            f"{show_name(trace.source)}:{line}: column 'duration': a-srpt samples its jobs' "
+            f"durations, and job {show_value(str(trace.job_id[i]))} has none "
+            f"({none.size:,} job(s) without one); give a trace of jobs with durations"
+        )
+    return trace
 
 
 def _canonical(path: Path) -> bool:
