@@ -364,3 +364,21 @@ def test_a_sweep_cell_record_that_is_hostile_is_run_again(tmp_path, kind):
         record.write_text("[" * 100_000 + "]" * 100_000)
     ((_, status),) = plan(load_spec(spec_file), out)
     assert status.state == "todo" and "cell.json" in status.reason
+
+
+def test_read_regular_file_reads_a_block_at_a_time(tmp_path):
+    """os.read allocates what it is asked for: asking for the whole 1 GiB cap at once
+    failed with a MemoryError under a 600 MB address-space limit, for a 1 KB manifest."""
+    import subprocess
+    import sys
+
+    small = tmp_path / "m.json"
+    small.write_text('{"a": 1}')
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (600 << 20, 600 << 20))\n"
+        "from gpusched.io.files import read_regular_file\n"
+        f"sys.stdout.write(read_regular_file({str(small)!r}).decode())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout == '{"a": 1}', out.stderr

@@ -102,7 +102,8 @@ def read_regular_file(
             raise NotAFile("not a regular file (a pipe or a device)")
         chunks, size = [], 0
         while size <= max_bytes:
-            chunk = os.read(fd, max_bytes + 1 - size)
+            # a block at a time: os.read allocates what it is asked for up front
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
             if not chunk:
                 break
             chunks.append(chunk)
