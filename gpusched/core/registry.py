@@ -231,7 +231,7 @@ def make_policy(cls: type[Any], params: dict[str, Any], seed: int) -> Any:
 
 def policy_identity(cls: type, spec_name: str, params: dict[str, Any]) -> str:
     """What tells two runs' policies apart, as text: the class (a policy file by its full
-    path) and every parameter, those not given at their defaults.
+    path) and every parameter it declares, each one not given at its default.
 
     ``"fifo"`` and ``"fifo:backfill=false"`` are one run (a parameter given its default),
     as are ``starve=1`` and ``starve=1.0`` (a float parameter) and ``0.0`` and ``-0.0``
