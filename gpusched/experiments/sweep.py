@@ -1453,10 +1453,11 @@ def _rows(
     for summary in summaries.values():
         metric_cols += [k for k in summary if k not in metric_cols]
     # a parameter named like any metric written (a job model's own, say) gets param_<name>
+    taken = set(metric_cols)
     param_cols: list[str] = []
     for c in all_cells:
         for k, _ in c.params:
-            col = param_column(k, metric_cols)
+            col = param_column(k, taken)
             if col not in param_cols:
                 param_cols.append(col)
     rows: list[dict[str, Any]] = []
@@ -1473,7 +1474,7 @@ def _rows(
         }
         row.update(dict.fromkeys(param_cols))
         for k, v in c.params:
-            row[param_column(k, metric_cols)] = v
+            row[param_column(k, taken)] = v
         summary = summaries[c.cell_id]
         row.update({k: summary.get(k) for k in metric_cols})
         row["error"] = res.get("error")
