@@ -438,9 +438,12 @@ def _story(run: Run, job: str) -> list[str]:
         head += f" under {run.manifest['policy']}"
     lines = [head + ":"]
     submit = _f(row["submit"])
-    end = run_end(run)
-    if submit > end:  # a run cut by --until before the job's arrival
-        lines.append(f"  {run.t(submit):>12}  would arrive, after the run ended at {run.t(end)}")
+    stopped = run.manifest.get("stopped_at_s") if isinstance(run.manifest, dict) else None
+    if isinstance(stopped, int | float) and not isinstance(stopped, bool) and submit > stopped:
+        # a run cut by --until before the job's arrival (the manifest says when it stopped)
+        lines.append(
+            f"  {run.t(submit):>12}  would arrive, after the run ended at {run.t(stopped)}"
+        )
     else:
         lines.append(f"  {run.t(submit):>12}  arrived")
     if run.events is None:
