@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.core.view import _frozen
-from gpusched.errors import ClusterError, show_name
+from gpusched.errors import ClusterError
 
 __all__ = ["RESOURCES", "Ledger", "LedgerView", "capacities"]
 
@@ -50,9 +50,8 @@ def capacities(cluster: Any) -> np.ndarray:
     for k, g in enumerate(cluster.groups):
         missing = [r for r in RESOURCES[1:] if getattr(g, r) is None]
         if missing:
-            where = "" if cluster.source.startswith("<") else f"{show_name(cluster.source)}: "
             raise ClusterError(
-                f"{where}cluster '{cluster.name}': servers[{k}] gives no "
+                f"{cluster.where}cluster '{cluster.name}': servers[{k}] gives no "
                 f"{', '.join(missing)}; jobs placed by roles (num_gpus 0) need "
                 f"{', '.join(RESOURCES)} for every server"
             )

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusched.core.memory import give_back_memory
-from gpusched.errors import GpuschedError, check_seed, did_you_mean, show_name
+from gpusched.errors import GpuschedError, check_seed, did_you_mean
 from gpusched.io.resources import resolve_trace
 
 if TYPE_CHECKING:
@@ -114,11 +114,13 @@ class PolicySpec:
                 pieces[-1] += "," + piece.strip()  # a comma inside a value: thresholds=3250,7200
             elif piece.strip():
                 pieces.append(piece)
-        pairs = []
-        for piece in pieces:
-            key, sep, value = piece.partition("=")
-            pairs.append(f"{key.strip()}{sep}{value.strip()}")
-        return name.strip(), pairs
+        return name.strip(), [PolicySpec._pair(piece) for piece in pieces]
+
+    @staticmethod
+    def _pair(piece: str) -> str:
+        """``key=value`` with the whitespace around the key and the value dropped."""
+        key, sep, value = piece.partition("=")
+        return f"{key.strip()}{sep}{value.strip()}"
 
     @staticmethod
     def _joined(name: str, pairs: list[str]) -> str:
@@ -151,10 +153,7 @@ class PolicySpec:
                     f"policy '{name}': parameter '{key}' is given twice "
                     f"('{normal}' and -p {pair}); give it once"
                 )
-        more = [
-            f"{k.strip()}{sep}{v.strip()}" for k, sep, v in (p.partition("=") for p in extra or ())
-        ]
-        return cls(normal, name, tuple(pairs) + tuple(more))
+        return cls(normal, name, (*pairs, *(cls._pair(p) for p in extra or ())))
 
     @property
     def is_file(self) -> bool:
@@ -244,11 +243,8 @@ def build_engine(
     layout = None
     if tasks is not None or has_workers(spec_cluster):
         if tasks is None:
-            where = (
-                "" if spec_cluster.source.startswith("<") else f"{show_name(spec_cluster.source)}: "
-            )
             raise GpuschedError(
-                f"{where}cluster '{spec_cluster.name}' has typed workers (an edge-cloud cluster), but "
+                f"{spec_cluster.where}cluster '{spec_cluster.name}' has typed workers (an edge-cloud cluster), but "
                 "the trace's jobs are not made of data chunks (no 'chunks' column)"
             )
         if not has_workers(spec_cluster):

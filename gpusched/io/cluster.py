@@ -529,6 +529,12 @@ class ClusterSpec:
 
     # -- serialisation -----------------------------------------------------------------
 
+    @property
+    def where(self) -> str:
+        """``"<file>: "`` for a spec read from a file, to start a message about it; ``""``
+        for one built in memory (its source is ``<memory>`` or ``<string>``)."""
+        return "" if self.source.startswith("<") else f"{show_name(self.source)}: "
+
     def as_dict(self) -> dict[str, Any]:
         """Return the spec in the full TOML form, as plain dicts (for run manifests).
 

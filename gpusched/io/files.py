@@ -118,41 +118,42 @@ def read_regular_file(
     return data
 
 
-def parse_json(raw: bytes | str) -> Any:
-    """``json.loads(raw)``, with every way it can fail on hostile text as a ValueError.
-
-    ``json`` raises ``RecursionError`` on arrays nested a few thousand deep, and Python's
-    limit on integer digits a plain ``ValueError``; both are read as "not valid JSON".
-    ``json.JSONDecodeError`` (a ValueError) passes through unchanged, with its line.
-    """
+def _loads(
+    loads: Any, text: Any, own: type[ValueError], error: type[ValueError], nested: str
+) -> Any:
+    """``loads(text)``: its ``own`` errors pass through; the two ways it fails on hostile
+    text besides are raised as ``error``: nesting thousands deep (a RecursionError, said as
+    ``nested``) and a whole number beyond Python's limit on digits (a plain ValueError,
+    whose advice to call ``sys.set_int_max_str_digits`` is not the reader's)."""
     try:
-        return json.loads(raw)
+        return loads(text)
+    except own:
+        raise
     except RecursionError:
-        raise ValueError("nested too deeply") from None
-    except json.JSONDecodeError:
-        raise
+        raise error(nested) from None
     except ValueError as exc:
-        if str(exc).startswith("Exceeds the limit"):  # Python's advice is not the reader's
-            raise ValueError("a whole number too long to read") from None
+        if str(exc).startswith("Exceeds the limit"):
+            raise error("a whole number too long to read") from None
         raise
+
+
+def parse_json(raw: bytes | str) -> Any:
+    """``json.loads(raw)``, with every way it can fail on hostile text as a ValueError
+    (:func:`_loads`: "nested too deeply", "a whole number too long to read");
+    ``json.JSONDecodeError`` (a ValueError) passes through unchanged, with its line."""
+    return _loads(json.loads, raw, json.JSONDecodeError, ValueError, "nested too deeply")
 
 
 def parse_toml(text: str) -> dict[str, Any]:
     """``tomllib.loads(text)``, with every way it can fail on hostile text as a
-    ``tomllib.TOMLDecodeError``: tables nested thousands deep (a RecursionError) and a
-    whole number beyond Python's limit on digits (a plain ValueError)."""
+    ``tomllib.TOMLDecodeError`` (:func:`_loads`)."""
     import tomllib
 
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        raise
-    except RecursionError:
-        raise tomllib.TOMLDecodeError("arrays or tables nested too deeply") from None
-    except ValueError as exc:
-        if str(exc).startswith("Exceeds the limit"):
-            raise tomllib.TOMLDecodeError("a whole number too long to read") from None
-        raise
+    bad = tomllib.TOMLDecodeError
+    out: dict[str, Any] = _loads(
+        tomllib.loads, text, bad, bad, "arrays or tables nested too deeply"
+    )
+    return out
 
 
 def refuse_special_file(path: str | Path, what: str, expected: str) -> None:

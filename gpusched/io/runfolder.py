@@ -39,7 +39,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from gpusched.errors import GpuschedError, empty_name, is_blank, show_name
-from gpusched.io.files import check_folder_path, parse_json, read_json_or_none, read_regular_file
+from gpusched.io.files import (
+    NotAFile,
+    check_folder_path,
+    parse_json,
+    read_json_or_none,
+    read_regular_file,
+)
 
 __all__ = [
     "MANIFEST",
@@ -592,10 +598,7 @@ def open_run(folder: str | Path, *, what: str = "a run folder (replay --out DIR)
         raise GpuschedError(f"{show_name(path)}: not a folder (give {what})")
     man = path / MANIFEST
     where = show_name(man)
-    if man.exists() and not man.is_file():  # read_regular_file names what it is
-        man_is = "is a folder" if man.is_dir() else "not a regular file (a pipe or a device)"
-        raise GpuschedError(f"{where}: {man_is}; expected the run's JSON manifest")
-    if not man.is_file():
+    if not man.exists():  # (one that is there but not a file: read_regular_file names it)
         runs = sorted(d for d in path.iterdir() if (d / MANIFEST).is_file())
         for table, kind in (("comparison.csv", "a comparison"), ("results.csv", "a sweep")):
             if (path / table).is_file() or (kind == "a sweep" and (path / "cells").is_dir()):
@@ -619,7 +622,9 @@ def open_run(folder: str | Path, *, what: str = "a run folder (replay --out DIR)
         raise GpuschedError(
             f"{where}:{exc.lineno}: not a JSON manifest ({exc.msg}; cut short?)"
         ) from None
-    except ValueError as exc:  # NotAFile, or JSON no reader can take (nested too deeply)
+    except NotAFile as exc:  # a folder, a pipe or a device, or too large
+        raise GpuschedError(f"{where}: {exc}; expected the run's JSON manifest") from None
+    except ValueError as exc:  # JSON no reader can take (nested too deeply)
         raise GpuschedError(f"{where}: not a JSON manifest ({exc})") from None
     except OSError as exc:
         raise GpuschedError(f"{where}: cannot read: {exc.strerror or exc}") from None
