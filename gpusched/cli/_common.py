@@ -91,10 +91,7 @@ def _plain_value(param: Any, value: Any) -> Any:
         return None
     if info.parser is not None or info.min is not None or info.max is not None:
         return _NOT_PLAIN
-    kind = desc.annotation
-    args = [a for a in getattr(kind, "__args__", ()) if a is not type(None)]
-    if isinstance(kind, types.UnionType) and len(args) == 1:
-        kind = args[0]  # X | None
+    kind = _value_type(param)
     if kind is str and type(value) is str:
         return value
     if kind is int and type(value) is str and _INT.match(value):
@@ -137,6 +134,15 @@ def _refuse_empty_path(param: Any, value: Any) -> None:
         raise click_exceptions.BadParameter(empty_name(blank, "a path"), param=param)
 
 
+def _value_type(param: Any) -> Any:
+    """The type a parameter's value has: its annotation, ``X`` for ``X | None``."""
+    kind = param.type_descriptor.annotation
+    args = [a for a in getattr(kind, "__args__", ()) if a is not type(None)]
+    if isinstance(kind, types.UnionType) and len(args) == 1:
+        kind = args[0]
+    return kind
+
+
 def _refuse_loose_number(param: Any, value: Any) -> None:
     """Refuse what pydantic would take for a number but a policy parameter or a trace
     would not: ``1_000`` (Python's digit separator; ``--load 1_0`` ran at load 10) and, for
@@ -144,10 +150,7 @@ def _refuse_loose_number(param: Any, value: Any) -> None:
     everywhere."""
     if type(value) is not str:
         return
-    kind = param.type_descriptor.annotation
-    args = [a for a in getattr(kind, "__args__", ()) if a is not type(None)]
-    if isinstance(kind, types.UnionType) and len(args) == 1:
-        kind = args[0]
+    kind = _value_type(param)
     text = value.strip()
     if kind in (int, float) and "_" in text:
         raise click_exceptions.BadParameter(
