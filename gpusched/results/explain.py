@@ -403,11 +403,16 @@ def run_end(run: Run) -> float:
         if ev and ev["time_s"]
         else max((_f(x) for x in run.jobs.get("finish", []) if x), default=0.0)
     )
+    stopped = _stopped_at(run)
+    return stopped if stopped is not None and stopped > last else last
+
+
+def _stopped_at(run: Run) -> float | None:
+    """The manifest's ``stopped_at_s``, when it is a finite number (else None)."""
     stopped = run.manifest.get("stopped_at_s") if isinstance(run.manifest, dict) else None
     if isinstance(stopped, int | float) and not isinstance(stopped, bool):
-        if math.isfinite(stopped) and stopped > last:
-            return float(stopped)
-    return last
+        return float(stopped) if math.isfinite(stopped) else None
+    return None
 
 
 #: rows of the log told as they are, in these words
@@ -438,8 +443,8 @@ def _story(run: Run, job: str) -> list[str]:
         head += f" under {run.manifest['policy']}"
     lines = [head + ":"]
     submit = _f(row["submit"])
-    stopped = run.manifest.get("stopped_at_s") if isinstance(run.manifest, dict) else None
-    if isinstance(stopped, int | float) and not isinstance(stopped, bool) and submit > stopped:
+    stopped = _stopped_at(run)
+    if stopped is not None and submit > stopped:
         # a run cut by --until before the job's arrival (the manifest says when it stopped)
         lines.append(
             f"  {run.t(submit):>12}  would arrive, after the run ended at {run.t(stopped)}"
@@ -490,8 +495,8 @@ def _no_jct(run: Run, job: str, row: dict[str, str]) -> str:
         return f"rejected by the policy at {run.t(reject[0])}{why}"
     if row.get("status") == "rejected":
         return "rejected by the policy (replay with --events for when and why)"
-    stop = run.manifest.get("stopped_at_s")
-    when = f" at {run.t(float(stop))}" if isinstance(stop, int | float) else ""
+    stop = _stopped_at(run)
+    when = f" at {run.t(stop)}" if stop is not None else ""
     return f"unfinished when the run ended{when}"
 
 
