@@ -27,6 +27,7 @@ import numpy as np
 from gpusched.algorithms.edge_cloud import WORKER_RULES, JobLevel
 from gpusched.core.policy import KEY_SRTF, Decision, Fused
 from gpusched.core.state import SAVING
+from gpusched.core.tasks import has_workers
 from gpusched.errors import ParamError
 
 
@@ -67,7 +68,7 @@ class SRTFPolicy:
         self._gang = None
         # jobs made of data chunks run on, and only on, a cluster of typed workers (an
         # edge-cloud one: replay refuses either without the other)
-        self._chunk_jobs = any(g.workers or g.unbounded for g in cluster.groups)
+        self._chunk_jobs = has_workers(cluster)
 
     def notes(self) -> list[str]:
         """A chunk-job setting given where no job is made of chunks changed nothing."""
