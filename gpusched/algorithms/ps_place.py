@@ -41,20 +41,32 @@ def round_robin(
         Counts per machine and the machine after the last one used; None when they do
         not all fit.
     """
-    left = np.array(free, dtype=np.float64, copy=True)
-    h = left.shape[0]
-    w = np.zeros(h, dtype=np.int64)
-    s = np.zeros(h, dtype=np.int64)
+    # the same float64 arithmetic as numpy's on Python floats, which are quicker for the
+    # few resources of a machine; a machine that a worker (or PS) no longer fits stays
+    # out of the rotation for the rest of them (its free resources only shrink)
+    left = np.asarray(free, dtype=np.float64).tolist()
+    h = len(left)
+    w = [0] * h
+    s = [0] * h
     cursor = int(start) % h if h else 0
     for demand, count, out in ((worker, n_w, w), (ps, n_s, s)):
+        need = np.asarray(demand, dtype=np.float64).tolist()
+        floor = [d - 1e-9 for d in need]
+        res = range(len(need))
+        fits = [True] * h
         for _ in range(count):
             for k in range(h):
                 m = (cursor + k) % h
-                if (left[m] >= demand - 1e-9).all():
-                    left[m] -= demand
+                if not fits[m]:
+                    continue
+                row = left[m]
+                if all(row[r] >= floor[r] for r in res):
+                    for r in res:
+                        row[r] -= need[r]
                     out[m] += 1
                     cursor = (m + 1) % h
                     break
+                fits[m] = False
             else:
                 return None
-    return w, s, cursor
+    return np.array(w, dtype=np.int64), np.array(s, dtype=np.int64), cursor
