@@ -69,11 +69,11 @@ HiGHS's options, and a run's total utility by -37 % to +14 % between equivalent 
 HiGHS option tried (presolve, restarts, RINS/RENS, heuristic effort, branching
 reliability) returns the same 61 answers. Of the 1,676 MILPs of all the PD-ORS
 experiments' Dorm runs (``examples/pd-ors/run.sh``, seeds 1-6), one stops at the node
-limit (5,000), within a relative 1.4e-5 of the optimum (5.8e-5 of 4.0; an answer 4.8e-5
-better exists). "The optimum" holds up to HiGHS's tolerances: with cut separation off
-below the root, one of the 1,676 MILPs returned another answer whose objective is 2.2e-7
-away, too close for HiGHS to tell apart even at an absolute gap of 1e-9 (that run's
-schedule then moved; its total utility did not).
+limit (5,000), within a relative 1.3e-5 of its bound (4.8e-5 short of filling all four
+resources; a packing 4.1e-5 better exists). "The optimum" holds up to HiGHS's
+tolerances: with cut separation off below the root, one of the 1,676 MILPs returned
+another answer whose objective is 2.2e-7 away, too close for HiGHS to tell apart even
+at an absolute gap of 1e-9 (that run's schedule then moved; its total utility did not).
 HiGHS runs on one thread (``threads = 1``, here and in PD-ORS's LPs, the policies'
 highspy solvers, which share one thread pool per process): a parallel search could end
 on another of equal answers, or, stopped at a limit, on another answer. (The offline
@@ -86,6 +86,8 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
+
+from gpusched.algorithms.portable import per_unit
 
 __all__ = [
     "ADJUST_WEIGHT",
@@ -294,8 +296,8 @@ def solve_counts(
     # sum over running jobs of z_i <= max_adjust
     add([(z_, run[None, :].astype(np.float64))], np.array([-np.inf]), np.array([float(max_adjust)]))
 
-    util_w = worker @ inv
-    util_p = ps @ inv
+    util_w = per_unit(worker, inv)
+    util_p = per_unit(ps, inv)
     # objective -utilisation + FAIRNESS_WEIGHT shortfall + ADJUST_WEIGHT adjusted, with
     # the pinned terms n0, p0, e0 (1 - z) split into a constant (the offset) and z's cost
     pinned = n0 * util_w + p0 * util_p

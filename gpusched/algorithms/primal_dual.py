@@ -146,6 +146,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from gpusched.algorithms.portable import dot, per_unit
 from gpusched.core.helpers import helper
 from gpusched.errors import InvariantError
 from gpusched.jobmodels.ps import PSJob, utility
@@ -453,8 +454,8 @@ class _Slot:
         self.p = np.asarray(p_t, dtype=np.float64)
         self.free = np.asarray(free_t, dtype=np.float64)
         self.split = split
-        self.pw = self.p @ job.worker  # p^w of eq. 23: one worker's price per machine
-        self.ps = self.p @ job.ps  # p^s: one PS's
+        self.pw = per_unit(self.p, job.worker)  # p^w of eq. 23: one worker's price per machine
+        self.ps = per_unit(self.p, job.ps)  # p^s: one PS's
         self.coef = np.concatenate([self.pw, self.ps])
         self.wb, self.sb = _unit_bounds(job, self.free, split)
         self.f = np.maximum(self.free, 0.0)
@@ -595,7 +596,7 @@ def theta_internal(job: PSJob, v: float, p_t: np.ndarray, free_t: np.ndarray) ->
         return _empty(h)
     n_max = _most_workers(job, free_t)
     cost, machine, n_w, n_s = _internal(
-        job, np.array([float(v)]), p_t @ job.worker, p_t @ job.ps, n_max
+        job, np.array([float(v)]), per_unit(p_t, job.worker), per_unit(p_t, job.ps), n_max
     )
     if machine[0] < 0:
         return None
@@ -800,7 +801,7 @@ def _round(
     cost of one worker then one PS on each machine (``p_t`` alpha, ``p_t`` beta)."""
     h = p_t.shape[0]
     if coef is None:
-        coef = np.concatenate([p_t @ job.worker, p_t @ job.ps])  # one unit of each entry
+        coef = np.concatenate([per_unit(p_t, job.worker), per_unit(p_t, job.ps)])  # a unit each
     ok, base, idx, thr, cost_up, is_w, base_w, base_s, cw, cs, fit_r = _round_setup(
         np.ascontiguousarray(x_bar, dtype=np.float64).reshape(-1), float(g_delta),
         np.ascontiguousarray(job.worker, dtype=np.float64),
@@ -838,7 +839,7 @@ def _round(
     x_hat = base.copy()
     x_hat[idx] += best[1]
     counts = x_hat.astype(np.int64)
-    return float(counts @ coef), counts[:h], counts[h:]
+    return dot(counts, coef), counts[:h], counts[h:]
 
 
 @helper
@@ -1418,14 +1419,14 @@ def plan(
     first, inverse, counts = _groups(prices.rho[slots].reshape(len(slots), -1))
     fine = granularity * 2**refine
     wb, sb = _unit_bounds(job, free_all[first], split)  # (groups, H)
-    if _most_units(job, free_all[first], wb, fine, split) @ counts < fine:
+    if dot(_most_units(job, free_all[first], wb, fine, split), counts) < fine:
         return None  # the free capacity cannot hold V samples by the horizon (reading 10)
     p_all = prices.prices()[slots]
     least = None
     if positive:
         p_first = p_all[first]
-        pw = np.where(wb > 0, p_first @ job.worker, np.inf).min()
-        ps = np.where(sb > 0, p_first @ job.ps, np.inf).min()
+        pw = np.where(wb > 0, per_unit(p_first, job.worker), np.inf).min()
+        ps = np.where(sb > 0, per_unit(p_first, job.ps), np.inf).min()
         least = float(job.work * c_fast * (pw + ps / job.gamma))
     key = [int(seed)] if isinstance(seed, int | np.integer) else [int(s) for s in seed]
     rows = _Rows(
