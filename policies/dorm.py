@@ -38,13 +38,14 @@ sentence):
   or PS fits on no machine gets no workers (it waits). If HiGHS stops at a limit without
   a feasible answer, nothing changes at that decision.
 
-Cost: a decision at Fig. 7 size (up to 100 active jobs on 100 machines) takes 0.01-1 s,
-nearly all in HiGHS, and about 2 s where the node limit stops it; far above a heuristic
-policy's. Deterministic: no random draws, and HiGHS is deterministic under its node
-limit; only a run that hits ``time_limit`` (a backstop, 60 s: 5,000 nodes took about 2
-s here) can depend on the machine's speed. The run says so: summary.json's ``dorm`` counts
-how HiGHS ended its MILPs (proved optimal, node limit, time limit, no answer), and a note
-under the run's header names any that stopped at a limit (:meth:`DormPolicy.notes`).
+Cost: a decision at Fig. 7 size (up to 100 active jobs on 100 machines) takes 0.01-0.5 s,
+nearly all in HiGHS, and about 0.6 s where the node limit (:data:`NODE_LIMIT`) stops it;
+far above a heuristic policy's. Deterministic: no random draws, and HiGHS is
+deterministic under its node limit; only a run that hits ``time_limit`` (a backstop, 60
+s: 2,000 nodes took about 0.6 s here) can depend on the machine's speed. The run says
+so: summary.json's ``dorm`` counts how HiGHS ended its MILPs (proved optimal, node
+limit, time limit, no answer), and a note under the run's header names any that stopped
+at a limit (:meth:`DormPolicy.notes`).
 """
 
 from __future__ import annotations
@@ -63,6 +64,14 @@ from gpusched.jobmodels.ps import params_of
 #: resolution at any time a run reaches (1e-7 s at 1e9 s)
 MIN_PERIOD_S = 1e-3
 
+#: HiGHS's node limit per MILP, by default. Above the most nodes a proof took in every Dorm
+#: run of the PD-ORS experiments (``examples/pd-ors/run.sh``) on seeds 1-24: 1,589, over
+#: 6,745 MILPs, all proved but one. That one (Fig. 7, I = 100, seed 4) 100,000 nodes do
+#: not prove either; its answer is the same here as at the former 5,000, 0.9 s sooner. At
+#: 2,000 all 216 runs give the answers they gave at 5,000 (docs/pd-ors.md, Speed, sixth
+#: round)
+NODE_LIMIT = 2000
+
 
 class DormPolicy:
     """Utilisation-maximising MILP with fairness and adjustment caps, placed round-robin."""
@@ -80,7 +89,7 @@ class DormPolicy:
         max_adjust: Annotated[int, Range(0, 10_000)] = 2,
         period: Annotated[float, Range(0, 1e9)] = 0.0,
         time_limit: Annotated[float, Range(0, 86_400, lo_open=True)] = 60.0,
-        node_limit: Annotated[int, Range(1, 1e9)] = 5000,
+        node_limit: Annotated[int, Range(1, 1e9)] = NODE_LIMIT,
         mip_gap: Annotated[float, Range(0, 1)] = 0.0,
     ) -> None:
         """
@@ -97,7 +106,7 @@ class DormPolicy:
         time_limit
             HiGHS time limit per decision, s (> 0).
         node_limit
-            HiGHS branch-and-bound node limit per decision (>= 1).
+            HiGHS branch-and-bound node limit per decision (>= 1; :data:`NODE_LIMIT`).
         mip_gap
             HiGHS relative MIP gap (>= 0): the answer's objective is within this fraction
             of the optimum (0: the optimum).
