@@ -71,9 +71,10 @@ reliability) returns the same 61 answers. Of the 1,676 MILPs of all the PD-ORS
 experiments' Dorm runs (``examples/pd-ors/run.sh``, seeds 1-6), one stops at the node
 limit (2,000; the former 5,000 gives the same answer), within a relative 1.3e-5 of its
 bound (4.8e-5 short of filling all four resources; a packing 4.1e-5 better exists); on
-seeds 7-24, none. "The optimum" holds up to HiGHS's tolerances: with cut separation off below the root, one of the 1,676 MILPs returned
-another answer whose objective is 2.2e-7 away, too close for HiGHS to tell apart even
-at an absolute gap of 1e-9 (that run's schedule then moved; its total utility did not).
+seeds 7-24, none. "The optimum" holds up to HiGHS's tolerances: with cut separation off
+below the root, one of the 1,676 MILPs returned another answer whose objective is 2.2e-7
+away, too close for HiGHS to tell apart even at an absolute gap of 1e-9 (that run's
+schedule then moved; its total utility did not).
 HiGHS runs on one thread (``threads = 1``, here and in PD-ORS's LPs, the policies'
 highspy solvers, which share one thread pool per process): a parallel search could end
 on another of equal answers, or, stopped at a limit, on another answer. (The offline
