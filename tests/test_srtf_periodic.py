@@ -41,6 +41,31 @@ def test_a_cycle_between_slot_boundaries_runs_at_the_next_one():
     assert res.state.job_first_start.tolist() == [3.0]
 
 
+@pytest.mark.parametrize("mode", ["fused", "python"])
+def test_a_cycle_with_nothing_waiting_sleeps_until_the_next_event(mode):
+    # 1 GPU, interval 10. A = (0, 1 GPU, 25 s), B = (33, 1, 5).
+    # t=0: a cycle: A starts. t=10: a cycle with nothing waiting: it and the cycle at 20
+    # change nothing, so no wake-up until A's completion at 25, which waits for the cycle
+    # at 30 (nothing waits there either). t=33: B arrives and waits for the cycle at 40;
+    # it runs 40-45, and its completion ends the run.
+    res = run([(0, 1, 25), (33, 1, 5)], "srtf-periodic", 1, 1, params=["interval=10"], mode=mode)
+    assert res.state.job_first_start.tolist() == [0.0, 40.0]
+    assert res.state.job_finish.tolist() == [25.0, 45.0]
+    # the decision points: no idle cycle at 20
+    assert res.timeline["time_s"].tolist() == [0.0, 10.0, 25.0, 30.0, 33.0, 40.0, 45.0]
+
+
+@pytest.mark.parametrize("mode", ["fused", "python"])
+def test_long_jobs_on_an_idle_cluster_wake_the_engine_only_at_their_events(mode):
+    # two jobs of 10^10 s on two GPUs: they woke the engine every 360 s, 2.8e7 times
+    res = run(
+        [(0, 1, 1e10), (0, 1, 1e10)], "srtf-periodic", 1, 2, params=["interval=360"], mode=mode
+    )
+    assert res.state.job_finish.tolist() == [1e10, 1e10]
+    assert res.extra["n_decisions"] <= 3
+    assert res.timeline["time_s"].tolist() == [0.0, 360.0, 1e10]
+
+
 @pytest.mark.parametrize("bad", ["0", "-60", "inf"])
 def test_interval_must_be_positive(bad):
     with pytest.raises(ParamError, match="interval"):
@@ -90,6 +115,56 @@ def test_fused_kernel_equals_python_decide(interval, w, ph):
         assert getattr(a.state, field).tobytes() == getattr(b.state, field).tobytes(), field
     for column in ("time_s", "busy_gpus", "queued", "loading_gpus", "saving_gpus"):
         assert a.timeline[column].tobytes() == b.timeline[column].tobytes(), column
+
+
+def _waking_every_cycle(interval):
+    """srtf-periodic as it was before idle cycles slept: every cycle re-packs and asks for
+    the next one (the Python path)."""
+    from gpusched.core.policy import Decision
+    from gpusched.core.state import SAVING
+
+    base = load_policy_class("srtf-periodic")
+
+    class EveryCycle(base):  # type: ignore[misc, valid-type]
+        def fused(self):
+            return None
+
+        def decide(self, view, now):
+            if not self._cycles.due(now):
+                return Decision(wake_at=self._cycles.next)
+            holding = view.running[view.job_status[view.running] != SAVING]
+            active = np.union1d(view.queued, holding)
+            order = active[np.argsort(view.job_remaining[active], kind="stable")]
+            return Decision(order=order, preemptive=True, wake_at=self._cycles.next)
+
+    return EveryCycle(interval=interval)
+
+
+@pytest.mark.parametrize("interval", [0.7, 5.0, 60.0])
+@settings(max_examples=30, deadline=None)
+@given(w=workloads(), ph=phases())
+def test_sleeping_through_idle_cycles_keeps_the_schedule(interval, w, ph):
+    """A cycle with nothing waiting sleeps until the next event; the schedule is the one
+    of waking at every cycle (only the idle decision points go)."""
+    servers, gpus, rows, slot = w
+    n = len(rows)
+    out = []
+    for make in (
+        lambda: _waking_every_cycle(interval),
+        lambda: make_policy(
+            load_policy_class("srtf-periodic"),
+            parse_params(load_policy_class("srtf-periodic"), [f"interval={interval}"]),
+            0,
+        ),
+    ):
+        cluster = ClusterSpec.homogeneous(servers, gpus)
+        jobs = prepare_jobs(make_trace(rows), cluster)
+        engine = Engine(jobs, cluster, make(), slot_s=slot, load_s=ph[0][:n], save_s=ph[1][:n])
+        out.append(engine.run())
+    a, b = out
+    for field in ("job_finish", "job_first_start", "job_n_preempt", "job_futile_s"):
+        assert getattr(a.state, field).tobytes() == getattr(b.state, field).tobytes(), field
+    assert a.extra["n_decisions"] >= b.extra["n_decisions"]
 
 
 def test_cycles_fall_on_multiples_of_the_interval():

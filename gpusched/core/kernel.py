@@ -1163,8 +1163,17 @@ def _decide_fused(st, cfg):
     The queue stays sorted by key between decisions (only newcomers are keyed and
     inserted), so a decision costs little more than the jobs it changes.
     """
-    if cfg.period > 0.0 and not _cycle_due(st, cfg.period):
-        return 0
+    if cfg.period > 0.0:
+        if not _cycle_due(st, cfg.period):
+            return 0
+        r = cfg.period / cfg.slot_s
+        if st.sim_i[I_N_QUEUE] == 0 and r >= 1.0 and abs(r - np.rint(r)) <= 1e-9 * r:
+            # nothing waits, and every cycle falls on a decision point: no cycle changes
+            # anything before the next event; sleep until it (an infinite timer: the next
+            # decision point finds the cycle again), as gpusched.core.policy.Cycles.sleep
+            # where Cycles.can_sleep
+            st.sim_f[F_WAKE] = np.inf
+            return 0
     if cfg.preemptive:
         return _repack(st, cfg)
     nq = _sort_queue(st, cfg)

@@ -294,6 +294,23 @@ class Cycles:
         self.next = nxt if nxt > now else math.nextafter(now, math.inf)
         return True
 
+    def can_sleep(self, slot_s: float) -> bool:
+        """Whether :meth:`sleep` keeps the cycles: ``interval`` is a whole number of slots
+        (to 1e-9), so that every cycle falls on a decision point. (Otherwise a cycle runs at
+        the slot boundary after it, and the one pending when an event comes depends on the
+        skipped ones: interval 0.7 s on 1 s slots has a cycle at 1.4 that runs at 2.) The
+        kernel's ``_decide_fused`` asks the same."""
+        r = self.interval / slot_s
+        return r >= 1.0 and abs(r - round(r)) <= 1e-9 * r
+
+    def sleep(self) -> None:
+        """No cycle can change anything until the next event (an arrival, a completion, a
+        phase end): forget the next cycle, so that the policy asks for no wake-up. The next
+        decision point finds the cycle again as the first multiple at or after it, which is
+        the cycle the skipped ones would have led to where :meth:`can_sleep` (the kernel's
+        ``_cycle_due`` does the same when its wake-up timer is infinite)."""
+        self.next = None
+
 
 @runtime_checkable
 class Policy(Protocol):
