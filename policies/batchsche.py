@@ -67,6 +67,7 @@ from typing import Annotated
 import numpy as np
 
 from gpusched.algorithms.edge_cloud import assign_ps
+from gpusched.core import portable
 from gpusched.core.policy import Decision, Dispatch, Range, Start
 from gpusched.core.state import FINISHED, QUEUED
 from gpusched.errors import ParamError, PolicyError
@@ -147,7 +148,7 @@ class BatchSchePolicy:
                 busy[self.server[w]] += 1.0
         with np.errstate(invalid="ignore", divide="ignore"):
             u = np.where(self.per_server > 0, busy / np.maximum(self.per_server, 1), 0.0)
-        return self.price_ratio ** np.minimum(u, 1.0)
+        return portable.power_of(self.price_ratio, np.minimum(u, 1.0))
 
     def _chunk_time(self, view, j: int, zeta: int) -> float:
         rate = self.rate1[j] if zeta == 1 else self.rate0[j]

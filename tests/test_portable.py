@@ -1,7 +1,9 @@
-"""Sums of products that do not depend on the machine (gpusched.algorithms.portable)."""
+"""Arithmetic that does not depend on the machine: gpusched.core.portable, and the runs
+that use it (PD-ORS, Dorm, Lazer's Bayesian optimiser) under other BLAS and SIMD settings."""
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -12,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusched.algorithms.portable import dot, per_unit
+from gpusched.core import portable
+from gpusched.core.portable import dot, per_unit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,33 +54,102 @@ def test_per_unit_is_the_sum_in_order(rows, data):
     assert per_unit(a, v).tolist() == want
 
 
-# the same runs under two of OpenBLAS's kernel sets: FMA (Haswell) and none (Prescott);
-# NumPy's ``@`` on floats gave PD-ORS's ps-20 schedule and its utilities another last bit,
-# and so other decisions, under each
-_RUNS = """
-import hashlib, sys
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-700, 700, allow_nan=False), max_size=20), st.floats(-3, 3))
+def test_element_wise_functions_are_the_c_library_s(xs, p):
+    a = np.array(xs, dtype=np.float64)
+    assert portable.exp(a).tolist() == [math.exp(v) for v in xs]
+    pos = np.abs(a) + 1e-3
+    assert portable.log(pos).tolist() == [math.log(v) for v in pos.tolist()]
+    assert portable.log1p(pos).tolist() == [math.log1p(v) for v in pos.tolist()]
+    assert portable.power(pos, p).tolist() == [v**p for v in pos.tolist()]
+    assert portable.power_of(1.7, a / 100).tolist() == [1.7**v for v in (a / 100).tolist()]
+
+
+def test_element_wise_functions_keep_the_shape_and_the_edges():
+    x = np.arange(6.0).reshape(2, 3)
+    assert portable.exp(x).shape == (2, 3) and portable.exp(2.0).shape == ()
+    assert portable.log(np.array([0.0, -1.0])).tolist()[0] == -math.inf
+    assert math.isnan(portable.log(np.array([-1.0]))[0])
+    assert portable.log1p(np.array([-1.0]))[0] == -math.inf
+    assert math.isnan(portable.log1p(np.array([-2.0]))[0])
+    assert portable.exp(np.array([710.0, -800.0])).tolist() == [math.inf, 0.0]
+    assert portable.power(np.array([0.0, 0.0, 0.0]), -1.0).tolist() == [math.inf] * 3
+    assert portable.power(np.array([0.0]), 0.0).tolist() == [1.0]
+    assert math.isnan(portable.power(np.array([-1.0]), 0.5)[0])
+
+
+# Each script runs in fresh processes under OpenBLAS's kernels with FMA (Haswell) and
+# without (Prescott), and with NumPy's AVX-512 code switched off; it prints a digest of
+# what it decided. Before gpusched.core.portable, gp_linalg and boxmin, each gave another
+# digest under each setting: PD-ORS's ps-20 schedule (BLAS, Haswell against Prescott);
+# PD-ORS on the 100-job alternating workload of Fig. 9 on the 18x-capacity cluster, seed 2
+# (NumPy's exp in the prices); the Bayesian optimiser's suggestions (BLAS and exp, four
+# digests under four settings)
+_SETTINGS = (
+    {"OPENBLAS_CORETYPE": "Haswell"},
+    {"OPENBLAS_CORETYPE": "Prescott"},
+    {"NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL"},
+)
+
+_ROLES = """
+import hashlib, subprocess, sys, tempfile
+from pathlib import Path
 from gpusched.experiments.run import replay
 out = []
-for policy in sys.argv[1:]:
+for policy in ("pd-ors", "dorm"):
     _, res = replay("ps-20", policy, cluster="pd-ors-30")
     st = res.state
     out.append(repr((st.job_first_start.tolist(), st.job_finish.tolist(), st.job_status.tolist())))
+with tempfile.TemporaryDirectory() as tmp:
+    w = str(Path(tmp) / "w.csv")
+    subprocess.run([sys.executable, "-m", "gpusched", "workload", "pd-ors", "--jobs", "100",
+                    "--horizon", "80", "--seed", "2", "--arrivals", "alternating", "-o", w],
+                   check=True, capture_output=True)
+    _, res = replay(w, "pd-ors", cluster="examples/pd-ors/clusters/pd-ors-30-x18max.toml")
+    st = res.state
+    out.append(repr((st.job_first_start.tolist(), st.job_finish.tolist())))
 print(hashlib.sha256("\\n".join(out).encode()).hexdigest())
 """
 
+_BAYES = """
+import hashlib
+import numpy as np
+from gpusched.algorithms.bayesopt import BayesOpt
+rng = np.random.default_rng(11)
+bo = BayesOpt(0.0, 100.0, 4, bootstrap=10, min_updates=60, rng=np.random.default_rng(5))
+out = []
+for i in range(90):
+    c = rng.random(4) * np.array([8.0, 12.0, 5.0, 4.0])
+    s = bo.suggest(c)
+    out.append(s.x.hex())
+    if s.stage != "exploitation":
+        f = max(s.x - (10 + 7.5 * c[0]), 0.0) + (rng.random() < 0.3) * rng.random() * 20
+        bo.observe(s.x, c, f)
+assert bo.stage == "exploitation"
+print(hashlib.sha256(" ".join(out).encode()).hexdigest())
+"""
 
-def test_role_schedules_do_not_depend_on_the_blas_kernels():
-    digests = []
-    for core in ("Haswell", "Prescott"):
-        env = {**os.environ, "OPENBLAS_CORETYPE": core}
+
+def _digests(script: str) -> list[str]:
+    out = []
+    for setting in _SETTINGS:
         run = subprocess.run(
-            [sys.executable, "-c", _RUNS, "pd-ors", "dorm"],
+            [sys.executable, "-c", script],
             cwd=ROOT,
-            env=env,
+            env={**os.environ, **setting},
             capture_output=True,
             text=True,
             timeout=600,
         )
         assert run.returncode == 0, run.stderr[-2000:]
-        digests.append(run.stdout.strip())
-    assert digests[0] == digests[1]
+        out.append(run.stdout.strip())
+    return out
+
+
+def test_role_schedules_do_not_depend_on_blas_or_simd():
+    assert len(set(_digests(_ROLES))) == 1
+
+
+def test_bayesian_optimiser_does_not_depend_on_blas_or_simd():
+    assert len(set(_digests(_BAYES))) == 1

@@ -15,10 +15,11 @@ and out of order. Three stages:
    from a fresh round of M intervals.
 2. *Acquisition*: a Gaussian-process surrogate of f over (X, c) (:class:`GPSurrogate`);
    the next X maximises the log of the noisy expected improvement (:meth:`BayesOpt.noisy_ei`,
-   below) from ``starts`` uniform random starts, each refined by L-BFGS-B (scipy, with the
-   analytic gradient). Acquisition stops once the GP has been updated ``min_updates``
-   times (one update per outcome, bootstrap outcomes included) *and* the noisy EI of the
-   selected X is below ``ei_stop * (h - l)``; that call already exploits.
+   below) from ``starts`` uniform random starts, each refined by a projected BFGS method
+   with the analytic gradient (:func:`gpusched.algorithms.boxmin.minimize_box`).
+   Acquisition stops once the GP has been updated ``min_updates`` times (one update per
+   outcome, bootstrap outcomes included) *and* the noisy EI of the selected X is below
+   ``ei_stop * (h - l)``; that call already exploits.
 3. *Exploitation*: eq. 3, :math:`X = \\arg\\max_X P(f(X \\mid c) = 0)`. Under the GP an
    observation of f at (X, c) is normal with the posterior mean :math:`\\mu` and variance
    :math:`s^2` = latent variance + noise variance; f >= 0, so :math:`P(f = 0) = P(f \\le 0) =
@@ -47,20 +48,22 @@ clipped at 1e-300 (the argmax is the same).
 
 Choices where the paper is silent:
 
-* Surrogate. The paper uses BoTorch's ``SingleTaskGP``; here scikit-learn's
-  ``GaussianProcessRegressor`` with the kernel ``SingleTaskGP`` has used since BoTorch
-  0.12 (2024): RBF with one length scale per input (ARD), times a constant, plus white
-  noise (BoTorch's Gaussian likelihood), without BoTorch's hyperparameter priors. White
+* Surrogate. The paper uses BoTorch's ``SingleTaskGP``; here a GP with the kernel
+  ``SingleTaskGP`` has used since BoTorch 0.12 (2024): RBF with one length scale per input
+  (ARD), times a constant, plus white noise (BoTorch's Gaussian likelihood), without
+  BoTorch's hyperparameter priors (:mod:`gpusched.algorithms.gp_linalg`; it gives
+  scikit-learn's ``GaussianProcessRegressor`` posterior with that kernel, tested). White
   noise because c does not determine F, so equal inputs give different f. Inputs are
   scaled as BoTorch's ``Normalize`` does: X to
   :math:`(X - l)/(h - l)`, each context coordinate min-max over the contexts observed so
   far (pass durations on a log scale: the caller's job); f is standardised (BoTorch's
-  ``Standardize``). Hyperparameters are fitted by maximum marginal likelihood,
+  ``Standardize``). Hyperparameters are fitted by maximum marginal likelihood (the logs
+  of the amplitude, length scales and noise, as scikit-learn fits them, by
+  :func:`gpusched.algorithms.boxmin.minimize_box` with SciPy L-BFGS-B's stopping tests),
   warm-started from the previous fit, without random restarts (deterministic), at the
   first fit and then every ``tune_every`` (10) outcomes; every update in between
   conditions the GP on the new outcomes with those hyperparameters (re-estimating them at
-  every update cost more than the rest of a 2000-job replay). Fits and the EI search run
-  with BLAS on one thread (:func:`one_blas_thread`). Length
+  every update cost more than the rest of a 2000-job replay). Length
   scales are kept >= 0.1 of an input's range and the noise variance >= 1e-4 of the
   standardised f (BoTorch's noise floor): without such a floor the marginal likelihood
   of a hundred noisy samples was maximised by interpolating the noise (noise 1e-6,
@@ -76,16 +79,18 @@ Choices where the paper is silent:
   paper's footnote 3): on Lazer's slot grid that is exact, since every X between two
   decision points defers to the same one.
 
-Predictions are computed here with numpy from the fitted kernel, its Cholesky factor and
-``alpha_`` (scikit-learn is not called per point). scikit-learn and scipy are imported on
-first use (~1.5 s).
+**The same bits on every machine.** Fits, fantasies, EI and predictions run in
+:mod:`gpusched.algorithms.gp_linalg` (loops in a fixed order, ``exp`` from the C library)
+and the searches in :mod:`gpusched.algorithms.boxmin` (Python floats), never in BLAS,
+LAPACK or NumPy's vectorised ``exp``: with scikit-learn's fit and SciPy's L-BFGS-B, the
+full-size Earth replay of Table 2 ended with another mean deferral on each of three BLAS
+and SIMD settings of one machine (34.3 s, 29.7 s, and a third schedule). Numba compiles
+those loops on first use (cached after).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -109,30 +114,6 @@ _LENGTH_BOUNDS = (1e-1, 1e2)
 _NOISE_BOUNDS = (1e-4, 1e1)
 _JITTER = 1e-10  # added to the kernel diagonal, as scikit-learn's default ``alpha``
 _FANTASY_NOISE = 1e-4  # noise of the fantasy models (BoTorch's MIN_INFERRED_NOISE_LEVEL)
-
-
-_BLAS: list[Any] = []  # the threadpoolctl controller, made on first use
-
-
-def one_blas_thread() -> Any:
-    """A context in which BLAS and LAPACK run on one thread (threadpoolctl).
-
-    The GP's matrices are about 100 x 100: on two busy cores OpenBLAS's threads made a
-    hyperparameter fit 5-10 times slower (0.5-1.2 s instead of 0.12 s), and one thread
-    also keeps the floating-point sums in one order on every machine. The limit is
-    process-wide while the context lasts (threadpoolctl works that way); it only changes
-    how fast BLAS runs elsewhere meanwhile, not what it computes.
-    """
-    if not _BLAS:
-        try:  # a dependency of scikit-learn
-            from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
-        except ImportError:  # pragma: no cover - without it, BLAS keeps its threads
-            _BLAS.append(None)
-        else:
-            _BLAS.append(ThreadpoolController())
-    if _BLAS[0] is None:  # pragma: no cover
-        return contextlib.nullcontext()
-    return _BLAS[0].limit(limits=1, user_api="blas")
 
 
 def latin_hypercube(lo: float, hi: float, m: int, rng: np.random.Generator) -> np.ndarray:
@@ -185,8 +166,9 @@ def expected_improvement(mu: Any, sigma: Any, f_best: float) -> np.ndarray:
 class GPSurrogate:
     """A Gaussian process on scaled inputs: constant x RBF with one length scale per input + white noise.
 
-    Fitted with scikit-learn's ``GaussianProcessRegressor`` on a standardised target;
-    predictions use the fitted kernel's parameters, Cholesky factor and ``alpha_``.
+    Fitted on a standardised target by maximum marginal likelihood; predictions use the
+    fitted kernel's parameters, its Cholesky factor and ``alpha``
+    (:mod:`gpusched.algorithms.gp_linalg`).
 
     Parameters
     ----------
@@ -197,8 +179,6 @@ class GPSurrogate:
     amplitude, length_scale, noise
         Initial (or, without ``optimize``, fixed) signal variance, length scale of every
         input and noise variance, on the standardised target.
-    seed
-        ``random_state`` handed to scikit-learn.
     """
 
     def __init__(
@@ -209,19 +189,19 @@ class GPSurrogate:
         amplitude: float = 1.0,
         length_scale: float = 0.5,
         noise: float = 0.1,
-        seed: int = 0,
     ) -> None:
         self.n_dims = int(n_dims)
         self.optimize = optimize
         self.amplitude = float(amplitude)
         self.length_scale = np.full(self.n_dims, float(length_scale))
         self.noise = float(noise)
-        self.seed = int(seed)
         self.z = np.empty((0, self.n_dims))
         self.alpha = np.empty(0)
         self.chol = np.empty((0, 0))
         self.y_mean = 0.0
         self.y_std = 1.0
+        #: how each hyperparameter search stopped (:class:`gpusched.algorithms.boxmin.Minimum`)
+        self.search_stops: dict[str, int] = {}
         self._grid: tuple[np.ndarray, np.ndarray] | None = None
 
     def fit(self, z: np.ndarray, y: np.ndarray, *, tune: bool = True) -> None:
@@ -229,51 +209,65 @@ class GPSurrogate:
 
         With ``tune`` (and ``optimize``) the hyperparameters are re-estimated, starting
         from the current ones; otherwise the GP is only conditioned on the data.
-        """
-        from sklearn.gaussian_process import GaussianProcessRegressor
-        from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
-        y = np.asarray(y, dtype=np.float64)
-        self.y_mean = float(y.mean())
-        std = float(y.std())
+        Raises
+        ------
+        numpy.linalg.LinAlgError
+            The covariance of the data is not positive definite (fixed hyperparameters
+            with next to no noise on repeated inputs).
+        """
+        from gpusched.algorithms import gp_linalg
+        from gpusched.algorithms.boxmin import minimize_box
+
+        z = np.ascontiguousarray(z, dtype=np.float64)
+        vals = np.asarray(y, dtype=np.float64).ravel().tolist()
+        mean = math.fsum(vals) / len(vals)
+        std = math.sqrt(math.fsum([(v - mean) ** 2 for v in vals]) / len(vals))
+        self.y_mean = mean
         self.y_std = std if std > 0 else 1.0
-        kernel = ConstantKernel(self.amplitude, _AMPLITUDE_BOUNDS) * RBF(
-            self.length_scale, _LENGTH_BOUNDS
-        ) + WhiteKernel(self.noise, _NOISE_BOUNDS)
-        gp = GaussianProcessRegressor(
-            kernel,
-            alpha=_JITTER,
-            optimizer="fmin_l_bfgs_b" if self.optimize and tune else None,
-            n_restarts_optimizer=0,
-            random_state=self.seed,
+        yn = np.array([(v - mean) / self.y_std for v in vals])
+        if self.optimize and tune:
+            bounds = [_AMPLITUDE_BOUNDS] + [_LENGTH_BOUNDS] * self.n_dims + [_NOISE_BOUNDS]
+
+            def minus_log_likelihood(theta: list[float]) -> tuple[float, list[float]]:
+                f, g = gp_linalg.neg_log_likelihood(np.array(theta), z, yn, _JITTER)
+                return float(f), g.tolist()
+
+            start = [self.amplitude, *self.length_scale.tolist(), self.noise]
+            got = minimize_box(
+                minus_log_likelihood,
+                [math.log(v) for v in start],
+                [math.log(lo) for lo, _ in bounds],
+                [math.log(hi) for _, hi in bounds],
+            )
+            self.search_stops[got.stop] = self.search_stops.get(got.stop, 0) + 1
+            theta = [math.exp(v) for v in got.x]
+            self.amplitude, self.noise = theta[0], theta[-1]
+            self.length_scale = np.array(theta[1:-1])
+        low, alpha, ok = gp_linalg.condition(
+            z, yn, self.amplitude, self.length_scale, self.noise, _JITTER
         )
-        with warnings.catch_warnings(), one_blas_thread():
-            warnings.simplefilter("ignore")  # bounds reached, slow convergence: not the user's
-            gp.fit(z, (y - self.y_mean) / self.y_std)
-        k = gp.kernel_
-        self.amplitude = float(k.k1.k1.constant_value)
-        self.length_scale = np.broadcast_to(
-            np.asarray(k.k1.k2.length_scale, dtype=np.float64), (self.n_dims,)
-        ).copy()
-        self.noise = float(k.k2.noise_level)
-        self.z = np.asarray(gp.X_train_, dtype=np.float64)
-        self.alpha = np.asarray(gp.alpha_, dtype=np.float64).ravel()
-        self.chol = np.asarray(gp.L_, dtype=np.float64)
+        if not ok:
+            raise np.linalg.LinAlgError(
+                "the GP's covariance is not positive definite (raise the noise)"
+            )
+        self.z = z
+        self.alpha = alpha
+        self.chol = low
         self._grid = None
 
     def cross(self, z: np.ndarray) -> np.ndarray:
         """Signal covariance between inputs ``z`` (m, n_dims) and the training inputs (m, n)."""
-        d = (z[:, None, :] - self.z[None, :, :]) / self.length_scale
-        return np.asarray(self.amplitude * np.exp(-0.5 * np.einsum("mnd,mnd->mn", d, d)))
+        from gpusched.algorithms.gp_linalg import rbf
+
+        zz = np.ascontiguousarray(z, dtype=np.float64)
+        return np.asarray(rbf(zz, self.z, self.length_scale, self.amplitude))
 
     def predict(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and latent standard deviation (noise excluded) of f at ``z``."""
-        from scipy.linalg import solve_triangular
+        from gpusched.algorithms.gp_linalg import posterior
 
-        ks = self.cross(np.atleast_2d(z))
-        mu = ks @ self.alpha
-        v = solve_triangular(self.chol, ks.T, lower=True, check_finite=False)
-        var = np.maximum(self.amplitude - np.einsum("nm,nm->m", v, v), 0.0)
+        mu, var = posterior(self.cross(np.atleast_2d(z)), self.alpha, self.chol, self.amplitude)
         return mu * self.y_std + self.y_mean, np.sqrt(var) * self.y_std
 
     def along_first(self, rest: np.ndarray) -> _Line:
@@ -282,15 +276,24 @@ class GPSurrogate:
         The RBF kernel factorises over inputs, so the factor of the other inputs is
         computed once here; see :class:`_Line`.
         """
-        dr = (self.z[:, 1:] - rest) / self.length_scale[1:]
-        return _Line(self, self.amplitude * np.exp(-0.5 * np.einsum("nd,nd->n", dr, dr)))
+        from gpusched.algorithms.gp_linalg import rest_factor
+
+        factor = rest_factor(
+            np.ascontiguousarray(self.z[:, 1:]),
+            np.ascontiguousarray(rest, dtype=np.float64),
+            np.ascontiguousarray(self.length_scale[1:]),
+            self.amplitude,
+        )
+        return _Line(self, factor)
 
     def grid_factor(self, u: np.ndarray) -> np.ndarray:
         """First-input factor of the kernel on grid ``u``, (m, n); cached until the next fit
         (the caller passes the same grid every time)."""
+        from gpusched.algorithms.gp_linalg import grid_factor
+
         if self._grid is None or self._grid[0] is not u:
-            du = (u[:, None] - self.z[:, 0]) / self.length_scale[0]
-            self._grid = (u, np.exp(-0.5 * du * du))
+            u_train = np.ascontiguousarray(self.z[:, 0])
+            self._grid = (u, grid_factor(u, u_train, float(self.length_scale[0])))
         return self._grid[1]
 
     def fantasize(self, normals: np.ndarray) -> _Fantasies:
@@ -301,18 +304,21 @@ class GPSurrogate:
         :math:`\\mu`, covariance :math:`C`), and a GP conditioned on it (module docstring,
         "Noisy expected improvement").
         """
-        from scipy.linalg import cho_factor, cho_solve, solve_triangular
+        from gpusched.algorithms.gp_linalg import fantasize
 
-        n = self.z.shape[0]
-        d = (self.z[:, None, :] - self.z[None, :, :]) / self.length_scale
-        kf = self.amplitude * np.exp(-0.5 * np.einsum("mnd,mnd->mn", d, d))
-        v = solve_triangular(self.chol, kf, lower=True, check_finite=False)
-        cov = kf - v.T @ v
-        root = np.linalg.cholesky(0.5 * (cov + cov.T) + 1e-8 * self.amplitude * np.eye(n))
-        y = (kf @ self.alpha)[:, None] + root @ normals
-        fan = cho_factor(kf + _FANTASY_NOISE * np.eye(n), lower=True, check_finite=False)
-        weights = cho_solve(fan, y, check_finite=False)
-        return _Fantasies(self, np.tril(fan[0]), weights, y.min(axis=0))
+        fan, weights, best, ok = fantasize(
+            self.z,
+            self.length_scale,
+            self.amplitude,
+            self.chol,
+            self.alpha,
+            np.ascontiguousarray(normals, dtype=np.float64),
+            1e-8 * self.amplitude,
+            _FANTASY_NOISE,
+        )
+        if not ok:
+            raise np.linalg.LinAlgError("a fantasy covariance is not positive definite")
+        return _Fantasies(self, fan, weights, best)
 
 
 class _Fantasies:
@@ -329,21 +335,9 @@ class _Fantasies:
     def nei(self, k: np.ndarray, dk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """NEI (std units) at inputs whose signal covariances with the training inputs are
         ``k`` (m, n), and its derivative along a direction that changes them by ``dk``."""
-        from scipy.linalg import cho_solve
-        from scipy.special import ndtr
+        from gpusched.algorithms.gp_linalg import nei
 
-        m = k @ self.weights  # (m, S)
-        w = cho_solve((self.chol, True), k.T, check_finite=False)  # (n, m)
-        var = np.maximum(self.gp.amplitude - np.einsum("mn,nm->m", k, w), 1e-300)
-        sd = np.sqrt(var)[:, None]
-        gain = self.best[None, :] - m
-        z = gain / sd
-        pdf = _INV_SQRT_2PI * np.exp(-0.5 * z * z)
-        cdf = ndtr(z)
-        value = (gain * cdf + sd * pdf).mean(axis=1)
-        dm = dk @ self.weights
-        dsd = -np.einsum("mn,nm->m", dk, w)[:, None] / sd  # d var = -2 w . dk
-        return value, (-cdf * dm + pdf * dsd).mean(axis=1)
+        return nei(k, dk, self.weights, self.chol, self.gp.amplitude, self.best)
 
 
 class _Line:
@@ -356,14 +350,15 @@ class _Line:
     def __init__(self, gp: GPSurrogate, rest_factor: np.ndarray) -> None:
         self.gp = gp
         self.rest_factor = rest_factor
-        self.u_train = gp.z[:, 0]
-        self.inv2 = 1.0 / gp.length_scale[0] ** 2
+        self.u_train = np.ascontiguousarray(gp.z[:, 0])
+        self.inv2 = 1.0 / float(gp.length_scale[0]) ** 2
 
     def k(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Signal covariances k(u, Z), (m, n), and their derivatives in u."""
-        du = u[:, None] - self.u_train
-        e = np.exp(-0.5 * self.inv2 * du * du) * self.rest_factor
-        return e, e * (-self.inv2 * du)
+        from gpusched.algorithms.gp_linalg import line_k
+
+        uu = np.ascontiguousarray(u, dtype=np.float64)
+        return line_k(uu, self.u_train, self.inv2, self.rest_factor)
 
 
 class Suggestion(NamedTuple):
@@ -450,7 +445,7 @@ class BayesOpt:
         self.fantasies = int(fantasies)
         self.set_grid(np.linspace(lo, hi, 101) if grid is None else grid)
         self._rng = rng
-        self.gp = surrogate or GPSurrogate(1 + self.n_context, seed=int(rng.integers(2**31)))
+        self.gp = surrogate or GPSurrogate(1 + self.n_context)
         self._x: list[float] = []
         self._c: list[np.ndarray] = []
         self._f: list[float] = []
@@ -551,8 +546,7 @@ class BayesOpt:
         self._refit()
         if self._fan is None:
             self._fan_normals = self._rng.standard_normal((self._n_fit, self.fantasies))
-            with one_blas_thread():
-                self._fan = self.gp.fantasize(self._fan_normals)
+            self._fan = self.gp.fantasize(self._fan_normals)
         return self._fan
 
     def _inputs(self, x: np.ndarray, ctx: np.ndarray) -> np.ndarray:
@@ -585,30 +579,26 @@ class BayesOpt:
         return np.asarray(ndtr(-mu / np.sqrt(sd * sd + noise)))
 
     def _max_nei(self, ctx: np.ndarray) -> tuple[float, float]:
-        """The X of largest noisy EI: ``starts`` uniform starts, each refined by L-BFGS-B on
-        its log (scipy)."""
-        from scipy.optimize import minimize
+        """The X of largest noisy EI: ``starts`` uniform starts, each refined on its log by a
+        projected BFGS method (:func:`gpusched.algorithms.boxmin.minimize_box`)."""
+        from gpusched.algorithms.boxmin import minimize_box
 
         fan = self._fantasies()
         line = self._line(ctx)
 
-        def neg_log_nei(u: np.ndarray) -> tuple[float, np.ndarray]:
-            k, dk = line.k(np.asarray(u, dtype=np.float64).reshape(1))
+        def neg_log_nei(u: list[float]) -> tuple[float, list[float]]:
+            k, dk = line.k(np.array(u))
             value, slope = fan.nei(k, dk)
             v = max(float(value[0]), 1e-300)
-            return -math.log(v), -slope / v
+            return -math.log(v), [-float(slope[0]) / v]
 
         best_u, best = 0.0, -math.inf
-        with one_blas_thread():
-            for u0 in self._rng.random(self.starts):
-                res = minimize(
-                    neg_log_nei, np.array([u0]), jac=True, method="L-BFGS-B", bounds=[(0, 1)]
-                )
-                u = min(max(float(res.x[0]), 0.0), 1.0)
-                k, dk = line.k(np.array([u]))
-                value = float(fan.nei(k, dk)[0][0])
-                if value > best:
-                    best_u, best = u, value
+        for u0 in self._rng.random(self.starts).tolist():
+            u = minimize_box(neg_log_nei, [u0], [0.0], [1.0]).x[0]
+            k, dk = line.k(np.array([u]))
+            value = float(fan.nei(k, dk)[0][0])
+            if value > best:
+                best_u, best = u, value
         return self.lo + best_u * (self.hi - self.lo), best * self.gp.y_std
 
     def exploit(self, c: Any) -> float:
@@ -619,6 +609,7 @@ class BayesOpt:
 
     def _exploit(self, ctx: np.ndarray) -> float:
         from gpusched.algorithms.gp_grid import argmax_prob_zero, bound
+        from gpusched.algorithms.gp_linalg import row_squares
 
         self._refit()
         gp = self.gp
@@ -633,7 +624,7 @@ class BayesOpt:
                 gp.alpha,
                 np.ascontiguousarray(gp.chol),
                 np.ascontiguousarray(gp.chol.T),
-                np.einsum("ij,ij->i", gp.chol, gp.chol),  # diagonal of K + noise
+                row_squares(gp.chol),  # diagonal of K + noise
                 float(gp.y_mean / gp.y_std),
                 np.empty(5 * self.grid.size + 4 * gp.alpha.size),
             )

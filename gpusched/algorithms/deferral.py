@@ -56,7 +56,8 @@ def context(
     lo = int(np.searchsorted(sub, now - window, side="right"))
     k = sub.size - lo
     gap = (sub[-1] - sub[lo]) / (k - 1) if k >= 2 else window
-    return np.log1p(np.array([gap, t_new, load, p], dtype=np.float64))
+    # math.log1p (the C library's), not NumPy's, whose AVX-512 path can give another last bit
+    return np.array([math.log1p(float(v)) for v in (gap, t_new, load, p)], dtype=np.float64)
 
 
 def slot_grid(max_defer: float, slot_s: float) -> np.ndarray:

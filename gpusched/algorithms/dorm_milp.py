@@ -88,7 +88,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpusched.algorithms.portable import per_unit
+from gpusched.core.portable import per_unit
 
 __all__ = [
     "ADJUST_WEIGHT",

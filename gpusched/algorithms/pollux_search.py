@@ -40,6 +40,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from gpusched.core import portable
+
 __all__ = [
     "EPS",
     "Problem",
@@ -107,9 +109,9 @@ def scaled_speedups(pb: Problem, states: np.ndarray) -> np.ndarray:
 def _power_mean(s: np.ndarray, p: float) -> np.ndarray:
     out: np.ndarray
     if p == 0:
-        out = np.exp(np.log(np.maximum(s, EPS)).mean(axis=-1))
+        out = portable.exp(portable.log(np.maximum(s, EPS)).mean(axis=-1))
     else:
-        out = np.mean((s + EPS) ** p, axis=-1) ** (1.0 / p)
+        out = portable.power(np.mean(portable.power(s + EPS, p), axis=-1), 1.0 / p)
     return out
 
 
@@ -158,9 +160,9 @@ def _cost(pb: Problem, s: np.ndarray) -> np.ndarray:
     """Per-job cost whose sum is minimal where the power mean is maximal."""
     c: np.ndarray
     if pb.p == 0:
-        c = -np.log(np.maximum(s, EPS))
+        c = -portable.log(np.maximum(s, EPS))
     else:
-        c = (s + EPS) ** pb.p
+        c = portable.power(s + EPS, pb.p)
         c = c if pb.p < 0 else -c
     return c
 

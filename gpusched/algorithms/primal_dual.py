@@ -146,8 +146,9 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from gpusched.algorithms.portable import dot, per_unit
+from gpusched.core import portable
 from gpusched.core.helpers import helper
+from gpusched.core.portable import dot, per_unit
 from gpusched.errors import InvariantError
 from gpusched.jobmodels.ps import PSJob, utility
 
@@ -203,10 +204,10 @@ def price(rho: Any, capacity: Any, U: Any, L: float) -> np.ndarray:
     """
     rho = np.asarray(rho, dtype=np.float64)
     cap = np.asarray(capacity, dtype=np.float64)
-    log_u = np.log(np.asarray(U, dtype=np.float64))
+    log_u = portable.log(U)
     x = np.ones(np.broadcast_shapes(rho.shape, cap.shape))
     np.divide(rho, cap, out=x, where=np.broadcast_to(cap > 0, x.shape))
-    return np.asarray(np.exp((1.0 - x) * math.log(L) + x * log_u))
+    return portable.exp((1.0 - x) * math.log(L) + x * log_u)
 
 
 def price_bounds(

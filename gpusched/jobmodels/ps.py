@@ -61,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from gpusched.core import portable
 from gpusched.core.ledger import RESOURCES
 from gpusched.errors import TraceError, show_name
 from gpusched.jobmodels._columns import float_column
@@ -100,7 +101,7 @@ def utility(theta: np.ndarray, training_s: Any) -> Any:
     theta = np.asarray(theta, dtype=np.float64)
     x = np.asarray(training_s, dtype=np.float64)
     z = np.clip(theta[..., 1] * (x - theta[..., 2]), -700.0, 700.0)
-    return theta[..., 0] / (1.0 + np.exp(z))
+    return theta[..., 0] / (1.0 + portable.exp(z))
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from gpusched.core.portable import dot
 from gpusched.io.trace import Trace
 from gpusched.workloads.recurring import SIGMA_LOOSE, SIGMA_TIGHT, TIGHT_SHARE
 
@@ -339,7 +340,7 @@ def a_srpt_workload(
             g, d = g[keep], np.asarray(dur)[keep]
         else:
             d = dur
-        work = float(np.dot(g, d))
+        work = dot(g, d)
         if not load > 0:
             raise GpuschedError(f"cannot scale to load {load}: expected a load > 0")
         if span > 0:

@@ -63,6 +63,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gpusched.core import portable
+from gpusched.core.portable import dot
 from gpusched.errors import GpuschedError
 from gpusched.io.files import parse_toml
 from gpusched.io.trace import Trace
@@ -270,12 +272,12 @@ def gpu_mix(mean_gpus: float, max_log2: int = MAX_LOG2_GPUS) -> tuple[np.ndarray
         raise GpuschedError(f"mean GPUs per job must be in (1, {sizes[-1]}), got {mean_gpus}")
 
     def excess(log_r: float) -> float:
-        w = np.exp(k * log_r - np.max(k * log_r))
-        return float(np.dot(w, sizes) / w.sum() - mean_gpus)
+        w = portable.exp(k * log_r - np.max(k * log_r))
+        return dot(w, sizes) / math.fsum(w.tolist()) - mean_gpus
 
     log_r = brentq(excess, -50.0, 50.0, xtol=1e-14)
-    w = np.exp(k * log_r - np.max(k * log_r))
-    return sizes.astype(np.int64), w / w.sum()
+    w = portable.exp(k * log_r - np.max(k * log_r))
+    return sizes.astype(np.int64), w / math.fsum(w.tolist())
 
 
 def _truncated_lognormal(mu: float, sigma: float, lo: float, hi: float) -> tuple[float, float]:
@@ -439,14 +441,14 @@ def couple_sizes(
     def pair(rho: float) -> tuple[np.ndarray, float]:
         out = np.empty_like(ranked)
         out[np.argsort(rho * z + math.sqrt(1.0 - rho * rho) * eps)] = ranked
-        return out, float(np.dot(out.astype(np.float64), d)) / n
+        return out, dot(out.astype(np.float64), d) / n
 
     lo, hi = -0.999, 0.999
     best_rho, (best, mean) = 0.0, pair(0.0)
     for _ in range(60):
         rho = 0.5 * (lo + hi)
         got, mean = pair(rho)
-        if abs(mean / target - 1.0) < abs(float(np.dot(best, d)) / n / target - 1.0):
+        if abs(mean / target - 1.0) < abs(dot(best, d) / n / target - 1.0):
             best_rho, best = rho, got
         if abs(mean / target - 1.0) < 1e-3 or hi - lo < 1e-9:
             break
@@ -517,13 +519,13 @@ def helios_jobs(
         start_bin = int(rng.integers(counts.size))
         offsets = rng.random(n)
     else:
-        unit_gaps = -np.log1p(-_stratified_uniforms(rng, n - 1))  # exponential, mean 1
+        unit_gaps = -portable.log1p(-_stratified_uniforms(rng, n - 1))  # exponential, mean 1
     # 2. truncated log-normal durations, stratified inverse CDF
     lo, hi = _MIN_RUN_S, cluster.max_run_s
     mu, sigma = duration_params(cluster.median_run_s, cluster.mean_training_s, lo, hi)
     pa, pb = ndtr((math.log(lo) - mu) / sigma), ndtr((math.log(hi) - mu) / sigma)
     z = ndtri(pa + _stratified_uniforms(rng, n) * (pb - pa))
-    duration = np.clip(np.rint(np.exp(mu + sigma * z)), lo, hi)
+    duration = np.clip(np.rint(portable.exp(mu + sigma * z)), lo, hi)
     # 3. GPU counts: powers of two, geometric in log2, stratified; paired by the copula
     mix_sizes, probs = gpu_mix(cluster.mean_gpus)
     cum = np.cumsum(probs)
@@ -536,7 +538,7 @@ def helios_jobs(
     if sizes == "copula":
         prod = float(gpus.mean()) * float(duration.mean())
         gpus, rho = couple_sizes(z, duration, gpus, cluster.coupling * prod, rng)
-        got = float(np.dot(gpus.astype(np.float64), duration)) / n / prod
+        got = dot(gpus.astype(np.float64), duration) / n / prod
         how += f" (rho {rho:.3f}: GPU-s per job {got:.3f}x mean GPUs x mean duration)"
 
     def submit_times(gap: float) -> np.ndarray:
@@ -551,7 +553,7 @@ def helios_jobs(
     if load is not None:
         if not (math.isfinite(load) and 0.0 < load <= 100.0):
             raise GpuschedError(f"--load must be a number in (0, 100], got {load:g}")
-        work = float(np.dot(np.minimum(gpus, max_gpus).astype(np.float64), duration))
+        work = dot(np.minimum(gpus, max_gpus).astype(np.float64), duration)
         want = work / (load * n_gpus_cluster)
         how += f", offered load {load:g} on {n_gpus_cluster} GPUs"
     submit = submit_times(gap)

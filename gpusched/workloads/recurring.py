@@ -53,6 +53,8 @@ from typing import Any
 
 import numpy as np
 
+from gpusched.core import portable
+from gpusched.core.portable import dot
 from gpusched.errors import GpuschedError
 
 __all__ = [
@@ -209,7 +211,7 @@ def draw_group_sizes(m: int, rng: np.random.Generator) -> np.ndarray:
     p = np.zeros_like(q)
     p[1:] = q[1:] / sizes_all[1:]  # a group of s tasks holds s of them: group weight q(s)/s
     cdf = np.cumsum(p / p.sum())
-    mean = float(np.dot(sizes_all, p / p.sum()))
+    mean = dot(sizes_all, p / p.sum())
     out: list[np.ndarray] = []
     total = 0
     while total < m:
@@ -275,7 +277,7 @@ def recurring_groups(
     sigma = np.where(rng.random(n_groups) < tight_share, tight_spread, group_spread)
     eps = rng.standard_normal(n)
     median = np.asarray(duration, dtype=np.float64)[first]
-    new_dur = np.clip(np.round(median[gid] * np.exp(sigma[gid] * eps)), 1.0, 1e10)
+    new_dur = np.clip(np.round(median[gid] * portable.exp(sigma[gid] * eps)), 1.0, 1e10)
     users = np.asarray(user, dtype=object)[first][gid]
     names = np.array([f"r{g:06d}" for g in range(n_groups)], dtype=object)[gid]
     return names, users, new_dur, {"sigma": sigma, "first": first}
@@ -311,7 +313,7 @@ def recurrence_stats(group: np.ndarray, duration: np.ndarray) -> dict[str, float
         }
     _, inv, counts = np.unique(g, return_inverse=True, return_counts=True)
     size = counts[inv]
-    z = np.log(np.asarray(duration, dtype=np.float64))
+    z = portable.log(duration)
     mean = np.bincount(inv, weights=z) / counts
     ss = np.bincount(inv, weights=(z - mean[inv]) ** 2)
     big = counts >= 5

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from gpusched.core import portable
+from gpusched.core.portable import dot
 from gpusched.errors import GpuschedError
 from gpusched.io.trace import Trace
 
@@ -79,11 +81,11 @@ def philly_durations(rng: np.random.Generator, n: int) -> np.ndarray:
         Durations in seconds (float64).
     """
     w = np.array([c[0] for c in PHILLY_DURATION_MIXTURE])
-    mu = np.log([c[1] for c in PHILLY_DURATION_MIXTURE])
+    mu = portable.log([c[1] for c in PHILLY_DURATION_MIXTURE])
     sigma = np.array([c[2] for c in PHILLY_DURATION_MIXTURE])
     comp = rng.choice(len(w), size=n, p=w / w.sum())
     z = rng.standard_normal(n)
-    return np.exp(mu[comp] + sigma[comp] * z)
+    return portable.exp(mu[comp] + sigma[comp] * z)
 
 
 _DURATION_DISTS: dict[str, DurationDist] = {"philly": philly_durations}
@@ -160,7 +162,7 @@ def synth_trace(
     gpus = rng.choice(sizes, size=n_jobs, p=weights / weights.sum())
     dur = np.clip(np.rint(np.asarray(dist(rng, n_jobs), dtype=np.float64)), 1.0, max_duration_s)
 
-    work = float(np.dot(gpus.astype(np.float64), dur))  # GPU-seconds
+    work = dot(gpus.astype(np.float64), dur)  # GPU-seconds
     submit = np.zeros(n_jobs)
     if n_jobs > 1:
         mean_gap = work / ((n_jobs - 1) * load * n_gpus_cluster)
@@ -228,7 +230,7 @@ def offered_load(trace: Trace, n_gpus_cluster: int, exclude_top: float = 0.0) ->
     if exclude_top > 0:
         keep = ~top_jobs(g * d, exclude_top)
         g, d = g[keep], d[keep]
-    work = float(np.dot(g, d))
+    work = dot(g, d)
     span = float(np.ptp(trace.submit_time)) if len(trace) else 0.0
     if span == 0:
         return float("inf") if work > 0 else float("nan")
@@ -263,7 +265,7 @@ def demand_load(trace: Trace, n_gpus_cluster: int) -> float:
         return float("nan")
     end = float(np.max(trace.submit_time))
     inside = np.minimum(trace.duration[has], end - s)
-    return float(np.dot(trace.num_gpus[has].astype(np.float64), inside)) / (span * n_gpus_cluster)
+    return dot(trace.num_gpus[has].astype(np.float64), inside) / (span * n_gpus_cluster)
 
 
 def _percentiles(x: np.ndarray) -> dict[str, float] | None:
@@ -308,7 +310,7 @@ def trace_stats(trace: Trace, n_gpus_cluster: int | None = None) -> dict[str, An
         "gpu_mix": {int(g): int(c) for g, c in zip(sizes, counts, strict=True)},
         "duration_s": _percentiles(trace.duration[has]),
         "interarrival_s": _percentiles(gaps),
-        "gpu_seconds": float(np.dot(trace.num_gpus[has].astype(np.float64), trace.duration[has])),
+        "gpu_seconds": dot(trace.num_gpus[has].astype(np.float64), trace.duration[has]),
     }
     if n_gpus_cluster is not None:
         load = offered_load(trace, n_gpus_cluster)
