@@ -316,11 +316,11 @@ def fit(
         return Fit(kind, float(np.median(work[tr])) / s_per_it, none, sp, new)
     # the forest's target: log-duration, comparable across models. NumPy's log and exp
     # here take its AVX-512 code where the processor has it, whose last bit can differ
-    # from the C library's (gpusched.core.portable): with the C library's, one of six
-    # sampled A-SRPT runs moved here (9,600 jobs, a-srpt:encoding=ordered, seed 1: mean
-    # JCT -7 %).
-    # Kept until the A-SRPT results are re-run (docs/architecture.md, "The same decisions
-    # on every machine")
+    # from the C library's (gpusched.core.portable). With the C library's, Fig. 6's sweep
+    # (docs/a-srpt-results.md) moved for the five policies that order by prediction
+    # (A-SRPT's total JCT at 19,200 jobs 23,046 -> 25,930 x 10^6 s, inside its 95 %
+    # interval of +-43,670), so NumPy's stay until those results are re-run
+    # (docs/architecture.md, "The same decisions on every machine")
     z = np.log(work)
     extra = getattr(jobs, "extra", {}) or {}
     feats = [c for c in ("group", "user") if c in extra]
