@@ -66,6 +66,19 @@ def test_element_wise_functions_are_the_c_library_s(xs, p):
     assert portable.power_of(1.7, a / 100).tolist() == [1.7**v for v in (a / 100).tolist()]
 
 
+@pytest.mark.parametrize("size", [5, 2048, 2049, 20_000])
+def test_the_python_and_the_compiled_loop_give_the_same_bits(size):
+    # arrays up to portable._SMALL run in Python, larger ones compiled: both the C library's
+    rng = np.random.default_rng(size)
+    x = rng.normal(0.0, 30.0, size)
+    pos = np.abs(x) + 1e-6
+    assert portable.exp(x).tolist() == [math.exp(v) for v in x.tolist()]
+    assert portable.log(pos).tolist() == [math.log(v) for v in pos.tolist()]
+    assert portable.log1p(pos).tolist() == [math.log1p(v) for v in pos.tolist()]
+    assert portable.power(pos, 2.7).tolist() == [v**2.7 for v in pos.tolist()]
+    assert portable.power_of(1.3, x / 10).tolist() == [1.3**v for v in (x / 10).tolist()]
+
+
 def test_element_wise_functions_keep_the_shape_and_the_edges():
     x = np.arange(6.0).reshape(2, 3)
     assert portable.exp(x).shape == (2, 3) and portable.exp(2.0).shape == ()
@@ -77,6 +90,8 @@ def test_element_wise_functions_keep_the_shape_and_the_edges():
     assert portable.power(np.array([0.0, 0.0, 0.0]), -1.0).tolist() == [math.inf] * 3
     assert portable.power(np.array([0.0]), 0.0).tolist() == [1.0]
     assert math.isnan(portable.power(np.array([-1.0]), 0.5)[0])
+    big = np.full(5000, 710.0)  # the compiled loop has the same edges
+    assert portable.exp(big)[0] == math.inf and portable.power(np.zeros(5000), -1.0)[0] == math.inf
 
 
 # Each script runs in fresh processes under OpenBLAS's kernels with FMA (Haswell) and

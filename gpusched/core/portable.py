@@ -1,4 +1,5 @@
-"""Sums of products that come out the same on every machine.
+"""Arithmetic that comes out the same on every machine: sums of products, and ``exp``,
+``log`` and powers.
 
 NumPy hands ``a @ b`` on floats to BLAS, and BLAS chooses its kernel by the processor
 (OpenBLAS also by ``OPENBLAS_CORETYPE``): an AVX-512 kernel and an AVX2 kernel add the
@@ -6,19 +7,20 @@ same products in another order, so the last bit of a price can differ between tw
 machines. The policies compare such sums (a schedule's cost against its utility, one
 machine's price against another's, an MILP objective against a near-tie), so one bit can
 change a decision and then the whole schedule: PD-ORS's 20-job golden schedule did, under
-OpenBLAS's Haswell kernels against its SkylakeX ones. The two functions here fix the
-order (or round exactly), so a run's decisions depend on its inputs only. NumPy's
+OpenBLAS's Haswell kernels against its SkylakeX ones. :func:`per_unit` and :func:`dot` fix
+the order (or round exactly), so a run's decisions depend on its inputs only. NumPy's
 element-wise ``*`` and ``+`` are correctly rounded IEEE operations whatever the SIMD
 width, and never fused into one multiply-add.
 
-NumPy's ``exp``, ``log`` and ``**`` on float arrays are not: where the processor has
-AVX-512, NumPy takes its own vectorised code, whose last bit differs from the C library's
-on a share of the inputs (on this project's machine, for most of a million random ones).
-PD-ORS's prices are ``exp``s (eq. 12): one of the 54 PD-ORS runs of
+NumPy's ``exp``, ``log``, ``log1p`` and ``**`` on float arrays are not: where the
+processor has AVX-512, NumPy takes its own vectorised code, whose last bit differs from
+the C library's on a share of the inputs (on this project's machine, for most of a
+million random ones). PD-ORS's prices are ``exp``s (eq. 12): one of the 54 PD-ORS runs of
 ``examples/pd-ors/run.sh`` (seeds 1-6) gave another schedule with NumPy's AVX-512 code
 switched off (``NPY_DISABLE_CPU_FEATURES``). :func:`exp`, :func:`log`, :func:`log1p`,
-:func:`power` and :func:`power_of` take every value to the C library's function instead (a loop compiled by Numba, which
-calls it), so they give the same bits wherever the C library does.
+:func:`power` and :func:`power_of` take every value to the C library's function instead:
+in plain Python for small arrays, in a loop Numba compiles (which calls the same
+functions) for large ones. They give the same bits wherever the C library does.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def _each(x: np.ndarray, what: int, p: float) -> np.ndarray:
     gives what the C library gives where Python's :mod:`math` would raise instead."""
     out = np.empty(x.size)
     for i in range(x.size):
-        v = x[i]
+        v = float(x[i])  # a Python float without the JIT: Python's float ops, not NumPy's
         if what == 0:
             out[i] = math.exp(v) if v <= _LOG_MAX else math.inf
         elif what == 1:
@@ -83,17 +85,23 @@ def _each(x: np.ndarray, what: int, p: float) -> np.ndarray:
 #: the largest x whose exp is finite
 _LOG_MAX = 709.782712893384
 
-_JITTED: list[Any] = []  # _each compiled, on first use: a replay that needs none of these
-# functions never imports Numba
+#: arrays up to this size run :func:`_each` as plain Python (Python's ``math`` calls the same
+#: C library functions as the compiled loop, so the bits are the same, tested): a policy that
+#: prices a few servers then never imports Numba (about 0.25 s a process)
+_SMALL = 2048
+
+_JITTED: list[Any] = []  # _each compiled, on first use of a larger array
 
 
 def _apply(x: Any, what: int, p: float = 0.0) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    flat = np.ascontiguousarray(a).ravel()
+    if flat.size <= _SMALL:
+        return np.asarray(_each(flat, what, float(p)).reshape(a.shape))
     if not _JITTED:
         from numba import njit
 
         _JITTED.append(njit(cache=True, nogil=True)(_each))
-    a = np.asarray(x, dtype=np.float64)
-    flat = np.ascontiguousarray(a).ravel()
     return np.asarray(_JITTED[0](flat, what, float(p)).reshape(a.shape))
 
 
