@@ -95,6 +95,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from gpusched.core import portable
+
 __all__ = [
     "STAGES",
     "BayesOpt",
@@ -159,7 +161,7 @@ def expected_improvement(mu: Any, sigma: Any, f_best: float) -> np.ndarray:
     gain = f_best - mu
     safe = np.where(sigma > 0, sigma, 1.0)
     z = gain / safe
-    ei = gain * ndtr(z) + sigma * _INV_SQRT_2PI * np.exp(-0.5 * z * z)
+    ei = gain * ndtr(z) + sigma * _INV_SQRT_2PI * portable.exp(-0.5 * z * z)
     return np.asarray(np.where(sigma > 0, np.maximum(ei, 0.0), np.maximum(gain, 0.0)))
 
 
