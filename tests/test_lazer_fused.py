@@ -42,7 +42,7 @@ class ContextX:
 
     def suggest(self, c) -> Suggestion:
         return Suggestion(
-            _x_of(float(np.expm1(c[1])), float(np.expm1(c[3]))), "bootstrap", math.nan
+            _x_of(math.expm1(float(c[1])), math.expm1(float(c[3]))), "bootstrap", math.nan
         )
 
     def observe(self, x, c, f) -> None:
@@ -103,7 +103,9 @@ def test_both_paths_equal_the_naive_simulator(loading_in_rq, w, ph, deferral):
     def x_naive(j, t, p):
         if not deferral:
             return 0.0
-        return _x_of(float(np.expm1(np.log1p(work[j]))), float(np.expm1(np.log1p(p))))
+        # the policy's context is math.log1p (the C library's): the same round trip here,
+        # so that floor() in _x_of sees the same value on both sides
+        return _x_of(math.expm1(math.log1p(work[j])), math.expm1(math.log1p(p)))
 
     want = simulate_lazer(
         rows, [gpus] * servers, slot, x_naive, list(load), list(save), loading_in_rq
