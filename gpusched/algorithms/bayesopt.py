@@ -202,8 +202,6 @@ class GPSurrogate:
         self.chol = np.empty((0, 0))
         self.y_mean = 0.0
         self.y_std = 1.0
-        #: how each hyperparameter search stopped (:class:`gpusched.algorithms.boxmin.Minimum`)
-        self.search_stops: dict[str, int] = {}
         self._grid: tuple[np.ndarray, np.ndarray] | None = None
 
     def fit(self, z: np.ndarray, y: np.ndarray, *, tune: bool = True) -> None:
@@ -242,7 +240,6 @@ class GPSurrogate:
                 [math.log(lo) for lo, _ in bounds],
                 [math.log(hi) for _, hi in bounds],
             )
-            self.search_stops[got.stop] = self.search_stops.get(got.stop, 0) + 1
             theta = [math.exp(v) for v in got.x]
             self.amplitude, self.noise = theta[0], theta[-1]
             self.length_scale = np.array(theta[1:-1])

@@ -205,13 +205,10 @@ def posterior(
     with the training inputs are ``ks`` (m, n)."""
     m = ks.shape[0]
     mu = _matvec(ks, alpha)
-    v = solve_lower(low, np.ascontiguousarray(ks.T))
+    squares = row_squares(np.ascontiguousarray(solve_lower(low, np.ascontiguousarray(ks.T)).T))
     var = np.empty(m)
     for j in range(m):
-        s = 0.0
-        for i in range(v.shape[0]):
-            s += v[i, j] * v[i, j]
-        var[j] = max(amp - s, 0.0)
+        var[j] = max(amp - squares[j], 0.0)
     return mu, var
 
 
